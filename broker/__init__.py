@@ -1,0 +1,1 @@
+"""kafkette.broker"""

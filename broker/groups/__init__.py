@@ -1,0 +1,1 @@
+"""Consumer groups: the pure state machine and the committed-offsets records."""
