@@ -51,6 +51,7 @@ _LENGTH = struct.Struct(">qi")
 _OFFSET = struct.Struct(">q")
 _EPOCH = struct.Struct(">i")
 _MAX_TS = struct.Struct(">q")
+_ATTRIBUTES = struct.Struct(">h")
 
 
 class InvalidBatchError(ValueError):
@@ -204,7 +205,12 @@ def patch_leader_epoch(buf: bytearray | memoryview, epoch: int, pos: int = 0) ->
 
 
 def set_log_append_time(buf: bytearray | memoryview, timestamp_ms: int, pos: int = 0) -> None:
-    """Rewrite maxTimestamp for LogAppendTime topics and fix the CRC (it is inside it)."""
+    """Mark the batch LogAppendTime, set maxTimestamp and fix the CRC (both are inside it).
+
+    Consumers take every record's timestamp from maxTimestamp only when the
+    attributes' timestamp-type bit is set, so both must change together.
+    """
     header = read_header(buf, pos)
+    _ATTRIBUTES.pack_into(buf, pos + 21, header.attributes | TIMESTAMP_TYPE_MASK)
     _MAX_TS.pack_into(buf, pos + 35, timestamp_ms)
     struct.pack_into(">I", buf, pos + 17, compute_crc(buf, pos, header.size))

@@ -1,0 +1,123 @@
+"""The one table of the APIs kafkette serves and the version ranges it advertises.
+
+ApiVersions answers from this table, the codec refuses versions outside it,
+and ``docs/protocol-coverage.md`` is generated from it
+(``python -m kafkette.wire.coverage``). Ranges follow what Apache Kafka 4.0
+serves, capped where a higher version needs something we do not have (topic
+IDs in Produce 13 and Fetch 13+, KIP-848 fields in OffsetCommit/OffsetFetch 10).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+
+class ApiKey(IntEnum):
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
+    SASL_HANDSHAKE = 17
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
+    INIT_PRODUCER_ID = 22
+    OFFSET_FOR_LEADER_EPOCH = 23
+    DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+    SASL_AUTHENTICATE = 36
+    CREATE_PARTITIONS = 37
+    DELETE_GROUPS = 42
+    INCREMENTAL_ALTER_CONFIGS = 44
+    OFFSET_DELETE = 47
+    DESCRIBE_CLUSTER = 60
+
+
+@dataclass(frozen=True, slots=True)
+class ApiSpec:
+    """What we serve of one API.
+
+    ``min_version``/``max_version`` are advertised; ``decode_min`` is the
+    lowest version the definitions (and so the codec) know. Produce advertises
+    0 although only 3+ exist, as Kafka 4.0 does for librdkafka (KAFKA-18659).
+    """
+
+    key: ApiKey
+    name: str  # definition file stem: ``Produce`` -> ProduceRequest.json/ProduceResponse.json
+    min_version: int
+    max_version: int
+    decode_min: int
+    note: str = ""
+
+    @property
+    def request_definition(self) -> str:
+        return self.name + "Request"
+
+    @property
+    def response_definition(self) -> str:
+        return self.name + "Response"
+
+
+def _api(key: ApiKey, name: str, low: int, high: int, decode_min: int | None = None, note: str = "") -> ApiSpec:
+    return ApiSpec(key, name, low, high, low if decode_min is None else decode_min, note)
+
+
+SUPPORTED: dict[ApiKey, ApiSpec] = {
+    spec.key: spec
+    for spec in (
+        _api(ApiKey.PRODUCE, "Produce", 0, 12, 3, "0-2 advertised for librdkafka, refused; 13 needs topic ids"),
+        _api(ApiKey.FETCH, "Fetch", 4, 12, note="13+ address topics by id"),
+        _api(ApiKey.LIST_OFFSETS, "ListOffsets", 1, 10),
+        _api(ApiKey.METADATA, "Metadata", 0, 13),
+        _api(ApiKey.OFFSET_COMMIT, "OffsetCommit", 2, 9, note="10 addresses topics by id"),
+        _api(ApiKey.OFFSET_FETCH, "OffsetFetch", 1, 9, note="10 addresses topics by id"),
+        _api(ApiKey.FIND_COORDINATOR, "FindCoordinator", 0, 6),
+        _api(ApiKey.JOIN_GROUP, "JoinGroup", 0, 9),
+        _api(ApiKey.HEARTBEAT, "Heartbeat", 0, 4),
+        _api(ApiKey.LEAVE_GROUP, "LeaveGroup", 0, 5),
+        _api(ApiKey.SYNC_GROUP, "SyncGroup", 0, 5),
+        _api(ApiKey.DESCRIBE_GROUPS, "DescribeGroups", 0, 5),
+        _api(ApiKey.LIST_GROUPS, "ListGroups", 0, 5),
+        _api(ApiKey.SASL_HANDSHAKE, "SaslHandshake", 0, 1),
+        _api(ApiKey.API_VERSIONS, "ApiVersions", 0, 4),
+        _api(ApiKey.CREATE_TOPICS, "CreateTopics", 2, 7),
+        _api(ApiKey.DELETE_TOPICS, "DeleteTopics", 1, 6),
+        _api(ApiKey.DELETE_RECORDS, "DeleteRecords", 0, 2),
+        _api(ApiKey.INIT_PRODUCER_ID, "InitProducerId", 0, 5),
+        _api(ApiKey.OFFSET_FOR_LEADER_EPOCH, "OffsetForLeaderEpoch", 2, 4),
+        _api(ApiKey.DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4),
+        _api(ApiKey.ALTER_CONFIGS, "AlterConfigs", 0, 2),
+        _api(ApiKey.SASL_AUTHENTICATE, "SaslAuthenticate", 0, 2),
+        _api(ApiKey.CREATE_PARTITIONS, "CreatePartitions", 0, 3),
+        _api(ApiKey.DELETE_GROUPS, "DeleteGroups", 0, 2),
+        _api(ApiKey.INCREMENTAL_ALTER_CONFIGS, "IncrementalAlterConfigs", 0, 1),
+        _api(ApiKey.OFFSET_DELETE, "OffsetDelete", 0, 0),
+        _api(ApiKey.DESCRIBE_CLUSTER, "DescribeCluster", 0, 1),
+    )
+}
+
+
+def api_spec(api_key: int) -> ApiSpec | None:
+    try:
+        return SUPPORTED[ApiKey(api_key)]
+    except ValueError:
+        return None
+
+
+def api_versions_entries() -> list[dict]:
+    """The ``api_keys`` array of an ApiVersions response."""
+    return [
+        {"api_key": int(spec.key), "min_version": spec.min_version, "max_version": spec.max_version}
+        for spec in SUPPORTED.values()
+    ]

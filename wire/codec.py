@@ -1,0 +1,338 @@
+"""Compile Kafka's message definitions into a decoder and an encoder per version.
+
+Each (message, version) gets a reader and a writer built once from its
+``MessageSpec`` and cached. Decoded messages are plain dicts keyed by the
+snake_case field names (``throttle_time_ms``); every field of the definition
+is present, taking its default where this version lacks it, so handlers never
+branch on versions to read. Encoding takes the same dicts and fills what is
+missing with the definition's defaults, so handlers set only what matters.
+
+``records`` fields decode to a zero-copy ``memoryview`` into the frame. On
+encode a records value is bytes-like, ``None``, or a sequence of parts (bytes
+or any object with ``__len__``, such as a file region): large parts are not
+copied but handed out as separate chunks of the encoded output, which is how
+Fetch sends stored batches straight from the segment files.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+
+from kafkette.wire import primitives as p
+from kafkette.wire.exceptions import EncodeError, MalformedFrameError
+from kafkette.wire.schema import FieldSpec, MessageSpec, in_range, load_message
+
+# Records smaller than this are copied into the response buffer; larger ones
+# travel as their own chunk (no copy, and sendfile for file regions).
+INLINE_RECORDS_LIMIT = 16384
+
+
+class Output(bytearray):
+    """An encode buffer that can hand large payloads out as separate chunks."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.chunks: list[object] = []
+
+    def attach(self, part: object) -> None:
+        """Emit what is buffered so far, then ``part`` itself, uncopied."""
+        if self:
+            self.chunks.append(bytes(self))
+            del self[:]
+        self.chunks.append(part)
+
+    def finish(self) -> list[object]:
+        if self:
+            self.chunks.append(bytes(self))
+            del self[:]
+        return self.chunks
+
+
+def _records_length(value: object) -> int:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return memoryview(value).nbytes
+    return sum(len(part) for part in value)  # type: ignore[union-attr, arg-type]
+
+
+def _emit_records(out: bytearray, value: object) -> None:
+    parts: Sequence[object] = (
+        (value,) if isinstance(value, bytes | bytearray | memoryview) else value  # type: ignore[assignment]
+    )
+    for part in parts:
+        if isinstance(part, bytes | bytearray | memoryview) and (
+            len(part) < INLINE_RECORDS_LIMIT or not isinstance(out, Output)
+        ):
+            out += part
+        elif isinstance(out, Output):
+            out.attach(part)
+        else:
+            raise EncodeError("a file region can only be encoded into an Output buffer")
+
+
+def write_records(out: bytearray, value: object) -> None:
+    if value is None:
+        out += b"\xff\xff\xff\xff"
+        return
+    p.write_int32(out, _records_length(value))
+    _emit_records(out, value)
+
+
+def write_compact_records(out: bytearray, value: object) -> None:
+    if value is None:
+        out.append(0)
+        return
+    p.write_uvarint(out, _records_length(value) + 1)
+    _emit_records(out, value)
+
+
+_CLASSIC = {
+    "string": (p.read_string, p.write_string),
+    "bytes": (p.read_bytes, p.write_bytes),
+    "records": (p.read_records, write_records),
+}
+_COMPACT = {
+    "string": (p.read_compact_string, p.write_compact_string),
+    "bytes": (p.read_compact_bytes, p.write_compact_bytes),
+    "records": (p.read_compact_records, write_compact_records),
+}
+
+
+def default_value(field: FieldSpec, version: int) -> object:
+    """A fresh default for ``field``: structs become dicts of their own defaults."""
+    if field.is_array:
+        return []
+    if field.is_struct:
+        if in_range(version, field.nullable_versions) and field.default is None:
+            return None
+        return {child.name: default_value(child, version) for child in field.fields}
+    if field.type == "uuid":
+        return p.ZERO_UUID
+    return field.default
+
+
+def _is_flexible(field: FieldSpec, version: int, flexible: bool) -> bool:
+    if field.flexible_versions is not None:
+        return in_range(version, field.flexible_versions)
+    return flexible
+
+
+class _Compiled:
+    """Reader and writer of one struct at one version."""
+
+    __slots__ = ("read", "write")
+
+    def __init__(self, read: p.Reader, write: p.Writer) -> None:
+        self.read = read
+        self.write = write
+
+
+def _field_codec(field: FieldSpec, version: int, flexible: bool) -> tuple[p.Reader, p.Writer]:
+    compact = _is_flexible(field, version, flexible)
+    element = field.element_type
+    if field.is_struct:
+        inner = _compile_struct(field.fields, version, flexible)
+        elem_read, elem_write = inner.read, inner.write
+        if not field.is_array and in_range(version, field.nullable_versions):
+            elem_read, elem_write = _nullable_struct(elem_read, elem_write)
+    elif element in p.FIXED_READERS:
+        elem_read, elem_write = p.FIXED_READERS[element], p.FIXED_WRITERS[element]
+    elif element in _CLASSIC:
+        elem_read, elem_write = (_COMPACT if compact else _CLASSIC)[element]
+    else:
+        raise LookupError(f"field {field.json_name} has unknown type {field.type}")
+    if not field.is_array:
+        return elem_read, elem_write
+    return _array(elem_read, elem_write, compact)
+
+
+def _nullable_struct(read: p.Reader, write: p.Writer) -> tuple[p.Reader, p.Writer]:
+    def read_nullable(buf: memoryview, pos: int) -> tuple[object, int]:
+        marker, pos = p.read_int8(buf, pos)
+        if marker < 0:
+            return None, pos
+        return read(buf, pos)
+
+    def write_nullable(out: bytearray, value: object) -> None:
+        if value is None:
+            out.append(0xFF)
+        else:
+            out.append(1)
+            write(out, value)
+
+    return read_nullable, write_nullable
+
+
+def _array(read: p.Reader, write: p.Writer, compact: bool) -> tuple[p.Reader, p.Writer]:
+    def read_array(buf: memoryview, pos: int) -> tuple[object, int]:
+        if compact:
+            count, pos = p.read_uvarint(buf, pos)
+            count -= 1
+        else:
+            count, pos = p.read_int32(buf, pos)  # type: ignore[assignment]
+        if count < 0:
+            return None, pos
+        if count > len(buf) - pos:
+            raise MalformedFrameError(f"array of {count} elements cannot fit the frame")
+        items = []
+        append = items.append
+        for _ in range(count):
+            item, pos = read(buf, pos)
+            append(item)
+        return items, pos
+
+    def write_array(out: bytearray, value: object) -> None:
+        if value is None:
+            if compact:
+                out.append(0)
+            else:
+                out += b"\xff\xff\xff\xff"
+            return
+        items = value  # type: ignore[assignment]
+        if compact:
+            p.write_uvarint(out, len(items) + 1)  # type: ignore[arg-type]
+        else:
+            p.write_int32(out, len(items))  # type: ignore[arg-type]
+        for item in items:  # type: ignore[attr-defined]
+            write(out, item)
+
+    return read_array, write_array
+
+
+def _compile_struct(fields: tuple[FieldSpec, ...], version: int, flexible: bool) -> _Compiled:
+    regular: list[tuple[str, p.Reader, p.Writer]] = []
+    tagged: dict[int, tuple[str, p.Reader, p.Writer, FieldSpec]] = {}
+    absent: list[FieldSpec] = []
+    for field in fields:
+        if not in_range(version, field.versions):
+            absent.append(field)
+            continue
+        read, write = _field_codec(field, version, flexible)
+        if flexible and field.tag is not None and in_range(version, field.tagged_versions):
+            tagged[field.tag] = (field.name, read, write, field)
+            absent.append(field)  # defaults first; a present tag overwrites
+        else:
+            regular.append((field.name, read, write))
+    tagged_in_order = [tagged[tag] for tag in sorted(tagged)]
+    regular_fields = [(name, write) for name, _, write in regular]
+    readers = [(name, read) for name, read, _ in regular]
+    field_defaults = [(f.name, f) for f in absent]
+
+    def read_struct(buf: memoryview, pos: int) -> tuple[object, int]:
+        obj: dict[str, object] = {}
+        for name, field in field_defaults:
+            obj[name] = default_value(field, version)
+        for name, read in readers:
+            obj[name], pos = read(buf, pos)
+        if flexible:
+            pos = _read_tagged(buf, pos, obj, tagged)
+        return obj, pos
+
+    def write_struct(out: bytearray, value: object) -> None:
+        obj: dict = value  # type: ignore[assignment]
+        get = obj.get
+        for name, write in regular_fields:
+            item = get(name, _MISSING)
+            if item is _MISSING:
+                item = _default_for(fields, name, version)
+            write(out, item)
+        if flexible:
+            _write_tagged(out, obj, tagged_in_order, version)
+
+    return _Compiled(read_struct, write_struct)
+
+
+_MISSING = object()
+
+
+def _default_for(fields: tuple[FieldSpec, ...], name: str, version: int) -> object:
+    for field in fields:
+        if field.name == name:
+            return default_value(field, version)
+    raise EncodeError(f"no field {name}")
+
+
+def _read_tagged(
+    buf: memoryview, pos: int, obj: dict, tagged: dict[int, tuple[str, p.Reader, p.Writer, FieldSpec]]
+) -> int:
+    count, pos = p.read_uvarint(buf, pos)
+    for _ in range(count):
+        tag, pos = p.read_uvarint(buf, pos)
+        size, pos = p.read_uvarint(buf, pos)
+        end = pos + size
+        if end > len(buf):
+            raise MalformedFrameError("tagged field runs past the end of the frame")
+        known = tagged.get(tag)
+        if known is not None:
+            name, read, _, _ = known
+            value, used = read(buf[:end], pos)
+            if used != end:
+                raise MalformedFrameError(f"tagged field {name} has {end - used} stray bytes")
+            obj[name] = value
+        pos = end
+    return pos
+
+
+def _write_tagged(
+    out: bytearray,
+    obj: dict,
+    tagged: list[tuple[str, p.Reader, p.Writer, FieldSpec]],
+    version: int,
+) -> None:
+    present = []
+    for name, _, write, field in tagged:
+        value = obj.get(name, _MISSING)
+        if value is _MISSING or value == default_value(field, version):
+            continue
+        present.append((field.tag, write, value))
+    p.write_uvarint(out, len(present))
+    for tag, write, value in present:
+        body = bytearray()
+        write(body, value)
+        p.write_uvarint(out, tag)
+        p.write_uvarint(out, len(body))
+        out += body
+
+
+class MessageCodec:
+    """Decoder and encoder of one message definition at one version."""
+
+    __slots__ = ("_struct", "flexible", "spec", "version")
+
+    def __init__(self, spec: MessageSpec, version: int) -> None:
+        self.spec = spec
+        self.version = version
+        self.flexible = spec.is_flexible(version)
+        self._struct = _compile_struct(spec.fields, version, self.flexible)
+
+    def decode(self, buf: memoryview, pos: int = 0) -> tuple[dict, int]:
+        """Decode from ``pos``; returns the message and the position after it."""
+        try:
+            value, end = self._struct.read(buf, pos)
+        except (ValueError, OverflowError) as exc:  # UUID/struct edge cases
+            if isinstance(exc, MalformedFrameError):
+                raise
+            raise MalformedFrameError(f"{self.spec.name} v{self.version}: {exc}") from None
+        return value, end  # type: ignore[return-value]
+
+    def encode_into(self, out: bytearray, message: dict) -> None:
+        try:
+            self._struct.write(out, message)
+        except EncodeError:
+            raise
+        except (TypeError, AttributeError, ValueError, KeyError) as exc:
+            raise EncodeError(f"{self.spec.name} v{self.version}: {exc!r}") from exc
+
+    def encode(self, message: dict) -> bytes:
+        out = bytearray()
+        self.encode_into(out, message)
+        return bytes(out)
+
+
+@functools.cache
+def message_codec(name: str, version: int) -> MessageCodec:
+    """The cached codec for a definition file name (``"FetchRequest"``) and version."""
+    return MessageCodec(load_message(name), version)
+
+
+CodecFactory = Callable[[str, int], MessageCodec]
