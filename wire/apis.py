@@ -69,14 +69,23 @@ class ApiSpec:
         return self.name + "Response"
 
 
-def _api(key: ApiKey, name: str, low: int, high: int, decode_min: int | None = None, note: str = "") -> ApiSpec:
+def _api(
+    key: ApiKey, name: str, low: int, high: int, decode_min: int | None = None, note: str = ""
+) -> ApiSpec:
     return ApiSpec(key, name, low, high, low if decode_min is None else decode_min, note)
 
 
 SUPPORTED: dict[ApiKey, ApiSpec] = {
     spec.key: spec
     for spec in (
-        _api(ApiKey.PRODUCE, "Produce", 0, 12, 3, "0-2 advertised for librdkafka, refused; 13 needs topic ids"),
+        _api(
+            ApiKey.PRODUCE,
+            "Produce",
+            0,
+            12,
+            3,
+            "0-2 advertised for librdkafka, refused; 13 needs topic ids",
+        ),
         _api(ApiKey.FETCH, "Fetch", 4, 12, note="13+ address topics by id"),
         _api(ApiKey.LIST_OFFSETS, "ListOffsets", 1, 10),
         _api(ApiKey.METADATA, "Metadata", 0, 13),
@@ -89,7 +98,13 @@ SUPPORTED: dict[ApiKey, ApiSpec] = {
         _api(ApiKey.SYNC_GROUP, "SyncGroup", 0, 5),
         _api(ApiKey.DESCRIBE_GROUPS, "DescribeGroups", 0, 5),
         _api(ApiKey.LIST_GROUPS, "ListGroups", 0, 5),
-        _api(ApiKey.SASL_HANDSHAKE, "SaslHandshake", 0, 1),
+        _api(
+            ApiKey.SASL_HANDSHAKE,
+            "SaslHandshake",
+            1,
+            1,
+            note="v0 carries raw SASL tokens outside Kafka framing",
+        ),
         _api(ApiKey.API_VERSIONS, "ApiVersions", 0, 4),
         _api(ApiKey.CREATE_TOPICS, "CreateTopics", 2, 7),
         _api(ApiKey.DELETE_TOPICS, "DeleteTopics", 1, 6),

@@ -8,8 +8,8 @@ branch on versions to read. Encoding takes the same dicts and fills what is
 missing with the definition's defaults, so handlers set only what matters.
 
 ``records`` fields decode to a zero-copy ``memoryview`` into the frame. On
-encode a records value is bytes-like, ``None``, or a sequence of parts (bytes
-or any object with ``__len__``, such as a file region): large parts are not
+encode a records value is bytes-like, ``None``, or a sequence of parts (bytes,
+or a file region: any object with an int ``length`` attribute): large parts are not
 copied but handed out as separate chunks of the encoded output, which is how
 Fetch sends stored batches straight from the segment files.
 """
@@ -49,10 +49,17 @@ class Output(bytearray):
         return self.chunks
 
 
+def part_length(part: object) -> int:
+    """Bytes in one records part: a bytes-like object or a region with ``length``."""
+    if isinstance(part, bytes | bytearray | memoryview):
+        return memoryview(part).nbytes
+    return part.length  # type: ignore[attr-defined, no-any-return]
+
+
 def _records_length(value: object) -> int:
     if isinstance(value, bytes | bytearray | memoryview):
         return memoryview(value).nbytes
-    return sum(len(part) for part in value)  # type: ignore[union-attr, arg-type]
+    return sum(part_length(part) for part in value)  # type: ignore[union-attr]
 
 
 def _emit_records(out: bytearray, value: object) -> None:
@@ -253,7 +260,10 @@ def _default_for(fields: tuple[FieldSpec, ...], name: str, version: int) -> obje
 
 
 def _read_tagged(
-    buf: memoryview, pos: int, obj: dict, tagged: dict[int, tuple[str, p.Reader, p.Writer, FieldSpec]]
+    buf: memoryview,
+    pos: int,
+    obj: dict,
+    tagged: dict[int, tuple[str, p.Reader, p.Writer, FieldSpec]],
 ) -> int:
     count, pos = p.read_uvarint(buf, pos)
     for _ in range(count):

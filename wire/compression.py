@@ -83,7 +83,8 @@ def compress(codec: int, data: BytesLike) -> bytes:
         return bytes(cramjam.snappy.compress_raw(data))
     if kind is CompressionType.LZ4:
         compressor = cramjam.lz4.Compressor(content_checksum=False, block_linked=False)
-        compressor.compress(data)
+        # The streaming compressor only takes bytes.
+        compressor.compress(data if isinstance(data, bytes) else bytes(data))
         return bytes(compressor.finish())
     return bytes(cramjam.zstd.compress(data))
 

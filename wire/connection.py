@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from kafkette.wire import primitives as p
 from kafkette.wire.apis import ApiKey, ApiSpec, api_spec, api_versions_entries
-from kafkette.wire.codec import Output, message_codec
+from kafkette.wire.codec import Output, message_codec, part_length
 from kafkette.wire.exceptions import (
     FrameTooLargeError,
     MalformedFrameError,
@@ -54,6 +54,7 @@ class Request:
     body: dict
     size: int  # bytes on the wire, without the length prefix
     frame: bytearray = field(repr=False, default_factory=bytearray)
+    peer: str = ""  # "host:port" of the client, filled in by the transport
 
 
 def _response_header_flexible(header: RequestHeader) -> bool:
@@ -122,13 +123,15 @@ class ServerConnection:
         out = Output()
         out += b"\0\0\0\0"
         p.write_int32(out, header.correlation_id)
-        codec.encode_into(out, {"error_code": UNSUPPORTED_VERSION, "api_keys": api_versions_entries()})
+        codec.encode_into(
+            out, {"error_code": UNSUPPORTED_VERSION, "api_keys": api_versions_entries()}
+        )
         return _frame_chunks(out)
 
 
 def _frame_chunks(out: Output) -> list[object]:
     chunks = out.finish()
-    total = sum(len(c) for c in chunks) - 4  # type: ignore[arg-type]
+    total = sum(part_length(c) for c in chunks) - 4
     first = bytearray(chunks[0])  # type: ignore[arg-type]
     _SIZE.pack_into(first, 0, total)
     chunks[0] = bytes(first)
@@ -155,11 +158,9 @@ def parse_request(frame: bytearray) -> Request:
     if flexible:
         pos = _skip_tagged_fields(view, pos)
     codec = message_codec(api.request_definition, api_version)
-    body, end = codec.decode(view, pos)
-    if end != len(view):
-        raise MalformedFrameError(
-            f"{api.request_definition} v{api_version}: {len(view) - end} bytes after the body"
-        )
+    # Bytes after the body are ignored, as Kafka's own parser does: librdkafka
+    # sends some (Metadata v13 from librdkafka 2.x carries three).
+    body, _ = codec.decode(view, pos)
     return Request(header, api, body, len(frame), frame)
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from types import MappingProxyType
 
-__all__ = ["ERRORS", "ErrorCode", "ErrorInfo", "KafkaError", "error_info"]
+__all__ = ["ERRORS", "ErrorCode", "ErrorInfo", "error_info"]
 
 
 class ErrorCode(IntEnum):
@@ -553,19 +553,3 @@ def error_info(code: int) -> ErrorInfo:
     except ValueError:
         return ErrorInfo(code, f"UNKNOWN_ERROR_CODE_{code}", False, f"Error code {code}.")
 
-
-class KafkaError(Exception):
-    """An error to answer with ``code``; handlers raise it, the server encodes it.
-
-    ``message`` overrides the table's text (e.g. for a response's
-    ``error_message`` field).
-    """
-
-    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
-        self.code = ErrorCode(code)
-        self.message = message if message is not None else ERRORS[self.code].message
-        super().__init__(f"{self.code.name}: {self.message}")
-
-    @property
-    def retriable(self) -> bool:
-        return ERRORS[self.code].retriable

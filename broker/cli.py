@@ -1,0 +1,87 @@
+"""``kafkette serve``: the command line, Kafka-style config, signals.
+
+Prints exactly one line ``kafkette ready on HOST:PORT`` on stdout once the
+listener accepts connections (tools wait for it), logs to stderr, and shuts
+down gracefully on SIGINT or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from pathlib import Path
+
+import trio
+from kafkette.broker.config import ConfigError, load_config, parse_assignments, parse_properties
+from kafkette.broker.server import Broker, parse_endpoint
+
+from kafkette import __version__
+
+log = logging.getLogger("kafkette")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kafkette", description="A Kafka-compatible broker.")
+    parser.add_argument("--version", action="version", version=f"kafkette {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the broker")
+    serve.add_argument("--listen", default="127.0.0.1:9092", help="HOST:PORT to listen on")
+    serve.add_argument(
+        "--advertised-listener",
+        default=None,
+        help="HOST:PORT clients are told to connect to (default: the listen address)",
+    )
+    serve.add_argument("--data-dir", default=None, help="data directory (default ./kafkette-data)")
+    serve.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Kafka broker config (repeatable), e.g. num.partitions=3",
+    )
+    serve.add_argument("--config-file", default=None, help="a server.properties file")
+    serve.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        props: dict[str, str] = {}
+        if args.config_file:
+            props.update(parse_properties(Path(args.config_file).read_text(encoding="utf-8")))
+        props.update(parse_assignments(args.config))
+        data_dir = Path(args.data_dir) if args.data_dir else None
+        config = load_config(props, data_dir=data_dir)
+        listen = parse_endpoint(args.listen)
+        advertised = parse_endpoint(args.advertised_listener) if args.advertised_listener else None
+    except (ConfigError, ValueError, OSError) as exc:
+        print(f"kafkette: {exc}", file=sys.stderr)
+        return 2
+    broker = Broker(config, listen, advertised)
+    try:
+        trio.run(_serve, broker)
+    except KeyboardInterrupt:
+        return 130
+    except OSError as exc:
+        print(f"kafkette: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _serve(broker: Broker) -> None:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(broker.run)
+            print(f"kafkette ready on {broker.advertised}", flush=True)
+            async for signum in signals:
+                log.info("received %s: shutting down", signal.Signals(signum).name)
+                broker.request_stop()
+                break

@@ -1,0 +1,301 @@
+"""Broker configuration: Apache Kafka's names and defaults, parsed once.
+
+``--config KEY=VALUE`` and ``--config-file server.properties`` both feed
+``load_config``. Every name is checked against ``BROKER_CONFIGS``: a name we
+act on, or one Kafka defines that a single-node broker accepts with no effect
+(replication, thread pools, KRaft wiring), so a quick-start properties file
+loads. Anything else is an error at start. The result is a frozen
+``BrokerConfig``; nothing downstream reads raw strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafkette.log.config import LogConfig, log_config_from_broker_props
+
+LONG_MAX = 9223372036854775807
+INT_MAX = 2147483647
+
+
+class ConfigError(ValueError):
+    """A configuration name or value the broker cannot start with."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigDef:
+    name: str
+    type: str  # Kafka's ConfigType names: BOOLEAN STRING INT SHORT LONG DOUBLE LIST CLASS PASSWORD
+    default: str | None
+    doc: str
+    effective: bool = True  # False: accepted for compatibility, no effect on one node
+
+
+def _d(name: str, type_: str, default: str | None, doc: str, effective: bool = True) -> ConfigDef:
+    return ConfigDef(name, type_, default, doc, effective)
+
+
+BROKER_CONFIGS: dict[str, ConfigDef] = {
+    c.name: c
+    for c in (
+        _d("node.id", "INT", "1", "The node id of this broker, also its broker id."),
+        _d("broker.id", "INT", "1", "Alias of node.id."),
+        _d("num.partitions", "INT", "1", "Partitions of an auto-created topic."),
+        _d("auto.create.topics.enable", "BOOLEAN", "true", "Create topics on Metadata requests."),
+        _d("default.replication.factor", "INT", "1", "Replication factor of auto-created topics."),
+        _d("delete.topic.enable", "BOOLEAN", "true", "Allow DeleteTopics."),
+        _d("log.dirs", "STRING", None, "Data directory; --data-dir takes precedence."),
+        _d("log.dir", "STRING", "./kafkette-data", "Data directory when log.dirs is unset."),
+        _d("log.segment.bytes", "INT", "1073741824", "Maximum size of a segment file."),
+        _d("log.roll.hours", "INT", "168", "Maximum age of the active segment, in hours."),
+        _d("log.roll.ms", "LONG", None, "Maximum age of the active segment; beats log.roll.hours."),
+        _d("log.retention.hours", "INT", "168", "Retention time in hours."),
+        _d("log.retention.minutes", "INT", None, "Retention time in minutes."),
+        _d("log.retention.ms", "LONG", None, "Retention time; -1 keeps forever."),
+        _d("log.retention.bytes", "LONG", "-1", "Retention size per partition; -1 unbounded."),
+        _d("log.retention.check.interval.ms", "LONG", "300000", "How often retention runs."),
+        _d("log.index.interval.bytes", "INT", "4096", "Bytes between offset index entries."),
+        _d("log.index.size.max.bytes", "INT", "10485760", "Maximum size of an index file."),
+        _d("log.flush.interval.messages", "LONG", str(LONG_MAX), "Messages between fsyncs."),
+        _d("log.flush.interval.ms", "LONG", None, "Maximum time between fsyncs."),
+        _d("log.flush.scheduler.interval.ms", "LONG", str(LONG_MAX), "How often flush runs."),
+        _d("log.cleanup.policy", "LIST", "delete", "delete (compact is not implemented yet)."),
+        _d("log.message.timestamp.type", "STRING", "CreateTime", "CreateTime or LogAppendTime."),
+        _d("log.segment.delete.delay.ms", "LONG", "60000", "Delay before a segment file goes."),
+        _d("log.roll.jitter.ms", "LONG", None, "Jitter on segment roll.", False),
+        _d("log.roll.jitter.hours", "INT", "0", "Jitter on segment roll.", False),
+        _d("log.cleaner.enable", "BOOLEAN", "true", "Compaction (not implemented).", False),
+        _d("log.cleaner.delete.retention.ms", "LONG", "86400000", "Tombstone retention.", False),
+        _d("message.max.bytes", "INT", "1048588", "Largest record batch a topic accepts."),
+        _d("socket.request.max.bytes", "INT", "104857600", "Largest request frame."),
+        _d("compression.type", "STRING", "producer", "Stored as produced (no recompression)."),
+        _d("min.insync.replicas", "INT", "1", "Always satisfied on one node.", False),
+        _d("offsets.topic.num.partitions", "INT", "50", "Partitions of __consumer_offsets."),
+        _d("offsets.topic.replication.factor", "SHORT", "3", "Ignored: one node.", False),
+        _d("offsets.retention.minutes", "INT", "10080", "How long committed offsets live."),
+        _d("offsets.retention.check.interval.ms", "LONG", "600000", "How often offsets expire."),
+        _d("group.initial.rebalance.delay.ms", "INT", "3000", "Wait for more members."),
+        _d("group.min.session.timeout.ms", "INT", "6000", "Smallest session timeout."),
+        _d("group.max.session.timeout.ms", "INT", "1800000", "Largest session timeout."),
+        _d("group.max.size", "INT", str(INT_MAX), "Largest group."),
+        _d("transaction.state.log.replication.factor", "SHORT", "3", "Ignored.", False),
+        _d("transaction.state.log.min.isr", "INT", "2", "Ignored.", False),
+        _d("num.network.threads", "INT", "3", "Ignored: trio tasks.", False),
+        _d("num.io.threads", "INT", "8", "Ignored: trio worker threads.", False),
+        _d("num.recovery.threads.per.data.dir", "INT", "2", "Ignored.", False),
+        _d("socket.send.buffer.bytes", "INT", "102400", "Ignored.", False),
+        _d("socket.receive.buffer.bytes", "INT", "102400", "Ignored.", False),
+        _d("listeners", "STRING", None, "Use --listen.", False),
+        _d("advertised.listeners", "STRING", None, "Use --advertised-listener.", False),
+        _d("listener.security.protocol.map", "STRING", None, "Ignored.", False),
+        _d("inter.broker.listener.name", "STRING", None, "Ignored.", False),
+        _d("controller.listener.names", "STRING", None, "Ignored.", False),
+        _d("controller.quorum.voters", "STRING", None, "Ignored.", False),
+        _d("controller.quorum.bootstrap.servers", "STRING", None, "Ignored.", False),
+        _d("process.roles", "STRING", None, "Ignored: broker and controller.", False),
+        _d("share.coordinator.state.topic.replication.factor", "SHORT", "3", "Ignored.", False),
+        _d("share.coordinator.state.topic.min.isr", "SHORT", "2", "Ignored.", False),
+    )
+}
+
+# Topic-level configs: name -> (broker config that supplies the default, type, doc).
+TOPIC_CONFIGS: dict[str, tuple[str | None, str, str]] = {
+    "cleanup.policy": ("log.cleanup.policy", "LIST", "delete (compact is not implemented yet)."),
+    "compression.type": ("compression.type", "STRING", "Stored as produced."),
+    "delete.retention.ms": ("log.cleaner.delete.retention.ms", "LONG", "Tombstone retention."),
+    "file.delete.delay.ms": ("log.segment.delete.delay.ms", "LONG", "Delay before deleting."),
+    "flush.messages": ("log.flush.interval.messages", "LONG", "Messages between fsyncs."),
+    "flush.ms": ("log.flush.interval.ms", "LONG", "Time between fsyncs."),
+    "index.interval.bytes": ("log.index.interval.bytes", "INT", "Bytes between index entries."),
+    "max.message.bytes": ("message.max.bytes", "INT", "Largest record batch."),
+    "message.timestamp.type": (
+        "log.message.timestamp.type",
+        "STRING",
+        "CreateTime or LogAppendTime.",
+    ),
+    "min.insync.replicas": ("min.insync.replicas", "INT", "Always satisfied on one node."),
+    "retention.bytes": ("log.retention.bytes", "LONG", "Retention size per partition."),
+    "retention.ms": ("log.retention.ms", "LONG", "Retention time."),
+    "segment.bytes": ("log.segment.bytes", "INT", "Segment file size."),
+    "segment.index.bytes": ("log.index.size.max.bytes", "INT", "Index file size."),
+    "segment.ms": ("log.roll.ms", "LONG", "Segment age before rolling."),
+    "segment.jitter.ms": ("log.roll.jitter.ms", "LONG", "Jitter on segment roll."),
+    "unclean.leader.election.enable": (None, "BOOLEAN", "Meaningless on one node."),
+    "min.cleanable.dirty.ratio": (None, "DOUBLE", "Compaction (not implemented)."),
+    "min.compaction.lag.ms": (None, "LONG", "Compaction (not implemented)."),
+    "max.compaction.lag.ms": (None, "LONG", "Compaction (not implemented)."),
+    "preallocate": (None, "BOOLEAN", "Ignored."),
+    "message.timestamp.before.max.ms": (None, "LONG", "Ignored."),
+    "message.timestamp.after.max.ms": (None, "LONG", "Ignored."),
+}
+_TOPIC_ONLY_DEFAULTS = {
+    "unclean.leader.election.enable": "false",
+    "min.cleanable.dirty.ratio": "0.5",
+    "min.compaction.lag.ms": "0",
+    "max.compaction.lag.ms": str(LONG_MAX),
+    "preallocate": "false",
+    "message.timestamp.before.max.ms": str(LONG_MAX),
+    "message.timestamp.after.max.ms": str(LONG_MAX),
+}
+
+
+def _parse_bool(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("true", "false"):
+        return value == "true"
+    raise ConfigError(f"{name} must be true or false, got {raw!r}")
+
+
+def _parse_int(name: str, raw: str) -> int:
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise ConfigError(f"{name} must be a whole number, got {raw!r}") from None
+
+
+def check_value(name: str, type_: str, raw: str) -> None:
+    """Raise ConfigError if ``raw`` is not a valid value of ``type_``."""
+    if type_ == "BOOLEAN":
+        _parse_bool(name, raw)
+    elif type_ in ("INT", "SHORT", "LONG"):
+        _parse_int(name, raw)
+    elif type_ == "DOUBLE":
+        try:
+            float(raw)
+        except ValueError:
+            raise ConfigError(f"{name} must be a number, got {raw!r}") from None
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    """The broker's settings, typed. ``explicit`` keeps what the user set, by name."""
+
+    node_id: int = 1
+    num_partitions: int = 1
+    auto_create_topics: bool = True
+    default_replication_factor: int = 1
+    delete_topic_enable: bool = True
+    data_dir: Path = Path("./kafkette-data")
+    message_max_bytes: int = 1048588
+    socket_request_max_bytes: int = 104857600
+    retention_check_interval_ms: int = 300000
+    flush_scheduler_interval_ms: int = LONG_MAX
+    offsets_topic_num_partitions: int = 50
+    offsets_retention_minutes: int = 10080
+    offsets_retention_check_interval_ms: int = 600000
+    group_initial_rebalance_delay_ms: int = 3000
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1800000
+    group_max_size: int = INT_MAX
+    log: LogConfig = field(default_factory=LogConfig)
+    explicit: Mapping[str, str] = field(default_factory=dict)
+
+    def value_of(self, name: str) -> str | None:
+        """A broker config's effective value as Kafka's DescribeConfigs shows it."""
+        if name in self.explicit:
+            return self.explicit[name]
+        if name == "log.dirs":
+            return str(self.data_dir)
+        if name == "log.roll.ms":
+            return str(self.log.segment_ms)
+        if name == "log.retention.ms":
+            return str(self.log.retention_ms)
+        if name == "log.flush.interval.ms":
+            return str(self.log.flush_interval_ms)
+        definition = BROKER_CONFIGS.get(name)
+        return None if definition is None else definition.default
+
+    def topic_default(self, name: str) -> str | None:
+        """The broker-supplied default of a topic-level config."""
+        if name in _TOPIC_ONLY_DEFAULTS:
+            return _TOPIC_ONLY_DEFAULTS[name]
+        entry = TOPIC_CONFIGS.get(name)
+        if entry is None or entry[0] is None:
+            return None
+        if name == "segment.jitter.ms":
+            return "0"
+        return self.value_of(entry[0])
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """A Java .properties file, the subset Kafka's server.properties uses."""
+    props: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped[0] in "#!":
+            continue
+        for sep in ("=", ":"):
+            if sep in stripped:
+                key, _, value = stripped.partition(sep)
+                props[key.strip()] = value.strip()
+                break
+        else:
+            raise ConfigError(f"line {number}: expected KEY=VALUE, got {stripped!r}")
+    return props
+
+
+def parse_assignments(items: Iterable[str]) -> dict[str, str]:
+    """``--config KEY=VALUE`` items."""
+    props: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--config expects KEY=VALUE, got {item!r}")
+        props[key.strip()] = value.strip()
+    return props
+
+
+def load_config(props: Mapping[str, str], *, data_dir: Path | None = None) -> BrokerConfig:
+    """Check every name and value and build the typed config."""
+    unknown = sorted(set(props) - set(BROKER_CONFIGS))
+    if unknown:
+        raise ConfigError(
+            "unknown broker config "
+            + ", ".join(unknown)
+            + " (kafkette takes Apache Kafka's broker config names; see docs/operations.md)"
+        )
+    for name, raw in props.items():
+        check_value(name, BROKER_CONFIGS[name].type, raw)
+
+    def get(name: str) -> str:
+        value = props.get(name, BROKER_CONFIGS[name].default)
+        assert value is not None
+        return value
+
+    def integer(name: str) -> int:
+        return _parse_int(name, get(name))
+
+    node_id = integer("node.id") if "node.id" in props else integer("broker.id")
+    configured_dir = props.get("log.dirs", "").split(",")[0].strip() or get("log.dir")
+    try:
+        log = log_config_from_broker_props(props)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    cleanup = get("log.cleanup.policy")
+    if "compact" in cleanup:
+        raise ConfigError("log.cleanup.policy=compact is not implemented yet; use delete")
+    return BrokerConfig(
+        node_id=node_id,
+        num_partitions=integer("num.partitions"),
+        auto_create_topics=_parse_bool(
+            "auto.create.topics.enable", get("auto.create.topics.enable")
+        ),
+        default_replication_factor=integer("default.replication.factor"),
+        delete_topic_enable=_parse_bool("delete.topic.enable", get("delete.topic.enable")),
+        data_dir=data_dir if data_dir is not None else Path(configured_dir),
+        message_max_bytes=integer("message.max.bytes"),
+        socket_request_max_bytes=integer("socket.request.max.bytes"),
+        retention_check_interval_ms=integer("log.retention.check.interval.ms"),
+        flush_scheduler_interval_ms=integer("log.flush.scheduler.interval.ms"),
+        offsets_topic_num_partitions=integer("offsets.topic.num.partitions"),
+        offsets_retention_minutes=integer("offsets.retention.minutes"),
+        offsets_retention_check_interval_ms=integer("offsets.retention.check.interval.ms"),
+        group_initial_rebalance_delay_ms=integer("group.initial.rebalance.delay.ms"),
+        group_min_session_timeout_ms=integer("group.min.session.timeout.ms"),
+        group_max_session_timeout_ms=integer("group.max.session.timeout.ms"),
+        group_max_size=integer("group.max.size"),
+        log=log,
+        explicit=dict(props),
+    )

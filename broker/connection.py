@@ -1,0 +1,132 @@
+"""One client connection: read frames, run handlers, write responses in order.
+
+Kafka processes one request per connection at a time and answers in request
+order; so does this loop (a long-polling Fetch holds its own connection only).
+Bad input closes the connection with one log line and nothing else. Responses
+go out as chunks: bytes with ``send_all``, stored batches with ``os.sendfile``
+where the socket allows it, else read in a worker thread and sent.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import TYPE_CHECKING
+
+import trio
+from kafkette.broker.handlers import HANDLERS
+from kafkette.wire.apis import ApiKey
+from kafkette.wire.connection import NEED_DATA, Request, ServerConnection
+from kafkette.wire.exceptions import MalformedFrameError, UnsupportedVersionError
+
+if TYPE_CHECKING:
+    from kafkette.broker.server import Broker
+
+log = logging.getLogger("kafkette.connection")
+
+RECEIVE_SIZE = 256 * 1024
+
+
+async def serve_connection(broker: Broker, stream: trio.SocketStream) -> None:
+    """Serve one peer until it closes, sends garbage, or the broker stops."""
+    peer = _peer_name(stream)
+    conn = ServerConnection(broker.config.socket_request_max_bytes)
+    broker.connections_open += 1
+    try:
+        while not broker.closing:
+            try:
+                request = conn.next_request()
+            except UnsupportedVersionError as exc:
+                if not await _answer_unsupported(conn, stream, exc, peer):
+                    return
+                continue
+            if request is NEED_DATA:
+                wanted = max(RECEIVE_SIZE, (conn.next_frame_size() or 0) + 4 - conn.buffered)
+                data = await stream.receive_some(wanted)
+                if not data:
+                    return
+                conn.receive_data(data)
+                continue
+            response = await _dispatch(broker, request, peer)
+            if response is not None:
+                await send_chunks(stream, conn.encode_response(request.header, response))
+    except MalformedFrameError as exc:
+        log.warning("closing connection from %s: %s", peer, exc)
+    except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
+        pass
+    finally:
+        broker.connections_open -= 1
+        with trio.move_on_after(1) as cleanup:
+            cleanup.shield = True
+            await stream.aclose()
+
+
+async def _dispatch(broker: Broker, request: Request, peer: str) -> dict | None:
+    handler = HANDLERS[ApiKey(request.header.api_key)]
+    request.peer = peer
+    return await handler(broker, request)
+
+
+async def _answer_unsupported(
+    conn: ServerConnection, stream: trio.SocketStream, exc: UnsupportedVersionError, peer: str
+) -> bool:
+    """KIP-511 for ApiVersions; any other API at an unknown version closes the connection."""
+    if exc.api_key == ApiKey.API_VERSIONS and exc.header is not None:
+        log.info("ApiVersions v%d from %s: answering with v0 and error 35", exc.api_version, peer)
+        await send_chunks(stream, conn.encode_api_versions_fallback(exc.header))  # type: ignore[arg-type]
+        return True
+    log.warning("closing connection from %s: %s", peer, exc)
+    return False
+
+
+async def send_chunks(stream: trio.SocketStream, chunks: list[object]) -> None:
+    """Write a response's chunks in order; file regions go by sendfile."""
+    pending = bytearray()
+    for chunk in chunks:
+        if isinstance(chunk, bytes | bytearray | memoryview):
+            pending += chunk
+            continue
+        if pending:
+            await stream.send_all(pending)
+            pending = bytearray()
+        await _send_region(stream, chunk)
+    if pending:
+        await stream.send_all(pending)
+
+
+async def _send_region(stream: trio.SocketStream, region: object) -> None:
+    """``os.sendfile`` the region; fall back to a threaded read if it cannot."""
+    sock = stream.socket
+    offset: int = region.position  # type: ignore[attr-defined]
+    remaining: int = region.length  # type: ignore[attr-defined]
+    try:
+        in_fd = region.file.fileno()  # type: ignore[attr-defined]
+        out_fd = sock.fileno()
+        while remaining > 0:
+            await trio.lowlevel.wait_writable(sock)
+            try:
+                sent = os.sendfile(out_fd, in_fd, offset, remaining)
+            except BlockingIOError:
+                continue
+            if sent == 0:
+                break  # file shrank under us (truncation): pad below
+            offset += sent
+            remaining -= sent
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, BrokenPipeError | ConnectionError):
+            raise trio.BrokenResourceError from exc
+        data = await trio.to_thread.run_sync(region.file.pread, remaining, offset)  # type: ignore[attr-defined]
+        await stream.send_all(data)
+        remaining -= len(data)
+    if remaining > 0:
+        # The frame's size was announced: keep the stream in sync with zeros,
+        # which clients read as a truncated trailing batch and ignore.
+        await stream.send_all(bytes(remaining))
+
+
+def _peer_name(stream: trio.SocketStream) -> str:
+    try:
+        host, port = stream.socket.getpeername()[:2]
+    except OSError:
+        return "unknown peer"
+    return f"{host}:{port}"

@@ -1,0 +1,97 @@
+"""Run a broker inside another program: a background thread, or a trio nursery.
+
+Tests and embedding code use this instead of a subprocess::
+
+    with EmbeddedBroker.start(data_dir=tmp_path) as broker:
+        Producer({"bootstrap.servers": broker.bootstrap})
+
+``EmbeddedBroker`` runs its own trio loop in a daemon thread; ``stop`` asks
+it to shut down gracefully and waits for the clean-shutdown marker.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+import trio
+from kafkette.broker.config import load_config
+from kafkette.broker.server import Broker, Endpoint
+
+
+class EmbeddedBroker:
+    """A broker on its own thread. Thread-safe ``stop``; usable as a context manager."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._bound: Endpoint | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._main, name="kafkette-broker", daemon=True)
+
+    @classmethod
+    def start(
+        cls,
+        data_dir: Path | str,
+        configs: Mapping[str, str] | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        timeout: float = 30.0,
+    ) -> EmbeddedBroker:
+        config = load_config(dict(configs or {}), data_dir=Path(data_dir))
+        embedded = cls(Broker(config, Endpoint(host, port)))
+        embedded._thread.start()
+        if not embedded._ready.wait(timeout):
+            raise TimeoutError(f"broker did not start within {timeout}s")
+        if embedded._error is not None:
+            raise RuntimeError("broker failed to start") from embedded._error
+        return embedded
+
+    @property
+    def bootstrap(self) -> str:
+        assert self._bound is not None
+        return f"{self.broker.advertised.host}:{self._bound.port}"
+
+    def _main(self) -> None:
+        async def main() -> None:
+            self._token = trio.lowlevel.current_trio_token()
+            async with trio.open_nursery() as nursery:
+                self._bound = await nursery.start(self.broker.run)
+                self._ready.set()
+
+        try:
+            trio.run(main)
+        except BaseException as exc:  # reported to the starting thread
+            self._error = exc
+        finally:
+            self._ready.set()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Graceful shutdown: flush, write the clean-shutdown marker, join the thread."""
+        if self._thread.is_alive() and self._token is not None:
+            try:
+                trio.from_thread.run_sync(self.broker.request_stop, trio_token=self._token)
+            except trio.RunFinishedError:
+                pass
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise TimeoutError(f"broker did not stop within {timeout}s")
+
+    def __enter__(self) -> EmbeddedBroker:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+async def run_in_nursery(nursery: trio.Nursery, broker: Broker) -> Endpoint:
+    """Start ``broker`` in a caller's nursery; returns its bound endpoint."""
+    return await nursery.start(broker.run)

@@ -1,0 +1,46 @@
+"""Group coordinator settings, named and defaulted as Kafka's broker configs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+
+INT32_MAX = 2**31 - 1
+
+# Kafka's fixed JoinGroup timeout for a member that has not yet got its first
+# generation (GroupCoordinator.NewMemberJoinTimeoutMs): 5 minutes.
+NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
+
+
+@dataclass(frozen=True)
+class GroupConfig:
+    """Coordinator configuration; every field maps to the Kafka config of the same
+    name with ``.`` for ``_`` (see ``KAFKA_NAMES``). All durations in milliseconds
+    unless the name says otherwise."""
+
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1_800_000
+    group_initial_rebalance_delay_ms: int = 3000
+    group_max_size: int = INT32_MAX
+    offsets_retention_minutes: int = 10080
+    offsets_retention_check_interval_ms: int = 600_000
+    offsets_topic_num_partitions: int = 50
+    offset_metadata_max_bytes: int = 4096
+
+    @property
+    def offsets_retention_ms(self) -> int:
+        return self.offsets_retention_minutes * 60_000
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str | int]) -> GroupConfig:
+        """Build from Kafka-named properties (``group.max.size`` ...); unknown
+        names are ignored so a whole ``server.properties`` can be passed."""
+        values = {
+            field_name: int(props[kafka_name])
+            for kafka_name, field_name in KAFKA_NAMES.items()
+            if kafka_name in props
+        }
+        return cls(**values)
+
+
+KAFKA_NAMES: dict[str, str] = {f.name.replace("_", "."): f.name for f in fields(GroupConfig)}

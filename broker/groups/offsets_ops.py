@@ -1,0 +1,475 @@
+"""Committed offsets, group admin (describe/list/delete) and durability.
+
+Mixed into ``GroupCoordinatorState``; shares its groups, config and the
+``records``/``replies`` collected for the current call. Pure like the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from . import errors
+from . import offsets_records as rec
+from .config import GroupConfig
+from .model import (
+    CommittedOffset,
+    FetchedOffset,
+    Group,
+    GroupDescription,
+    GroupListing,
+    GroupState,
+    Member,
+    MemberDescription,
+    OffsetDeleteResult,
+    OffsetFetchResult,
+    OffsetsRecord,
+    Outcome,
+    TopicPartition,
+)
+from .partitioning import partition_for_group
+from .subscription import CONSUMER_PROTOCOL_TYPE
+
+EMPTY = GroupState.EMPTY
+PREPARING = GroupState.PREPARING_REBALANCE
+COMPLETING = GroupState.COMPLETING_REBALANCE
+STABLE = GroupState.STABLE
+DEAD = GroupState.DEAD
+
+# A valid OffsetCommit in each state: an int is the error for every partition.
+_COMMIT_BY_STATE: dict[GroupState, str | int] = {
+    EMPTY: "store",
+    PREPARING: "store_and_touch_member",  # the next heartbeat tells it to rejoin
+    STABLE: "store_and_touch_member",
+    COMPLETING: errors.REBALANCE_IN_PROGRESS,
+    DEAD: errors.COORDINATOR_NOT_AVAILABLE,
+}
+
+OffsetCommits = Mapping[TopicPartition, tuple[int, int, str | None]]
+
+
+class OffsetsOps:
+    """Offset and admin operations; see ``GroupCoordinatorState`` for the contract."""
+
+    # Shared with GroupCoordinatorState, which also provides _done, _transition,
+    # _schedule_heartbeat, _compute_subscribed_topics and _prepare_rebalance.
+    config: GroupConfig
+    _groups: dict[str, Group]
+    _records: list[OffsetsRecord]
+
+    def partition_for(self, group_id: str) -> int:
+        """``__consumer_offsets`` partition holding ``group_id``'s records."""
+        return partition_for_group(group_id, self.config.offsets_topic_num_partitions)
+
+    # --- records ---------------------------------------------------------------------
+
+    def _offset_record(
+        self, group_id: str, tp: TopicPartition, entry: CommittedOffset | None
+    ) -> OffsetsRecord:
+        key = rec.encode_offset_commit_key(group_id, tp[0], tp[1])
+        value = None
+        if entry is not None:
+            value = rec.encode_offset_commit_value(
+                rec.OffsetCommitValue(
+                    entry.offset,
+                    entry.leader_epoch,
+                    entry.metadata,
+                    entry.commit_timestamp_ms,
+                    entry.expire_timestamp_ms,
+                )
+            )
+        return OffsetsRecord(self.partition_for(group_id), key, value)
+
+    def _group_metadata_record(self, group: Group) -> OffsetsRecord:
+        members = tuple(
+            rec.MemberRecord(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout_ms,
+                m.session_timeout_ms,
+                m.metadata_for(group.protocol_name),
+                m.assignment,
+            )
+            for m in group.members.values()
+        )
+        value = rec.GroupMetadataValue(
+            group.protocol_type or "",
+            group.generation_id,
+            group.protocol_name,
+            group.leader_id,
+            -1 if group.state_timestamp_ms is None else group.state_timestamp_ms,
+            members,
+        )
+        return OffsetsRecord(
+            self.partition_for(group.group_id),
+            rec.encode_group_metadata_key(group.group_id),
+            rec.encode_group_metadata_value(value),
+        )
+
+    # --- OffsetCommit ----------------------------------------------------------------
+
+    def commit_offsets(
+        self,
+        *,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        offsets: OffsetCommits,
+        now_ms: int,
+        expire_timestamp_ms: int | None = None,
+    ) -> Outcome[dict[TopicPartition, int]]:
+        """OffsetCommit. ``offsets``: ``{(topic, partition): (offset, leader_epoch,
+        metadata)}`` (epoch -1 = none, metadata None = ""). Generation -1 with an
+        empty member id is a "simple" commit, allowed only while the group has no
+        members. ``expire_timestamp_ms`` carries an explicit retention from
+        OffsetCommit v2-v4. Result: error code per partition; topic existence is
+        the broker's check (UNKNOWN_TOPIC_OR_PARTITION)."""
+
+        def every(error: int) -> Outcome[dict[TopicPartition, int]]:
+            return self._done(dict.fromkeys(offsets, error))
+
+        group = self._groups.get(group_id)
+        created = group is None
+        if group is None:
+            if generation_id >= 0:
+                # Either an old generation of a vanished group or a bogus one.
+                return every(errors.ILLEGAL_GENERATION)
+            group = Group(group_id, EMPTY, now_ms)
+            self._groups[group_id] = group
+        error = self._validate_commit(group, generation_id, member_id, group_instance_id)
+        if error is not None:
+            return every(error)
+        action = _COMMIT_BY_STATE[group.state]
+        if isinstance(action, int):
+            return every(action)
+        if action == "store_and_touch_member":
+            self._schedule_heartbeat(group.members[member_id], now_ms)
+        result: dict[TopicPartition, int] = {}
+        max_metadata = self.config.offset_metadata_max_bytes
+        for tp, (offset, leader_epoch, metadata) in offsets.items():
+            metadata = metadata or ""
+            if len(metadata) > max_metadata:
+                result[tp] = errors.OFFSET_METADATA_TOO_LARGE
+                continue
+            entry = CommittedOffset(offset, leader_epoch, metadata, now_ms, expire_timestamp_ms)
+            group.offsets[tp] = entry
+            self._records.append(self._offset_record(group_id, tp, entry))
+            result[tp] = errors.NONE
+        if created and not group.offsets:
+            del self._groups[group_id]  # every partition refused: no phantom group
+        return self._done(result)
+
+    @staticmethod
+    def _validate_commit(
+        group: Group, generation_id: int, member_id: str, group_instance_id: str | None
+    ) -> int | None:
+        """Kafka's validateOffsetCommit."""
+        if group.state is DEAD:
+            return errors.COORDINATOR_NOT_AVAILABLE
+        if generation_id >= 0 or member_id != "" or group_instance_id is not None:
+            if group.is_static_member_fenced(group_instance_id, member_id):
+                return errors.FENCED_INSTANCE_ID
+            if member_id not in group.members:
+                return errors.UNKNOWN_MEMBER_ID
+            if generation_id != group.generation_id:
+                return errors.ILLEGAL_GENERATION
+            return None
+        if group.state is not EMPTY:
+            # When the group has members, only members can commit.
+            return errors.UNKNOWN_MEMBER_ID
+        return None
+
+    # --- OffsetFetch -----------------------------------------------------------------
+
+    def fetch_offsets(
+        self,
+        group_id: str,
+        partitions: Iterable[TopicPartition] | None,
+        require_stable: bool = False,
+    ) -> OffsetFetchResult:
+        """OffsetFetch for one group (call once per group for v8+ batches).
+        ``partitions`` None = every committed partition. Uncommitted partitions get
+        offset -1. Answers regardless of group state, as Kafka does; there are no
+        pending transactional commits here, so ``require_stable`` never adds
+        UNSTABLE_OFFSET_COMMIT."""
+        del require_stable
+        group = self._groups.get(group_id)
+        offsets = {} if group is None else group.offsets
+        wanted = list(offsets) if partitions is None else list(partitions)
+        result: dict[TopicPartition, FetchedOffset] = {}
+        for tp in wanted:
+            entry = offsets.get(tp)
+            if entry is None:
+                result[tp] = FetchedOffset(-1, -1, "")
+            else:
+                result[tp] = FetchedOffset(entry.offset, entry.leader_epoch, entry.metadata)
+        return OffsetFetchResult(errors.NONE, result)
+
+    # --- OffsetDelete / DeleteGroups / retention -------------------------------------
+
+    def delete_offsets(
+        self, *, group_id: str, partitions: Sequence[TopicPartition], now_ms: int
+    ) -> Outcome[OffsetDeleteResult]:
+        """OffsetDelete: allowed on an Empty group, and on a consumer group for topics
+        it is not subscribed to (else GROUP_SUBSCRIBED_TO_TOPIC)."""
+        if not group_id:
+            return self._done(OffsetDeleteResult(errors.INVALID_GROUP_ID, {}))
+        group = self._groups.get(group_id)
+        if group is None or group.state is DEAD:
+            return self._done(OffsetDeleteResult(errors.GROUP_ID_NOT_FOUND, {}))
+        partition_errors: dict[TopicPartition, int] = {}
+        if group.state is EMPTY:
+            eligible = list(partitions)
+        elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            subscribed = group.subscribed_topics
+            eligible = []
+            for tp in partitions:
+                if subscribed is None or tp[0] in subscribed:
+                    partition_errors[tp] = errors.GROUP_SUBSCRIBED_TO_TOPIC
+                else:
+                    eligible.append(tp)
+        else:
+            return self._done(OffsetDeleteResult(errors.NON_EMPTY_GROUP, {}))
+        if eligible:
+            self._remove_offsets(group, eligible)
+            partition_errors.update(dict.fromkeys(eligible, errors.NONE))
+            self._maybe_bury(group, now_ms)
+        return self._done(OffsetDeleteResult(errors.NONE, partition_errors))
+
+    def delete_groups(self, group_ids: Sequence[str], now_ms: int) -> Outcome[dict[str, int]]:
+        """DeleteGroups: only Empty groups go; their offsets and metadata get tombstones."""
+        result: dict[str, int] = {}
+        for group_id in group_ids:
+            group = self._groups.get(group_id)
+            if group is None or group.state is DEAD:
+                result[group_id] = errors.GROUP_ID_NOT_FOUND
+            elif group.state is not EMPTY:
+                result[group_id] = errors.NON_EMPTY_GROUP
+            else:
+                self._remove_offsets(group, list(group.offsets))
+                self._bury(group, now_ms)
+                result[group_id] = errors.NONE
+        return self._done(result)
+
+    def expire_offsets(self, now_ms: int, retention_ms: int | None = None) -> Outcome[int]:
+        """The periodic cleanup (every ``offsets.retention.check.interval.ms``):
+        drop offsets past ``offsets.retention.minutes`` under Kafka's rules (KIP-211)
+        and delete Empty groups left with no offsets. Result: offsets removed."""
+        retention = self.config.offsets_retention_ms if retention_ms is None else retention_ms
+        removed = 0
+        for group in list(self._groups.values()):
+            expired = self._expired_offsets(group, now_ms, retention)
+            self._remove_offsets(group, expired)
+            removed += len(expired)
+            self._maybe_bury(group, now_ms)
+        return self._done(removed)
+
+    @staticmethod
+    def _expired_offsets(group: Group, now_ms: int, retention_ms: int) -> list[TopicPartition]:
+        """Kafka's removeExpiredOffsets: an Empty group counts retention from when it
+        became Empty; a Stable consumer group only loses offsets of topics it no
+        longer subscribes to; a group never managed by us (simple commits) counts
+        from each commit; other groups keep everything."""
+        keep_topics: frozenset[str] = frozenset()
+        if group.protocol_type is not None and group.state is EMPTY:
+
+            def base(entry: CommittedOffset) -> int:
+                if group.state_timestamp_ms is None:
+                    return entry.commit_timestamp_ms
+                return group.state_timestamp_ms
+
+        elif (
+            group.protocol_type == CONSUMER_PROTOCOL_TYPE
+            and group.subscribed_topics is not None
+            and group.state is STABLE
+        ):
+            keep_topics = group.subscribed_topics
+
+            def base(entry: CommittedOffset) -> int:
+                return entry.commit_timestamp_ms
+
+        elif group.protocol_type is None:
+
+            def base(entry: CommittedOffset) -> int:
+                return entry.commit_timestamp_ms
+
+        else:
+            return []
+        expired = []
+        for tp, entry in group.offsets.items():
+            if tp[0] in keep_topics:
+                continue
+            if entry.expire_timestamp_ms is not None:
+                gone = now_ms >= entry.expire_timestamp_ms
+            else:
+                gone = now_ms - base(entry) >= retention_ms
+            if gone:
+                expired.append(tp)
+        return expired
+
+    def _remove_offsets(self, group: Group, partitions: Iterable[TopicPartition]) -> None:
+        for tp in partitions:
+            if group.offsets.pop(tp, None) is not None:
+                self._records.append(self._offset_record(group.group_id, tp, None))
+
+    def _maybe_bury(self, group: Group, now_ms: int) -> None:
+        if group.state is EMPTY and not group.offsets:
+            self._bury(group, now_ms)
+
+    def _bury(self, group: Group, now_ms: int) -> None:
+        """Empty -> Dead and forget the group; a generation > 0 had metadata written,
+        so it gets a tombstone (groups used only for offsets never had one)."""
+        self._transition(group, DEAD, now_ms)
+        del self._groups[group.group_id]
+        if group.generation_id > 0:
+            self._records.append(
+                OffsetsRecord(
+                    self.partition_for(group.group_id),
+                    rec.encode_group_metadata_key(group.group_id),
+                    None,
+                )
+            )
+
+    # --- DescribeGroups / ListGroups -------------------------------------------------
+
+    def describe_groups(self, group_ids: Sequence[str]) -> list[GroupDescription]:
+        """DescribeGroups. Unknown groups describe as state "Dead" with no error, as
+        Kafka's classic coordinator does (v6+ brokers could map that to
+        GROUP_ID_NOT_FOUND). Member metadata/assignment are only shown when Stable."""
+        out = []
+        for group_id in group_ids:
+            group = self._groups.get(group_id)
+            if group is None:
+                out.append(GroupDescription(group_id, errors.NONE, DEAD.value, "", ""))
+                continue
+            stable = group.state is STABLE
+            members = tuple(
+                MemberDescription(
+                    m.member_id,
+                    m.group_instance_id,
+                    m.client_id,
+                    m.client_host,
+                    m.metadata_for(group.protocol_name) if stable else b"",
+                    m.assignment if stable else b"",
+                )
+                for m in group.members.values()
+            )
+            out.append(
+                GroupDescription(
+                    group_id,
+                    errors.NONE,
+                    group.state.value,
+                    group.protocol_type or "",
+                    (group.protocol_name or "") if stable else "",
+                    members,
+                )
+            )
+        return out
+
+    def list_groups(
+        self,
+        states_filter: Iterable[str] | None = None,
+        types_filter: Iterable[str] | None = None,
+    ) -> list[GroupListing]:
+        """ListGroups; filters are case-insensitive, empty/None = all. Every group
+        here is a "classic" group."""
+        states = {s.lower() for s in states_filter or ()}
+        types = {t.lower() for t in types_filter or ()}
+        if types and "classic" not in types:
+            return []
+        return [
+            GroupListing(g.group_id, g.protocol_type or "", g.state.value)
+            for g in self._groups.values()
+            if not states or g.state.value.lower() in states
+        ]
+
+    # --- reload ----------------------------------------------------------------------
+
+    def load(self, records: Iterable[tuple[bytes, bytes | None]], now_ms: int) -> None:
+        """Rebuild from ``__consumer_offsets`` records (all partitions this coordinator
+        owns, each in log order) on a fresh instance.
+
+        As in Kafka, a group whose last metadata had members comes back Stable with
+        those members and assignments; each must heartbeat within its session timeout
+        (counted from ``now_ms``) or is removed, which triggers a rebalance."""
+        for key, value in records:
+            self.replay(key, value)
+        for group in self._groups.values():
+            group.subscribed_topics = self._compute_subscribed_topics(group)
+            for member in group.members.values():
+                self._schedule_heartbeat(member, now_ms)
+            if len(group.members) > self.config.group_max_size and group.state is STABLE:
+                self._prepare_rebalance(group, now_ms)
+        self._replies, self._records = [], []
+
+    def replay(self, key: bytes, value: bytes | None) -> None:
+        """Apply one record (last write wins). Unknown record versions are skipped,
+        as Kafka skips record types it does not know. Timers are armed by ``load``."""
+        try:
+            decoded = rec.decode_key(key)
+        except rec.UnsupportedRecord:
+            return
+        if isinstance(decoded, rec.OffsetCommitKey):
+            tp = (decoded.topic, decoded.partition)
+            group = self._groups.get(decoded.group_id)
+            if value is None:
+                if group is not None:
+                    group.offsets.pop(tp, None)
+                    if self._replayed_group_is_gone(group):
+                        del self._groups[group.group_id]
+                return
+            v = rec.decode_offset_commit_value(value)
+            if group is None:
+                group = Group(decoded.group_id, EMPTY, None)
+                self._groups[decoded.group_id] = group
+            group.offsets[tp] = CommittedOffset(
+                v.offset, v.leader_epoch, v.metadata, v.commit_timestamp_ms, v.expire_timestamp_ms
+            )
+            return
+        group_id = decoded.group_id
+        old = self._groups.get(group_id)
+        offsets = {} if old is None else old.offsets
+        if value is None:
+            if offsets:
+                self._groups[group_id] = Group(group_id, EMPTY, None, offsets=offsets)
+            else:
+                self._groups.pop(group_id, None)
+            return
+        meta = rec.decode_group_metadata_value(value)
+        group = Group(
+            group_id,
+            STABLE if meta.members else EMPTY,
+            None if meta.current_state_timestamp_ms == -1 else meta.current_state_timestamp_ms,
+            generation_id=meta.generation,
+            protocol_type=meta.protocol_type or None,
+            protocol_name=meta.protocol,
+            leader_id=meta.leader,
+            offsets=offsets,
+        )
+        for m in meta.members:
+            member = Member(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout_ms if m.rebalance_timeout_ms >= 0 else m.session_timeout_ms,
+                m.session_timeout_ms,
+                meta.protocol_type,
+                [(meta.protocol or "", m.subscription)],
+                assignment=m.assignment,
+            )
+            group.members[m.member_id] = member
+            if m.group_instance_id is not None:
+                group.static_members[m.group_instance_id] = m.member_id
+        self._groups[group_id] = group
+
+    @staticmethod
+    def _replayed_group_is_gone(group: Group) -> bool:
+        return (
+            group.state is EMPTY
+            and not group.offsets
+            and not group.members
+            and group.generation_id == 0
+        )

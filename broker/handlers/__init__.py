@@ -1,0 +1,65 @@
+"""Request handlers, one module per family, in one table keyed by API key.
+
+A handler is ``async def handle(broker, request) -> dict | None``: it gets the
+decoded request (``request.body``, snake_case fields) and returns the response
+body as a dict (fields it leaves out take the definition's defaults), or None
+for a request that gets no response (Produce with acks=0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from kafkette.broker.handlers import (
+    admin_configs,
+    admin_topics,
+    api_versions,
+    cluster,
+    fetch,
+    groups,
+    offsets,
+    produce,
+    producer_ids,
+    sasl,
+)
+from kafkette.wire.apis import SUPPORTED, ApiKey
+
+if TYPE_CHECKING:
+    from kafkette.broker.server import Broker
+    from kafkette.wire.connection import Request
+
+Handler = Callable[["Broker", "Request"], Awaitable[dict | None]]
+
+HANDLERS: dict[ApiKey, Handler] = {
+    ApiKey.API_VERSIONS: api_versions.handle_api_versions,
+    ApiKey.SASL_HANDSHAKE: sasl.handle_sasl_handshake,
+    ApiKey.SASL_AUTHENTICATE: sasl.handle_sasl_authenticate,
+    ApiKey.METADATA: cluster.handle_metadata,
+    ApiKey.DESCRIBE_CLUSTER: cluster.handle_describe_cluster,
+    ApiKey.PRODUCE: produce.handle_produce,
+    ApiKey.FETCH: fetch.handle_fetch,
+    ApiKey.LIST_OFFSETS: offsets.handle_list_offsets,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: offsets.handle_offset_for_leader_epoch,
+    ApiKey.DELETE_RECORDS: offsets.handle_delete_records,
+    ApiKey.CREATE_TOPICS: admin_topics.handle_create_topics,
+    ApiKey.DELETE_TOPICS: admin_topics.handle_delete_topics,
+    ApiKey.CREATE_PARTITIONS: admin_topics.handle_create_partitions,
+    ApiKey.DESCRIBE_CONFIGS: admin_configs.handle_describe_configs,
+    ApiKey.ALTER_CONFIGS: admin_configs.handle_alter_configs,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: admin_configs.handle_incremental_alter_configs,
+    ApiKey.INIT_PRODUCER_ID: producer_ids.handle_init_producer_id,
+    ApiKey.FIND_COORDINATOR: groups.handle_find_coordinator,
+    ApiKey.JOIN_GROUP: groups.handle_join_group,
+    ApiKey.SYNC_GROUP: groups.handle_sync_group,
+    ApiKey.HEARTBEAT: groups.handle_heartbeat,
+    ApiKey.LEAVE_GROUP: groups.handle_leave_group,
+    ApiKey.OFFSET_COMMIT: groups.handle_offset_commit,
+    ApiKey.OFFSET_FETCH: groups.handle_offset_fetch,
+    ApiKey.LIST_GROUPS: groups.handle_list_groups,
+    ApiKey.DESCRIBE_GROUPS: groups.handle_describe_groups,
+    ApiKey.DELETE_GROUPS: groups.handle_delete_groups,
+    ApiKey.OFFSET_DELETE: groups.handle_offset_delete,
+}
+
+assert set(HANDLERS) == set(SUPPORTED), "every advertised API has a handler"

@@ -1,0 +1,178 @@
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs.
+
+Topic configs are Kafka's topic-level names; AlterConfigs replaces a topic's
+whole set, IncrementalAlterConfigs sets, deletes, appends to or subtracts from
+single entries (Kafka's four operations). Broker configs are static: they are
+described, and altering them is refused with a message to restart with
+``--config`` (documented in docs/operations.md).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from kafkette.broker.config import TOPIC_CONFIGS
+from kafkette.broker.handlers.config_entries import (
+    RESOURCE_BROKER,
+    RESOURCE_BROKER_LOGGER,
+    RESOURCE_TOPIC,
+    broker_config_entries,
+    topic_config_entries,
+)
+from kafkette.broker.topics import TopicError
+from kafkette.wire.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from kafkette.broker.server import Broker
+    from kafkette.wire.connection import Request
+
+log = logging.getLogger("kafkette.configs")
+
+OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
+
+
+def _project(entry: dict, version: int, synonyms: bool, documentation: bool) -> dict:
+    result = dict(entry)
+    if not synonyms:
+        result["synonyms"] = []
+    if not documentation:
+        result["documentation"] = None
+    return result
+
+
+async def handle_describe_configs(broker: Broker, request: Request) -> dict:
+    body = request.body
+    version = request.header.api_version
+    results = []
+    for resource in body["resources"]:
+        rtype, rname = resource["resource_type"], resource["resource_name"]
+        result = {
+            "error_code": 0,
+            "error_message": None,
+            "resource_type": rtype,
+            "resource_name": rname,
+            "configs": [],
+        }
+        results.append(result)
+        if rtype == RESOURCE_TOPIC:
+            if broker.topics.metadata(rname) is None:
+                result["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                result["error_message"] = f"unknown topic '{rname}'"
+                continue
+            entries = topic_config_entries(broker, rname)
+        elif rtype == RESOURCE_BROKER:
+            if rname not in ("", str(broker.node_id)):
+                result["error_code"] = int(ErrorCode.INVALID_REQUEST)
+                result["error_message"] = f"unknown broker id {rname}"
+                continue
+            entries = broker_config_entries(broker)
+        elif rtype == RESOURCE_BROKER_LOGGER:
+            entries = []
+        else:
+            result["error_code"] = int(ErrorCode.INVALID_REQUEST)
+            result["error_message"] = f"unsupported resource type {rtype}"
+            continue
+        keys = resource["configuration_keys"]
+        if keys is not None and len(keys) > 0:
+            entries = [e for e in entries if e["name"] in keys]
+        result["configs"] = [
+            _project(e, version, body["include_synonyms"], body["include_documentation"])
+            for e in entries
+        ]
+    return {"throttle_time_ms": 0, "results": results}
+
+
+def _refuse_non_topic(rtype: int) -> tuple[int, str] | None:
+    if rtype == RESOURCE_TOPIC:
+        return None
+    if rtype in (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER):
+        return (
+            int(ErrorCode.INVALID_REQUEST),
+            "broker configs are static in kafkette: restart with --config KEY=VALUE",
+        )
+    return int(ErrorCode.INVALID_REQUEST), f"unsupported resource type {rtype}"
+
+
+async def handle_alter_configs(broker: Broker, request: Request) -> dict:
+    body = request.body
+    responses = []
+    for resource in body["resources"]:
+        rtype, rname = resource["resource_type"], resource["resource_name"]
+        response = {
+            "error_code": 0,
+            "error_message": None,
+            "resource_type": rtype,
+            "resource_name": rname,
+        }
+        responses.append(response)
+        refusal = _refuse_non_topic(rtype)
+        if refusal:
+            response["error_code"], response["error_message"] = refusal
+            continue
+        configs = {c["name"]: c["value"] for c in resource["configs"] if c["value"] is not None}
+        await _apply(broker, rname, configs, body["validate_only"], response)
+    return {"throttle_time_ms": 0, "responses": responses}
+
+
+async def handle_incremental_alter_configs(broker: Broker, request: Request) -> dict:
+    body = request.body
+    responses = []
+    for resource in body["resources"]:
+        rtype, rname = resource["resource_type"], resource["resource_name"]
+        response = {
+            "error_code": 0,
+            "error_message": None,
+            "resource_type": rtype,
+            "resource_name": rname,
+        }
+        responses.append(response)
+        refusal = _refuse_non_topic(rtype)
+        if refusal:
+            response["error_code"], response["error_message"] = refusal
+            continue
+        configs = dict(broker.topics.topic_configs(rname))
+        try:
+            for change in resource["configs"]:
+                _apply_operation(broker, configs, change)
+        except TopicError as exc:
+            response["error_code"], response["error_message"] = int(exc.code), exc.message
+            continue
+        await _apply(broker, rname, configs, body["validate_only"], response)
+    return {"throttle_time_ms": 0, "responses": responses}
+
+
+def _apply_operation(broker: Broker, configs: dict[str, str], change: dict) -> None:
+    name, op, value = change["name"], change["config_operation"], change["value"]
+    if name not in TOPIC_CONFIGS:
+        raise TopicError(ErrorCode.INVALID_CONFIG, f"unknown topic config {name}")
+    if op == OP_SET:
+        if value is None:
+            raise TopicError(ErrorCode.INVALID_CONFIG, f"no value to set for {name}")
+        configs[name] = value
+    elif op == OP_DELETE:
+        configs.pop(name, None)
+    elif op in (OP_APPEND, OP_SUBTRACT):
+        if TOPIC_CONFIGS[name][1] != "LIST":
+            raise TopicError(ErrorCode.INVALID_CONFIG, f"{name} is not a list config")
+        current = configs.get(name) or broker.config.topic_default(name) or ""
+        items = [i for i in current.split(",") if i]
+        for item in (value or "").split(","):
+            if op == OP_APPEND and item and item not in items:
+                items.append(item)
+            elif op == OP_SUBTRACT and item in items:
+                items.remove(item)
+        configs[name] = ",".join(items)
+    else:
+        raise TopicError(ErrorCode.INVALID_REQUEST, f"unknown config operation {op}")
+
+
+async def _apply(
+    broker: Broker, topic: str, configs: dict[str, str], validate_only: bool, response: dict
+) -> None:
+    try:
+        await broker.topics.set_configs(topic, configs, validate_only=validate_only)
+        if not validate_only:
+            log.info("topic %s configs now %s", topic, configs)
+    except TopicError as exc:
+        response["error_code"], response["error_message"] = int(exc.code), exc.message

@@ -1,0 +1,149 @@
+"""CreateTopics, DeleteTopics, CreatePartitions: the topic admin API.
+
+Replication factor must be 1 or -1 (the default) on a single node, and manual
+assignments may only name this broker; otherwise Kafka's
+INVALID_REPLICATION_FACTOR / INVALID_REPLICA_ASSIGNMENT. ``validate_only``
+checks everything and changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from kafkette.broker.handlers.config_entries import topic_config_entries
+from kafkette.broker.topics import TopicError
+from kafkette.wire.errors import ErrorCode
+from kafkette.wire.primitives import ZERO_UUID
+
+if TYPE_CHECKING:
+    from kafkette.broker.server import Broker
+    from kafkette.wire.connection import Request
+
+log = logging.getLogger("kafkette.admin")
+
+
+def _check_replicas(broker: Broker, replication_factor: int, assignments: list[dict]) -> None:
+    if replication_factor not in (-1, 1) and not assignments:
+        raise TopicError(
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            f"replication factor {replication_factor} is larger than the 1 available broker",
+        )
+    for assignment in assignments:
+        if assignment["broker_ids"] != [broker.node_id]:
+            raise TopicError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"assignment {assignment['broker_ids']} names brokers other than {broker.node_id}",
+            )
+
+
+async def handle_create_topics(broker: Broker, request: Request) -> dict:
+    body = request.body
+    validate_only = body["validate_only"]
+    seen: set[str] = set()
+    results = []
+    for topic in body["topics"]:
+        name = topic["name"]
+        result = {
+            "name": name,
+            "topic_id": ZERO_UUID,
+            "error_code": 0,
+            "error_message": None,
+            "num_partitions": -1,
+            "replication_factor": -1,
+            "configs": [],
+        }
+        results.append(result)
+        try:
+            if name in seen:
+                raise TopicError(
+                    ErrorCode.INVALID_REQUEST, f"topic '{name}' appears twice in the request"
+                )
+            seen.add(name)
+            assignments = topic["assignments"]
+            partitions = topic["num_partitions"]
+            if assignments:
+                if partitions != -1:
+                    raise TopicError(
+                        ErrorCode.INVALID_REQUEST, "both num_partitions and assignments set"
+                    )
+                partitions = len(assignments)
+            elif partitions == -1:
+                partitions = broker.config.num_partitions
+            _check_replicas(broker, topic["replication_factor"], assignments)
+            configs = {c["name"]: c["value"] for c in topic["configs"]}
+            meta = await broker.topics.create(
+                name, partitions, configs, validate_only=validate_only
+            )
+        except TopicError as exc:
+            log.info("CreateTopics %s refused: %s", name, exc.message)
+            result["error_code"] = int(exc.code)
+            result["error_message"] = exc.message
+            continue
+        if meta is not None:
+            result["topic_id"] = meta.topic_id
+            log.info("created topic %s with %d partitions", name, partitions)
+        result["num_partitions"] = partitions
+        result["replication_factor"] = 1
+        result["configs"] = [
+            {k: e[k] for k in ("name", "value", "read_only", "config_source", "is_sensitive")}
+            for e in topic_config_entries(broker, name, overrides=configs)
+        ]
+    return {"throttle_time_ms": 0, "topics": results}
+
+
+async def handle_delete_topics(broker: Broker, request: Request) -> dict:
+    body = request.body
+    wanted = body["topic_names"] or [t["name"] for t in body["topics"] if t["name"]]
+    by_id = [t["topic_id"] for t in body["topics"] if not t["name"]]
+    results = []
+    for topic_id in by_id:
+        meta = broker.topics.by_id(topic_id)
+        if meta is None:
+            results.append(
+                {
+                    "name": None,
+                    "topic_id": topic_id,
+                    "error_code": int(ErrorCode.UNKNOWN_TOPIC_ID),
+                    "error_message": "unknown topic id",
+                }
+            )
+        else:
+            wanted.append(meta.name)
+    for name in wanted:
+        meta = broker.topics.metadata(name)
+        result = {
+            "name": name,
+            "topic_id": meta.topic_id if meta else ZERO_UUID,
+            "error_code": 0,
+            "error_message": None,
+        }
+        try:
+            await broker.topics.delete(name)
+            log.info("deleted topic %s", name)
+        except TopicError as exc:
+            result["error_code"] = int(exc.code)
+            result["error_message"] = exc.message
+        results.append(result)
+    return {"throttle_time_ms": 0, "responses": results}
+
+
+async def handle_create_partitions(broker: Broker, request: Request) -> dict:
+    body = request.body
+    results = []
+    for topic in body["topics"]:
+        result = {"name": topic["name"], "error_code": 0, "error_message": None}
+        try:
+            for assignment in topic["assignments"] or []:
+                if assignment["broker_ids"] != [broker.node_id]:
+                    raise TopicError(
+                        ErrorCode.INVALID_REPLICA_ASSIGNMENT, "unknown broker in assignment"
+                    )
+            await broker.topics.add_partitions(
+                topic["name"], topic["count"], validate_only=body["validate_only"]
+            )
+        except TopicError as exc:
+            result["error_code"] = int(exc.code)
+            result["error_message"] = exc.message
+        results.append(result)
+    return {"throttle_time_ms": 0, "results": results}

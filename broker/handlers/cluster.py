@@ -1,0 +1,143 @@
+"""Metadata and DescribeCluster: who the broker is and which topics it leads.
+
+Metadata auto-creates requested topics with ``num.partitions`` when
+``auto.create.topics.enable`` and the client allow it. Internal topics are
+listed only when asked for by name, so pattern subscriptions never see them.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from kafkette.broker.partition import LEADER_EPOCH
+from kafkette.broker.topics import INTERNAL_TOPICS, TopicError, topic_name_problem
+from kafkette.wire.errors import ErrorCode
+from kafkette.wire.primitives import ZERO_UUID
+
+if TYPE_CHECKING:
+    from kafkette.broker.server import Broker
+    from kafkette.wire.connection import Request
+
+log = logging.getLogger("kafkette.metadata")
+
+# Kafka's "authorized operations" bitmask when every operation is allowed
+# (READ..IDEMPOTENT_WRITE for topics, for clusters), since we have no ACLs.
+TOPIC_OPERATIONS_ALL = 0b11011111000
+CLUSTER_OPERATIONS_ALL = 0b111111111110000
+OPERATIONS_NOT_REQUESTED = -2147483648
+
+
+def broker_entries(broker: Broker, *, key: str = "node_id") -> list[dict]:
+    return [
+        {
+            key: broker.node_id,
+            "host": broker.advertised.host,
+            "port": broker.advertised.port,
+            "rack": None,
+        }
+    ]
+
+
+def topic_entry(broker: Broker, name: str, error: int = 0, include_ops: bool = False) -> dict:
+    meta = broker.topics.metadata(name)
+    partitions = []
+    if meta is not None:
+        node = broker.node_id
+        partitions = [
+            {
+                "error_code": 0,
+                "partition_index": p.index,
+                "leader_id": node,
+                "leader_epoch": LEADER_EPOCH,
+                "replica_nodes": [node],
+                "isr_nodes": [node],
+                "offline_replicas": [],
+            }
+            for p in broker.topics.partitions(name)
+        ]
+    return {
+        "error_code": error,
+        "name": name,
+        "topic_id": meta.topic_id if meta is not None else ZERO_UUID,
+        "is_internal": name in INTERNAL_TOPICS,
+        "partitions": partitions,
+        "topic_authorized_operations": TOPIC_OPERATIONS_ALL
+        if include_ops
+        else OPERATIONS_NOT_REQUESTED,
+    }
+
+
+async def handle_metadata(broker: Broker, request: Request) -> dict:
+    body = request.body
+    version = request.header.api_version
+    requested = body["topics"]
+    include_ops = bool(body.get("include_topic_authorized_operations"))
+    allow_create = body["allow_auto_topic_creation"] if version >= 4 else True
+    if requested is None or (version == 0 and not requested):
+        names = [n for n in broker.topics.names if n not in INTERNAL_TOPICS]
+        topics = [topic_entry(broker, n, include_ops=include_ops) for n in names]
+    else:
+        topics = []
+        for wanted in requested:
+            name = wanted.get("name")
+            if name is None:
+                meta = broker.topics.by_id(wanted.get("topic_id"))
+                if meta is None:
+                    topics.append(
+                        {
+                            "error_code": ErrorCode.UNKNOWN_TOPIC_ID,
+                            "name": None,
+                            "topic_id": wanted.get("topic_id"),
+                            "partitions": [],
+                        }
+                    )
+                    continue
+                name = meta.name
+            topics.append(await _requested_topic(broker, name, allow_create, include_ops))
+    response = {
+        "throttle_time_ms": 0,
+        "brokers": broker_entries(broker),
+        "cluster_id": broker.cluster_id,
+        "controller_id": broker.node_id,
+        "topics": topics,
+    }
+    if body.get("include_cluster_authorized_operations"):
+        response["cluster_authorized_operations"] = CLUSTER_OPERATIONS_ALL
+    return response
+
+
+async def _requested_topic(
+    broker: Broker, name: str, allow_create: bool, include_ops: bool
+) -> dict:
+    if broker.topics.metadata(name) is not None:
+        return topic_entry(broker, name, include_ops=include_ops)
+    problem = topic_name_problem(name)
+    if problem:
+        log.info("metadata for invalid topic name %r: %s", name, problem)
+        return topic_entry(broker, name, ErrorCode.INVALID_TOPIC_EXCEPTION)
+    if not (allow_create and broker.config.auto_create_topics) or name in INTERNAL_TOPICS:
+        return topic_entry(broker, name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    try:
+        await broker.topics.create(name, broker.config.num_partitions, {})
+        log.info("auto-created topic %s with %d partitions", name, broker.config.num_partitions)
+    except TopicError as exc:
+        if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+            return topic_entry(broker, name, exc.code)
+    return topic_entry(broker, name, include_ops=include_ops)
+
+
+async def handle_describe_cluster(broker: Broker, request: Request) -> dict:
+    include_ops = request.body.get("include_cluster_authorized_operations")
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "error_message": None,
+        "endpoint_type": request.body.get("endpoint_type", 1),
+        "cluster_id": broker.cluster_id,
+        "controller_id": broker.node_id,
+        "brokers": broker_entries(broker, key="broker_id"),
+        "cluster_authorized_operations": CLUSTER_OPERATIONS_ALL
+        if include_ops
+        else OPERATIONS_NOT_REQUESTED,
+    }

@@ -1,0 +1,142 @@
+"""ListOffsets, OffsetForLeaderEpoch and DeleteRecords: questions about a log's offsets.
+
+"Latest" is the log end offset (last offset + 1); "earliest" the log start
+offset; a timestamp finds the first batch whose max timestamp reaches it.
+With one node and leader epoch 0 for ever, OffsetForLeaderEpoch's answer for
+any epoch a client can hold is the log end offset.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import trio
+from kafkette.broker.partition import LEADER_EPOCH, Partition
+from kafkette.wire.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from kafkette.broker.server import Broker
+    from kafkette.wire.connection import Request
+
+log = logging.getLogger("kafkette.offsets")
+
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
+LATEST_TIERED = -5
+
+
+def _lookup(partition: Partition, timestamp: int) -> tuple[int, int]:
+    """Worker thread: (timestamp, offset) for one ListOffsets query."""
+    log_ = partition.log
+    if timestamp == LATEST or timestamp == LATEST_TIERED:
+        return -1, log_.high_watermark
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        return -1, log_.log_start_offset
+    found = (
+        log_.max_timestamp_offset()
+        if timestamp == MAX_TIMESTAMP
+        else log_.offset_for_timestamp(timestamp)
+    )
+    if found is None:
+        return -1, -1
+    offset, ts = found
+    return ts, offset
+
+
+async def handle_list_offsets(broker: Broker, request: Request) -> dict:
+    queries: list[tuple[Partition, int, dict]] = []
+    topics = []
+    for topic in request.body["topics"]:
+        results = []
+        for query in topic["partitions"]:
+            result = {
+                "partition_index": query["partition_index"],
+                "error_code": 0,
+                "old_style_offsets": [],
+                "timestamp": -1,
+                "offset": -1,
+                "leader_epoch": LEADER_EPOCH,
+            }
+            partition = broker.topics.partition(topic["name"], query["partition_index"])
+            if partition is None:
+                result["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                result["leader_epoch"] = -1
+            else:
+                queries.append((partition, query["timestamp"], result))
+            results.append(result)
+        topics.append({"name": topic["name"], "partitions": results})
+
+    def run() -> None:
+        for partition, timestamp, result in queries:
+            try:
+                result["timestamp"], result["offset"] = _lookup(partition, timestamp)
+            except Exception:
+                log.exception("ListOffsets on %s-%d failed", partition.topic, partition.index)
+                result["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+    if queries:
+        await trio.to_thread.run_sync(run)
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+async def handle_offset_for_leader_epoch(broker: Broker, request: Request) -> dict:
+    topics = []
+    for topic in request.body["topics"]:
+        results = []
+        for query in topic["partitions"]:
+            result = {
+                "error_code": 0,
+                "partition": query["partition"],
+                "leader_epoch": -1,
+                "end_offset": -1,
+            }
+            partition = broker.topics.partition(topic["topic"], query["partition"])
+            if partition is None:
+                result["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            elif query["current_leader_epoch"] > LEADER_EPOCH:
+                result["error_code"] = int(ErrorCode.UNKNOWN_LEADER_EPOCH)
+            elif query["leader_epoch"] >= LEADER_EPOCH:
+                result["leader_epoch"] = LEADER_EPOCH
+                result["end_offset"] = partition.log.log_end_offset
+            results.append(result)
+        topics.append({"topic": topic["topic"], "partitions": results})
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+async def handle_delete_records(broker: Broker, request: Request) -> dict:
+    topics = []
+    for topic in request.body["topics"]:
+        results = []
+        for query in topic["partitions"]:
+            result = {
+                "partition_index": query["partition_index"],
+                "low_watermark": -1,
+                "error_code": 0,
+            }
+            results.append(result)
+            partition = broker.topics.partition(topic["name"], query["partition_index"])
+            if partition is None:
+                result["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                continue
+            offset = query["offset"]
+            high_watermark = partition.log.high_watermark
+            if offset == -1:
+                offset = high_watermark
+            if offset < 0 or offset > high_watermark:
+                result["error_code"] = int(ErrorCode.OFFSET_OUT_OF_RANGE)
+                continue
+            async with partition.append_lock:
+                result["low_watermark"] = await trio.to_thread.run_sync(
+                    partition.log.delete_records_before, offset
+                )
+            log.info(
+                "deleted records of %s-%d before %d",
+                topic["name"],
+                query["partition_index"],
+                offset,
+            )
+        topics.append({"name": topic["name"], "partitions": results})
+    return {"throttle_time_ms": 0, "topics": topics}

@@ -1,0 +1,41 @@
+"""InitProducerId for idempotent producers (transactions are not served).
+
+A new producer gets a fresh id and epoch 0. A producer that sends its
+current id and epoch (v3+, after a fatal sequence error) gets the same id with
+the epoch bumped, which resets its sequences, as Kafka does.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import trio
+from kafkette.wire.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from kafkette.broker.server import Broker
+    from kafkette.wire.connection import Request
+
+MAX_EPOCH = 32767
+
+
+async def handle_init_producer_id(broker: Broker, request: Request) -> dict:
+    body = request.body
+    if body["transactional_id"] is not None:
+        return {
+            "throttle_time_ms": 0,
+            "error_code": int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
+            "producer_id": -1,
+            "producer_epoch": -1,
+        }
+    producer_id = body["producer_id"]
+    epoch = body["producer_epoch"]
+    if producer_id >= 0 and 0 <= epoch < MAX_EPOCH - 1:
+        return {
+            "throttle_time_ms": 0,
+            "error_code": 0,
+            "producer_id": producer_id,
+            "producer_epoch": epoch + 1,
+        }
+    producer_id = await trio.to_thread.run_sync(broker.producer_ids.allocate)
+    return {"throttle_time_ms": 0, "error_code": 0, "producer_id": producer_id, "producer_epoch": 0}

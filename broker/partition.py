@@ -1,0 +1,45 @@
+"""One partition as the broker sees it: its log, its append lock, its waiters.
+
+The log itself is synchronous and lives in worker threads. Here is what the
+event loop needs around it: a ``trio.Lock`` that keeps appends (and the
+idempotence check that precedes them) in order, the producer sequence table,
+and the set of long-polling fetches to wake when data arrives.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import trio
+from kafkette.broker.producer_state import ProducerStateTable
+
+if TYPE_CHECKING:
+    from kafkette.log import PartitionLog
+
+LEADER_EPOCH = 0  # one node, never re-elected: every batch carries epoch 0
+
+
+class Partition:
+    """A topic partition served by this broker. Not thread-safe: event loop only."""
+
+    __slots__ = ("_waiters", "append_lock", "index", "log", "producers", "topic")
+
+    def __init__(self, topic: str, index: int, log: PartitionLog) -> None:
+        self.topic = topic
+        self.index = index
+        self.log = log
+        self.append_lock = trio.Lock()
+        self.producers = ProducerStateTable()
+        self._waiters: set[trio.Event] = set()
+
+    def add_waiter(self, event: trio.Event) -> None:
+        """Have ``event`` set at the next append (Fetch long-poll)."""
+        self._waiters.add(event)
+
+    def remove_waiter(self, event: trio.Event) -> None:
+        self._waiters.discard(event)
+
+    def notify_appended(self) -> None:
+        waiters, self._waiters = self._waiters, set()
+        for event in waiters:
+            event.set()

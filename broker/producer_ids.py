@@ -1,0 +1,35 @@
+"""Producer ids for InitProducerId, unique across restarts of one data dir.
+
+Ids are handed out from blocks; the end of the current block is persisted
+before any id of it is used, so a restart starts after every id ever given.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from kafkette.broker.identity import write_atomically
+
+BLOCK_SIZE = 1000
+STATE_FILE = "producer-id-block"
+
+
+class ProducerIdAllocator:
+    """Thread-safe; ``allocate`` may write a small file once per block."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self._path = data_dir / STATE_FILE
+        self._lock = threading.Lock()
+        start = int(self._path.read_text().strip()) if self._path.exists() else 0
+        self._next = start
+        self._block_end = start
+
+    def allocate(self) -> int:
+        with self._lock:
+            if self._next >= self._block_end:
+                self._block_end = self._next + BLOCK_SIZE
+                write_atomically(self._path, f"{self._block_end}\n")
+            producer_id = self._next
+            self._next += 1
+            return producer_id

@@ -1,0 +1,213 @@
+"""The broker's topics: names, partitions and topic configs over the data dir.
+
+Admin changes (create, delete, add partitions, alter configs) are serialized
+by one ``trio.Lock`` and run their file work in a worker thread. Lookups are
+plain dict reads on the event loop. Errors are ``TopicError`` with the Kafka
+error code to answer with.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import trio
+from kafkette.broker.config import TOPIC_CONFIGS, BrokerConfig, ConfigError, check_value
+from kafkette.broker.partition import Partition
+from kafkette.log.config import LogConfig, log_config_for
+from kafkette.wire.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from kafkette.log import DataDir, TopicMetadata
+
+MAX_TOPIC_NAME = 249
+_LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+class TopicError(Exception):
+    """A refused topic operation, with the Kafka error code to answer."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def topic_name_problem(name: str | None) -> str | None:
+    """Kafka's topic name rules; None if ``name`` is legal."""
+    if not name:
+        return "topic name is empty"
+    if name in (".", ".."):
+        return f"topic name cannot be {name!r}"
+    if len(name) > MAX_TOPIC_NAME:
+        return f"topic name is longer than {MAX_TOPIC_NAME} characters"
+    if not _LEGAL_NAME.match(name):
+        return (
+            f"topic name {name!r} has characters other than ASCII alphanumerics, '.', '_' and '-'"
+        )
+    return None
+
+
+def validate_topic_configs(configs: Mapping[str, str | None], broker: BrokerConfig) -> LogConfig:
+    """Check topic-level names and values; raise TopicError(INVALID_CONFIG)."""
+    for name, value in configs.items():
+        entry = TOPIC_CONFIGS.get(name)
+        if entry is None:
+            raise TopicError(ErrorCode.INVALID_CONFIG, f"unknown topic config {name}")
+        if value is None:
+            continue
+        try:
+            check_value(name, entry[1], value)
+        except ConfigError as exc:
+            raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+        if name == "cleanup.policy" and "compact" in value:
+            raise TopicError(
+                ErrorCode.INVALID_CONFIG, "cleanup.policy=compact is not implemented yet"
+            )
+    try:
+        return log_config_for({k: v for k, v in configs.items() if v is not None}, broker.log)
+    except ValueError as exc:
+        raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+
+
+class TopicRegistry:
+    """Every topic and partition this broker serves."""
+
+    def __init__(self, data_dir: DataDir, config: BrokerConfig) -> None:
+        self.data_dir = data_dir
+        self.config = config
+        self._admin_lock = trio.Lock()
+        self._partitions: dict[str, list[Partition]] = {}
+        for name, meta in data_dir.topics.items():
+            self._partitions[name] = [
+                Partition(name, i, data_dir.partition(name, i)) for i in range(meta.partitions)
+            ]
+
+    # Lookups -----------------------------------------------------------------
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._partitions)
+
+    def metadata(self, name: str) -> TopicMetadata | None:
+        return self.data_dir.topics.get(name)
+
+    def by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
+        for meta in self.data_dir.topics.values():
+            if meta.topic_id == topic_id:
+                return meta
+        return None
+
+    def partitions(self, name: str) -> list[Partition]:
+        return self._partitions.get(name, [])
+
+    def partition(self, name: str, index: int) -> Partition | None:
+        parts = self._partitions.get(name)
+        if parts is None or not 0 <= index < len(parts):
+            return None
+        return parts[index]
+
+    def all_partitions(self) -> list[Partition]:
+        return [p for parts in self._partitions.values() for p in parts]
+
+    def topic_configs(self, name: str) -> Mapping[str, str]:
+        meta = self.metadata(name)
+        return {} if meta is None else meta.configs
+
+    def max_message_bytes(self, name: str) -> int:
+        raw = self.topic_configs(name).get("max.message.bytes")
+        return int(raw) if raw is not None else self.config.message_max_bytes
+
+    def log_append_time(self, name: str) -> bool:
+        return self.log_config(name).message_timestamp_type == "LogAppendTime"
+
+    def log_config(self, name: str) -> LogConfig:
+        return log_config_for(self.topic_configs(name), self.config.log)
+
+    # Changes -----------------------------------------------------------------
+
+    async def create(
+        self,
+        name: str,
+        partitions: int,
+        configs: Mapping[str, str | None],
+        *,
+        validate_only: bool = False,
+    ) -> TopicMetadata | None:
+        problem = topic_name_problem(name)
+        if problem:
+            raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
+        if partitions <= 0:
+            raise TopicError(
+                ErrorCode.INVALID_PARTITIONS, "number of partitions must be larger than 0"
+            )
+        validate_topic_configs(configs, self.config)
+        clean = {k: v for k, v in configs.items() if v is not None}
+        async with self._admin_lock:
+            if name in self._partitions:
+                raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic '{name}' already exists")
+            if _collides(name, self._partitions):
+                raise TopicError(
+                    ErrorCode.INVALID_TOPIC_EXCEPTION,
+                    f"topic '{name}' collides with an existing topic"
+                    " ('.' and '_' are the same in metric names)",
+                )
+            if validate_only:
+                return None
+            meta = await trio.to_thread.run_sync(
+                lambda: self.data_dir.create_topic(name, partitions, clean)
+            )
+            self._partitions[name] = [
+                Partition(name, i, self.data_dir.partition(name, i)) for i in range(partitions)
+            ]
+            return meta
+
+    async def delete(self, name: str) -> None:
+        if not self.config.delete_topic_enable:
+            raise TopicError(ErrorCode.TOPIC_DELETION_DISABLED, "delete.topic.enable is false")
+        async with self._admin_lock:
+            if name not in self._partitions:
+                raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic '{name}'")
+            parts = self._partitions.pop(name)
+            await trio.to_thread.run_sync(self.data_dir.delete_topic, name)
+            for part in parts:
+                part.notify_appended()  # wake fetchers: they will see the topic gone
+
+    async def add_partitions(self, name: str, total: int, *, validate_only: bool = False) -> None:
+        async with self._admin_lock:
+            parts = self._partitions.get(name)
+            if parts is None:
+                raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic '{name}'")
+            if total <= len(parts):
+                raise TopicError(
+                    ErrorCode.INVALID_PARTITIONS,
+                    f"topic currently has {len(parts)} partitions, which is higher than or equal"
+                    f" to the requested {total}",
+                )
+            if validate_only:
+                return
+            await trio.to_thread.run_sync(self.data_dir.add_partitions, name, total)
+            for i in range(len(parts), total):
+                parts.append(Partition(name, i, self.data_dir.partition(name, i)))
+
+    async def set_configs(
+        self, name: str, configs: Mapping[str, str], *, validate_only: bool
+    ) -> None:
+        """Replace a topic's explicit configs (AlterConfigs semantics)."""
+        log_config = validate_topic_configs(configs, self.config)
+        async with self._admin_lock:
+            if name not in self._partitions:
+                raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic '{name}'")
+            if validate_only:
+                return
+            await trio.to_thread.run_sync(self.data_dir.set_topic_configs, name, dict(configs))
+            for part in self._partitions[name]:
+                part.log.update_config(log_config)
+
+
+def _collides(name: str, existing: Mapping[str, object]) -> bool:
+    folded = name.replace(".", "_")
+    return any(other.replace(".", "_") == folded for other in existing)
