@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 
 import trio
-from kafkette.broker.config import ConfigError, load_config, parse_assignments, parse_properties
-from kafkette.broker.server import Broker, parse_endpoint
 
 from kafkette import __version__
+from kafkette.broker.config import ConfigError, load_config, parse_assignments, parse_properties
+from kafkette.broker.server import Broker, parse_endpoint
 
 log = logging.getLogger("kafkette")
 

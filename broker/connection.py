@@ -14,6 +14,7 @@ import os
 from typing import TYPE_CHECKING
 
 import trio
+
 from kafkette.broker.handlers import HANDLERS
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.connection import NEED_DATA, Request, ServerConnection

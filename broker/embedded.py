@@ -17,6 +17,7 @@ from pathlib import Path
 from types import TracebackType
 
 import trio
+
 from kafkette.broker.config import load_config
 from kafkette.broker.server import Broker, Endpoint
 

@@ -1,21 +1,210 @@
-"""Group coordinator glue (placeholder until the group state machine lands)."""
+"""Group coordinator glue: feeds the pure state machine, persists, answers, ticks.
+
+``kafkette.broker.groups.GroupCoordinatorState`` holds every group and every
+committed offset without I/O. This module is what it needs around it on the
+event loop:
+
+- one ``trio.Lock`` so calls, their record appends and their replies happen
+  in order (the state machine is driven from one task at a time);
+- ``__consumer_offsets``: records are appended to the group's partition
+  before anyone is answered (persist first), and read back on start;
+- tickets: JoinGroup and SyncGroup wait for a ``Reply`` that a later call
+  (another member's, or a timer tick) produces;
+- the timer task that calls ``tick`` at ``next_deadline_ms`` and the periodic
+  offset expiry.
+"""
 
 from __future__ import annotations
 
+import logging
+import math
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import trio
 
+from kafkette.broker.clock import now_ms
+from kafkette.broker.groups import (
+    OFFSETS_TOPIC,
+    GroupConfig,
+    GroupCoordinatorState,
+    JoinResponse,
+    OffsetsRecord,
+    Outcome,
+    SyncResponse,
+)
+from kafkette.wire.record_batch import read_header
+from kafkette.wire.records import Record, build_batch, decode_batches
+
 if TYPE_CHECKING:
+    from kafkette.broker.partition import Partition
     from kafkette.broker.server import Broker
+
+log = logging.getLogger("kafkette.groups")
+
+READ_CHUNK_BYTES = 4 * 1024 * 1024
+# __consumer_offsets is not compacted yet: keep its records for ever.
+OFFSETS_TOPIC_CONFIGS = {"retention.ms": "-1", "retention.bytes": "-1"}
+
+
+@dataclass(slots=True)
+class _Waiter:
+    """A JoinGroup/SyncGroup waiting for its reply."""
+
+    done: trio.Event = field(default_factory=trio.Event)
+    response: JoinResponse | SyncResponse | None = None
+
+
+class CoordinatorUnavailable(Exception):
+    """The offsets log could not be written: answer COORDINATOR_NOT_AVAILABLE."""
 
 
 class GroupCoordinator:
+    """The broker's single group coordinator (this node coordinates every group)."""
+
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
+        config = broker.config
+        self.config = GroupConfig(
+            group_min_session_timeout_ms=config.group_min_session_timeout_ms,
+            group_max_session_timeout_ms=config.group_max_session_timeout_ms,
+            group_initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+            group_max_size=config.group_max_size,
+            offsets_retention_minutes=config.offsets_retention_minutes,
+            offsets_retention_check_interval_ms=config.offsets_retention_check_interval_ms,
+            offsets_topic_num_partitions=config.offsets_topic_num_partitions,
+        )
+        self.state = GroupCoordinatorState(self.config)
+        self._lock = trio.Lock()
+        self._waiters: dict[object, _Waiter] = {}
+        self._rearm = trio.Event()
+
+    # Start-up ----------------------------------------------------------------
 
     async def load(self) -> None:
-        return None
+        """Create ``__consumer_offsets`` if needed and rebuild the state from it."""
+        topics = self.broker.topics
+        existing = topics.metadata(OFFSETS_TOPIC)
+        if existing is None:
+            await topics.create(
+                OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, OFFSETS_TOPIC_CONFIGS
+            )
+        elif existing.partitions != self.config.offsets_topic_num_partitions:
+            log.info(
+                "%s has %d partitions (offsets.topic.num.partitions=%d is used only at creation)",
+                OFFSETS_TOPIC,
+                existing.partitions,
+                self.config.offsets_topic_num_partitions,
+            )
+            self.config = GroupConfig(
+                **{**self.config.__dict__, "offsets_topic_num_partitions": existing.partitions}
+            )
+            self.state = GroupCoordinatorState(self.config)
+        partitions = topics.partitions(OFFSETS_TOPIC)
+        records = await trio.to_thread.run_sync(_read_all_records, partitions)
+        self.state.load(records, now_ms())
+        log.info("loaded %d records from %s", len(records), OFFSETS_TOPIC)
 
     async def start(self, nursery: trio.Nursery) -> None:
-        return None
+        nursery.start_soon(self._timer)
+        nursery.start_soon(self._expire_offsets_periodically)
+
+    # Driving the state machine -------------------------------------------------
+
+    async def run(self, call: object) -> Outcome:
+        """Run ``call(state, now_ms)`` under the lock; persist, then deliver replies.
+
+        Raises CoordinatorUnavailable if the records could not be written.
+        """
+        async with self._lock:
+            outcome: Outcome = call(self.state, now_ms())  # type: ignore[operator]
+            try:
+                await self._persist(outcome.records)
+            except Exception as exc:
+                log.exception("writing %s failed", OFFSETS_TOPIC)
+                self._deliver(outcome)
+                raise CoordinatorUnavailable(str(exc)) from exc
+            self._deliver(outcome)
+            self._rearm.set()
+        return outcome
+
+    async def wait_for_reply(self, call: object) -> JoinResponse | SyncResponse:
+        """For JoinGroup/SyncGroup: run ``call(state, now_ms, ticket)`` and wait for its reply."""
+        ticket = object()
+        waiter = _Waiter()
+        self._waiters[ticket] = waiter
+        try:
+            await self.run(lambda state, now: call(state, now, ticket))  # type: ignore[operator]
+            await waiter.done.wait()
+        finally:
+            self._waiters.pop(ticket, None)
+        assert waiter.response is not None
+        return waiter.response
+
+    def _deliver(self, outcome: Outcome) -> None:
+        for reply in outcome.replies:
+            waiter = self._waiters.get(reply.ticket)
+            if waiter is not None:  # None: that client went away
+                waiter.response = reply.response
+                waiter.done.set()
+
+    async def _persist(self, records: list[OffsetsRecord]) -> None:
+        if not records:
+            return
+        by_partition: dict[int, list[Record]] = {}
+        for record in records:
+            batch_records = by_partition.setdefault(record.partition, [])
+            batch_records.append(Record(len(batch_records), 0, record.key, record.value))
+        for index, batch_records in sorted(by_partition.items()):
+            partition = self.broker.topics.partition(OFFSETS_TOPIC, index)
+            if partition is None:
+                raise CoordinatorUnavailable(f"{OFFSETS_TOPIC}-{index} does not exist")
+            batch = bytearray(build_batch(batch_records, partition_leader_epoch=0))
+            async with partition.append_lock:
+                await trio.to_thread.run_sync(partition.log.append, batch, [read_header(batch)])
+            partition.notify_appended()
+
+    # Timers -------------------------------------------------------------------
+
+    async def _timer(self) -> None:
+        while True:
+            deadline = self.state.next_deadline_ms()
+            self._rearm = trio.Event()
+            delay = math.inf if deadline is None else max(0.0, (deadline - now_ms()) / 1000)
+            with trio.move_on_after(delay):
+                await self._rearm.wait()
+                continue
+            try:
+                await self.run(lambda state, now: state.tick(now))
+            except CoordinatorUnavailable:
+                await trio.sleep(1)
+
+    async def _expire_offsets_periodically(self) -> None:
+        interval = max(1.0, self.config.offsets_retention_check_interval_ms / 1000)
+        while True:
+            await trio.sleep(interval)
+            try:
+                outcome = await self.run(lambda state, now: state.expire_offsets(now))
+            except CoordinatorUnavailable:
+                continue
+            if outcome.result:
+                log.info("expired %d committed offsets", outcome.result)
+
+
+def _read_all_records(partitions: list[Partition]) -> list[tuple[bytes, bytes | None]]:
+    """Worker thread: every (key, value) of ``__consumer_offsets``, partition by partition."""
+    records: list[tuple[bytes, bytes | None]] = []
+    for partition in partitions:
+        log_ = partition.log
+        offset = log_.log_start_offset
+        while offset < log_.log_end_offset:
+            data = log_.read(offset, READ_CHUNK_BYTES).to_bytes()
+            batches = decode_batches(data)
+            if not batches:
+                break
+            for header, batch_records in batches:
+                for record in batch_records:
+                    if record.key is not None and (record.offset or 0) >= offset:
+                        records.append((record.key, record.value))
+                offset = header.next_offset
+    return records

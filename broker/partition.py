@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import trio
+
 from kafkette.broker.producer_state import ProducerStateTable
 
 if TYPE_CHECKING:

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 
 import trio
+
 from kafkette.broker.clock import now_ms
 from kafkette.broker.config import BrokerConfig
 from kafkette.broker.connection import serve_connection

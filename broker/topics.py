@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import trio
+
 from kafkette.broker.config import TOPIC_CONFIGS, BrokerConfig, ConfigError, check_value
 from kafkette.broker.partition import Partition
 from kafkette.log.config import LogConfig, log_config_for
@@ -120,9 +121,6 @@ class TopicRegistry:
     def max_message_bytes(self, name: str) -> int:
         raw = self.topic_configs(name).get("max.message.bytes")
         return int(raw) if raw is not None else self.config.message_max_bytes
-
-    def log_append_time(self, name: str) -> bool:
-        return self.log_config(name).message_timestamp_type == "LogAppendTime"
 
     def log_config(self, name: str) -> LogConfig:
         return log_config_for(self.topic_configs(name), self.config.log)

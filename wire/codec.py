@@ -17,6 +17,7 @@ Fetch sends stored batches straight from the segment files.
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable, Sequence
 
 from kafkette.wire import primitives as p
@@ -107,15 +108,34 @@ _COMPACT = {
 
 def default_value(field: FieldSpec, version: int) -> object:
     """A fresh default for ``field``: structs become dicts of their own defaults."""
+    return _default_maker(field, version)[0]()
+
+
+def _default_maker(field: FieldSpec, version: int) -> tuple[Callable[[], object], bool]:
+    """A zero-argument callable giving a fresh default, and whether that default is an
+    immutable constant. Built once per compiled struct, so decode and encode never walk
+    the definition: constants come from ``repeat(value).__next__``, structs whose
+    fields are all constants from ``dict.copy`` of a template."""
     if field.is_array:
-        return []
+        return list, False
     if field.is_struct:
         if in_range(version, field.nullable_versions) and field.default is None:
-            return None
-        return {child.name: default_value(child, version) for child in field.fields}
-    if field.type == "uuid":
-        return p.ZERO_UUID
-    return field.default
+            return itertools.repeat(None).__next__, True
+        children = [(child.name, *_default_maker(child, version)) for child in field.fields]
+        template = {name: make() for name, make, _ in children}
+        fresh = [(name, make) for name, make, constant in children if not constant]
+        if not fresh:
+            return template.copy, False
+
+        def make_struct() -> dict:
+            value = template.copy()
+            for name, make in fresh:
+                value[name] = make()
+            return value
+
+        return make_struct, False
+    value = p.ZERO_UUID if field.type == "uuid" else field.default
+    return itertools.repeat(value).__next__, True
 
 
 def _is_flexible(field: FieldSpec, version: int, flexible: bool) -> bool:
@@ -206,29 +226,33 @@ def _array(read: p.Reader, write: p.Writer, compact: bool) -> tuple[p.Reader, p.
     return read_array, write_array
 
 
+_Tagged = tuple[str, p.Reader, p.Writer, int, object]  # name, read, write, tag, default
+
+
 def _compile_struct(fields: tuple[FieldSpec, ...], version: int, flexible: bool) -> _Compiled:
-    regular: list[tuple[str, p.Reader, p.Writer]] = []
-    tagged: dict[int, tuple[str, p.Reader, p.Writer, FieldSpec]] = {}
-    absent: list[FieldSpec] = []
+    makers = {f.name: _default_maker(f, version)[0] for f in fields}
+    readers: list[tuple[str, p.Reader]] = []
+    writers: list[tuple[str, p.Writer, Callable[[], object]]] = []
+    tagged: dict[int, _Tagged] = {}
+    absent: list[tuple[str, Callable[[], object]]] = []
     for field in fields:
         if not in_range(version, field.versions):
-            absent.append(field)
+            absent.append((field.name, makers[field.name]))
             continue
         read, write = _field_codec(field, version, flexible)
         if flexible and field.tag is not None and in_range(version, field.tagged_versions):
-            tagged[field.tag] = (field.name, read, write, field)
-            absent.append(field)  # defaults first; a present tag overwrites
+            default = makers[field.name]()  # compared against, never handed out
+            tagged[field.tag] = (field.name, read, write, field.tag, default)
+            absent.append((field.name, makers[field.name]))  # a present tag overwrites
         else:
-            regular.append((field.name, read, write))
+            readers.append((field.name, read))
+            writers.append((field.name, write, makers[field.name]))
     tagged_in_order = [tagged[tag] for tag in sorted(tagged)]
-    regular_fields = [(name, write) for name, _, write in regular]
-    readers = [(name, read) for name, read, _ in regular]
-    field_defaults = [(f.name, f) for f in absent]
 
     def read_struct(buf: memoryview, pos: int) -> tuple[object, int]:
         obj: dict[str, object] = {}
-        for name, field in field_defaults:
-            obj[name] = default_value(field, version)
+        for name, make in absent:
+            obj[name] = make()
         for name, read in readers:
             obj[name], pos = read(buf, pos)
         if flexible:
@@ -238,13 +262,13 @@ def _compile_struct(fields: tuple[FieldSpec, ...], version: int, flexible: bool)
     def write_struct(out: bytearray, value: object) -> None:
         obj: dict = value  # type: ignore[assignment]
         get = obj.get
-        for name, write in regular_fields:
+        for name, write, make in writers:
             item = get(name, _MISSING)
             if item is _MISSING:
-                item = _default_for(fields, name, version)
+                item = make()
             write(out, item)
         if flexible:
-            _write_tagged(out, obj, tagged_in_order, version)
+            _write_tagged(out, obj, tagged_in_order)
 
     return _Compiled(read_struct, write_struct)
 
@@ -252,19 +276,7 @@ def _compile_struct(fields: tuple[FieldSpec, ...], version: int, flexible: bool)
 _MISSING = object()
 
 
-def _default_for(fields: tuple[FieldSpec, ...], name: str, version: int) -> object:
-    for field in fields:
-        if field.name == name:
-            return default_value(field, version)
-    raise EncodeError(f"no field {name}")
-
-
-def _read_tagged(
-    buf: memoryview,
-    pos: int,
-    obj: dict,
-    tagged: dict[int, tuple[str, p.Reader, p.Writer, FieldSpec]],
-) -> int:
+def _read_tagged(buf: memoryview, pos: int, obj: dict, tagged: dict[int, _Tagged]) -> int:
     count, pos = p.read_uvarint(buf, pos)
     for _ in range(count):
         tag, pos = p.read_uvarint(buf, pos)
@@ -274,7 +286,7 @@ def _read_tagged(
             raise MalformedFrameError("tagged field runs past the end of the frame")
         known = tagged.get(tag)
         if known is not None:
-            name, read, _, _ = known
+            name, read = known[0], known[1]
             value, used = read(buf[:end], pos)
             if used != end:
                 raise MalformedFrameError(f"tagged field {name} has {end - used} stray bytes")
@@ -283,18 +295,14 @@ def _read_tagged(
     return pos
 
 
-def _write_tagged(
-    out: bytearray,
-    obj: dict,
-    tagged: list[tuple[str, p.Reader, p.Writer, FieldSpec]],
-    version: int,
-) -> None:
+def _write_tagged(out: bytearray, obj: dict, tagged: list[_Tagged]) -> None:
+    """Tagged fields in ascending tag order; those at their default are left out."""
     present = []
-    for name, _, write, field in tagged:
+    for name, _, write, tag, default in tagged:
         value = obj.get(name, _MISSING)
-        if value is _MISSING or value == default_value(field, version):
+        if value is _MISSING or value == default:
             continue
-        present.append((field.tag, write, value))
+        present.append((tag, write, value))
     p.write_uvarint(out, len(present))
     for tag, write, value in present:
         body = bytearray()

@@ -1,34 +1,27 @@
-"""Kafka error codes the group coordinator answers with, by Kafka's names.
+"""The error codes the group coordinator answers with, by Kafka's names.
 
-Kept local to the groups package so the state machine has no dependency on the
-wire codec; the numbers are Kafka's public protocol constants.
+Aliases of ``kafkette.wire.errors.ErrorCode`` (an IntEnum, so values compare and
+encode as plain ints) kept as module constants so the state tables read short.
 """
 
 from __future__ import annotations
 
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-OFFSET_METADATA_TOO_LARGE = 12
-COORDINATOR_LOAD_IN_PROGRESS = 14
-COORDINATOR_NOT_AVAILABLE = 15
-NOT_COORDINATOR = 16
-ILLEGAL_GENERATION = 22
-INCONSISTENT_GROUP_PROTOCOL = 23
-INVALID_GROUP_ID = 24
-UNKNOWN_MEMBER_ID = 25
-INVALID_SESSION_TIMEOUT = 26
-REBALANCE_IN_PROGRESS = 27
-INVALID_COMMIT_OFFSET_SIZE = 28
-NON_EMPTY_GROUP = 68
-GROUP_ID_NOT_FOUND = 69
-MEMBER_ID_REQUIRED = 79
-GROUP_MAX_SIZE_REACHED = 81
-FENCED_INSTANCE_ID = 82
-UNSTABLE_OFFSET_COMMIT = 88
-GROUP_SUBSCRIBED_TO_TOPIC = 86
+from kafkette.wire.errors import ErrorCode
 
-NAMES: dict[int, str] = {
-    value: name
-    for name, value in dict(globals()).items()
-    if name.isupper() and isinstance(value, int)
-}
+NONE = ErrorCode.NONE
+UNKNOWN_TOPIC_OR_PARTITION = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+OFFSET_METADATA_TOO_LARGE = ErrorCode.OFFSET_METADATA_TOO_LARGE
+COORDINATOR_NOT_AVAILABLE = ErrorCode.COORDINATOR_NOT_AVAILABLE
+NOT_COORDINATOR = ErrorCode.NOT_COORDINATOR
+ILLEGAL_GENERATION = ErrorCode.ILLEGAL_GENERATION
+INCONSISTENT_GROUP_PROTOCOL = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+INVALID_GROUP_ID = ErrorCode.INVALID_GROUP_ID
+UNKNOWN_MEMBER_ID = ErrorCode.UNKNOWN_MEMBER_ID
+INVALID_SESSION_TIMEOUT = ErrorCode.INVALID_SESSION_TIMEOUT
+REBALANCE_IN_PROGRESS = ErrorCode.REBALANCE_IN_PROGRESS
+NON_EMPTY_GROUP = ErrorCode.NON_EMPTY_GROUP
+GROUP_ID_NOT_FOUND = ErrorCode.GROUP_ID_NOT_FOUND
+MEMBER_ID_REQUIRED = ErrorCode.MEMBER_ID_REQUIRED
+GROUP_MAX_SIZE_REACHED = ErrorCode.GROUP_MAX_SIZE_REACHED
+FENCED_INSTANCE_ID = ErrorCode.FENCED_INSTANCE_ID
+GROUP_SUBSCRIBED_TO_TOPIC = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC

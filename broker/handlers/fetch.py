@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import trio
+
 from kafkette.broker.partition import LEADER_EPOCH, Partition
 from kafkette.log.errors import OffsetOutOfRange
 from kafkette.wire.errors import ErrorCode

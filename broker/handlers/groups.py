@@ -1,44 +1,421 @@
-"""Consumer group APIs (placeholder: FindCoordinator only)."""
+"""The classic consumer group APIs, translated to and from the group state machine.
+
+Each handler turns the decoded request into one call on
+``GroupCoordinatorState`` (through ``GroupCoordinator.run`` so records are
+persisted before the answer), and the result into the response of the
+request's version. What depends on the version (MEMBER_ID_REQUIRED from
+JoinGroup v4, batched LeaveGroup from v3, several groups per OffsetFetch from
+v8, ...) is decided here; the rules themselves live in ``broker/groups``.
+"""
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
+from kafkette.broker.group_coordinator import CoordinatorUnavailable
+from kafkette.broker.groups import JoinResponse, SyncResponse
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
     from kafkette.broker.server import Broker
     from kafkette.wire.connection import Request
 
+log = logging.getLogger("kafkette.groups")
+
+KEY_TYPE_GROUP = 0
+# READ, DELETE and DESCRIBE: what Kafka reports for a group when everything is allowed.
+GROUP_OPERATIONS_ALL = (1 << 3) | (1 << 6) | (1 << 8)
+OPERATIONS_NOT_REQUESTED = -2147483648
+UNAVAILABLE = int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+
+
+def _host(request: Request) -> str:
+    return "/" + request.peer.rpartition(":")[0] if request.peer else ""
+
 
 async def handle_find_coordinator(broker: Broker, request: Request) -> dict:
-    keys = request.body.get("coordinator_keys") or [request.body.get("key")]
-    coordinators = [
-        {
-            "key": k,
+    body = request.body
+    version = request.header.api_version
+    keys = body["coordinator_keys"] if version >= 4 else [body["key"]]
+    coordinators = []
+    for key in keys:
+        entry = {
+            "key": key,
             "node_id": broker.node_id,
             "host": broker.advertised.host,
             "port": broker.advertised.port,
             "error_code": 0,
             "error_message": None,
         }
-        for k in keys
-    ]
+        if body["key_type"] != KEY_TYPE_GROUP:
+            entry.update(
+                node_id=-1,
+                host="",
+                port=-1,
+                error_code=UNAVAILABLE,
+                error_message="transactions are not supported by kafkette",
+            )
+        coordinators.append(entry)
+    first = coordinators[0] if coordinators else {}
     return {
         "throttle_time_ms": 0,
-        "error_code": 0,
-        "error_message": None,
-        "node_id": broker.node_id,
-        "host": broker.advertised.host,
-        "port": broker.advertised.port,
+        "error_code": first.get("error_code", 0),
+        "error_message": first.get("error_message"),
+        "node_id": first.get("node_id", broker.node_id),
+        "host": first.get("host", broker.advertised.host),
+        "port": first.get("port", broker.advertised.port),
         "coordinators": coordinators,
     }
 
 
-async def _unavailable(broker: Broker, request: Request) -> dict:
-    return {"error_code": int(ErrorCode.COORDINATOR_NOT_AVAILABLE)}
+async def handle_join_group(broker: Broker, request: Request) -> dict:
+    body = request.body
+    version = request.header.api_version
+    protocols = [(p["name"], p["metadata"]) for p in body["protocols"]]
+    session_timeout = body["session_timeout_ms"]
+    rebalance_timeout = body["rebalance_timeout_ms"] if version >= 1 else session_timeout
+
+    def call(state, now, ticket):
+        return state.join_group(
+            ticket,
+            group_id=body["group_id"],
+            member_id=body["member_id"],
+            group_instance_id=body["group_instance_id"],
+            protocol_type=body["protocol_type"],
+            protocols=protocols,
+            session_timeout_ms=session_timeout,
+            rebalance_timeout_ms=rebalance_timeout,
+            now_ms=now,
+            client_id=request.header.client_id or "",
+            client_host=_host(request),
+            require_known_member_id=version >= 4,
+            supports_skip_assignment=version >= 9,
+        )
+
+    try:
+        response = await broker.groups.wait_for_reply(call)
+    except CoordinatorUnavailable:
+        return {"error_code": UNAVAILABLE, "generation_id": -1, "member_id": body["member_id"]}
+    assert isinstance(response, JoinResponse)
+    log.debug(
+        "JoinGroup %s member %s: error %d generation %d leader %s",
+        body["group_id"],
+        response.member_id,
+        response.error,
+        response.generation_id,
+        response.leader,
+    )
+    return {
+        "throttle_time_ms": 0,
+        "error_code": response.error,
+        "generation_id": response.generation_id,
+        "protocol_type": response.protocol_type,
+        "protocol_name": response.protocol_name if version >= 7 else response.protocol_name or "",
+        "leader": response.leader,
+        "skip_assignment": response.skip_assignment,
+        "member_id": response.member_id,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "metadata": m.metadata,
+            }
+            for m in response.members
+        ],
+    }
 
 
-handle_join_group = handle_sync_group = handle_heartbeat = handle_leave_group = _unavailable
-handle_offset_commit = handle_offset_fetch = handle_list_groups = _unavailable
-handle_describe_groups = handle_delete_groups = handle_offset_delete = _unavailable
+async def handle_sync_group(broker: Broker, request: Request) -> dict:
+    body = request.body
+    version = request.header.api_version
+    assignments = [(a["member_id"], a["assignment"]) for a in body["assignments"]]
+
+    def call(state, now, ticket):
+        return state.sync_group(
+            ticket,
+            group_id=body["group_id"],
+            generation_id=body["generation_id"],
+            member_id=body["member_id"],
+            group_instance_id=body["group_instance_id"],
+            protocol_type=body["protocol_type"] if version >= 5 else None,
+            protocol_name=body["protocol_name"] if version >= 5 else None,
+            assignments=assignments,
+            now_ms=now,
+        )
+
+    try:
+        response = await broker.groups.wait_for_reply(call)
+    except CoordinatorUnavailable:
+        return {"error_code": UNAVAILABLE, "assignment": b""}
+    assert isinstance(response, SyncResponse)
+    log.debug(
+        "SyncGroup %s member %s generation %d: error %d, %d bytes of assignment",
+        body["group_id"],
+        body["member_id"],
+        body["generation_id"],
+        response.error,
+        len(response.assignment),
+    )
+    return {
+        "throttle_time_ms": 0,
+        "error_code": response.error,
+        "protocol_type": response.protocol_type,
+        "protocol_name": response.protocol_name,
+        "assignment": response.assignment,
+    }
+
+
+async def handle_heartbeat(broker: Broker, request: Request) -> dict:
+    body = request.body
+    try:
+        outcome = await broker.groups.run(
+            lambda state, now: state.heartbeat(
+                group_id=body["group_id"],
+                generation_id=body["generation_id"],
+                member_id=body["member_id"],
+                group_instance_id=body["group_instance_id"],
+                now_ms=now,
+            )
+        )
+    except CoordinatorUnavailable:
+        return {"error_code": UNAVAILABLE}
+    if outcome.result:
+        log.debug(
+            "Heartbeat %s member %s: error %d", body["group_id"], body["member_id"], outcome.result
+        )
+    return {"throttle_time_ms": 0, "error_code": outcome.result}
+
+
+async def handle_leave_group(broker: Broker, request: Request) -> dict:
+    body = request.body
+    version = request.header.api_version
+    if version >= 3:
+        members = [(m["member_id"], m["group_instance_id"]) for m in body["members"]]
+    else:
+        members = [(body["member_id"], None)]
+    try:
+        outcome = await broker.groups.run(
+            lambda state, now: state.leave_group(
+                group_id=body["group_id"], members=members, now_ms=now
+            )
+        )
+    except CoordinatorUnavailable:
+        return {"error_code": UNAVAILABLE}
+    result = outcome.result
+    error = result.error
+    if version < 3 and error == 0 and result.members:
+        error = result.members[0].error
+    return {
+        "throttle_time_ms": 0,
+        "error_code": error,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "error_code": m.error,
+            }
+            for m in result.members
+        ],
+    }
+
+
+async def handle_offset_commit(broker: Broker, request: Request) -> dict:
+    body = request.body
+    version = request.header.api_version
+    errors: dict[tuple[str, int], int] = {}
+    offsets = {}
+    for topic in body["topics"]:
+        for p in topic["partitions"]:
+            tp = (topic["name"], p["partition_index"])
+            if broker.topics.partition(*tp) is None:
+                errors[tp] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            else:
+                offsets[tp] = (
+                    p["committed_offset"],
+                    p["committed_leader_epoch"],
+                    p["committed_metadata"],
+                )
+    retention = body["retention_time_ms"] if 2 <= version <= 4 else -1
+    generation = body["generation_id_or_member_epoch"] if version >= 1 else -1
+    if offsets:
+        try:
+            outcome = await broker.groups.run(
+                lambda state, now: state.commit_offsets(
+                    group_id=body["group_id"],
+                    generation_id=generation,
+                    member_id=body["member_id"],
+                    group_instance_id=body["group_instance_id"],
+                    offsets=offsets,
+                    now_ms=now,
+                    expire_timestamp_ms=now + retention if retention > 0 else None,
+                )
+            )
+            errors.update(outcome.result)
+        except CoordinatorUnavailable:
+            errors.update(dict.fromkeys(offsets, UNAVAILABLE))
+    return {
+        "throttle_time_ms": 0,
+        "topics": [
+            {
+                "name": topic["name"],
+                "partitions": [
+                    {
+                        "partition_index": p["partition_index"],
+                        "error_code": int(errors.get((topic["name"], p["partition_index"]), 0)),
+                    }
+                    for p in topic["partitions"]
+                ],
+            }
+            for topic in body["topics"]
+        ],
+    }
+
+
+def _fetch_group(broker: Broker, group_id: str, topics: list[dict] | None, stable: bool):
+    partitions = None
+    if topics is not None:
+        partitions = [(t["name"], i) for t in topics for i in t["partition_indexes"]]
+    return broker.groups.state.fetch_offsets(group_id, partitions, stable)
+
+
+def _by_topic(result) -> list[dict]:
+    topics: dict[str, list[dict]] = {}
+    for (topic, index), fetched in sorted(result.partitions.items()):
+        topics.setdefault(topic, []).append(
+            {
+                "partition_index": index,
+                "committed_offset": fetched.offset,
+                "committed_leader_epoch": fetched.leader_epoch,
+                "metadata": fetched.metadata,
+                "error_code": fetched.error,
+            }
+        )
+    return [{"name": name, "partitions": parts} for name, parts in topics.items()]
+
+
+async def handle_offset_fetch(broker: Broker, request: Request) -> dict:
+    body = request.body
+    version = request.header.api_version
+    stable = body["require_stable"]
+    if version >= 8:
+        groups = []
+        for group in body["groups"]:
+            result = _fetch_group(broker, group["group_id"], group["topics"], stable)
+            groups.append(
+                {
+                    "group_id": group["group_id"],
+                    "topics": _by_topic(result),
+                    "error_code": result.error,
+                }
+            )
+        return {"throttle_time_ms": 0, "groups": groups}
+    result = _fetch_group(broker, body["group_id"], body["topics"], stable)
+    return {"throttle_time_ms": 0, "topics": _by_topic(result), "error_code": result.error}
+
+
+async def handle_list_groups(broker: Broker, request: Request) -> dict:
+    body = request.body
+    listings = broker.groups.state.list_groups(body["states_filter"], body["types_filter"])
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "groups": [
+            {
+                "group_id": g.group_id,
+                "protocol_type": g.protocol_type,
+                "group_state": g.state,
+                "group_type": g.group_type,
+            }
+            for g in listings
+        ],
+    }
+
+
+async def handle_describe_groups(broker: Broker, request: Request) -> dict:
+    body = request.body
+    include_ops = body["include_authorized_operations"]
+    groups = []
+    for d in broker.groups.state.describe_groups(body["groups"]):
+        groups.append(
+            {
+                "error_code": d.error,
+                "error_message": None,
+                "group_id": d.group_id,
+                "group_state": d.state,
+                "protocol_type": d.protocol_type,
+                "protocol_data": d.protocol,
+                "members": [
+                    {
+                        "member_id": m.member_id,
+                        "group_instance_id": m.group_instance_id,
+                        "client_id": m.client_id,
+                        "client_host": m.client_host,
+                        "member_metadata": m.metadata,
+                        "member_assignment": m.assignment,
+                    }
+                    for m in d.members
+                ],
+                "authorized_operations": GROUP_OPERATIONS_ALL
+                if include_ops
+                else OPERATIONS_NOT_REQUESTED,
+            }
+        )
+    return {"throttle_time_ms": 0, "groups": groups}
+
+
+async def handle_delete_groups(broker: Broker, request: Request) -> dict:
+    names = request.body["groups_names"]
+    try:
+        outcome = await broker.groups.run(lambda state, now: state.delete_groups(names, now))
+        results = outcome.result
+    except CoordinatorUnavailable:
+        results = dict.fromkeys(names, UNAVAILABLE)
+    return {
+        "throttle_time_ms": 0,
+        "results": [{"group_id": g, "error_code": int(results.get(g, 0))} for g in names],
+    }
+
+
+async def handle_offset_delete(broker: Broker, request: Request) -> dict:
+    body = request.body
+    unknown = {
+        (t["name"], p["partition_index"])
+        for t in body["topics"]
+        for p in t["partitions"]
+        if broker.topics.partition(t["name"], p["partition_index"]) is None
+    }
+    wanted = [
+        (t["name"], p["partition_index"])
+        for t in body["topics"]
+        for p in t["partitions"]
+        if (t["name"], p["partition_index"]) not in unknown
+    ]
+    try:
+        outcome = await broker.groups.run(
+            lambda state, now: state.delete_offsets(
+                group_id=body["group_id"], partitions=wanted, now_ms=now
+            )
+        )
+    except CoordinatorUnavailable:
+        return {"error_code": UNAVAILABLE, "topics": []}
+    result = outcome.result
+    errors = {tp: int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for tp in unknown}
+    errors.update(result.partitions)
+    return {
+        "error_code": result.error,
+        "throttle_time_ms": 0,
+        "topics": [
+            {
+                "name": t["name"],
+                "partitions": [
+                    {
+                        "partition_index": p["partition_index"],
+                        "error_code": int(errors.get((t["name"], p["partition_index"]), 0)),
+                    }
+                    for p in t["partitions"]
+                ],
+            }
+            for t in body["topics"]
+        ],
+    }

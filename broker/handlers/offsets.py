@@ -12,6 +12,7 @@ import logging
 from typing import TYPE_CHECKING
 
 import trio
+
 from kafkette.broker.partition import LEADER_EPOCH, Partition
 from kafkette.wire.errors import ErrorCode
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import trio
-from kafkette.broker.clock import now_ms
+
 from kafkette.broker.partition import LEADER_EPOCH, Partition
 from kafkette.broker.producer_state import BatchMetadata
 from kafkette.broker.topics import INTERNAL_TOPICS
@@ -24,7 +24,6 @@ from kafkette.wire.record_batch import (
     InvalidBatchError,
     iter_batches,
     patch_leader_epoch,
-    set_log_append_time,
 )
 
 if TYPE_CHECKING:
@@ -42,7 +41,6 @@ class _Append:
     records: memoryview
     headers: list[BatchHeader]
     response: dict
-    log_append_time: bool
     duplicate: BatchMetadata | None = None
     positions: list[int] = field(default_factory=list)
 
@@ -124,9 +122,7 @@ def _prepare(broker: Broker, name: str, data: dict, response: dict, work: list[_
         response["error_code"] = int(code)
         response["error_message"] = str(exc)
         return
-    work.append(
-        _Append(partition, data["records"], headers, response, broker.topics.log_append_time(name))
-    )
+    work.append(_Append(partition, data["records"], headers, response))
 
 
 async def _append_all(broker: Broker, work: list[_Append]) -> None:
@@ -135,8 +131,7 @@ async def _append_all(broker: Broker, work: list[_Append]) -> None:
     async with _locks([w.partition for w in work]):
         ready = [w for w in work if _check_sequences(w)]
         if ready:
-            append_time = now_ms()
-            await trio.to_thread.run_sync(_write, ready, append_time)
+            await trio.to_thread.run_sync(_write, ready)
         for item in work:
             if item.response["error_code"] == 0 and item.duplicate is None:
                 item.partition.notify_appended()
@@ -160,14 +155,15 @@ def _check_sequences(item: _Append) -> bool:
     return True
 
 
-def _write(ready: list[_Append], append_time: int) -> None:
-    """Worker thread: stamp epochs (and append times), append, record sequences."""
+def _write(ready: list[_Append]) -> None:
+    """Worker thread: stamp leader epochs, append, record sequences.
+
+    The log stamps LogAppendTime itself, for topics that use it.
+    """
     for item in ready:
         pos = 0
         for header in item.headers:
             patch_leader_epoch(item.records, LEADER_EPOCH, pos)
-            if item.log_append_time:
-                set_log_append_time(item.records, append_time, pos)
             pos += header.size
         try:
             info = item.partition.log.append(item.records, item.headers)
@@ -178,8 +174,7 @@ def _write(ready: list[_Append], append_time: int) -> None:
             continue
         item.response["base_offset"] = info.base_offset
         item.response["log_start_offset"] = info.log_start_offset
-        if item.log_append_time:
-            item.response["log_append_time_ms"] = append_time
+        item.response["log_append_time_ms"] = info.log_append_time_ms
         offset = info.base_offset
         for header in item.headers:
             item.partition.producers.record(header, offset)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import trio
+
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
