@@ -22,6 +22,7 @@ from kafkette.broker.config import BrokerConfig
 from kafkette.broker.connection import serve_connection
 from kafkette.broker.group_coordinator import GroupCoordinator
 from kafkette.broker.identity import load_or_create_cluster_id
+from kafkette.broker.partition import Partition
 from kafkette.broker.producer_ids import ProducerIdAllocator
 from kafkette.broker.topics import TopicRegistry
 from kafkette.log import DataDir
@@ -29,6 +30,7 @@ from kafkette.log import DataDir
 log = logging.getLogger("kafkette.server")
 
 SHUTDOWN_GRACE_SECONDS = 10.0
+FLUSH_CHECK_MAX_MS = 60_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,23 +160,30 @@ class Broker:
             log.info("data dir closed cleanly")
 
     async def _housekeeping(self) -> None:
-        """Retention and time-based flush, off the event loop."""
-        interval_ms = min(
-            self.config.retention_check_interval_ms, self.config.flush_scheduler_interval_ms
-        )
-        interval = max(0.05, min(interval_ms, 3_600_000) / 1000)
+        """Retention at ``log.retention.check.interval.ms``; flush checks more often.
+
+        The flush pass applies ``log.flush.interval.ms``, fsyncs rolled segments
+        and moves the recovery point, so a crash rescans little. It runs at
+        least every minute, as Kafka checkpoints its recovery points.
+        """
+        retention_every = self.config.retention_check_interval_ms / 1000
+        flush_every = min(self.config.flush_scheduler_interval_ms, FLUSH_CHECK_MAX_MS) / 1000
+        next_retention = trio.current_time() + retention_every
         while True:
-            await trio.sleep(interval)
-            partitions = self.topics.all_partitions()
+            await trio.sleep(min(flush_every, max(0.0, next_retention - trio.current_time())))
+            retention_due = trio.current_time() >= next_retention
+            if retention_due:
+                next_retention = trio.current_time() + retention_every
+            partitions = self.topics.all_partitions()  # snapshot on the event loop
+            await trio.to_thread.run_sync(_run_log_jobs, partitions, retention_due)
 
-            def run_jobs(partitions=partitions) -> None:
-                for partition in partitions:
-                    try:
-                        partition.log.apply_retention()
-                        partition.log.maybe_flush()
-                    except Exception:
-                        log.exception(
-                            "housekeeping of %s-%d failed", partition.topic, partition.index
-                        )
 
-            await trio.to_thread.run_sync(run_jobs)
+def _run_log_jobs(partitions: list[Partition], retention: bool) -> None:
+    """Worker thread: retention (when due) and the flush check on every partition."""
+    for partition in partitions:
+        try:
+            if retention:
+                partition.log.apply_retention()
+            partition.log.maybe_flush()
+        except Exception:
+            log.exception("housekeeping of %s-%d failed", partition.topic, partition.index)

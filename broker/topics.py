@@ -195,15 +195,14 @@ class TopicRegistry:
         self, name: str, configs: Mapping[str, str], *, validate_only: bool
     ) -> None:
         """Replace a topic's explicit configs (AlterConfigs semantics)."""
-        log_config = validate_topic_configs(configs, self.config)
+        validate_topic_configs(configs, self.config)
         async with self._admin_lock:
             if name not in self._partitions:
                 raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic '{name}'")
             if validate_only:
                 return
+            # The data dir persists the configs and hands the new LogConfig to each log.
             await trio.to_thread.run_sync(self.data_dir.set_topic_configs, name, dict(configs))
-            for part in self._partitions[name]:
-                part.log.update_config(log_config)
 
 
 def _collides(name: str, existing: Mapping[str, object]) -> bool:

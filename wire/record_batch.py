@@ -27,7 +27,7 @@ Layout (big-endian)::
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import crc32c
 
@@ -67,9 +67,12 @@ class InvalidBatchError(ValueError):
         self.corrupt = corrupt
 
 
-@dataclass(frozen=True, slots=True)
-class BatchHeader:
-    """The fixed 61-byte header of one batch, decoded. ``size`` is the whole batch."""
+class BatchHeader(NamedTuple):
+    """The fixed 61-byte header of one batch, decoded. ``size`` is the whole batch.
+
+    A NamedTuple, not a dataclass: it is built for every batch on the produce
+    path, and tuple construction is several times cheaper.
+    """
 
     base_offset: int
     batch_length: int
@@ -125,11 +128,14 @@ class BatchHeader:
         return (self.base_sequence + self.last_offset_delta) % (1 << 31)
 
 
+_make_header = BatchHeader._make
+
+
 def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
     """Decode the header at ``pos``; raises InvalidBatchError if it cannot be one."""
     if len(buf) - pos < HEADER_SIZE:
         raise InvalidBatchError("record batch shorter than its 61-byte header")
-    header = BatchHeader(*_HEADER.unpack_from(buf, pos))
+    header = _make_header(_HEADER.unpack_from(buf, pos))
     if header.magic != MAGIC_V2:
         raise InvalidBatchError(f"unsupported record batch magic {header.magic}")
     if header.batch_length < HEADER_SIZE - LOG_OVERHEAD:

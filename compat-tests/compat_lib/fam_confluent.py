@@ -1,0 +1,325 @@
+"""confluent-kafka (librdkafka) driver. Admin futures, delivery reports and consumer messages
+are checked for errors; librdkafka's error name and code end up in the failure line."""
+
+from __future__ import annotations
+
+import time
+
+from compat_lib.family import (
+    ALL_SCENARIOS,
+    HEARTBEAT_MS,
+    REQUEST_TIMEOUT_MS,
+    SESSION_TIMEOUT_MS,
+    TIMEOUT_S,
+    Family,
+)
+from compat_lib.model import Got, GroupInfo, Rec, Start
+
+# librdkafka's names for the Kafka producer settings the scenarios use.
+_PRODUCER_KEYS = {
+    "max.request.size": "message.max.bytes",
+    "enable.idempotence": "enable.idempotence",
+    "acks": "acks",
+}
+_OFFSET_TAIL_BASE = -2000  # librdkafka's RD_KAFKA_OFFSET_TAIL(n) == -2000 - n
+
+
+class DeliveryError(Exception):
+    """A delivery report carried an error."""
+
+
+def _kafka_error(err) -> str:
+    return f"{err.name()} (code {err.code()}): {err.str()}"
+
+
+def _results(admin, method: str, *args, **kwargs) -> dict:
+    """Call ``admin.<method>`` and wait for its futures. ``admin`` must stay referenced until
+    they resolve: librdkafka fails pending requests with _DESTROY when the handle is freed."""
+    futures = getattr(admin, method)(*args, **kwargs)
+    return {key: fut.result(timeout=TIMEOUT_S) for key, fut in futures.items()}
+
+
+def _camel(state_name: str) -> str:
+    return "".join(part.capitalize() for part in state_name.split("_"))
+
+
+class ConfluentFamily(Family):
+    name = "confluent-kafka"
+    scenarios = ALL_SCENARIOS - {"spark_pattern"}
+    module = "confluent_kafka"
+    install_hint = "pip install confluent-kafka"
+
+    def version(self) -> str:
+        import confluent_kafka
+
+        return (
+            f"confluent-kafka {confluent_kafka.__version__} "
+            f"(librdkafka {confluent_kafka.libversion()[0]})"
+        )
+
+    def _common(self) -> dict:
+        return {
+            "bootstrap.servers": self.bootstrap,
+            "socket.timeout.ms": REQUEST_TIMEOUT_MS,
+            "socket.connection.setup.timeout.ms": REQUEST_TIMEOUT_MS,
+        }
+
+    def _admin(self):
+        from confluent_kafka.admin import AdminClient
+
+        return AdminClient(self._common())
+
+    def _consumer(self, **extra):
+        from confluent_kafka import Consumer
+
+        conf = self._common() | {
+            "group.id": "compat-unused",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+        return Consumer(conf | extra)
+
+    def partitions_for(self, topic: str) -> int:
+        from confluent_kafka import Producer
+
+        prod = Producer(self._common())
+        meta = prod.list_topics(topic, timeout=TIMEOUT_S)
+        entry = meta.topics[topic]
+        if entry.error is not None:
+            raise DeliveryError(_kafka_error(entry.error))
+        return len(entry.partitions)
+
+    def list_topics(self) -> set[str]:
+        return set(self._admin().list_topics(timeout=TIMEOUT_S).topics)
+
+    def create_topic(self, topic: str, partitions: int = 1, configs: dict | None = None) -> None:
+        from confluent_kafka.admin import NewTopic
+
+        new = NewTopic(topic, num_partitions=partitions, replication_factor=1, config=configs or {})
+        _results(self._admin(), "create_topics", [new], request_timeout=TIMEOUT_S)
+
+    def delete_topic(self, topic: str) -> None:
+        _results(self._admin(), "delete_topics", [topic], request_timeout=TIMEOUT_S)
+
+    def create_partitions(self, topic: str, total: int) -> None:
+        from confluent_kafka.admin import NewPartitions
+
+        _results(self._admin(), "create_partitions", [NewPartitions(topic, total)])
+
+    def describe_partition_count(self, topic: str) -> int:
+        from confluent_kafka import TopicCollection
+
+        (desc,) = _results(self._admin(), "describe_topics", TopicCollection([topic])).values()
+        return len(desc.partitions)
+
+    def produce(
+        self, topic: str, recs: list[Rec], codec: str = "none", config: dict | None = None
+    ) -> list[tuple[int, int]]:
+        from confluent_kafka import Producer
+
+        conf = self._common() | {
+            "compression.type": codec,
+            "message.timeout.ms": int(TIMEOUT_S * 1000) - 2000,
+        }
+        for key, value in (config or {}).items():
+            conf[_PRODUCER_KEYS[key]] = value
+        prod = Producer(conf)
+        acks: list = [None] * len(recs)
+
+        def report(i):
+            def on_delivery(err, msg):
+                acks[i] = err if err is not None else (msg.partition(), msg.offset())
+
+            return on_delivery
+
+        for i, r in enumerate(recs):
+            kwargs = {"partition": r.partition} if r.partition is not None else {}
+            prod.produce(
+                topic,
+                value=r.value,
+                key=r.key,
+                headers=list(r.headers) or None,
+                on_delivery=report(i),
+                **kwargs,
+            )
+        left = prod.flush(TIMEOUT_S)
+        for ack in acks:
+            if ack is not None and not isinstance(ack, tuple):
+                raise DeliveryError(_kafka_error(ack))
+        if left or None in acks:
+            raise DeliveryError(f"{left} records still undelivered after {TIMEOUT_S:.0f}s")
+        return acks
+
+    @staticmethod
+    def _poll(consumer, count: int) -> list[Got]:
+        got: list[Got] = []
+        deadline = time.monotonic() + TIMEOUT_S
+        while len(got) < count and time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=count - len(got), timeout=0.5):
+                if msg.error() is not None:
+                    raise DeliveryError(_kafka_error(msg.error()))
+                got.append(_got(msg))
+        return got
+
+    def _start_offset(self, consumer, topic: str, partition: int, start: Start) -> int:
+        from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+        if start.kind == "earliest":
+            return OFFSET_BEGINNING
+        if start.kind == "offset":
+            return start.value
+        if start.kind == "tail":
+            return _OFFSET_TAIL_BASE - start.value
+        (found,) = consumer.offsets_for_times(
+            [TopicPartition(topic, partition, start.value)], timeout=TIMEOUT_S
+        )
+        if found.error is not None:
+            raise DeliveryError(_kafka_error(found.error))
+        return found.offset
+
+    def consume(self, topic: str, partition: int, start: Start, count: int) -> list[Got]:
+        from confluent_kafka import TopicPartition
+
+        consumer = self._consumer()
+        try:
+            offset = self._start_offset(consumer, topic, partition, start)
+            consumer.assign([TopicPartition(topic, partition, offset)])
+            return self._poll(consumer, count)
+        finally:
+            consumer.close()
+
+    def seek_reread(
+        self, topic: str, partition: int, first: int, seek_to: int, second: int
+    ) -> tuple[list[Got], list[Got]]:
+        from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+        consumer = self._consumer()
+        try:
+            consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+            one = self._poll(consumer, first)
+            consumer.seek(TopicPartition(topic, partition, seek_to))
+            return one, self._poll(consumer, second)
+        finally:
+            consumer.close()
+
+    def list_offset(self, topic: str, partition: int, spec: str | int) -> int:
+        from confluent_kafka import TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        if spec == "earliest":
+            wanted = OffsetSpec.earliest()
+        elif spec == "latest":
+            wanted = OffsetSpec.latest()
+        else:
+            wanted = OffsetSpec.for_timestamp(spec)
+        tp = TopicPartition(topic, partition)
+        (info,) = _results(self._admin(), "list_offsets", {tp: wanted}).values()
+        return info.offset
+
+    def group_consume(self, group: str, topic: str, count: int) -> list[Got]:
+        from confluent_kafka import TopicPartition
+
+        consumer = self._consumer(
+            **{
+                "group.id": group,
+                "session.timeout.ms": SESSION_TIMEOUT_MS,
+                "heartbeat.interval.ms": HEARTBEAT_MS,
+            }
+        )
+        try:
+            consumer.subscribe([topic])
+            got = self._poll(consumer, count)
+            if got:
+                last = got[-1]
+                consumer.commit(
+                    offsets=[TopicPartition(topic, last.partition, last.offset + 1)],
+                    asynchronous=False,
+                )
+            return got
+        finally:
+            consumer.close()
+
+    def group_two_members(
+        self, group: str, topic: str, total: int
+    ) -> tuple[list[int], list[int], set[tuple[int, int]]]:
+        conf = {
+            "group.id": group,
+            "session.timeout.ms": SESSION_TIMEOUT_MS,
+            "heartbeat.interval.ms": HEARTBEAT_MS,
+        }
+        members = [self._consumer(**conf), self._consumer(**conf)]
+        try:
+            for member in members:
+                member.subscribe([topic])
+            seen: set[tuple[int, int]] = set()
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                for member in members:
+                    for msg in member.consume(num_messages=100, timeout=0.2):
+                        if msg.error() is not None:
+                            raise DeliveryError(_kafka_error(msg.error()))
+                        seen.add((msg.partition(), msg.offset()))
+                if len(seen) >= total and all(m.assignment() for m in members):
+                    break
+            one, two = (sorted(tp.partition for tp in m.assignment()) for m in members)
+            return one, two, seen
+        finally:
+            for member in members:
+                member.close()
+
+    def list_groups(self) -> set[str]:
+        admin = self._admin()
+        listing = admin.list_consumer_groups(request_timeout=TIMEOUT_S).result(timeout=TIMEOUT_S)
+        if listing.errors:
+            raise DeliveryError("; ".join(str(e) for e in listing.errors))
+        return {g.group_id for g in listing.valid}
+
+    def describe_group(self, group: str) -> GroupInfo:
+        (desc,) = _results(self._admin(), "describe_consumer_groups", [group]).values()
+        return GroupInfo(
+            group_id=group,
+            state=_camel(desc.state.name),
+            # librdkafka exposes protocol type only as "is this a simple (no-protocol) group".
+            protocol_type="" if desc.is_simple_consumer_group else "consumer",
+            members=len(desc.members),
+        )
+
+    def describe_configs(self, topic: str) -> dict[str, str | None]:
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        res = ConfigResource(ResourceType.TOPIC, topic)
+        (entries,) = _results(self._admin(), "describe_configs", [res]).values()
+        return {name: entry.value for name, entry in entries.items()}
+
+    def alter_configs(self, topic: str, configs: dict[str, str]) -> None:
+        from confluent_kafka.admin import (
+            AlterConfigOpType,
+            ConfigEntry,
+            ConfigResource,
+            ResourceType,
+        )
+
+        entries = [
+            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+            for k, v in configs.items()
+        ]
+        res = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=entries)
+        _results(self._admin(), "incremental_alter_configs", [res])
+
+    def delete_records(self, topic: str, partition: int, before: int) -> int:
+        from confluent_kafka import TopicPartition
+
+        tp = TopicPartition(topic, partition, before)
+        (deleted,) = _results(self._admin(), "delete_records", [tp]).values()
+        return deleted.low_watermark
+
+
+def _got(msg) -> Got:
+    return Got(
+        partition=msg.partition(),
+        offset=msg.offset(),
+        key=msg.key(),
+        value=msg.value(),
+        headers=tuple((k, v) for k, v in (msg.headers() or ())),
+        timestamp_ms=msg.timestamp()[1],
+    )

@@ -1,0 +1,252 @@
+"""kafka-python driver: producer, consumer and KafkaAdminClient, each opened per operation."""
+
+from __future__ import annotations
+
+import time
+from contextlib import closing
+
+from compat_lib.family import (
+    ALL_SCENARIOS,
+    HEARTBEAT_MS,
+    REQUEST_TIMEOUT_MS,
+    SESSION_TIMEOUT_MS,
+    TIMEOUT_S,
+    Family,
+)
+from compat_lib.model import Got, GroupInfo, Rec, Start
+
+_PRODUCER_KEYS = {
+    "max.request.size": "max_request_size",
+    "enable.idempotence": "enable_idempotence",
+    "acks": "acks",
+}
+
+
+class KafkaPythonFamily(Family):
+    name = "kafka-python"
+    scenarios = ALL_SCENARIOS - {"spark_pattern"}
+    module = "kafka"
+    install_hint = "pip install kafka-python==3.0.12"
+
+    def version(self) -> str:
+        import kafka
+
+        return f"kafka-python {kafka.__version__}"
+
+    def _common(self) -> dict:
+        return {
+            "bootstrap_servers": self.bootstrap,
+            "request_timeout_ms": REQUEST_TIMEOUT_MS,
+        }
+
+    def _admin(self):
+        from kafka import KafkaAdminClient
+
+        return KafkaAdminClient(**self._common())
+
+    def _consumer(self, **extra):
+        from kafka import KafkaConsumer
+
+        conf = self._common() | {"enable_auto_commit": False, "auto_offset_reset": "earliest"}
+        return KafkaConsumer(**(conf | extra))
+
+    def partitions_for(self, topic: str) -> int:
+        from kafka import KafkaProducer
+
+        with closing(KafkaProducer(**self._common(), max_block_ms=REQUEST_TIMEOUT_MS)) as prod:
+            return len(prod.partitions_for(topic) or ())
+
+    def list_topics(self) -> set[str]:
+        with closing(self._admin()) as admin:
+            return set(admin.list_topics())
+
+    def create_topic(self, topic: str, partitions: int = 1, configs: dict | None = None) -> None:
+        from kafka.admin import NewTopic
+
+        with closing(self._admin()) as admin:
+            admin.create_topics([NewTopic(topic, partitions, 1, topic_configs=configs or {})])
+
+    def delete_topic(self, topic: str) -> None:
+        with closing(self._admin()) as admin:
+            admin.delete_topics([topic])
+
+    def create_partitions(self, topic: str, total: int) -> None:
+        with closing(self._admin()) as admin:
+            admin.create_partitions({topic: total})
+
+    def describe_partition_count(self, topic: str) -> int:
+        with closing(self._admin()) as admin:
+            (desc,) = admin.describe_topics([topic])
+            return len(desc["partitions"])
+
+    def produce(
+        self, topic: str, recs: list[Rec], codec: str = "none", config: dict | None = None
+    ) -> list[tuple[int, int]]:
+        from kafka import KafkaProducer
+
+        conf = self._common() | {"max_block_ms": REQUEST_TIMEOUT_MS}
+        conf["compression_type"] = None if codec == "none" else codec
+        for key, value in (config or {}).items():
+            conf[_PRODUCER_KEYS[key]] = value
+        with closing(KafkaProducer(**conf)) as prod:
+            futures = [
+                prod.send(
+                    topic,
+                    value=r.value,
+                    key=r.key,
+                    headers=list(r.headers),
+                    partition=r.partition,
+                )
+                for r in recs
+            ]
+            prod.flush(timeout=TIMEOUT_S)
+            metas = [f.get(timeout=TIMEOUT_S) for f in futures]
+        return [(m.partition, m.offset) for m in metas]
+
+    def _position(self, consumer, tp, start: Start) -> None:
+        if start.kind == "earliest":
+            consumer.seek_to_beginning(tp)
+        elif start.kind == "offset":
+            consumer.seek(tp, start.value)
+        elif start.kind == "tail":
+            consumer.seek_to_end(tp)
+            consumer.seek(tp, max(0, consumer.position(tp) - start.value))
+        elif start.kind == "timestamp":
+            found = consumer.offsets_for_times({tp: start.value})[tp]
+            if found is None:
+                consumer.seek_to_end(tp)
+            else:
+                consumer.seek(tp, found.offset)
+
+    @staticmethod
+    def _poll(consumer, count: int) -> list[Got]:
+        got: list[Got] = []
+        deadline = time.monotonic() + TIMEOUT_S
+        while len(got) < count and time.monotonic() < deadline:
+            batch = consumer.poll(timeout_ms=500, max_records=count - len(got))
+            for records in batch.values():
+                got.extend(_got(m) for m in records)
+        return got
+
+    def consume(self, topic: str, partition: int, start: Start, count: int) -> list[Got]:
+        from kafka import TopicPartition
+
+        tp = TopicPartition(topic, partition)
+        with closing(self._consumer()) as consumer:
+            consumer.assign([tp])
+            self._position(consumer, tp, start)
+            return self._poll(consumer, count)
+
+    def seek_reread(
+        self, topic: str, partition: int, first: int, seek_to: int, second: int
+    ) -> tuple[list[Got], list[Got]]:
+        from kafka import TopicPartition
+
+        tp = TopicPartition(topic, partition)
+        with closing(self._consumer()) as consumer:
+            consumer.assign([tp])
+            consumer.seek_to_beginning(tp)
+            one = self._poll(consumer, first)
+            consumer.seek(tp, seek_to)
+            return one, self._poll(consumer, second)
+
+    def list_offset(self, topic: str, partition: int, spec: str | int) -> int:
+        from kafka import TopicPartition
+        from kafka.admin import OffsetSpec
+
+        tp = TopicPartition(topic, partition)
+        wire = {"earliest": OffsetSpec.EARLIEST, "latest": OffsetSpec.LATEST}.get(spec, spec)
+        with closing(self._admin()) as admin:
+            return admin.list_partition_offsets({tp: wire})[tp].offset
+
+    def group_consume(self, group: str, topic: str, count: int) -> list[Got]:
+        from kafka import OffsetAndMetadata, TopicPartition
+
+        with closing(
+            self._consumer(
+                group_id=group,
+                session_timeout_ms=SESSION_TIMEOUT_MS,
+                heartbeat_interval_ms=HEARTBEAT_MS,
+            )
+        ) as consumer:
+            consumer.subscribe([topic])
+            got = self._poll(consumer, count)
+            if got:
+                last = got[-1]
+                tp = TopicPartition(topic, last.partition)
+                consumer.commit({tp: OffsetAndMetadata(last.offset + 1, "", -1)})
+            return got
+
+    def group_two_members(
+        self, group: str, topic: str, total: int
+    ) -> tuple[list[int], list[int], set[tuple[int, int]]]:
+        conf = {
+            "group_id": group,
+            "session_timeout_ms": SESSION_TIMEOUT_MS,
+            "heartbeat_interval_ms": HEARTBEAT_MS,
+        }
+        members = [self._consumer(**conf), self._consumer(**conf)]
+        try:
+            for member in members:
+                member.subscribe([topic])
+            seen: set[tuple[int, int]] = set()
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                for member in members:
+                    for records in member.poll(timeout_ms=200).values():
+                        seen.update((m.partition, m.offset) for m in records)
+                if len(seen) >= total and all(m.assignment() for m in members):
+                    break
+            one, two = (sorted(tp.partition for tp in m.assignment()) for m in members)
+            return one, two, seen
+        finally:
+            for member in members:
+                member.close()
+
+    def list_groups(self) -> set[str]:
+        with closing(self._admin()) as admin:
+            return {g["group_id"] for g in admin.list_groups()}
+
+    def describe_group(self, group: str) -> GroupInfo:
+        with closing(self._admin()) as admin:
+            desc = admin.describe_groups([group])[group]
+        return GroupInfo(
+            group_id=group,
+            state=desc["group_state"],
+            protocol_type=desc["protocol_type"],
+            members=len(desc["members"]),
+        )
+
+    def describe_configs(self, topic: str) -> dict[str, str | None]:
+        from kafka.admin import ConfigResource
+
+        with closing(self._admin()) as admin:
+            res = admin.describe_configs([ConfigResource("TOPIC", topic)], config_filter="all")
+        (by_name,) = res.values()
+        return {k: v["value"] for k, v in by_name[topic].items()}
+
+    def alter_configs(self, topic: str, configs: dict[str, str]) -> None:
+        from kafka.admin import ConfigResource
+
+        with closing(self._admin()) as admin:
+            admin.alter_configs([ConfigResource("TOPIC", topic, dict(configs))])
+
+    def delete_records(self, topic: str, partition: int, before: int) -> int:
+        from kafka import TopicPartition
+
+        tp = TopicPartition(topic, partition)
+        with closing(self._admin()) as admin:
+            res = admin.delete_records({tp: before})
+        meta = res[tp]
+        return meta["low_watermark"] if isinstance(meta, dict) else meta.low_watermark
+
+
+def _got(m) -> Got:
+    return Got(
+        partition=m.partition,
+        offset=m.offset,
+        key=m.key,
+        value=m.value,
+        headers=tuple((k, v) for k, v in (m.headers or [])),
+        timestamp_ms=m.timestamp,
+    )

@@ -1,0 +1,361 @@
+"""Sparse segment indexes: offset -> file position, timestamp -> offset.
+
+Both are fixed-width big-endian entries kept in memory (``array``),
+binary-searched, and written to their file in batches (at most
+``PENDING_ENTRIES_LIMIT`` behind, and always before an fsync or close), so an
+append costs no index syscall. They are never checksummed: they are always
+rebuildable from the ``.log`` file, so any doubt (torn entry, entries out of
+order, pointing past the log) raises :class:`CorruptIndex` and the loader
+rebuilds; after a crash, segments past the recovery point are rebuilt anyway.
+Offsets are stored relative to the segment's base offset (int32).
+
+Layouts::
+
+    .index       8 bytes:  int32 relativeOffset, int32 position
+    .timeindex  12 bytes:  int64 timestamp,      int32 relativeOffset
+
+Not thread-safe by themselves: the partition log mutates and searches them
+under its state lock.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import struct
+import sys
+import threading
+from array import array
+from bisect import bisect_right
+from pathlib import Path
+
+from kafkette.log.errors import CorruptIndex
+
+OFFSET_ENTRY_SIZE = 8
+TIME_ENTRY_SIZE = 12
+_TIME_ENTRY = struct.Struct(">qi")
+_NATIVE_LITTLE = sys.byteorder == "little"
+# Entries kept only in memory before they are written out in one go.
+PENDING_ENTRIES_LIMIT = 1024
+
+
+def _strictly_increasing(values: array) -> bool:
+    return all(map(operator.lt, values, values[1:]))
+
+
+def _non_decreasing(values: array) -> bool:
+    return all(map(operator.le, values, values[1:]))
+
+
+class _IndexFile:
+    """The file half of an index: positional appends, truncation, fsync."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+
+    def read_all(self) -> bytes:
+        size = os.fstat(self._require()).st_size
+        return os.pread(self._require(), size, 0) if size else b""
+
+    def write_at(self, data: bytes, position: int) -> None:
+        fd = self._require()
+        view = memoryview(data)
+        while view:
+            n = os.pwrite(fd, view, position)
+            view = view[n:]
+            position += n
+
+    def truncate(self, size: int) -> None:
+        os.ftruncate(self._require(), size)
+
+    def fsync(self) -> None:
+        os.fsync(self._require())
+
+    @property
+    def is_open(self) -> bool:
+        return self._fd is not None
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def _require(self) -> int:
+        if self._fd is None:
+            raise ValueError(f"{self.path} is closed")
+        return self._fd
+
+
+class OffsetIndex:
+    """Sparse map from a batch's last offset to the file position of that batch.
+
+    Keys are the *last* offset of the indexed batch, as in Kafka, so
+    ``lookup(o)`` returns a position at or before the batch holding ``o``.
+    """
+
+    def __init__(self, path: Path, base_offset: int, max_index_bytes: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.max_entries = max_index_bytes // OFFSET_ENTRY_SIZE
+        self._relative = array("i")
+        self._positions = array("i")
+        self._written = 0  # entries already in the file
+        self._file = _IndexFile(path)
+        # Serialises file writes: a flush on a housekeeping thread may write
+        # pending entries while the appending thread adds more.
+        self._file_lock = threading.Lock()
+
+    @classmethod
+    def load(
+        cls, path: Path, base_offset: int, max_index_bytes: int, log_size: int
+    ) -> OffsetIndex:
+        """Open an existing index; raises CorruptIndex (file left open) if implausible."""
+        index = cls(path, base_offset, max_index_bytes)
+        raw = index._file.read_all()
+        if len(raw) % OFFSET_ENTRY_SIZE:
+            raise CorruptIndex(f"{path}: size {len(raw)} is not a multiple of 8")
+        values = array("i")
+        values.frombytes(raw)
+        if _NATIVE_LITTLE:
+            values.byteswap()
+        relative, positions = values[0::2], values[1::2]
+        if relative and (
+            relative[0] < 0
+            or positions[0] < 0
+            or positions[-1] >= log_size
+            or not _strictly_increasing(relative)
+            or not _strictly_increasing(positions)
+        ):
+            raise CorruptIndex(f"{path}: entries out of order or past the log end")
+        index._relative, index._positions = relative, positions
+        index._written = len(relative)
+        return index
+
+    def __len__(self) -> int:
+        return len(self._relative)
+
+    @property
+    def is_full(self) -> bool:
+        return len(self._relative) >= self.max_entries
+
+    def last_entry(self) -> tuple[int, int]:
+        """(offset, position) of the last entry, or (base_offset, 0) if empty."""
+        if not self._relative:
+            return self.base_offset, 0
+        return self.base_offset + self._relative[-1], self._positions[-1]
+
+    def append(self, offset: int, position: int) -> None:
+        """Append one entry (offset increasing); the hot-path form of append_many."""
+        # Position first: a concurrent lookup bisects _relative, then reads
+        # _positions at the index it found.
+        self._positions.append(position)
+        self._relative.append(offset - self.base_offset)
+        if len(self._relative) - self._written >= PENDING_ENTRIES_LIMIT:
+            self.write_pending()
+
+    def append_many(self, entries: list[tuple[int, int]]) -> None:
+        """Append (absolute offset, position) pairs, already in increasing order.
+
+        In memory at once; written to the file by :meth:`write_pending` (the
+        file is only needed after a clean close or for flushed segments).
+        """
+        for offset, position in entries:
+            self.append(offset, position)
+        if len(self._relative) - self._written >= PENDING_ENTRIES_LIMIT:
+            self.write_pending()
+
+    def write_pending(self) -> None:
+        """Write entries not yet in the file (before fsync, seal or close)."""
+        with self._file_lock:
+            count = min(len(self._relative), len(self._positions))
+            if count <= self._written:
+                return
+            chunk = array("i")
+            for relative, position in zip(
+                self._relative[self._written : count],
+                self._positions[self._written : count],
+                strict=True,
+            ):
+                chunk.append(relative)
+                chunk.append(position)
+            if _NATIVE_LITTLE:
+                chunk.byteswap()
+            self._file.write_at(chunk.tobytes(), self._written * OFFSET_ENTRY_SIZE)
+            self._written = count
+
+    def lookup(self, offset: int) -> tuple[int, int]:
+        """Largest entry with offset <= ``offset``; (base_offset, 0) if none."""
+        i = bisect_right(self._relative, offset - self.base_offset)
+        if i == 0:
+            return self.base_offset, 0
+        return self.base_offset + self._relative[i - 1], self._positions[i - 1]
+
+    def floor_position(self, position: int) -> int:
+        """Largest indexed position <= ``position`` (0 if none): a batch boundary."""
+        i = bisect_right(self._positions, position)
+        return self._positions[i - 1] if i else 0
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop entries whose offset is >= ``offset``."""
+        keep = bisect_right(self._relative, offset - 1 - self.base_offset)
+        self.truncate_entries(keep)
+
+    def truncate_entries(self, count: int) -> None:
+        if count >= len(self._relative):
+            return
+        with self._file_lock:
+            del self._relative[count:]
+            del self._positions[count:]
+            if count < self._written:
+                self._file.truncate(count * OFFSET_ENTRY_SIZE)
+                self._written = count
+
+    def reset(self) -> None:
+        """Empty the index, file included (before a rebuild)."""
+        with self._file_lock:
+            del self._relative[:]
+            del self._positions[:]
+            self._file.truncate(0)
+            self._written = 0
+
+    def fsync(self) -> None:
+        self.write_pending()
+        self._file.fsync()
+
+    def close(self) -> None:
+        if self._file.is_open:
+            self.write_pending()
+        self._file.close()
+
+
+class TimeIndex:
+    """Sparse map from the segment's max timestamp so far to the offset where it was reached.
+
+    Entries have strictly increasing timestamps; ``lookup(t)`` returns the
+    last entry with timestamp <= ``t``: every batch before its offset has a
+    max timestamp <= t, so the scan for the first batch >= t starts there.
+    """
+
+    def __init__(self, path: Path, base_offset: int, max_index_bytes: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.max_entries = max_index_bytes // TIME_ENTRY_SIZE
+        self._timestamps = array("q")
+        self._relative = array("i")
+        self._written = 0  # entries already in the file
+        self._file = _IndexFile(path)
+        # Serialises file writes: a flush on a housekeeping thread may write
+        # pending entries while the appending thread adds more.
+        self._file_lock = threading.Lock()
+
+    @classmethod
+    def load(cls, path: Path, base_offset: int, max_index_bytes: int) -> TimeIndex:
+        """Open an existing time index; raises CorruptIndex (file left open) if implausible."""
+        index = cls(path, base_offset, max_index_bytes)
+        raw = index._file.read_all()
+        if len(raw) % TIME_ENTRY_SIZE:
+            raise CorruptIndex(f"{path}: size {len(raw)} is not a multiple of 12")
+        timestamps = array("q")
+        relative = array("i")
+        for ts, rel in _TIME_ENTRY.iter_unpack(raw):
+            timestamps.append(ts)
+            relative.append(rel)
+        if relative and (
+            relative[0] < 0
+            or not _strictly_increasing(timestamps)
+            or not _non_decreasing(relative)
+        ):
+            raise CorruptIndex(f"{path}: entries out of order")
+        index._timestamps, index._relative = timestamps, relative
+        index._written = len(relative)
+        return index
+
+    def __len__(self) -> int:
+        return len(self._relative)
+
+    @property
+    def is_full(self) -> bool:
+        return len(self._relative) >= self.max_entries
+
+    def last_entry(self) -> tuple[int, int] | None:
+        """(timestamp, offset) of the last entry, or None if empty."""
+        if not self._relative:
+            return None
+        return self._timestamps[-1], self.base_offset + self._relative[-1]
+
+    def maybe_append(self, timestamp: int, offset: int) -> None:
+        """Append one entry if its timestamp beats the last and there is room."""
+        timestamps = self._timestamps
+        if (timestamps and timestamp <= timestamps[-1]) or len(timestamps) >= self.max_entries:
+            return
+        # Offset first: a concurrent lookup bisects _timestamps, then reads
+        # _relative at the index it found.
+        self._relative.append(offset - self.base_offset)
+        timestamps.append(timestamp)
+        if len(self._relative) - self._written >= PENDING_ENTRIES_LIMIT:
+            self.write_pending()
+
+    def maybe_append_many(self, entries: list[tuple[int, int]]) -> None:
+        """Append (timestamp, offset) pairs whose timestamp beats the last entry.
+
+        Written to the file lazily, like :meth:`OffsetIndex.append_many`.
+        """
+        for timestamp, offset in entries:
+            self.maybe_append(timestamp, offset)
+
+    def write_pending(self) -> None:
+        """Write entries not yet in the file (before fsync, seal or close)."""
+        with self._file_lock:
+            count = min(len(self._timestamps), len(self._relative))
+            if count <= self._written:
+                return
+            chunk = b"".join(
+                _TIME_ENTRY.pack(timestamp, relative)
+                for timestamp, relative in zip(
+                    self._timestamps[self._written : count],
+                    self._relative[self._written : count],
+                    strict=True,
+                )
+            )
+            self._file.write_at(chunk, self._written * TIME_ENTRY_SIZE)
+            self._written = count
+
+    def lookup(self, timestamp: int) -> tuple[int, int]:
+        """(timestamp, offset) of the last entry <= ``timestamp``; (-1, base) if none."""
+        i = bisect_right(self._timestamps, timestamp)
+        if i == 0:
+            return -1, self.base_offset
+        return self._timestamps[i - 1], self.base_offset + self._relative[i - 1]
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop entries whose offset is >= ``offset``."""
+        keep = bisect_right(self._relative, offset - 1 - self.base_offset)
+        self.truncate_entries(keep)
+
+    def truncate_entries(self, count: int) -> None:
+        if count >= len(self._relative):
+            return
+        with self._file_lock:
+            del self._timestamps[count:]
+            del self._relative[count:]
+            if count < self._written:
+                self._file.truncate(count * TIME_ENTRY_SIZE)
+                self._written = count
+
+    def reset(self) -> None:
+        """Empty the index, file included (before a rebuild)."""
+        with self._file_lock:
+            del self._timestamps[:]
+            del self._relative[:]
+            self._file.truncate(0)
+            self._written = 0
+
+    def fsync(self) -> None:
+        self.write_pending()
+        self._file.fsync()
+
+    def close(self) -> None:
+        if self._file.is_open:
+            self.write_pending()
+        self._file.close()

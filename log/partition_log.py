@@ -1,0 +1,458 @@
+"""One partition's log: ordered segments, offsets, appends, reads, retention, flush.
+
+Threading contract (the broker calls this from worker threads):
+
+* Mutators (``append``, ``truncate_to``, ``delete_records_before``,
+  ``apply_retention``, ``close``) take ``_write_lock``; the broker serialises
+  appends per partition anyway, the lock makes retention and truncation safe
+  against them.
+* Published state (segment list, sizes, offsets, in-memory indexes) changes
+  under ``_state_lock``, held for short in-memory updates; the one exception
+  is an append's publication (index entries, then size, then log end offset:
+  each store atomic, in that order), which only grows state. The big
+  ``pwrite`` of an append, header scans of reads and ``fsync`` run outside it.
+* Reads take only ``_state_lock`` (briefly), so they run concurrently with an
+  append and never see bytes that are not yet fully written.
+
+The clock is injected (a callable returning epoch milliseconds).
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+from bisect import bisect_right
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+from kafkette.log.checkpoint import OffsetsCheckpoint
+from kafkette.log.config import LogConfig
+from kafkette.log.errors import LogClosed, OffsetOutOfRange, RecordBatchTooLarge
+from kafkette.log.file_region import FileRegion, ReadInfo
+from kafkette.log.recovery import load_log
+from kafkette.log.retention import (
+    SegmentPredicate,
+    deletable_prefix,
+    log_start_breached,
+    retention_size_breached,
+    retention_time_breached,
+)
+from kafkette.log.segment import AppendedBatch, LogSegment
+from kafkette.wire.record_batch import LOG_OVERHEAD, BatchHeader, set_log_append_time
+
+Clock = Callable[[], int]
+_BASE_OFFSET = struct.Struct(">q")  # patch_base_offset, without a call per batch
+
+
+class AppendInfo(NamedTuple):
+    """Result of an append: the offsets assigned and the log start offset after it.
+
+    ``log_append_time_ms`` is -1 unless the topic uses LogAppendTime. (A
+    NamedTuple, not a dataclass: it is built once per produce request.)
+    """
+
+    base_offset: int
+    last_offset: int
+    log_append_time_ms: int
+    log_start_offset: int
+
+
+class PartitionLog:
+    """A partition's segmented log on disk. See the module docstring for threading."""
+
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        clock: Clock,
+        segments: list[LogSegment],
+        log_start_offset: int,
+        recovery_point: int,
+    ) -> None:
+        self.directory = directory
+        self._config = config
+        self._clock = clock
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self._log_start_offset = log_start_offset
+        self._log_end_offset = segments[-1].next_offset
+        self._recovery_point = recovery_point
+        self._last_flush_ms = clock()
+        self._truncations = 0
+        self._closed = False
+        self._state_lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._checkpoint_lock = threading.Lock()
+        self._written_checkpoint: OffsetsCheckpoint | None = None
+
+    @classmethod
+    def open(
+        cls, directory: Path, config: LogConfig, clock: Clock, *, recover: bool
+    ) -> PartitionLog:
+        """Open or create the log in ``directory``; ``recover`` after an unclean stop."""
+        loaded = load_log(directory, config, clock(), recover=recover)
+        log = cls(
+            directory, config, clock, loaded.segments, loaded.log_start_offset,
+            loaded.recovery_point,
+        )
+        log._written_checkpoint = loaded.checkpoint_on_disk
+        log.write_checkpoint()  # only if recovery changed it
+        return log
+
+    # ---------------------------------------------------------------- offsets
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        """Single node: every appended record is committed, so HW == LEO."""
+        return self._log_end_offset
+
+    @property
+    def recovery_point(self) -> int:
+        """Offsets below this are fsynced."""
+        return self._recovery_point
+
+    @property
+    def config(self) -> LogConfig:
+        return self._config
+
+    @property
+    def size_bytes(self) -> int:
+        with self._state_lock:
+            return sum(s.size for s in self._segments)
+
+    @property
+    def segment_base_offsets(self) -> list[int]:
+        with self._state_lock:
+            return list(self._bases)
+
+    def update_config(self, config: LogConfig) -> None:
+        """New settings apply from the next append/roll/retention pass."""
+        with self._state_lock:
+            self._config = config
+
+    # ----------------------------------------------------------------- append
+
+    def append(self, batches: bytearray, headers: list[BatchHeader]) -> AppendInfo:
+        """Append already-validated batches (back to back in ``batches``).
+
+        Patches each batch's base offset in place (the caller's buffer is
+        modified; with LogAppendTime also maxTimestamp and the CRC), writes
+        them with one ``pwrite``, and returns the offsets assigned. The
+        headers' own base offsets are ignored.
+        """
+        if not headers:
+            raise ValueError("append needs at least one batch")
+        with self._write_lock:
+            if self._closed:
+                raise LogClosed(str(self.directory))
+            config = self._config
+            total = len(batches)
+            if total > config.segment_bytes:
+                raise RecordBatchTooLarge(
+                    f"{total} bytes exceed segment.bytes={config.segment_bytes}"
+                )
+            append_time = (
+                self._clock() if config.message_timestamp_type == "LogAppendTime" else -1
+            )
+            base_offset = next_offset = self._log_end_offset
+            appended: list[AppendedBatch] = []
+            position = 0
+            max_timestamp = -1
+            for header in headers:
+                _BASE_OFFSET.pack_into(batches, position, next_offset)
+                timestamp = header.max_timestamp
+                if append_time >= 0:
+                    set_log_append_time(batches, append_time, position)
+                    timestamp = append_time
+                size = header.batch_length + LOG_OVERHEAD
+                next_offset += header.last_offset_delta + 1
+                appended.append((size, next_offset - 1, timestamp))
+                if timestamp > max_timestamp:
+                    max_timestamp = timestamp
+                position += size
+            if position != total:
+                raise ValueError(f"headers cover {position} of {total} bytes")
+            segment = self._segments[-1]
+            if segment.size and segment.should_roll(
+                config, total, max_timestamp, next_offset - 1, self._clock
+            ):
+                segment = self._roll(self._clock())
+            segment.write(batches)
+            # Published without the state lock: only this thread mutates, index
+            # arrays only grow here, and size is stored before the log end
+            # offset, so a reader that sees the new end also sees the bytes.
+            segment.record_append(appended, config.index_interval_bytes)
+            self._log_end_offset = next_offset
+            if next_offset - self._recovery_point >= config.flush_interval_messages:
+                self.flush()
+            return AppendInfo(base_offset, next_offset - 1, append_time, self._log_start_offset)
+
+    def roll(self) -> None:
+        """Start a new segment at the log end offset (no-op if the active one is empty)."""
+        with self._write_lock:
+            if self._segments[-1].size:
+                self._roll(self._clock())
+
+    def _roll(self, now: int) -> LogSegment:
+        """Caller holds the write lock."""
+        new = LogSegment.create(self.directory, self._log_end_offset, self._config, now)
+        with self._state_lock:
+            self._segments[-1].seal()
+            self._segments.append(new)
+            self._bases.append(new.base_offset)
+        return new
+
+    # ------------------------------------------------------------------- read
+
+    def read(self, offset: int, max_bytes: int) -> ReadInfo:
+        """Whole batches from the one holding ``offset``, within ``max_bytes``.
+
+        The first batch is returned whole even if larger than ``max_bytes``;
+        later batches only while they fit. Data comes from one segment, as in
+        Kafka. ``offset == log end`` gives no regions; outside
+        ``[log start, log end]`` raises OffsetOutOfRange.
+        """
+        with self._state_lock:
+            if self._closed:
+                raise LogClosed(str(self.directory))
+            start, end = self._log_start_offset, self._log_end_offset
+            if offset < start or offset > end:
+                raise OffsetOutOfRange(offset, start, end)
+            if offset == end:
+                return ReadInfo([], start, end, end)
+            i = max(bisect_right(self._bases, offset) - 1, 0)
+            candidates = [(s, s.size) for s in self._segments[i:]]
+            _, hint = candidates[0][0].offset_index.lookup(offset)
+        for k, (segment, max_position) in enumerate(candidates):
+            found = segment.find_batch(offset, hint if k == 0 else 0, max_position)
+            if found is None:
+                continue
+            position, size, _ = found
+            stop = position + size
+            if size < max_bytes:
+                bound = position + max_bytes
+                with self._state_lock:
+                    boundary = segment.offset_index.floor_position(bound)
+                if boundary > max_position:
+                    boundary = stop
+                stop = segment.extent_within(stop, bound, boundary, max_position)
+            return ReadInfo([FileRegion(segment.log, position, stop - position)], start, end, end)
+        return ReadInfo([], start, end, end)
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first batch whose max timestamp >= ``timestamp_ms``.
+
+        The offset is that batch's base offset (or the log start offset if
+        higher) and the timestamp its maxTimestamp: records are never decoded.
+        None if no batch qualifies (the broker then answers offset -1).
+        """
+        with self._state_lock:
+            start = self._log_start_offset
+            plan: list[tuple[LogSegment, int, int]] = []
+            for segment in self._segments:
+                if segment.max_timestamp < timestamp_ms or segment.next_offset <= start:
+                    continue
+                _, indexed_offset = segment.time_index.lookup(timestamp_ms)
+                _, position = segment.offset_index.lookup(max(indexed_offset, start))
+                plan.append((segment, position, segment.size))
+        for segment, position, max_position in plan:
+            found = segment.find_by_timestamp(timestamp_ms, position, max_position, start)
+            if found is not None:
+                base, _last, batch_max_ts = found
+                return max(base, start), batch_max_ts
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the batch with the largest max timestamp (first if tied).
+
+        The offset is that batch's last offset, as in Kafka's shallow lookup.
+        """
+        with self._state_lock:
+            best: LogSegment | None = None
+            for segment in self._segments:
+                if segment.next_offset <= self._log_start_offset:
+                    continue
+                if segment.max_timestamp >= 0 and (
+                    best is None or segment.max_timestamp > best.max_timestamp
+                ):
+                    best = segment
+            if best is None:
+                return None
+            offset = max(best.offset_of_max_timestamp, self._log_start_offset)
+            return offset, best.max_timestamp
+
+    # -------------------------------------------------------------- deletion
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: raise the log start offset to ``offset`` (-1 = high watermark).
+
+        Segments wholly below it are deleted; the new start is persisted before
+        returning. Returns the log start offset (unchanged if already higher).
+        """
+        with self._write_lock:
+            if self._closed:
+                raise LogClosed(str(self.directory))
+            high_watermark = self._log_end_offset
+            if offset == -1:
+                offset = high_watermark
+            if offset < 0 or offset > high_watermark:
+                raise OffsetOutOfRange(offset, self._log_start_offset, high_watermark)
+            if offset > self._log_start_offset:
+                with self._state_lock:
+                    self._log_start_offset = offset
+            self._delete_prefix(log_start_breached(self._log_start_offset))
+            self.write_checkpoint()
+            return self._log_start_offset
+
+    def apply_retention(self) -> int:
+        """Delete the oldest segments that retention.ms / retention.bytes / log start
+        allow; returns how many were deleted. Call periodically
+        (Kafka: ``log.retention.check.interval.ms``)."""
+        with self._write_lock:
+            if self._closed:
+                return 0
+            now = self._clock()
+            deleted = 0
+            time_rule = retention_time_breached(self._config, now)
+            if time_rule is not None:
+                deleted += self._delete_prefix(time_rule)
+            size_rule = retention_size_breached(self._config, self._segments)
+            if size_rule is not None:
+                deleted += self._delete_prefix(size_rule)
+            deleted += self._delete_prefix(log_start_breached(self._log_start_offset))
+            if deleted:
+                self.write_checkpoint()
+            return deleted
+
+    def _delete_prefix(self, predicate: SegmentPredicate) -> int:
+        """Delete the oldest segments ``predicate`` allows. Caller holds the write lock."""
+        count = deletable_prefix(self._segments, predicate)
+        if count == 0:
+            return 0
+        if count == len(self._segments):
+            self._roll(self._clock())  # as Kafka: never leave the log without a segment
+        with self._state_lock:
+            doomed = self._segments[:count]
+            del self._segments[:count]
+            del self._bases[:count]
+            first = self._segments[0].base_offset
+            self._log_start_offset = max(self._log_start_offset, first)
+            self._recovery_point = max(self._recovery_point, first)
+        for segment in doomed:
+            segment.delete_files()
+        return count
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch whose last offset is >= ``offset``.
+
+        Cuts at a batch boundary (a batch holding ``offset`` goes entirely), so
+        the new log end offset may be below ``offset``. Below the first
+        segment the log is emptied and restarts at ``offset``.
+        """
+        with self._write_lock:
+            if self._closed:
+                raise LogClosed(str(self.directory))
+            if offset >= self._log_end_offset:
+                return
+            if offset < self._segments[0].base_offset:
+                new = LogSegment.create(self.directory, offset, self._config, self._clock())
+                with self._state_lock:
+                    self._truncations += 1
+                    doomed = self._segments
+                    self._segments = [new]
+                    self._bases = [offset]
+                    self._log_start_offset = self._log_end_offset = offset
+                    self._recovery_point = offset
+            else:
+                with self._state_lock:
+                    self._truncations += 1
+                    keep = bisect_right(self._bases, offset)
+                    keep = max(keep, 1)
+                    doomed = self._segments[keep:]
+                    del self._segments[keep:]
+                    del self._bases[keep:]
+                    active = self._segments[-1]
+                    active.truncate_to(offset)
+                    self._log_end_offset = active.next_offset
+                    self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
+                    self._recovery_point = min(self._recovery_point, self._log_end_offset)
+            for segment in reversed(doomed):
+                segment.delete_files()
+            self.write_checkpoint()
+
+    # ------------------------------------------------------------ durability
+
+    def flush(self) -> None:
+        """fsync every segment (log and indexes) holding offsets above the recovery point."""
+        self._flush_to(None)
+
+    def maybe_flush(self) -> None:
+        """Housekeeping tick: flush.ms, flush rolled segments, persist the checkpoint.
+
+        Kafka flushes a segment when it is rolled (asynchronously); we do it on
+        this tick, which the broker calls periodically from a worker thread.
+        """
+        if self._closed:
+            return
+        now = self._clock()
+        if now - self._last_flush_ms >= self._config.flush_interval_ms:
+            self.flush()
+        elif self._recovery_point < self._segments[-1].base_offset:
+            self._flush_to(self._segments[-1].base_offset)
+        self.write_checkpoint()
+
+    def _flush_to(self, upto: int | None) -> None:
+        with self._state_lock:
+            target = self._log_end_offset if upto is None else upto
+            generation = self._truncations
+            start = self._recovery_point
+            dirty = [s for s in self._segments if s.next_offset > start and s.base_offset < target]
+        if target > start:
+            for segment in dirty:
+                try:
+                    segment.fsync()
+                except ValueError:
+                    continue  # deleted meanwhile: nothing to keep
+        with self._state_lock:
+            if generation == self._truncations and target > self._recovery_point:
+                self._recovery_point = target
+            self._last_flush_ms = self._clock()
+
+    def write_checkpoint(self) -> None:
+        """Persist log start offset and recovery point if they changed (atomic replace)."""
+        with self._checkpoint_lock:
+            with self._state_lock:
+                current = OffsetsCheckpoint(self._log_start_offset, self._recovery_point)
+            if current != self._written_checkpoint:
+                current.write(self.directory)
+                self._written_checkpoint = current
+
+    def close(self, *, flush: bool = True) -> None:
+        """Seal the active segment, flush, checkpoint, close files. Idempotent.
+
+        ``flush=False`` is for a log about to be deleted. Regions handed out
+        before close must not be used after it.
+        """
+        with self._write_lock:
+            if self._closed:
+                return
+            if flush:
+                with self._state_lock:
+                    self._segments[-1].seal()
+                self._segments[-1].fsync()
+                self.flush()
+                self.write_checkpoint()
+            with self._state_lock:
+                self._closed = True
+                segments = list(self._segments)
+            for segment in segments:
+                segment.close()

@@ -1,0 +1,422 @@
+"""One log segment: a ``.log`` file of whole batches plus its two sparse indexes.
+
+Files are named by the segment's base offset, zero-padded to 20 digits, so
+``ls`` sorts them numerically. The segment keeps in memory what appends and
+retention need (size, next offset, max timestamp and where it was reached).
+
+Threading contract: the owning :class:`PartitionLog` serialises mutators and
+calls :meth:`write` outside its state lock and :meth:`record_append`,
+truncation and index lookups inside it. Header scans for reads run outside
+the lock on positions below a size snapshot taken under it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafkette.log.batch_scan import scan_batches
+from kafkette.log.config import INT_MAX, LogConfig
+from kafkette.log.errors import CorruptIndex
+from kafkette.log.file_region import SegmentFile
+from kafkette.log.index import OffsetIndex, TimeIndex
+from kafkette.wire.record_batch import InvalidBatchError
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+
+
+def segment_file_name(base_offset: int, suffix: str) -> str:
+    """``00000000000000000042.log`` for base offset 42."""
+    return f"{base_offset:020d}{suffix}"
+
+
+# One batch of an append after offset assignment (a plain tuple: the hot path):
+# (size, last offset, max timestamp)
+AppendedBatch = tuple[int, int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryResult:
+    """What recovering a segment found: bytes truncated off a torn or corrupt tail."""
+
+    truncated_bytes: int
+    reason: str = ""
+
+
+class LogSegment:
+    """A segment's files and in-memory summary. See module docstring for threading."""
+
+    def __init__(
+        self,
+        directory: Path,
+        base_offset: int,
+        log: SegmentFile,
+        offset_index: OffsetIndex,
+        time_index: TimeIndex,
+        created_ms: int,
+    ) -> None:
+        self.directory = directory
+        self.base_offset = base_offset
+        self.log = log
+        self.offset_index = offset_index
+        self.time_index = time_index
+        self.created_ms = created_ms
+        self.size = 0
+        self.next_offset = base_offset
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = base_offset
+        self.first_batch_timestamp: int | None = None
+        self.bytes_since_last_index_entry = 0
+        self._index_room = 0
+        self.recount_index_room()
+
+    # ----------------------------------------------------------------- opening
+
+    @staticmethod
+    def path_for(directory: Path, base_offset: int, suffix: str) -> Path:
+        return directory / segment_file_name(base_offset, suffix)
+
+    @classmethod
+    def create(
+        cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int
+    ) -> LogSegment:
+        """A new empty segment; stale files with the same base offset are replaced."""
+        for suffix in SEGMENT_SUFFIXES:
+            cls.path_for(directory, base_offset, suffix).unlink(missing_ok=True)
+        log = SegmentFile(cls.path_for(directory, base_offset, LOG_SUFFIX), create=True)
+        return cls(
+            directory,
+            base_offset,
+            log,
+            OffsetIndex(
+                cls.path_for(directory, base_offset, INDEX_SUFFIX),
+                base_offset,
+                config.max_index_bytes,
+            ),
+            TimeIndex(
+                cls.path_for(directory, base_offset, TIME_INDEX_SUFFIX),
+                base_offset,
+                config.max_index_bytes,
+            ),
+            now_ms,
+        )
+
+    @classmethod
+    def open_existing(
+        cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int
+    ) -> tuple[LogSegment, bool]:
+        """Open a segment's files; returns (segment, indexes_ok).
+
+        When ``indexes_ok`` is False the indexes are empty and the caller must
+        :meth:`recover` the segment (which rebuilds them).
+        """
+        log = SegmentFile(cls.path_for(directory, base_offset, LOG_SUFFIX), create=False)
+        log_size = log.size()
+        index_path = cls.path_for(directory, base_offset, INDEX_SUFFIX)
+        time_path = cls.path_for(directory, base_offset, TIME_INDEX_SUFFIX)
+        ok = index_path.exists() and time_path.exists()
+        offset_index = time_index = None
+        if ok:
+            try:
+                offset_index = OffsetIndex.load(
+                    index_path, base_offset, config.max_index_bytes, log_size
+                )
+                time_index = TimeIndex.load(time_path, base_offset, config.max_index_bytes)
+            except CorruptIndex:
+                ok = False
+                if offset_index is not None:
+                    offset_index.close()
+                offset_index = None
+        if offset_index is None:
+            offset_index = OffsetIndex(index_path, base_offset, config.max_index_bytes)
+            offset_index.reset()
+        if time_index is None:
+            time_index = TimeIndex(time_path, base_offset, config.max_index_bytes)
+            time_index.reset()
+        segment = cls(directory, base_offset, log, offset_index, time_index, now_ms)
+        segment.size = log_size
+        return segment, ok
+
+    def load_summary(self) -> bool:
+        """After a clean shutdown: derive next offset and max timestamp cheaply.
+
+        Scans only the headers after the last offset-index entry. Returns False
+        (nothing changed) if that tail does not parse or disagrees with the
+        indexes, in which case the caller recovers the segment instead.
+        """
+        last_indexed_offset, position = self.offset_index.last_entry()
+        time_entry = self.time_index.last_entry()
+        max_ts, offset_of_max = time_entry if time_entry else (-1, self.base_offset)
+        next_offset = self.base_offset
+        first_ts: int | None = None
+        try:
+            for pos, header in scan_batches(self.log, position, self.size, validate=False):
+                if pos == position and position and header.last_offset != last_indexed_offset:
+                    return False
+                if pos == 0:
+                    first_ts = header.max_timestamp
+                if header.max_timestamp > max_ts:
+                    max_ts, offset_of_max = header.max_timestamp, header.last_offset
+                next_offset = header.next_offset
+        except InvalidBatchError:
+            return False
+        if self.size and next_offset <= max(last_indexed_offset, offset_of_max):
+            return False
+        if self.size and first_ts is None:
+            first_ts = self._first_batch_timestamp()
+        self.next_offset = next_offset
+        self.max_timestamp, self.offset_of_max_timestamp = max_ts, offset_of_max
+        self.first_batch_timestamp = first_ts
+        self.bytes_since_last_index_entry = self.size - position
+        return True
+
+    def _first_batch_timestamp(self) -> int | None:
+        for _, header in scan_batches(self.log, 0, self.size, validate=False):
+            return header.max_timestamp
+        return None
+
+    def recover(self, config: LogConfig) -> RecoveryResult:
+        """Validate every batch, rebuild both indexes, truncate a bad tail.
+
+        Nothing before the first bad batch is touched. Also used when an index
+        is missing or corrupt. The rebuilt time index is sealed (see
+        :meth:`seal`), so a rebuild of a closed segment is byte-identical.
+        """
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.recount_index_room()
+        valid = 0
+        expected = self.base_offset
+        reason = ""
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = self.base_offset
+        self.first_batch_timestamp = None
+        self.bytes_since_last_index_entry = 0
+        file_size = self.log.size()
+        interval = config.index_interval_bytes
+        try:
+            for pos, header in scan_batches(self.log, 0, file_size, validate=True):
+                if header.base_offset < expected or header.last_offset - self.base_offset > INT_MAX:
+                    raise InvalidBatchError(f"batch at {pos} has out-of-order offset")
+                self._index(pos, header.size, header.last_offset, header.max_timestamp, interval)
+                if self.first_batch_timestamp is None:
+                    self.first_batch_timestamp = header.max_timestamp
+                expected = header.next_offset
+                valid = pos + header.size
+        except InvalidBatchError as exc:
+            reason = str(exc)
+        self.seal()
+        truncated = file_size - valid
+        if truncated:
+            self.log.truncate(valid)
+        self.size = valid
+        self.next_offset = expected
+        return RecoveryResult(truncated, reason)
+
+    # ----------------------------------------------------------------- appends
+
+    def should_roll(
+        self, config: LogConfig, append_bytes: int, max_timestamp: int, last_offset: int,
+        clock: Callable[[], int],
+    ) -> bool:
+        """Kafka's roll rules: size, age, full index, or relative offset overflow.
+
+        Age is the incoming batches' max timestamp minus the segment's first
+        batch timestamp (``clock() - created`` if it has none), as in Kafka.
+        """
+        if self.size == 0:
+            return False
+        if self.size > config.segment_bytes - append_bytes:
+            return True
+        first = self.first_batch_timestamp
+        if first is not None and first >= 0:
+            waited = max_timestamp - first
+        else:
+            waited = clock() - self.created_ms
+        if waited > config.segment_ms:
+            return True
+        if self._index_room <= 0:
+            return True
+        return last_offset - self.base_offset > INT_MAX
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        """Write the batches at the current end: one positional write, no lock held.
+
+        On failure the file is cut back to the old size and the error re-raised.
+        """
+        try:
+            self.log.pwrite_all(data, self.size)
+        except OSError:
+            self.log.truncate(self.size)
+            raise
+
+    def record_append(self, batches: list[AppendedBatch], interval: int) -> None:
+        """Publish batches just written by :meth:`write`: indexes, size, offsets."""
+        position = self.size
+        for size, last_offset, max_timestamp in batches:
+            self._index(position, size, last_offset, max_timestamp, interval)
+            position += size
+        if self.first_batch_timestamp is None:
+            self.first_batch_timestamp = batches[0][2]
+        self.size = position
+        self.next_offset = batches[-1][1] + 1
+
+    def _index(
+        self, position: int, size: int, last_offset: int, max_timestamp: int, interval: int
+    ) -> None:
+        """The one indexing rule shared by append and recovery, so rebuilds are identical.
+
+        As Kafka: an entry for a batch once more than ``interval`` bytes were
+        written since the last entry; the time index gets the max timestamp so
+        far. When either index is full, entries stop (the segment rolls next).
+        """
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+            self.offset_of_max_timestamp = last_offset
+        if self.bytes_since_last_index_entry > interval and self._index_room > 0:
+            self.offset_index.append(last_offset, position)
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self._index_room -= 1
+            self.bytes_since_last_index_entry = size
+        else:
+            self.bytes_since_last_index_entry += size
+
+    def recount_index_room(self) -> None:
+        """Entries both indexes can still take; counted down by :meth:`_index`.
+
+        Counting down once per offset entry (whether or not the time index
+        took one) is conservative and keeps append free of length checks.
+        """
+        self._index_room = min(
+            self.offset_index.max_entries - len(self.offset_index),
+            self.time_index.max_entries - len(self.time_index),
+        )
+
+    def seal(self) -> None:
+        """On roll or close: make the time index's last entry the segment's max.
+
+        Kafka does the same (``onBecomeInactiveSegment``), so the segment's max
+        timestamp is known after a restart from the time index alone.
+        """
+        if self.max_timestamp >= 0:
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self.recount_index_room()
+
+    # ------------------------------------------------------------------- reads
+
+    def find_batch(
+        self, offset: int, start_position: int, max_position: int
+    ) -> tuple[int, int, int] | None:
+        """(position, size, base offset) of the first batch whose last offset >= ``offset``.
+
+        Scans headers from ``start_position`` (an index hint) up to
+        ``max_position``; None if the segment holds nothing at or after ``offset``.
+        """
+        try:
+            for pos, header in scan_batches(
+                self.log, start_position, max_position, validate=False
+            ):
+                if header.last_offset >= offset:
+                    return pos, header.size, header.base_offset
+        except InvalidBatchError:
+            return None
+        return None
+
+    def extent_within(self, start: int, bound: int, hint: int, max_position: int) -> int:
+        """End of the last whole batch that ends at or before ``bound`` (scan from ``hint``)."""
+        end = max(start, hint)
+        limit = min(bound, max_position)
+        try:
+            for pos, header in scan_batches(self.log, end, max_position, validate=False):
+                if pos + header.size > limit:
+                    break
+                end = pos + header.size
+        except InvalidBatchError:
+            pass
+        return end
+
+    def find_by_timestamp(
+        self, timestamp: int, start_position: int, max_position: int, min_offset: int
+    ) -> tuple[int, int, int] | None:
+        """(base offset, last offset, max timestamp) of the first batch with max ts >= T.
+
+        Batches wholly below ``min_offset`` (the log start offset) are skipped.
+        """
+        try:
+            for _, header in scan_batches(
+                self.log, start_position, max_position, validate=False
+            ):
+                if header.max_timestamp >= timestamp and header.last_offset >= min_offset:
+                    return header.base_offset, header.last_offset, header.max_timestamp
+        except InvalidBatchError:
+            return None
+        return None
+
+    @property
+    def largest_timestamp(self) -> int:
+        """Max batch timestamp, or the file's mtime if none (Kafka's retention rule)."""
+        if self.max_timestamp >= 0:
+            return self.max_timestamp
+        try:
+            return int(os.stat(self.log.path).st_mtime * 1000)
+        except FileNotFoundError:
+            return 0
+
+    # -------------------------------------------------------------- truncation
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every batch whose last offset is >= ``offset``; returns bytes removed.
+
+        Cuts at a batch boundary: a batch holding ``offset`` goes entirely.
+        """
+        _, hint = self.offset_index.lookup(offset)
+        found = self.find_batch(offset, hint, self.size)
+        if found is None:
+            return 0
+        position = found[0]
+        removed = self.size - position
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        self.recount_index_room()
+        self.log.truncate(position)
+        self.size = position
+        self._resummarise()
+        return removed
+
+    def _resummarise(self) -> None:
+        """Recompute next offset and max timestamp after a truncation."""
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = self.base_offset
+        self.first_batch_timestamp = None
+        self.next_offset = self.base_offset
+        self.bytes_since_last_index_entry = self.size
+        if not self.load_summary():
+            raise InvalidBatchError(f"segment {self.log.path} unreadable after truncation")
+
+    # ------------------------------------------------------------- durability
+
+    def fsync(self) -> None:
+        self.log.fsync()
+        self.offset_index.fsync()
+        self.time_index.fsync()
+
+    def close(self) -> None:
+        self.log.close()
+        self.offset_index.close()
+        self.time_index.close()
+
+    def delete_files(self) -> None:
+        """Unlink the files, ``.log`` first so a crash leaves at worst orphan indexes.
+
+        Descriptors stay open for readers still holding regions; indexes are
+        closed here (only the partition log reads them, under its lock).
+        """
+        for suffix in SEGMENT_SUFFIXES:
+            self.path_for(self.directory, self.base_offset, suffix).unlink(missing_ok=True)
+        self.offset_index.close()
+        self.time_index.close()

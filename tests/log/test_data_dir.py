@@ -1,0 +1,186 @@
+"""DataDir: topics on disk, clean-shutdown marker, deletion, configs."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+
+import log_batches
+import pytest
+
+from kafkette.log import (
+    DataDir,
+    LogConfig,
+    TopicExists,
+    UnknownTopicOrPartition,
+)
+from kafkette.log.data_dir import CLEAN_SHUTDOWN_FILE, TOPICS_FILE, parse_partition_dir_name
+from kafkette.log.segment import segment_file_name
+from kafkette.wire.record_batch import validate_batch
+
+
+def append(data_dir: DataDir, topic: str, partition: int, records: int = 2):
+    batch = log_batches.build_sized_batch(records, 10)
+    return data_dir.partition(topic, partition).append(batch, [validate_batch(batch)])
+
+
+def test_topics_and_data_survive_a_clean_restart(tmp_path, clock):
+    data_dir = DataDir.open(tmp_path, LogConfig(), clock)
+    meta = data_dir.create_topic("my.topic-1", 3, {"retention.ms": "1000"})
+    append(data_dir, "my.topic-1", 2)
+    append(data_dir, "my.topic-1", 2)
+    data_dir.close()
+    assert (tmp_path / CLEAN_SHUTDOWN_FILE).exists()
+    reopened = DataDir.open(tmp_path, LogConfig(), clock)
+    assert reopened.had_clean_shutdown
+    assert not (tmp_path / CLEAN_SHUTDOWN_FILE).exists()
+    assert reopened.topics == {"my.topic-1": meta}
+    assert reopened.partition("my.topic-1", 2).log_end_offset == 4
+    assert reopened.partition("my.topic-1", 0).log_end_offset == 0
+    assert reopened.partition("my.topic-1", 2).config.retention_ms == 1000
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == [
+        "my.topic-1-0", "my.topic-1-1", "my.topic-1-2"
+    ]
+    reopened.close()
+
+
+def test_unclean_restart_recovers_torn_tail(tmp_path, clock):
+    data_dir = DataDir.open(tmp_path, LogConfig(), clock)
+    data_dir.create_topic("t", 1, {})
+    for _ in range(3):
+        append(data_dir, "t", 0)
+    # No close: the broker "crashed". Tear the last batch.
+    log_path = tmp_path / "t-0" / segment_file_name(0, ".log")
+    os.truncate(log_path, log_path.stat().st_size - 7)
+    reopened = DataDir.open(tmp_path, LogConfig(), clock)
+    assert not reopened.had_clean_shutdown
+    assert reopened.partition("t", 0).log_end_offset == 4
+    reopened.close()
+
+
+def test_clean_marker_skips_the_scan(tmp_path, clock):
+    data_dir = DataDir.open(tmp_path, LogConfig(), clock)
+    data_dir.create_topic("t", 1, {})
+    for _ in range(3):
+        append(data_dir, "t", 0)
+    data_dir.close()
+    # Damage a CRC-covered byte of the first batch: a clean open trusts it.
+    log_path = tmp_path / "t-0" / segment_file_name(0, ".log")
+    data = bytearray(log_path.read_bytes())
+    data[40] ^= 0xFF
+    log_path.write_bytes(data)
+    reopened = DataDir.open(tmp_path, LogConfig(), clock)
+    assert reopened.partition("t", 0).log_end_offset == 6
+    reopened.close()
+
+
+def test_delete_topic_removes_directories_durably(tmp_path, clock):
+    data_dir = DataDir.open(tmp_path, LogConfig(), clock)
+    data_dir.create_topic("gone", 2, {})
+    data_dir.create_topic("kept", 1, {})
+    append(data_dir, "gone", 1)
+    data_dir.delete_topic("gone")
+    assert not (tmp_path / "gone-0").exists() and not (tmp_path / "gone-1").exists()
+    with pytest.raises(UnknownTopicOrPartition):
+        data_dir.partition("gone", 0)
+    with pytest.raises(UnknownTopicOrPartition):
+        data_dir.delete_topic("gone")
+    again = data_dir.create_topic("gone", 1, {})
+    assert data_dir.partition("gone", 0).log_end_offset == 0
+    data_dir.close()
+    reopened = DataDir.open(tmp_path, LogConfig(), clock)
+    assert reopened.topics["gone"].topic_id == again.topic_id
+    assert set(reopened.topics) == {"gone", "kept"}
+    reopened.close()
+
+
+def test_open_removes_orphans_and_delete_leftovers(tmp_path, clock):
+    data_dir = DataDir.open(tmp_path, LogConfig(), clock)
+    data_dir.create_topic("t", 1, {})
+    data_dir.close()
+    (tmp_path / "orphan-0").mkdir()
+    (tmp_path / "t-5").mkdir()  # beyond the partition count
+    leftover = tmp_path / f"x-0.{uuid.uuid4().hex}-delete"
+    leftover.mkdir()
+    (leftover / "f").write_bytes(b"x")
+    (tmp_path / "not-a-partition-dir").mkdir()
+    reopened = DataDir.open(tmp_path, LogConfig(), clock)
+    names = sorted(p.name for p in tmp_path.iterdir() if p.is_dir())
+    assert names == ["not-a-partition-dir", "t-0"]
+    reopened.close()
+
+
+def test_missing_partition_directory_opens_empty(tmp_path, clock):
+    data_dir = DataDir.open(tmp_path, LogConfig(), clock)
+    data_dir.create_topic("t", 2, {})
+    data_dir.close()
+    for child in (tmp_path / "t-1").iterdir():
+        child.unlink()
+    (tmp_path / "t-1").rmdir()
+    reopened = DataDir.open(tmp_path, LogConfig(), clock)
+    assert reopened.partition("t", 1).log_end_offset == 0
+    reopened.close()
+
+
+def test_add_partitions_and_errors(tmp_path, clock):
+    data_dir = DataDir.open(tmp_path, LogConfig(), clock)
+    data_dir.create_topic("t", 1, {})
+    data_dir.add_partitions("t", 4)
+    assert data_dir.topics["t"].partitions == 4
+    append(data_dir, "t", 3)
+    with pytest.raises(ValueError):
+        data_dir.add_partitions("t", 4)
+    with pytest.raises(TopicExists):
+        data_dir.create_topic("t", 1, {})
+    with pytest.raises(UnknownTopicOrPartition):
+        data_dir.partition("t", 4)
+    for bad in ("", ".", "..", "a/b", "x" * 250, "spa ce"):
+        with pytest.raises(ValueError):
+            data_dir.create_topic(bad, 1, {})
+    with pytest.raises(ValueError):
+        data_dir.create_topic("zero", 0, {})
+    data_dir.close()
+    reopened = DataDir.open(tmp_path, LogConfig(), clock)
+    assert reopened.partition("t", 3).log_end_offset == 2
+    reopened.close()
+
+
+def test_set_topic_configs_validates_persists_and_applies(tmp_path, clock):
+    data_dir = DataDir.open(tmp_path, LogConfig(), clock)
+    data_dir.create_topic("t", 2, {"segment.bytes": "4096"})
+    with pytest.raises(ValueError):
+        data_dir.create_topic("u", 1, {"segment.bytes": "lots"})
+    assert "u" not in data_dir.topics
+    with pytest.raises(ValueError):
+        data_dir.set_topic_configs("t", {"retention.ms": "-5"})
+    assert data_dir.topics["t"].configs == {"segment.bytes": "4096"}
+    data_dir.set_topic_configs("t", {"retention.bytes": "100", "cleanup.policy": "delete"})
+    assert data_dir.partition("t", 1).config.retention_bytes == 100
+    assert data_dir.partition("t", 1).config.segment_bytes == LogConfig().segment_bytes
+    document = json.loads((tmp_path / TOPICS_FILE).read_text())
+    assert document["topics"][0]["configs"] == {
+        "retention.bytes": "100", "cleanup.policy": "delete"
+    }
+    data_dir.close()
+
+
+def test_housekeeping_runs_retention_and_flush(tmp_path, clock):
+    data_dir = DataDir.open(tmp_path, LogConfig(), clock)
+    data_dir.create_topic("t", 1, {"retention.ms": "1000", "flush.ms": "10"})
+    append(data_dir, "t", 0)
+    log = data_dir.partition("t", 0)
+    clock.advance(20)
+    data_dir.maybe_flush()
+    assert log.recovery_point == 2
+    clock.advance(1_000_000_000_000)
+    assert data_dir.apply_retention() == 1
+    assert log.log_start_offset == 2
+    data_dir.close()
+
+
+def test_parse_partition_dir_name():
+    assert parse_partition_dir_name("a-b.c_d-12") == ("a-b.c_d", 12)
+    assert parse_partition_dir_name("x-0.abc-delete") is None
+    assert parse_partition_dir_name("-3") is None
+    assert parse_partition_dir_name("plain") is None
