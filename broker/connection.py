@@ -32,7 +32,6 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream) -> None:
     """Serve one peer until it closes, sends garbage, or the broker stops."""
     peer = _peer_name(stream)
     conn = ServerConnection(broker.config.socket_request_max_bytes)
-    broker.connections_open += 1
     try:
         while not broker.closing:
             try:
@@ -48,15 +47,18 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream) -> None:
                     return
                 conn.receive_data(data)
                 continue
-            response = await _dispatch(broker, request, peer)
-            if response is not None:
-                await send_chunks(stream, conn.encode_response(request.header, response))
+            broker.requests_in_flight += 1
+            try:
+                response = await _dispatch(broker, request, peer)
+                if response is not None:
+                    await send_chunks(stream, conn.encode_response(request.header, response))
+            finally:
+                broker.requests_in_flight -= 1
     except MalformedFrameError as exc:
         log.warning("closing connection from %s: %s", peer, exc)
     except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
         pass
     finally:
-        broker.connections_open -= 1
         with trio.move_on_after(1) as cleanup:
             cleanup.shield = True
             await stream.aclose()

@@ -138,8 +138,14 @@ class GroupCoordinator:
             await waiter.done.wait()
         finally:
             self._waiters.pop(ticket, None)
-        assert waiter.response is not None
+        if waiter.response is None:
+            raise CoordinatorUnavailable("the broker is shutting down")
         return waiter.response
+
+    def release_waiters(self) -> None:
+        """Shutdown: answer every waiting JoinGroup/SyncGroup (they will retry elsewhere)."""
+        for waiter in self._waiters.values():
+            waiter.done.set()
 
     def _deliver(self, outcome: Outcome) -> None:
         for reply in outcome.replies:

@@ -66,24 +66,18 @@ class Broker:
         self.node_id = config.node_id
         self.cluster_id = ""
         self.closing = False
-        self.connections_open = 0
+        self.requests_in_flight = 0
         self.data_dir: DataDir | None = None
         self.topics: TopicRegistry
         self.groups: GroupCoordinator
         self.producer_ids: ProducerIdAllocator
         self._stop = trio.Event()
-        self._shutdown_started = trio.Event()
 
     # Lifecycle ---------------------------------------------------------------
 
     def request_stop(self) -> None:
         """Begin graceful shutdown (call from the event loop)."""
         self._stop.set()
-
-    @property
-    def shutting_down(self) -> trio.Event:
-        """Set when shutdown begins; long-polls wait on it to answer early."""
-        return self._shutdown_started
 
     async def run(
         self, *, task_status: trio.TaskStatus[Endpoint] = trio.TASK_STATUS_IGNORED
@@ -114,14 +108,15 @@ class Broker:
         await trio.serve_listeners(handler, listeners, handler_nursery=nursery)
 
     async def _drain(self, connections: trio.Nursery) -> None:
-        """Let in-flight requests finish, then close what is left."""
+        """Let in-flight requests finish (long-polls answer at once), then close every
+        connection, idle ones included, as Kafka does."""
         self.closing = True
-        self._shutdown_started.set()
         for partition in self.topics.all_partitions():
             partition.notify_appended()
+        self.groups.release_waiters()
         with trio.move_on_after(SHUTDOWN_GRACE_SECONDS):
-            while self.connections_open:
-                await trio.sleep(0.02)
+            while self.requests_in_flight:
+                await trio.sleep(0.01)
         connections.cancel_scope.cancel()
 
     def _advertised_for(self, bound_port: int) -> Endpoint:

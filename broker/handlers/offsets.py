@@ -1,7 +1,10 @@
 """ListOffsets, OffsetForLeaderEpoch and DeleteRecords: questions about a log's offsets.
 
 "Latest" is the log end offset (last offset + 1); "earliest" the log start
-offset; a timestamp finds the first batch whose max timestamp reaches it.
+offset. A timestamp query finds the first batch whose max timestamp reaches it
+through the time index, then decodes that one batch to answer the exact first
+record, as Kafka does (ListOffsets is not on the produce/fetch hot path); the
+max-timestamp query likewise answers the record that carries it.
 With one node and leader epoch 0 for ever, OffsetForLeaderEpoch's answer for
 any epoch a client can hold is the log end offset.
 """
@@ -15,6 +18,7 @@ import trio
 
 from kafkette.broker.partition import LEADER_EPOCH, Partition
 from kafkette.wire.errors import ErrorCode
+from kafkette.wire.records import decode_batches
 
 if TYPE_CHECKING:
     from kafkette.broker.server import Broker
@@ -36,15 +40,37 @@ def _lookup(partition: Partition, timestamp: int) -> tuple[int, int]:
         return -1, log_.high_watermark
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return -1, log_.log_start_offset
-    found = (
-        log_.max_timestamp_offset()
-        if timestamp == MAX_TIMESTAMP
-        else log_.offset_for_timestamp(timestamp)
-    )
+    if timestamp == MAX_TIMESTAMP:
+        found = log_.max_timestamp_offset()
+        if found is None:
+            return -1, -1
+        return _exact_record(partition, found[0], found[1], at_least=False)
+    found = log_.offset_for_timestamp(timestamp)
     if found is None:
         return -1, -1
-    offset, ts = found
-    return ts, offset
+    return _exact_record(partition, found[0], timestamp, at_least=True)
+
+
+def _exact_record(
+    partition: Partition, offset: int, timestamp: int, *, at_least: bool
+) -> tuple[int, int]:
+    """(timestamp, offset) of a record in the batch holding ``offset``.
+
+    ``at_least``: the first record at or after ``offset`` whose timestamp
+    reaches ``timestamp``; otherwise the first record of the batch carrying
+    exactly ``timestamp`` (the batch's max). Records before the log start
+    offset are never answered.
+    """
+    start = partition.log.log_start_offset
+    first = offset if at_least else start
+    data = partition.log.read(offset, 1).to_bytes()
+    for _, records in decode_batches(data)[:1]:
+        for record in records:
+            if record.offset is None or record.timestamp is None or record.offset < first:
+                continue
+            if record.timestamp == timestamp or (at_least and record.timestamp > timestamp):
+                return record.timestamp, record.offset
+    return timestamp, offset  # records disagree with their batch header: answer the header
 
 
 async def handle_list_offsets(broker: Broker, request: Request) -> dict:

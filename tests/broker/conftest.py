@@ -1,0 +1,429 @@
+"""Fixtures for the broker's end-to-end tests: real brokers, real clients, real sockets.
+
+Test modules cannot import this file (pytest runs with ``--import-mode=importlib``),
+so helpers reach them as fixtures:
+
+- ``broker``: one in-process broker per test module (``num.partitions=3``).
+- ``broker_process``: a factory that starts ``kafkette serve`` as a subprocess and
+  kills whatever is still running at teardown.
+- ``raw_client``: a factory of ``RawClient`` connections, which speak the protocol
+  with kafka-python's own message classes (an encoder independent of ours).
+- ``create_topic`` / ``read_all`` / ``unique_name``: topic creation and whole-topic
+  reads with confluent-kafka, bounded by timeouts so that nothing can hang.
+
+Every wait here has a deadline; a test that hits one fails, it never hangs.
+"""
+
+from __future__ import annotations
+
+import gc
+import re
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka.protocol.consumer import FetchRequest
+from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
+
+from kafkette.broker.embedded import EmbeddedBroker
+
+READY_LINE = re.compile(r"^kafkette ready on (127\.0\.0\.1):(\d+)$")
+
+
+# --- in-process broker -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
+    """One broker per test module; tests use their own topics on it."""
+    data_dir = tmp_path_factory.mktemp("broker-data")
+    embedded = EmbeddedBroker.start(data_dir=data_dir, configs={"num.partitions": "3"})
+    try:
+        yield embedded
+    finally:
+        gc.collect()  # drop librdkafka handles the tests left behind: they close their sockets
+        embedded.stop(timeout=30)
+
+
+# --- subprocess broker ------------------------------------------------------
+
+
+class BrokerProcess:
+    """``kafkette serve`` in a child process, listening on 127.0.0.1 with a free port.
+
+    ``start`` waits (bounded) for the ready line; ``stdout_lines`` holds every
+    line the process printed on stdout, ``stderr_text()`` what it logged.
+    """
+
+    def __init__(self, data_dir: Path | None, args: list[str], log_path: Path) -> None:
+        self.data_dir = data_dir
+        self.log_path = log_path
+        self.stdout_lines: list[str] = []
+        self._stdout_done = threading.Event()
+        self._ready = threading.Event()
+        command = [
+            sys.executable,
+            "-m",
+            "kafkette",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            *(["--data-dir", str(data_dir)] if data_dir is not None else []),
+            *args,
+        ]
+        self._stderr = log_path.open("wb")
+        self.proc = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
+        self.host = ""
+        self.port = 0
+        threading.Thread(target=self._pump_stdout, daemon=True).start()
+
+    def _pump_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            line = line.rstrip("\n")
+            self.stdout_lines.append(line)
+            match = READY_LINE.match(line)
+            if match and not self._ready.is_set():
+                self.host, self.port = match.group(1), int(match.group(2))
+                self._ready.set()
+        self.proc.stdout.close()
+        self._stdout_done.set()
+        self._ready.set()  # the process ended: wake a waiter so it can report
+
+    def wait_ready(self, timeout: float = 30.0) -> BrokerProcess:
+        if not self._ready.wait(timeout) or not self.port:
+            self.kill()
+            raise AssertionError(
+                f"kafkette serve did not print its ready line within {timeout}s; "
+                f"exit={self.proc.poll()} stdout={self.stdout_lines!r}\n{self.stderr_text()}"
+            )
+        return self
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def stderr_text(self) -> str:
+        self._stderr.flush()
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def terminate(self, timeout: float = 30.0) -> int:
+        """SIGTERM and wait: the graceful stop. Returns the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"broker ignored SIGTERM for {timeout}s") from None
+        self._stdout_done.wait(5)
+        return code
+
+    def kill(self) -> None:
+        """SIGKILL: the crash, no chance to flush or write the clean-shutdown marker."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        try:
+            self.proc.wait(10)
+        finally:
+            self._stdout_done.wait(5)
+            self._stderr.close()
+
+
+@pytest.fixture
+def broker_process(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
+    """Factory: ``broker_process(data_dir, "--config", "k=v", ready=True)``.
+
+    ``data_dir=None`` leaves ``--data-dir`` out (the config then names it).
+    """
+    started: list[BrokerProcess] = []
+
+    def start(data_dir: Path | None, *args: str, ready: bool = True) -> BrokerProcess:
+        log_path = tmp_path / f"broker-{len(started)}.log"
+        process = BrokerProcess(data_dir, list(args), log_path)
+        started.append(process)
+        if ready:
+            process.wait_ready()
+        return process
+
+    yield start
+    for process in started:
+        process.kill()
+
+
+# --- raw protocol client --------------------------------------------------------
+
+
+class ConnectionClosed(Exception):
+    """The broker closed the connection (EOF or reset)."""
+
+
+class RawClient:
+    """One blocking socket speaking Kafka's framing; for requests clients never send.
+
+    Messages are kafka-python protocol objects (``kafka.protocol.*``); every read
+    has the socket timeout, so a broker that never answers fails the test.
+    """
+
+    def __init__(self, bootstrap: str, timeout: float = 10.0) -> None:
+        host, _, port = bootstrap.rpartition(":")
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self._correlation_id = 0
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def next_correlation_id(self) -> int:
+        self._correlation_id += 1
+        return self._correlation_id
+
+    def send(self, message: object, version: int) -> int:
+        """Encode and send one request; returns its correlation id."""
+        correlation_id = self.next_correlation_id()
+        message.with_header(correlation_id=correlation_id, client_id="kafkette-e2e")  # type: ignore[attr-defined]
+        self.sock.sendall(message.encode(version=version, header=True, framed=True))  # type: ignore[attr-defined]
+        return correlation_id
+
+    def request(self, message: object, version: int) -> object:
+        """Send ``message`` at ``version`` and decode the answer with its response class."""
+        correlation_id = self.send(message, version)
+        response_class = message.header.get_response_class()  # type: ignore[attr-defined]
+        response = response_class.decode(self.read_frame(), version=version, header=True)
+        assert response.header.correlation_id == correlation_id
+        return response
+
+    # The few requests tests build by hand ---------------------------------------
+
+    def produce(
+        self, topic: str, partition: int, records: bytes, acks: int = -1, version: int = 9
+    ) -> object:
+        """Produce one record set; returns that partition's response (kafka-python object)."""
+        data = ProduceRequest.TopicProduceData
+        request = ProduceRequest(
+            transactional_id=None,
+            acks=acks,
+            timeout_ms=10_000,
+            topic_data=[
+                data(
+                    name=topic,
+                    partition_data=[data.PartitionProduceData(index=partition, records=records)],
+                )
+            ],
+        )
+        response = self.request(request, version)
+        return response.responses[0].partition_responses[0]  # type: ignore[attr-defined]
+
+    def fetch(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        max_wait_ms: int = 0,
+        min_bytes: int = 0,
+        max_bytes: int = 1 << 20,
+    ) -> object:
+        """Fetch v11 from one partition; returns its partition data (``records`` is bytes)."""
+        fetch_topic = FetchRequest.FetchTopic
+        request = FetchRequest(
+            replica_id=-1,
+            max_wait_ms=max_wait_ms,
+            min_bytes=min_bytes,
+            max_bytes=max_bytes,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            topics=[
+                fetch_topic(
+                    topic=topic,
+                    partitions=[
+                        fetch_topic.FetchPartition(
+                            partition=partition, fetch_offset=offset, partition_max_bytes=max_bytes
+                        )
+                    ],
+                )
+            ],
+            forgotten_topics_data=[],
+            rack_id="",
+        )
+        response = self.request(request, 11)
+        return response.responses[0].partitions[0]  # type: ignore[attr-defined]
+
+    def init_producer_id(self) -> tuple[int, int]:
+        """InitProducerId v4 for an idempotent (non-transactional) producer: (id, epoch)."""
+        request = InitProducerIdRequest(
+            transactional_id=None, transaction_timeout_ms=-1, producer_id=-1, producer_epoch=-1
+        )
+        response = self.request(request, 4)
+        assert response.error_code == 0, response  # type: ignore[attr-defined]
+        return response.producer_id, response.producer_epoch  # type: ignore[attr-defined]
+
+    def send_bytes(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def _read_exactly(self, size: int) -> bytes:
+        chunks = bytearray()
+        while len(chunks) < size:
+            try:
+                chunk = self.sock.recv(size - len(chunks))
+            except ConnectionResetError as exc:
+                raise ConnectionClosed("connection reset") from exc
+            if not chunk:
+                raise ConnectionClosed(f"EOF after {len(chunks)} of {size} bytes")
+            chunks += chunk
+        return bytes(chunks)
+
+    def read_frame(self) -> bytes:
+        """The next response frame without its size prefix."""
+        (size,) = struct.unpack(">i", self._read_exactly(4))
+        return self._read_exactly(size)
+
+    def is_closed_by_peer(self, timeout: float = 5.0) -> bool:
+        """True if the broker closes the connection within ``timeout`` without answering."""
+        self.sock.settimeout(timeout)
+        try:
+            data = self.sock.recv(1)
+        except TimeoutError:
+            return False
+        except ConnectionResetError:
+            return True
+        return data == b""
+
+
+@pytest.fixture
+def raw_client() -> Iterator[Callable[[str], RawClient]]:
+    """Factory of raw connections, all closed at teardown."""
+    clients: list[RawClient] = []
+
+    def connect(bootstrap: str, timeout: float = 10.0) -> RawClient:
+        client = RawClient(bootstrap, timeout)
+        clients.append(client)
+        return client
+
+    yield connect
+    for client in clients:
+        client.close()
+
+
+# --- topics and whole-topic reads -------------------------------------------------
+
+
+def unique_topic_name(prefix: str = "e2e") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def create_topic_with_admin(
+    bootstrap: str,
+    partitions: int = 3,
+    configs: dict[str, str] | None = None,
+    name: str | None = None,
+) -> str:
+    """Create a topic with confluent's AdminClient; returns its name."""
+    name = name or unique_topic_name()
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics(
+        [NewTopic(name, partitions, 1, config=dict(configs or {}))], operation_timeout=10
+    )
+    futures[name].result(timeout=15)
+    return name
+
+
+@pytest.fixture
+def unique_name() -> str:
+    """A topic name no other test uses."""
+    return unique_topic_name()
+
+
+@pytest.fixture
+def create_topic() -> Callable[..., str]:
+    """``create_topic(bootstrap, partitions=3, configs=None, name=None) -> name``."""
+    return create_topic_with_admin
+
+
+@dataclass(frozen=True, slots=True)
+class ReadRecord:
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp: int
+
+
+def read_topic(
+    bootstrap: str, topic: str, partitions: int, timeout: float = 30.0
+) -> list[ReadRecord]:
+    """Every record of ``topic`` from offset 0 to the high watermark, partition by partition.
+
+    Uses assign + explicit offsets (no group). Fails, rather than hangs, when the
+    watermark is not reached within ``timeout``.
+    """
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "kafkette-e2e-reader",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "fetch.wait.max.ms": 100,
+        }
+    )
+    try:
+        ends = {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in range(partitions)
+        }
+        pending = {p for p, end in ends.items() if end > 0}
+        if not pending:
+            return []
+        consumer.assign([TopicPartition(topic, p, 0) for p in sorted(pending)])
+        records: list[ReadRecord] = []
+        deadline = time.monotonic() + timeout
+        while pending:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"read of {topic} timed out; partitions left {pending}")
+            for message in consumer.consume(1000, 0.5):
+                error = message.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        if message.offset() >= ends[message.partition()]:
+                            pending.discard(message.partition())
+                        continue
+                    raise AssertionError(f"consume error: {error}")
+                records.append(
+                    ReadRecord(
+                        message.partition(),
+                        message.offset(),
+                        message.key(),
+                        message.value(),
+                        message.timestamp()[1],
+                    )
+                )
+                if message.offset() + 1 >= ends[message.partition()]:
+                    pending.discard(message.partition())
+        return [r for r in records if r.offset < ends[r.partition]]
+    finally:
+        consumer.close()
+
+
+@pytest.fixture
+def read_all() -> Callable[..., list[ReadRecord]]:
+    """``read_all(bootstrap, topic, partitions, timeout=30) -> [ReadRecord]``."""
+    return read_topic

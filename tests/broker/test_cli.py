@@ -1,0 +1,120 @@
+"""``kafkette serve`` as operators and tools use it: the ready line, configs, signals."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from kafka.protocol.metadata import MetadataRequest
+
+from kafkette import __version__
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+
+
+def test_ready_line_then_sigterm_exits_cleanly(tmp_path, broker_process, create_topic) -> None:
+    data_dir = tmp_path / "data"
+    process = broker_process(data_dir)
+    assert process.stdout_lines == [f"kafkette ready on 127.0.0.1:{process.port}"]
+    assert process.port > 0
+    # It really serves on that address.
+    create_topic(process.bootstrap, 1)
+    assert not (data_dir / CLEAN_SHUTDOWN_FILE).exists()
+
+    assert process.terminate() == 0
+    assert (data_dir / CLEAN_SHUTDOWN_FILE).exists()
+    # Logs go to stderr: stdout never carried more than the ready line.
+    assert process.stdout_lines == [f"kafkette ready on 127.0.0.1:{process.port}"]
+
+
+def test_sigterm_closes_idle_client_connections(tmp_path, broker_process, raw_client) -> None:
+    data_dir = tmp_path / "data"
+    process = broker_process(data_dir)
+    idle = raw_client(process.bootstrap, timeout=30)
+    assert process.terminate() == 0
+    assert idle.is_closed_by_peer(timeout=5)
+    assert (data_dir / CLEAN_SHUTDOWN_FILE).exists()
+
+
+def failed_start(broker_process, tmp_path, *args: str) -> str:
+    process = broker_process(tmp_path / "data", *args, ready=False)
+    code = process.proc.wait(30)
+    assert code != 0
+    assert not any("ready" in line for line in process.stdout_lines)
+    return process.stderr_text()
+
+
+def test_unknown_config_name_is_refused(tmp_path, broker_process) -> None:
+    message = failed_start(broker_process, tmp_path, "--config", "num.partitons=3")
+    assert "unknown broker config" in message
+    assert "num.partitons" in message
+
+
+def test_bad_config_value_is_refused(tmp_path, broker_process) -> None:
+    message = failed_start(broker_process, tmp_path, "--config", "num.partitions=three")
+    assert "num.partitions" in message
+    assert "three" in message
+
+
+def test_config_without_equals_is_refused(tmp_path, broker_process) -> None:
+    message = failed_start(broker_process, tmp_path, "--config", "num.partitions")
+    assert "KEY=VALUE" in message
+
+
+def auto_created_partitions(connection, topic: str) -> int:
+    """Metadata with auto-creation on, as a producer sends it; the new topic's partition count."""
+    request = MetadataRequest(
+        topics=[MetadataRequest.MetadataRequestTopic(name=topic)], allow_auto_topic_creation=True
+    )
+    [answer] = connection.request(request, 9).topics
+    assert (answer.name, answer.error_code) == (topic, 0)
+    connection.close()
+    return len(answer.partitions)
+
+
+def test_config_file_with_kafka_style_properties(tmp_path, broker_process, raw_client) -> None:
+    log_dir = tmp_path / "from-properties"
+    properties = tmp_path / "server.properties"
+    properties.write_text(
+        "\n".join(
+            [
+                "# A server.properties as Kafka's quick start lays one out.",
+                "! Comments start with # or !, blank lines are skipped.",
+                "",
+                "process.roles=broker,controller",
+                "node.id=1",
+                "listeners=PLAINTEXT://:9092,CONTROLLER://:9093",
+                "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                "controller.quorum.bootstrap.servers=localhost:9093",
+                "num.network.threads=3",
+                f"log.dirs={log_dir}",
+                "num.partitions = 2",
+                "log.retention.hours=168",
+                "offsets.topic.replication.factor=1",
+                "",
+            ]
+        ),
+        encoding="utf-8",
+    )
+    # No --data-dir: log.dirs from the file decides where data goes.
+    process = broker_process(None, "--config-file", str(properties))
+    assert auto_created_partitions(raw_client(process.bootstrap), "auto-created") == 2
+    assert process.terminate() == 0
+    assert (log_dir / CLEAN_SHUTDOWN_FILE).exists()
+    assert any(path.name.startswith("auto-created-") for path in log_dir.iterdir())
+
+    # --config beats the file, as later settings do in Kafka's tools.
+    again = broker_process(None, "--config-file", str(properties), "--config", "num.partitions=4")
+    assert auto_created_partitions(raw_client(again.bootstrap), "auto-created-2") == 4
+    assert again.terminate() == 0
+
+
+def test_version_flag() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "kafkette", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"kafkette {__version__}"
