@@ -83,18 +83,30 @@ async def handle_describe_configs(broker: Broker, request: Request) -> dict:
     return {"throttle_time_ms": 0, "results": results}
 
 
-def _refuse_non_topic(rtype: int) -> tuple[int, str] | None:
-    if rtype == RESOURCE_TOPIC:
-        return None
+def _refuse_non_topic(rtype: int) -> None:
     if rtype in (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER):
-        return (
-            int(ErrorCode.INVALID_REQUEST),
+        raise TopicError(
+            ErrorCode.INVALID_REQUEST,
             "broker configs are static in kafkette: restart with --config KEY=VALUE",
         )
-    return int(ErrorCode.INVALID_REQUEST), f"unsupported resource type {rtype}"
+    if rtype != RESOURCE_TOPIC:
+        raise TopicError(ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}")
 
 
-async def handle_alter_configs(broker: Broker, request: Request) -> dict:
+def _replace_all(broker: Broker, resource: dict) -> dict[str, str]:
+    """AlterConfigs: the request's entries become the topic's whole set."""
+    return {c["name"]: c["value"] for c in resource["configs"] if c["value"] is not None}
+
+
+def _apply_each(broker: Broker, resource: dict) -> dict[str, str]:
+    """IncrementalAlterConfigs: each entry changes the current set."""
+    configs = dict(broker.topics.topic_configs(resource["resource_name"]))
+    for change in resource["configs"]:
+        _apply_operation(broker, configs, change)
+    return configs
+
+
+async def _alter(broker: Broker, request: Request, new_configs) -> dict:
     body = request.body
     responses = []
     for resource in body["resources"]:
@@ -106,40 +118,24 @@ async def handle_alter_configs(broker: Broker, request: Request) -> dict:
             "resource_name": rname,
         }
         responses.append(response)
-        refusal = _refuse_non_topic(rtype)
-        if refusal:
-            response["error_code"], response["error_message"] = refusal
-            continue
-        configs = {c["name"]: c["value"] for c in resource["configs"] if c["value"] is not None}
-        await _apply(broker, rname, configs, body["validate_only"], response)
-    return {"throttle_time_ms": 0, "responses": responses}
-
-
-async def handle_incremental_alter_configs(broker: Broker, request: Request) -> dict:
-    body = request.body
-    responses = []
-    for resource in body["resources"]:
-        rtype, rname = resource["resource_type"], resource["resource_name"]
-        response = {
-            "error_code": 0,
-            "error_message": None,
-            "resource_type": rtype,
-            "resource_name": rname,
-        }
-        responses.append(response)
-        refusal = _refuse_non_topic(rtype)
-        if refusal:
-            response["error_code"], response["error_message"] = refusal
-            continue
-        configs = dict(broker.topics.topic_configs(rname))
         try:
-            for change in resource["configs"]:
-                _apply_operation(broker, configs, change)
+            _refuse_non_topic(rtype)
+            configs = new_configs(broker, resource)
+            await broker.topics.set_configs(rname, configs, validate_only=body["validate_only"])
         except TopicError as exc:
             response["error_code"], response["error_message"] = int(exc.code), exc.message
             continue
-        await _apply(broker, rname, configs, body["validate_only"], response)
+        if not body["validate_only"]:
+            log.info("topic %s configs now %s", rname, configs)
     return {"throttle_time_ms": 0, "responses": responses}
+
+
+async def handle_alter_configs(broker: Broker, request: Request) -> dict:
+    return await _alter(broker, request, _replace_all)
+
+
+async def handle_incremental_alter_configs(broker: Broker, request: Request) -> dict:
+    return await _alter(broker, request, _apply_each)
 
 
 def _apply_operation(broker: Broker, configs: dict[str, str], change: dict) -> None:
@@ -165,14 +161,3 @@ def _apply_operation(broker: Broker, configs: dict[str, str], change: dict) -> N
         configs[name] = ",".join(items)
     else:
         raise TopicError(ErrorCode.INVALID_REQUEST, f"unknown config operation {op}")
-
-
-async def _apply(
-    broker: Broker, topic: str, configs: dict[str, str], validate_only: bool, response: dict
-) -> None:
-    try:
-        await broker.topics.set_configs(topic, configs, validate_only=validate_only)
-        if not validate_only:
-            log.info("topic %s configs now %s", topic, configs)
-    except TopicError as exc:
-        response["error_code"], response["error_message"] = int(exc.code), exc.message

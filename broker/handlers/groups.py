@@ -254,22 +254,24 @@ async def handle_offset_commit(broker: Broker, request: Request) -> dict:
             errors.update(outcome.result)
         except CoordinatorUnavailable:
             errors.update(dict.fromkeys(offsets, UNAVAILABLE))
-    return {
-        "throttle_time_ms": 0,
-        "topics": [
-            {
-                "name": topic["name"],
-                "partitions": [
-                    {
-                        "partition_index": p["partition_index"],
-                        "error_code": int(errors.get((topic["name"], p["partition_index"]), 0)),
-                    }
-                    for p in topic["partitions"]
-                ],
-            }
-            for topic in body["topics"]
-        ],
-    }
+    return {"throttle_time_ms": 0, "topics": _errors_by_topic(body["topics"], errors)}
+
+
+def _errors_by_topic(topics: list[dict], errors: dict[tuple[str, int], int]) -> list[dict]:
+    """The request's topics and partitions, each with its error code (0 if none)."""
+    return [
+        {
+            "name": topic["name"],
+            "partitions": [
+                {
+                    "partition_index": p["partition_index"],
+                    "error_code": int(errors.get((topic["name"], p["partition_index"]), 0)),
+                }
+                for p in topic["partitions"]
+            ],
+        }
+        for topic in topics
+    ]
 
 
 def _fetch_group(broker: Broker, group_id: str, topics: list[dict] | None, stable: bool):
@@ -405,17 +407,5 @@ async def handle_offset_delete(broker: Broker, request: Request) -> dict:
     return {
         "error_code": result.error,
         "throttle_time_ms": 0,
-        "topics": [
-            {
-                "name": t["name"],
-                "partitions": [
-                    {
-                        "partition_index": p["partition_index"],
-                        "error_code": int(errors.get((t["name"], p["partition_index"]), 0)),
-                    }
-                    for p in t["partitions"]
-                ],
-            }
-            for t in body["topics"]
-        ],
+        "topics": _errors_by_topic(body["topics"], errors),
     }

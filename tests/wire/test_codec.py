@@ -40,6 +40,9 @@ from kafkette.wire.exceptions import EncodeError
 from kafkette.wire.primitives import ZERO_UUID
 from kafkette.wire.schema import FieldSpec, in_range, load_message
 
+# kafka-python loads its protocol JSON with a deprecated importlib.resources call.
+pytestmark = pytest.mark.filterwarnings("ignore:.*deprecated. Use files:DeprecationWarning")
+
 kio_index = pytest.importorskip("kio.index", reason="kio (PyPI) is the second codec oracle")
 kio_serial = pytest.importorskip("kio.serial", reason="kio (PyPI) is the second codec oracle")
 kio_errors = pytest.importorskip("kio.schema.errors", reason="kio ships its error code enum")
@@ -633,3 +636,33 @@ def test_large_records_and_regions_travel_as_their_own_chunks() -> None:
 
     with pytest.raises(EncodeError):
         codec.encode(response([region]))  # a region needs an Output to travel uncopied
+
+
+def test_defaults_are_fresh_objects_on_every_decode() -> None:
+    """Defaults come from precomputed templates; handlers may mutate what they get."""
+    codec = message_codec("FetchResponse", 12)
+    partition = {"partition_index": 0, "records": None}
+    encoded = codec.encode({"responses": [{"topic": "t", "partitions": [partition]}]})
+    first, _ = codec.decode(memoryview(encoded))
+    decoded_partition = first["responses"][0]["partitions"][0]
+    assert decoded_partition["diverging_epoch"] == {"epoch": -1, "end_offset": -1}
+    assert decoded_partition["current_leader"] == {"leader_id": -1, "leader_epoch": -1}
+    decoded_partition["diverging_epoch"]["epoch"] = 7
+    decoded_partition["current_leader"]["leader_id"] = 3
+    old, _ = message_codec("ProduceResponse", 8).decode(
+        memoryview(message_codec("ProduceResponse", 8).encode({"responses": []}))
+    )
+    old["node_endpoints"].append("mutated")  # absent in v8: a default list
+
+    second, _ = codec.decode(memoryview(encoded))
+    again = second["responses"][0]["partitions"][0]
+    assert again["diverging_epoch"] == {"epoch": -1, "end_offset": -1}
+    assert again["current_leader"] == {"leader_id": -1, "leader_epoch": -1}
+    assert again["diverging_epoch"] is not decoded_partition["diverging_epoch"]
+    fresh, _ = message_codec("ProduceResponse", 8).decode(
+        memoryview(message_codec("ProduceResponse", 8).encode({"responses": []}))
+    )
+    assert fresh["node_endpoints"] == []
+    responses = next(f for f in load_message("FetchResponse").fields if f.name == "responses")
+    assert default_value(responses, 12) == []
+    assert default_value(responses, 12) is not default_value(responses, 12)

@@ -8,6 +8,7 @@ import struct
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from kafkette.wire.compression import (
     XERIAL_MAGIC,
     CompressionError,

@@ -28,6 +28,9 @@ from kafkette.wire.exceptions import (
 )
 from kafkette.wire.primitives import ZERO_UUID
 
+# kafka-python loads its protocol JSON with a deprecated importlib.resources call.
+pytestmark = pytest.mark.filterwarnings("ignore:.*deprecated. Use files:DeprecationWarning")
+
 
 def client_frame(request: object, correlation_id: int = 1, client_id: str = "cli") -> bytes:
     """A framed request exactly as kafka-python puts it on the socket."""

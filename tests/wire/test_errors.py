@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from kafkette.wire.errors import ERRORS, ErrorCode, ErrorInfo, error_info
 
 # kafka-python loads its protocol JSON with a deprecated importlib.resources call.

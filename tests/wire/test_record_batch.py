@@ -7,6 +7,7 @@ import struct
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from kafkette.wire.record_batch import (
     CRC_START,
     HEADER_SIZE,

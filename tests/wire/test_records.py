@@ -8,6 +8,7 @@ import crc32c
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from kafkette.wire.record_batch import CRC_START, HEADER_SIZE, InvalidBatchError, validate_batch
 from kafkette.wire.records import (
     ControlRecordType,

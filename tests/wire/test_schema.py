@@ -25,6 +25,9 @@ from kafkette.wire.schema import (
     snake_case,
 )
 
+# kafka-python loads its protocol JSON with a deprecated importlib.resources call.
+pytestmark = pytest.mark.filterwarnings("ignore:.*deprecated. Use files:DeprecationWarning")
+
 DEFINITIONS = sorted(
     entry.name.removesuffix(".json")
     for entry in importlib.resources.files(SCHEMA_PACKAGE).iterdir()
