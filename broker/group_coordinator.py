@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import trio
@@ -33,11 +33,13 @@ from kafkette.broker.groups import (
     Outcome,
     SyncResponse,
 )
+from kafkette.broker.partition import Partition
+from kafkette.broker.topics import TopicError
+from kafkette.wire.errors import ErrorCode
 from kafkette.wire.record_batch import read_header
 from kafkette.wire.records import Record, build_batch, decode_batches
 
 if TYPE_CHECKING:
-    from kafkette.broker.partition import Partition
     from kafkette.broker.server import Broker
 
 log = logging.getLogger("kafkette.groups")
@@ -82,28 +84,42 @@ class GroupCoordinator:
     # Start-up ----------------------------------------------------------------
 
     async def load(self) -> None:
-        """Create ``__consumer_offsets`` if needed and rebuild the state from it."""
-        topics = self.broker.topics
-        existing = topics.metadata(OFFSETS_TOPIC)
+        """Rebuild the state from ``__consumer_offsets``, if it exists yet.
+
+        The topic is created on the first write (as Kafka creates it on first
+        use), so a fresh broker starts without making 50 partitions.
+        """
+        existing = self.broker.topics.metadata(OFFSETS_TOPIC)
         if existing is None:
-            await topics.create(
-                OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, OFFSETS_TOPIC_CONFIGS
-            )
-        elif existing.partitions != self.config.offsets_topic_num_partitions:
+            return
+        if existing.partitions != self.config.offsets_topic_num_partitions:
             log.info(
                 "%s has %d partitions (offsets.topic.num.partitions=%d is used only at creation)",
                 OFFSETS_TOPIC,
                 existing.partitions,
                 self.config.offsets_topic_num_partitions,
             )
-            self.config = GroupConfig(
-                **{**self.config.__dict__, "offsets_topic_num_partitions": existing.partitions}
-            )
+            self.config = replace(self.config, offsets_topic_num_partitions=existing.partitions)
             self.state = GroupCoordinatorState(self.config)
-        partitions = topics.partitions(OFFSETS_TOPIC)
+        partitions = self.broker.topics.partitions(OFFSETS_TOPIC)
         records = await trio.to_thread.run_sync(_read_all_records, partitions)
         self.state.load(records, now_ms())
         log.info("loaded %d records from %s", len(records), OFFSETS_TOPIC)
+
+    async def _offsets_partition(self, index: int) -> Partition:
+        topics = self.broker.topics
+        if topics.metadata(OFFSETS_TOPIC) is None:
+            try:
+                await topics.create(
+                    OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, OFFSETS_TOPIC_CONFIGS
+                )
+            except TopicError as exc:
+                if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                    raise CoordinatorUnavailable(exc.message) from exc
+        partition = topics.partition(OFFSETS_TOPIC, index)
+        if partition is None:
+            raise CoordinatorUnavailable(f"{OFFSETS_TOPIC}-{index} does not exist")
+        return partition
 
     async def start(self, nursery: trio.Nursery) -> None:
         nursery.start_soon(self._timer)
@@ -162,9 +178,7 @@ class GroupCoordinator:
             batch_records = by_partition.setdefault(record.partition, [])
             batch_records.append(Record(len(batch_records), 0, record.key, record.value))
         for index, batch_records in sorted(by_partition.items()):
-            partition = self.broker.topics.partition(OFFSETS_TOPIC, index)
-            if partition is None:
-                raise CoordinatorUnavailable(f"{OFFSETS_TOPIC}-{index} does not exist")
+            partition = await self._offsets_partition(index)
             batch = bytearray(build_batch(batch_records, partition_leader_epoch=0))
             async with partition.append_lock:
                 await trio.to_thread.run_sync(partition.log.append, batch, [read_header(batch)])

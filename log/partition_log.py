@@ -96,7 +96,9 @@ class PartitionLog:
             directory, config, clock, loaded.segments, loaded.log_start_offset,
             loaded.recovery_point,
         )
-        log._written_checkpoint = loaded.checkpoint_on_disk
+        # A missing checkpoint reads as (0, 0): a brand-new log writes none until
+        # its offsets move, which keeps creating 1,000 partitions cheap.
+        log._written_checkpoint = loaded.checkpoint_on_disk or OffsetsCheckpoint(0, 0)
         log.write_checkpoint()  # only if recovery changed it
         return log
 

