@@ -254,8 +254,9 @@ class PartitionLog:
         """(offset, timestamp) of the first batch whose max timestamp >= ``timestamp_ms``.
 
         The offset is that batch's base offset (or the log start offset if
-        higher) and the timestamp its maxTimestamp: records are never decoded.
-        None if no batch qualifies (the broker then answers offset -1).
+        higher) and the timestamp its maxTimestamp: the log never decodes
+        records. The broker's ListOffsets decodes that one batch to answer the
+        exact record, as Kafka does. None if no batch qualifies.
         """
         with self._state_lock:
             start = self._log_start_offset
