@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkette.connection")
 
 RECEIVE_SIZE = 256 * 1024
+# recv() allocates what it is allowed to read: never ask for more than this at once.
+RECEIVE_MAX = 4 * 1024 * 1024
 
 
 async def serve_connection(broker: Broker, stream: trio.SocketStream) -> None:
@@ -41,8 +43,8 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream) -> None:
                     return
                 continue
             if request is NEED_DATA:
-                wanted = max(RECEIVE_SIZE, (conn.next_frame_size() or 0) + 4 - conn.buffered)
-                data = await stream.receive_some(wanted)
+                rest_of_frame = (conn.next_frame_size() or 0) + 4 - conn.buffered
+                data = await stream.receive_some(min(max(RECEIVE_SIZE, rest_of_frame), RECEIVE_MAX))
                 if not data:
                     return
                 conn.receive_data(data)
@@ -58,6 +60,10 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream) -> None:
         log.warning("closing connection from %s: %s", peer, exc)
     except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
         pass
+    except Exception:
+        # A bug of ours in a handler or an encoder: this connection cannot be answered
+        # in order any more, but the broker and every other connection carry on.
+        log.exception("closing connection from %s after an internal error", peer)
     finally:
         with trio.move_on_after(1) as cleanup:
             cleanup.shield = True
