@@ -18,7 +18,9 @@ no test folder on ``sys.path``). Nothing here waits without a deadline.
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import json
+import logging
 import os
 import re
 import signal
@@ -77,7 +79,13 @@ def _run_kafka_python(spec: dict, stop: threading.Event) -> None:
         fetch_max_wait_ms=100,
         **spec.get("extra", {}),
     )
-    consumer.subscribe([spec["topic"]], listener=Listener())
+    # A pattern, not a topic list: kafka-python then refreshes metadata before each join.
+    # With a plain list the leader can assign before its metadata snapshot has the topic
+    # (likely with group.initial.rebalance.delay.ms=0) and rejoin when the snapshot changes;
+    # kafka-python 3.0.12 loses that rejoin if poll()'s timeout expires between the leader's
+    # assignment and the SyncGroup answer (need_rejoin() already reads False, so the finished
+    # join is never applied: no assignment, no heartbeats). A client race, not the broker's.
+    consumer.subscribe(pattern=f"^{re.escape(spec['topic'])}$", listener=Listener())
     last: list[int] | None = None
     try:
         while not stop.is_set():
@@ -155,6 +163,9 @@ def _run_confluent(spec: dict, stop: threading.Event) -> None:
 
 def consumer_main(spec_json: str) -> int:
     spec = json.loads(spec_json)
+    faulthandler.register(signal.SIGUSR1)  # ``dump_stacks``: where a stuck client waits
+    if os.environ.get("KAFKETTE_E2E_CLIENT_DEBUG"):  # the client library's own log, to stderr
+        logging.basicConfig(level=logging.DEBUG, format="%(asctime)s %(name)s %(message)s")
     stop = threading.Event()
     threading.Thread(target=_watch_stdin, args=(stop,), daemon=True).start()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -348,6 +359,11 @@ class ConsumerProcess:
             except subprocess.TimeoutExpired:
                 self.kill()
                 raise AssertionError(f"consumer {self.name} did not close in {timeout}s") from None
+
+    def dump_stacks(self) -> None:
+        """Ask a live consumer to write its threads' stacks to its stderr log."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGUSR1)
 
     def kill(self) -> None:
         """``kill -9``: no LeaveGroup, no commit; the broker finds out by the session timeout."""

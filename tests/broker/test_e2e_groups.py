@@ -9,6 +9,12 @@ partitions and checks, per group, that each value was consumed exactly once. Bef
 each membership change the test waits until the group has *committed* everything
 (read back with the admin client), so no redelivery is legitimate and any duplicate
 or gap is the broker's fault.
+
+Debugging a failure: each consumer's stderr (and, at teardown, the stacks of those
+still running) is in ``consumer-<name>.log`` in the test's tmp dir, the broker's log
+in ``broker-<n>.log``. ``KAFKETTE_E2E_LOG_LEVEL=DEBUG`` makes the broker log JoinGroup,
+SyncGroup and failed Heartbeats; ``KAFKETTE_E2E_CLIENT_DEBUG=1`` turns on kafka-python's
+debug log in the consumers.
 """
 
 from __future__ import annotations
@@ -122,6 +128,11 @@ def consumers(tmp_path: Path) -> Iterator[Callable[..., ConsumerProcess]]:
         return process
 
     yield start
+    running = [process for process in started if process.alive]
+    for process in running:
+        process.dump_stacks()  # a failed test leaves them running: log where each one was
+    if running:
+        time.sleep(0.2)
     for process in started:
         process.kill()
 
@@ -547,7 +558,9 @@ def test_admin_list_describe_and_delete_groups_and_offsets(group_broker, consume
         empty = descriptions[simple].result(timeout=15)
         assert empty.state == ConsumerGroupState.EMPTY and not empty.members
 
-        # One OffsetFetch (v8) for three groups, one of which does not exist.
+        # One OffsetFetch (v8+: the broker says so) for three groups, one of them unknown.
+        versions = {key.name: span for key, span in kadmin.api_versions().items()}
+        assert versions["OffsetFetch"][1] >= 8, versions["OffsetFetch"]
         offsets = committed_offsets(bootstrap, [active, simple, unknown_group])
         assert offsets[active] == {(topic, p): produced.ends[p] for p in range(PARTITIONS)}
         assert offsets[simple] == {(topic, p): 5 + p for p in range(PARTITIONS)}
