@@ -13,7 +13,7 @@ import argparse
 import time
 from collections.abc import Callable
 
-from kafkette.wire.codec import Output, message_codec
+from kafkette.wire.codec import MessageCodec, Output, message_codec
 
 PRODUCE_VERSION = 9
 FETCH_VERSION = 12
@@ -78,9 +78,9 @@ def per_op_us(operation: Callable[[], object], seconds: float) -> float:
     return best / calls * 1e6
 
 
-def produce_round_trip(frame: bytes) -> Callable[[], object]:
-    codec = message_codec("ProduceRequest", PRODUCE_VERSION)
-    buffer = bytearray(frame)
+def decode_encode(codec: MessageCodec, encoded: bytes) -> Callable[[], object]:
+    """One operation: decode ``encoded`` with ``codec`` and encode the result again."""
+    buffer = bytearray(encoded)
 
     def run() -> object:
         body, _ = codec.decode(memoryview(buffer))
@@ -91,17 +91,13 @@ def produce_round_trip(frame: bytes) -> Callable[[], object]:
     return run
 
 
+def produce_round_trip(frame: bytes) -> Callable[[], object]:
+    return decode_encode(message_codec("ProduceRequest", PRODUCE_VERSION), frame)
+
+
 def fetch_round_trip(response: dict) -> Callable[[], object]:
     codec = message_codec("FetchResponse", FETCH_VERSION)
-    encoded = bytearray(codec.encode(response))
-
-    def run() -> object:
-        body, _ = codec.decode(memoryview(encoded))
-        out = Output()
-        codec.encode_into(out, body)
-        return out.finish()
-
-    return run
+    return decode_encode(codec, codec.encode(response))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,43 +17,24 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import struct
 import tempfile
 import time
 from pathlib import Path
 
-import crc32c
-
 from kafkette.log import LogConfig, PartitionLog
 from kafkette.log.checkpoint import CHECKPOINT_FILE_NAME
 from kafkette.wire.record_batch import read_header, validate_batch
+from kafkette.wire.records import build_batch_from_values
 
 MIB = 1024 * 1024
 
 
-def _varint(value: int) -> bytes:
-    zigzag = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while zigzag & ~0x7F:
-        out.append((zigzag & 0x7F) | 0x80)
-        zigzag >>= 7
-    out.append(zigzag)
-    return bytes(out)
-
-
 def make_batch(size: int) -> bytearray:
     """One valid uncompressed v2 batch of about ``size`` bytes (records of ~1 KiB)."""
-    value = b"v" * 1000
     count = max(1, (size - 61) // 1010)
-    records = bytearray()
-    for i in range(count):
-        body = b"\x00" + _varint(0) + _varint(i) + _varint(-1) + _varint(len(value))
-        body += value + _varint(0)
-        records += _varint(len(body)) + body
-    after_crc = struct.pack(">hiqqqhii", 0, count - 1, 1_700_000_000_000,
-                            1_700_000_000_000, -1, -1, -1, count) + bytes(records)
-    crc = crc32c.crc32c(after_crc)
-    batch = bytearray(struct.pack(">qiibI", 0, 9 + len(after_crc), -1, 2, crc) + after_crc)
+    batch = bytearray(
+        build_batch_from_values([(None, b"v" * 1000)] * count, base_timestamp=1_700_000_000_000)
+    )
     validate_batch(batch)
     return batch
 

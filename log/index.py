@@ -28,6 +28,7 @@ import threading
 from array import array
 from bisect import bisect_right
 from pathlib import Path
+from typing import ClassVar
 
 from kafkette.log.errors import CorruptIndex
 
@@ -87,24 +88,110 @@ class _IndexFile:
         return self._fd
 
 
-class OffsetIndex:
+class _SparseIndex:
+    """What both indexes share: two parallel in-memory columns and their file.
+
+    One column is always ``_relative`` (offsets relative to ``base_offset``);
+    subclasses add the other, say which comes first in a file entry
+    (:meth:`_columns`) and how pending entries are encoded (:meth:`_encode`).
+    Entries are written to the file in order, ``_written`` of them so far.
+    """
+
+    ENTRY_SIZE: ClassVar[int]
+
+    def __init__(self, path: Path, base_offset: int, max_index_bytes: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.max_entries = max_index_bytes // self.ENTRY_SIZE
+        self._relative = array("i")
+        self._written = 0  # entries already in the file
+        self._file = _IndexFile(path)
+        # Serialises file writes: a flush on a housekeeping thread may write
+        # pending entries while the appending thread adds more.
+        self._file_lock = threading.Lock()
+
+    def _columns(self) -> tuple[array, array]:
+        """Both columns, in the order their fields stand in a file entry."""
+        raise NotImplementedError
+
+    def _encode(self, start: int, stop: int) -> bytes:
+        """File bytes of entries ``start`` to ``stop`` (big-endian, no padding)."""
+        raise NotImplementedError
+
+    def _read_file(self) -> bytes:
+        """The whole file, checked to hold whole entries only (after ``__init__``)."""
+        raw = self._file.read_all()
+        if len(raw) % self.ENTRY_SIZE:
+            raise CorruptIndex(
+                f"{self.path}: size {len(raw)} is not a multiple of {self.ENTRY_SIZE}"
+            )
+        return raw
+
+    def __len__(self) -> int:
+        return len(self._relative)
+
+    @property
+    def is_full(self) -> bool:
+        return len(self._relative) >= self.max_entries
+
+    def _write_if_many_pending(self) -> None:
+        if len(self._relative) - self._written >= PENDING_ENTRIES_LIMIT:
+            self.write_pending()
+
+    def write_pending(self) -> None:
+        """Write entries not yet in the file (before fsync, seal or close)."""
+        with self._file_lock:
+            count = min(map(len, self._columns()))
+            if count <= self._written:
+                return
+            self._file.write_at(self._encode(self._written, count), self._written * self.ENTRY_SIZE)
+            self._written = count
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop entries whose offset is >= ``offset``."""
+        keep = bisect_right(self._relative, offset - 1 - self.base_offset)
+        self.truncate_entries(keep)
+
+    def truncate_entries(self, count: int) -> None:
+        if count >= len(self._relative):
+            return
+        with self._file_lock:
+            for column in self._columns():
+                del column[count:]
+            if count < self._written:
+                self._file.truncate(count * self.ENTRY_SIZE)
+                self._written = count
+
+    def reset(self) -> None:
+        """Empty the index, file included (before a rebuild)."""
+        with self._file_lock:
+            for column in self._columns():
+                del column[:]
+            self._file.truncate(0)
+            self._written = 0
+
+    def fsync(self) -> None:
+        self.write_pending()
+        self._file.fsync()
+
+    def close(self) -> None:
+        if self._file.is_open:
+            self.write_pending()
+        self._file.close()
+
+
+class OffsetIndex(_SparseIndex):
     """Sparse map from a batch's last offset to the file position of that batch.
 
     Keys are the *last* offset of the indexed batch, as in Kafka, so
     ``lookup(o)`` returns a position at or before the batch holding ``o``.
     """
 
+    ENTRY_SIZE = OFFSET_ENTRY_SIZE
+
     def __init__(self, path: Path, base_offset: int, max_index_bytes: int) -> None:
-        self.path = path
-        self.base_offset = base_offset
-        self.max_entries = max_index_bytes // OFFSET_ENTRY_SIZE
-        self._relative = array("i")
+        super().__init__(path, base_offset, max_index_bytes)
         self._positions = array("i")
-        self._written = 0  # entries already in the file
-        self._file = _IndexFile(path)
-        # Serialises file writes: a flush on a housekeeping thread may write
-        # pending entries while the appending thread adds more.
-        self._file_lock = threading.Lock()
 
     @classmethod
     def load(
@@ -112,11 +199,8 @@ class OffsetIndex:
     ) -> OffsetIndex:
         """Open an existing index; raises CorruptIndex (file left open) if implausible."""
         index = cls(path, base_offset, max_index_bytes)
-        raw = index._file.read_all()
-        if len(raw) % OFFSET_ENTRY_SIZE:
-            raise CorruptIndex(f"{path}: size {len(raw)} is not a multiple of 8")
         values = array("i")
-        values.frombytes(raw)
+        values.frombytes(index._read_file())
         if _NATIVE_LITTLE:
             values.byteswap()
         relative, positions = values[0::2], values[1::2]
@@ -132,12 +216,19 @@ class OffsetIndex:
         index._written = len(relative)
         return index
 
-    def __len__(self) -> int:
-        return len(self._relative)
+    def _columns(self) -> tuple[array, array]:
+        return self._relative, self._positions
 
-    @property
-    def is_full(self) -> bool:
-        return len(self._relative) >= self.max_entries
+    def _encode(self, start: int, stop: int) -> bytes:
+        chunk = array("i")
+        for relative, position in zip(
+            self._relative[start:stop], self._positions[start:stop], strict=True
+        ):
+            chunk.append(relative)
+            chunk.append(position)
+        if _NATIVE_LITTLE:
+            chunk.byteswap()
+        return chunk.tobytes()
 
     def last_entry(self) -> tuple[int, int]:
         """(offset, position) of the last entry, or (base_offset, 0) if empty."""
@@ -151,8 +242,7 @@ class OffsetIndex:
         # _positions at the index it found.
         self._positions.append(position)
         self._relative.append(offset - self.base_offset)
-        if len(self._relative) - self._written >= PENDING_ENTRIES_LIMIT:
-            self.write_pending()
+        self._write_if_many_pending()
 
     def append_many(self, entries: list[tuple[int, int]]) -> None:
         """Append (absolute offset, position) pairs, already in increasing order.
@@ -162,27 +252,7 @@ class OffsetIndex:
         """
         for offset, position in entries:
             self.append(offset, position)
-        if len(self._relative) - self._written >= PENDING_ENTRIES_LIMIT:
-            self.write_pending()
-
-    def write_pending(self) -> None:
-        """Write entries not yet in the file (before fsync, seal or close)."""
-        with self._file_lock:
-            count = min(len(self._relative), len(self._positions))
-            if count <= self._written:
-                return
-            chunk = array("i")
-            for relative, position in zip(
-                self._relative[self._written : count],
-                self._positions[self._written : count],
-                strict=True,
-            ):
-                chunk.append(relative)
-                chunk.append(position)
-            if _NATIVE_LITTLE:
-                chunk.byteswap()
-            self._file.write_at(chunk.tobytes(), self._written * OFFSET_ENTRY_SIZE)
-            self._written = count
+        self._write_if_many_pending()
 
     def lookup(self, offset: int) -> tuple[int, int]:
         """Largest entry with offset <= ``offset``; (base_offset, 0) if none."""
@@ -196,40 +266,8 @@ class OffsetIndex:
         i = bisect_right(self._positions, position)
         return self._positions[i - 1] if i else 0
 
-    def truncate_to(self, offset: int) -> None:
-        """Drop entries whose offset is >= ``offset``."""
-        keep = bisect_right(self._relative, offset - 1 - self.base_offset)
-        self.truncate_entries(keep)
 
-    def truncate_entries(self, count: int) -> None:
-        if count >= len(self._relative):
-            return
-        with self._file_lock:
-            del self._relative[count:]
-            del self._positions[count:]
-            if count < self._written:
-                self._file.truncate(count * OFFSET_ENTRY_SIZE)
-                self._written = count
-
-    def reset(self) -> None:
-        """Empty the index, file included (before a rebuild)."""
-        with self._file_lock:
-            del self._relative[:]
-            del self._positions[:]
-            self._file.truncate(0)
-            self._written = 0
-
-    def fsync(self) -> None:
-        self.write_pending()
-        self._file.fsync()
-
-    def close(self) -> None:
-        if self._file.is_open:
-            self.write_pending()
-        self._file.close()
-
-
-class TimeIndex:
+class TimeIndex(_SparseIndex):
     """Sparse map from the segment's max timestamp so far to the offset where it was reached.
 
     Entries have strictly increasing timestamps; ``lookup(t)`` returns the
@@ -237,28 +275,19 @@ class TimeIndex:
     max timestamp <= t, so the scan for the first batch >= t starts there.
     """
 
+    ENTRY_SIZE = TIME_ENTRY_SIZE
+
     def __init__(self, path: Path, base_offset: int, max_index_bytes: int) -> None:
-        self.path = path
-        self.base_offset = base_offset
-        self.max_entries = max_index_bytes // TIME_ENTRY_SIZE
+        super().__init__(path, base_offset, max_index_bytes)
         self._timestamps = array("q")
-        self._relative = array("i")
-        self._written = 0  # entries already in the file
-        self._file = _IndexFile(path)
-        # Serialises file writes: a flush on a housekeeping thread may write
-        # pending entries while the appending thread adds more.
-        self._file_lock = threading.Lock()
 
     @classmethod
     def load(cls, path: Path, base_offset: int, max_index_bytes: int) -> TimeIndex:
         """Open an existing time index; raises CorruptIndex (file left open) if implausible."""
         index = cls(path, base_offset, max_index_bytes)
-        raw = index._file.read_all()
-        if len(raw) % TIME_ENTRY_SIZE:
-            raise CorruptIndex(f"{path}: size {len(raw)} is not a multiple of 12")
         timestamps = array("q")
         relative = array("i")
-        for ts, rel in _TIME_ENTRY.iter_unpack(raw):
+        for ts, rel in _TIME_ENTRY.iter_unpack(index._read_file()):
             timestamps.append(ts)
             relative.append(rel)
         if relative and (
@@ -271,12 +300,16 @@ class TimeIndex:
         index._written = len(relative)
         return index
 
-    def __len__(self) -> int:
-        return len(self._relative)
+    def _columns(self) -> tuple[array, array]:
+        return self._timestamps, self._relative
 
-    @property
-    def is_full(self) -> bool:
-        return len(self._relative) >= self.max_entries
+    def _encode(self, start: int, stop: int) -> bytes:
+        return b"".join(
+            _TIME_ENTRY.pack(timestamp, relative)
+            for timestamp, relative in zip(
+                self._timestamps[start:stop], self._relative[start:stop], strict=True
+            )
+        )
 
     def last_entry(self) -> tuple[int, int] | None:
         """(timestamp, offset) of the last entry, or None if empty."""
@@ -293,8 +326,7 @@ class TimeIndex:
         # _relative at the index it found.
         self._relative.append(offset - self.base_offset)
         timestamps.append(timestamp)
-        if len(self._relative) - self._written >= PENDING_ENTRIES_LIMIT:
-            self.write_pending()
+        self._write_if_many_pending()
 
     def maybe_append_many(self, entries: list[tuple[int, int]]) -> None:
         """Append (timestamp, offset) pairs whose timestamp beats the last entry.
@@ -304,58 +336,9 @@ class TimeIndex:
         for timestamp, offset in entries:
             self.maybe_append(timestamp, offset)
 
-    def write_pending(self) -> None:
-        """Write entries not yet in the file (before fsync, seal or close)."""
-        with self._file_lock:
-            count = min(len(self._timestamps), len(self._relative))
-            if count <= self._written:
-                return
-            chunk = b"".join(
-                _TIME_ENTRY.pack(timestamp, relative)
-                for timestamp, relative in zip(
-                    self._timestamps[self._written : count],
-                    self._relative[self._written : count],
-                    strict=True,
-                )
-            )
-            self._file.write_at(chunk, self._written * TIME_ENTRY_SIZE)
-            self._written = count
-
     def lookup(self, timestamp: int) -> tuple[int, int]:
         """(timestamp, offset) of the last entry <= ``timestamp``; (-1, base) if none."""
         i = bisect_right(self._timestamps, timestamp)
         if i == 0:
             return -1, self.base_offset
         return self._timestamps[i - 1], self.base_offset + self._relative[i - 1]
-
-    def truncate_to(self, offset: int) -> None:
-        """Drop entries whose offset is >= ``offset``."""
-        keep = bisect_right(self._relative, offset - 1 - self.base_offset)
-        self.truncate_entries(keep)
-
-    def truncate_entries(self, count: int) -> None:
-        if count >= len(self._relative):
-            return
-        with self._file_lock:
-            del self._timestamps[count:]
-            del self._relative[count:]
-            if count < self._written:
-                self._file.truncate(count * TIME_ENTRY_SIZE)
-                self._written = count
-
-    def reset(self) -> None:
-        """Empty the index, file included (before a rebuild)."""
-        with self._file_lock:
-            del self._timestamps[:]
-            del self._relative[:]
-            self._file.truncate(0)
-            self._written = 0
-
-    def fsync(self) -> None:
-        self.write_pending()
-        self._file.fsync()
-
-    def close(self) -> None:
-        if self._file.is_open:
-            self.write_pending()
-        self._file.close()

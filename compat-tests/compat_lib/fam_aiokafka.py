@@ -6,23 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
-from compat_lib.family import (
-    ALL_SCENARIOS,
-    HEARTBEAT_MS,
-    REQUEST_TIMEOUT_MS,
-    SESSION_TIMEOUT_MS,
-    TIMEOUT_S,
-    Family,
+from compat_lib.driver_helpers import (
+    KAFKA_PYTHON_PRODUCER_KEYS,
+    TWO_MEMBERS_SETTLE_S,
+    got_from_consumer_record,
+    kafka_python_group_settings,
+    producer_settings,
 )
+from compat_lib.family import ALL_SCENARIOS, REQUEST_TIMEOUT_MS, TIMEOUT_S, Family
 from compat_lib.model import Got, GroupInfo, Rec, Start
-
-_PRODUCER_KEYS = {
-    "max.request.size": "max_request_size",
-    "enable.idempotence": "enable_idempotence",
-    "acks": "acks",
-}
 
 
 class BrokerError(Exception):
@@ -60,6 +56,16 @@ def _run(coro_fn, *args):
     return asyncio.run(bounded())
 
 
+@asynccontextmanager
+async def _started(client: Any) -> AsyncIterator[Any]:
+    """A started aiokafka producer or consumer, stopped on the way out (not if start fails)."""
+    await client.start()
+    try:
+        yield client
+    finally:
+        await client.stop()
+
+
 class AiokafkaFamily(Family):
     name = "aiokafka"
     scenarios = ALL_SCENARIOS - {"spark_pattern"}
@@ -91,12 +97,8 @@ class AiokafkaFamily(Family):
         from aiokafka import AIOKafkaProducer
 
         async def go():
-            prod = AIOKafkaProducer(**self._common())
-            await prod.start()
-            try:
+            async with _started(AIOKafkaProducer(**self._common())) as prod:
                 return len(await prod.partitions_for(topic) or ())
-            finally:
-                await prod.stop()
 
         return _run(go)
 
@@ -141,13 +143,10 @@ class AiokafkaFamily(Family):
         from aiokafka import AIOKafkaProducer
 
         conf = self._common() | {"compression_type": None if codec == "none" else codec}
-        for key, value in (config or {}).items():
-            conf[_PRODUCER_KEYS[key]] = value
+        conf |= producer_settings(config, KAFKA_PYTHON_PRODUCER_KEYS)
 
         async def go():
-            prod = AIOKafkaProducer(**conf)
-            await prod.start()
-            try:
+            async with _started(AIOKafkaProducer(**conf)) as prod:
                 futures = [
                     await prod.send(
                         topic,
@@ -159,8 +158,6 @@ class AiokafkaFamily(Family):
                     for r in recs
                 ]
                 metas = [await f for f in futures]
-            finally:
-                await prod.stop()
             return [(m.partition, m.offset) for m in metas]
 
         return _run(go)
@@ -188,7 +185,7 @@ class AiokafkaFamily(Family):
         while len(got) < count and time.monotonic() < deadline:
             batch = await consumer.getmany(timeout_ms=500, max_records=count - len(got))
             for records in batch.values():
-                got.extend(_got(m) for m in records)
+                got.extend(got_from_consumer_record(m) for m in records)
         return got
 
     def _consumer(self, **extra):
@@ -202,14 +199,10 @@ class AiokafkaFamily(Family):
 
         async def go():
             tp = TopicPartition(topic, partition)
-            consumer = self._consumer()
-            await consumer.start()
-            try:
+            async with _started(self._consumer()) as consumer:
                 consumer.assign([tp])
                 await self._position(consumer, tp, start)
                 return await self._poll(consumer, count)
-            finally:
-                await consumer.stop()
 
         return _run(go)
 
@@ -220,16 +213,12 @@ class AiokafkaFamily(Family):
 
         async def go():
             tp = TopicPartition(topic, partition)
-            consumer = self._consumer()
-            await consumer.start()
-            try:
+            async with _started(self._consumer()) as consumer:
                 consumer.assign([tp])
                 await consumer.seek_to_beginning(tp)
                 one = await self._poll(consumer, first)
                 consumer.seek(tp, seek_to)
                 return one, await self._poll(consumer, second)
-            finally:
-                await consumer.stop()
 
         return _run(go)
 
@@ -239,17 +228,13 @@ class AiokafkaFamily(Family):
 
         async def go():
             tp = TopicPartition(topic, partition)
-            consumer = self._consumer()
-            await consumer.start()
-            try:
+            async with _started(self._consumer()) as consumer:
                 if spec == "earliest":
                     return (await consumer.beginning_offsets([tp]))[tp]
                 if spec == "latest":
                     return (await consumer.end_offsets([tp]))[tp]
                 found = (await consumer.offsets_for_times({tp: spec}))[tp]
                 return -1 if found is None else found.offset
-            finally:
-                await consumer.stop()
 
         return _run(go)
 
@@ -257,21 +242,13 @@ class AiokafkaFamily(Family):
         from aiokafka import TopicPartition
 
         async def go():
-            consumer = self._consumer(
-                group_id=group,
-                session_timeout_ms=SESSION_TIMEOUT_MS,
-                heartbeat_interval_ms=HEARTBEAT_MS,
-            )
-            await consumer.start()
-            try:
+            async with _started(self._consumer(**kafka_python_group_settings(group))) as consumer:
                 consumer.subscribe([topic])
                 got = await self._poll(consumer, count)
                 if got:
                     last = got[-1]
                     await consumer.commit({TopicPartition(topic, last.partition): last.offset + 1})
                 return got
-            finally:
-                await consumer.stop()
 
         return _run(go)
 
@@ -279,20 +256,13 @@ class AiokafkaFamily(Family):
         self, group: str, topic: str, total: int
     ) -> tuple[list[int], list[int], set[tuple[int, int]]]:
         async def go():
-            members = [
-                self._consumer(
-                    group_id=group,
-                    session_timeout_ms=SESSION_TIMEOUT_MS,
-                    heartbeat_interval_ms=HEARTBEAT_MS,
-                )
-                for _ in range(2)
-            ]
+            members = [self._consumer(**kafka_python_group_settings(group)) for _ in range(2)]
             try:
                 for member in members:
                     await member.start()
                     member.subscribe([topic])
                 seen: set[tuple[int, int]] = set()
-                deadline = time.monotonic() + 20
+                deadline = time.monotonic() + TWO_MEMBERS_SETTLE_S
                 while time.monotonic() < deadline:
                     for member in members:
                         batch = await member.getmany(timeout_ms=200)
@@ -360,13 +330,3 @@ class AiokafkaFamily(Family):
 
         return self._admin(go)
 
-
-def _got(m) -> Got:
-    return Got(
-        partition=m.partition,
-        offset=m.offset,
-        key=m.key,
-        value=m.value,
-        headers=tuple((k, v) for k, v in (m.headers or ())),
-        timestamp_ms=m.timestamp,
-    )

@@ -3,8 +3,14 @@ are checked for errors; librdkafka's error name and code end up in the failure l
 
 from __future__ import annotations
 
-import time
+from functools import partial
 
+from compat_lib.driver_helpers import (
+    LIBRDKAFKA_PRODUCER_KEYS,
+    poll_until,
+    producer_settings,
+    two_members,
+)
 from compat_lib.family import (
     ALL_SCENARIOS,
     HEARTBEAT_MS,
@@ -15,12 +21,6 @@ from compat_lib.family import (
 )
 from compat_lib.model import Got, GroupInfo, Rec, Start
 
-# librdkafka's names for the Kafka producer settings the scenarios use.
-_PRODUCER_KEYS = {
-    "max.request.size": "message.max.bytes",
-    "enable.idempotence": "enable.idempotence",
-    "acks": "acks",
-}
 _OFFSET_TAIL_BASE = -2000  # librdkafka's RD_KAFKA_OFFSET_TAIL(n) == -2000 - n
 
 
@@ -37,6 +37,23 @@ def _results(admin, method: str, *args, **kwargs) -> dict:
     they resolve: librdkafka fails pending requests with _DESTROY when the handle is freed."""
     futures = getattr(admin, method)(*args, **kwargs)
     return {key: fut.result(timeout=TIMEOUT_S) for key, fut in futures.items()}
+
+
+def _group_settings(group: str) -> dict:
+    """librdkafka consumer settings that join ``group`` fast."""
+    return {
+        "group.id": group,
+        "session.timeout.ms": SESSION_TIMEOUT_MS,
+        "heartbeat.interval.ms": HEARTBEAT_MS,
+    }
+
+
+def _checked(messages: list) -> list:
+    """``messages`` from ``Consumer.consume``; raises on the first one carrying an error."""
+    for msg in messages:
+        if msg.error() is not None:
+            raise DeliveryError(_kafka_error(msg.error()))
+    return messages
 
 
 def _camel(state_name: str) -> str:
@@ -121,8 +138,7 @@ class ConfluentFamily(Family):
             "compression.type": codec,
             "message.timeout.ms": int(TIMEOUT_S * 1000) - 2000,
         }
-        for key, value in (config or {}).items():
-            conf[_PRODUCER_KEYS[key]] = value
+        conf |= producer_settings(config, LIBRDKAFKA_PRODUCER_KEYS)
         prod = Producer(conf)
         acks: list = [None] * len(recs)
 
@@ -152,14 +168,11 @@ class ConfluentFamily(Family):
 
     @staticmethod
     def _poll(consumer, count: int) -> list[Got]:
-        got: list[Got] = []
-        deadline = time.monotonic() + TIMEOUT_S
-        while len(got) < count and time.monotonic() < deadline:
-            for msg in consumer.consume(num_messages=count - len(got), timeout=0.5):
-                if msg.error() is not None:
-                    raise DeliveryError(_kafka_error(msg.error()))
-                got.append(_got(msg))
-        return got
+        def fetch(wanted: int) -> list[Got]:
+            messages = _checked(consumer.consume(num_messages=wanted, timeout=0.5))
+            return [_got(msg) for msg in messages]
+
+        return poll_until(count, fetch)
 
     def _start_offset(self, consumer, topic: str, partition: int, start: Start) -> int:
         from confluent_kafka import OFFSET_BEGINNING, TopicPartition
@@ -219,13 +232,7 @@ class ConfluentFamily(Family):
     def group_consume(self, group: str, topic: str, count: int) -> list[Got]:
         from confluent_kafka import TopicPartition
 
-        consumer = self._consumer(
-            **{
-                "group.id": group,
-                "session.timeout.ms": SESSION_TIMEOUT_MS,
-                "heartbeat.interval.ms": HEARTBEAT_MS,
-            }
-        )
+        consumer = self._consumer(**_group_settings(group))
         try:
             consumer.subscribe([topic])
             got = self._poll(consumer, count)
@@ -242,30 +249,13 @@ class ConfluentFamily(Family):
     def group_two_members(
         self, group: str, topic: str, total: int
     ) -> tuple[list[int], list[int], set[tuple[int, int]]]:
-        conf = {
-            "group.id": group,
-            "session.timeout.ms": SESSION_TIMEOUT_MS,
-            "heartbeat.interval.ms": HEARTBEAT_MS,
-        }
-        members = [self._consumer(**conf), self._consumer(**conf)]
-        try:
-            for member in members:
-                member.subscribe([topic])
-            seen: set[tuple[int, int]] = set()
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline:
-                for member in members:
-                    for msg in member.consume(num_messages=100, timeout=0.2):
-                        if msg.error() is not None:
-                            raise DeliveryError(_kafka_error(msg.error()))
-                        seen.add((msg.partition(), msg.offset()))
-                if len(seen) >= total and all(m.assignment() for m in members):
-                    break
-            one, two = (sorted(tp.partition for tp in m.assignment()) for m in members)
-            return one, two, seen
-        finally:
-            for member in members:
-                member.close()
+
+        def poll_once(member) -> list[tuple[int, int]]:
+            messages = _checked(member.consume(num_messages=100, timeout=0.2))
+            return [(msg.partition(), msg.offset()) for msg in messages]
+
+        new_member = partial(self._consumer, **_group_settings(group))
+        return two_members(new_member, topic, total, poll_once)
 
     def list_groups(self) -> set[str]:
         admin = self._admin()

@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import time
 from contextlib import closing
+from functools import partial
 
-from compat_lib.family import (
-    ALL_SCENARIOS,
-    HEARTBEAT_MS,
-    REQUEST_TIMEOUT_MS,
-    SESSION_TIMEOUT_MS,
-    TIMEOUT_S,
-    Family,
+from compat_lib.driver_helpers import (
+    KAFKA_PYTHON_PRODUCER_KEYS,
+    got_from_consumer_record,
+    kafka_python_group_settings,
+    poll_until,
+    producer_settings,
+    two_members,
 )
+from compat_lib.family import ALL_SCENARIOS, REQUEST_TIMEOUT_MS, TIMEOUT_S, Family
 from compat_lib.model import Got, GroupInfo, Rec, Start
-
-_PRODUCER_KEYS = {
-    "max.request.size": "max_request_size",
-    "enable.idempotence": "enable_idempotence",
-    "acks": "acks",
-}
 
 
 class KafkaPythonFamily(Family):
@@ -86,8 +81,7 @@ class KafkaPythonFamily(Family):
 
         conf = self._common() | {"max_block_ms": REQUEST_TIMEOUT_MS}
         conf["compression_type"] = None if codec == "none" else codec
-        for key, value in (config or {}).items():
-            conf[_PRODUCER_KEYS[key]] = value
+        conf |= producer_settings(config, KAFKA_PYTHON_PRODUCER_KEYS)
         with closing(KafkaProducer(**conf)) as prod:
             futures = [
                 prod.send(
@@ -120,13 +114,11 @@ class KafkaPythonFamily(Family):
 
     @staticmethod
     def _poll(consumer, count: int) -> list[Got]:
-        got: list[Got] = []
-        deadline = time.monotonic() + TIMEOUT_S
-        while len(got) < count and time.monotonic() < deadline:
-            batch = consumer.poll(timeout_ms=500, max_records=count - len(got))
-            for records in batch.values():
-                got.extend(_got(m) for m in records)
-        return got
+        def fetch(wanted: int) -> list[Got]:
+            batch = consumer.poll(timeout_ms=500, max_records=wanted)
+            return [got_from_consumer_record(m) for records in batch.values() for m in records]
+
+        return poll_until(count, fetch)
 
     def consume(self, topic: str, partition: int, start: Start, count: int) -> list[Got]:
         from kafka import TopicPartition
@@ -162,13 +154,7 @@ class KafkaPythonFamily(Family):
     def group_consume(self, group: str, topic: str, count: int) -> list[Got]:
         from kafka import OffsetAndMetadata, TopicPartition
 
-        with closing(
-            self._consumer(
-                group_id=group,
-                session_timeout_ms=SESSION_TIMEOUT_MS,
-                heartbeat_interval_ms=HEARTBEAT_MS,
-            )
-        ) as consumer:
+        with closing(self._consumer(**kafka_python_group_settings(group))) as consumer:
             consumer.subscribe([topic])
             got = self._poll(consumer, count)
             if got:
@@ -180,28 +166,13 @@ class KafkaPythonFamily(Family):
     def group_two_members(
         self, group: str, topic: str, total: int
     ) -> tuple[list[int], list[int], set[tuple[int, int]]]:
-        conf = {
-            "group_id": group,
-            "session_timeout_ms": SESSION_TIMEOUT_MS,
-            "heartbeat_interval_ms": HEARTBEAT_MS,
-        }
-        members = [self._consumer(**conf), self._consumer(**conf)]
-        try:
-            for member in members:
-                member.subscribe([topic])
-            seen: set[tuple[int, int]] = set()
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline:
-                for member in members:
-                    for records in member.poll(timeout_ms=200).values():
-                        seen.update((m.partition, m.offset) for m in records)
-                if len(seen) >= total and all(m.assignment() for m in members):
-                    break
-            one, two = (sorted(tp.partition for tp in m.assignment()) for m in members)
-            return one, two, seen
-        finally:
-            for member in members:
-                member.close()
+
+        def poll_once(member) -> list[tuple[int, int]]:
+            batch = member.poll(timeout_ms=200)
+            return [(m.partition, m.offset) for records in batch.values() for m in records]
+
+        new_member = partial(self._consumer, **kafka_python_group_settings(group))
+        return two_members(new_member, topic, total, poll_once)
 
     def list_groups(self) -> set[str]:
         with closing(self._admin()) as admin:
@@ -240,13 +211,3 @@ class KafkaPythonFamily(Family):
         meta = res[tp]
         return meta["low_watermark"] if isinstance(meta, dict) else meta.low_watermark
 
-
-def _got(m) -> Got:
-    return Got(
-        partition=m.partition,
-        offset=m.offset,
-        key=m.key,
-        value=m.value,
-        headers=tuple((k, v) for k, v in (m.headers or [])),
-        timestamp_ms=m.timestamp,
-    )

@@ -13,6 +13,7 @@ import subprocess
 import time
 from itertools import groupby
 
+from compat_lib.driver_helpers import LIBRDKAFKA_PRODUCER_KEYS, producer_settings
 from compat_lib.family import (
     HEARTBEAT_MS,
     REQUEST_TIMEOUT_MS,
@@ -24,11 +25,6 @@ from compat_lib.family import (
 from compat_lib.model import Got, Rec, Start
 
 KEY_DELIMITER = b"\t"
-_PRODUCER_KEYS = {
-    "max.request.size": "message.max.bytes",
-    "enable.idempotence": "enable.idempotence",
-    "acks": "acks",
-}
 
 
 class KcatError(Exception):
@@ -105,9 +101,9 @@ class KcatFamily(Family):
         base = ["-P", "-t", topic, "-X", f"message.timeout.ms={int(TIMEOUT_S * 1000) - 2000}"]
         if codec != "none":
             base += ["-z", codec]
-        for key, value in (config or {}).items():
+        for name, value in producer_settings(config, LIBRDKAFKA_PRODUCER_KEYS).items():
             value = str(value).lower() if isinstance(value, bool) else value
-            base += ["-X", f"{_PRODUCER_KEYS[key]}={value}"]
+            base += ["-X", f"{name}={value}"]
         for shape, run in groupby(recs, key=_shape):
             headers, partition, has_key, null_value = shape
             args = list(base)

@@ -1,39 +1,15 @@
 """Builds valid magic-v2 record batches for the log tests (uncompressed records).
 
-Standalone on purpose: the subprocess crash test imports it from a child
-process by path. Base offsets are written as 0; the log patches them.
+A plain module, not a fixture: the subprocess crash test's child imports it
+by path. Base offsets are written as 0; the log patches them. Thin wrappers
+over :func:`kafkette.wire.records.build_batch` that fix what the log tests
+rely on: null keys, no headers, a deterministic timestamp, a ``bytearray``.
 """
 
 from __future__ import annotations
 
-import struct
-
-import crc32c
-
-_HEADER_AFTER_CRC = struct.Struct(">hiqqqhii")
-
-
-def _varint(value: int) -> bytes:
-    zigzag = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while zigzag & ~0x7F:
-        out.append((zigzag & 0x7F) | 0x80)
-        zigzag >>= 7
-    out.append(zigzag)
-    return bytes(out)
-
-
-def _record(offset_delta: int, timestamp_delta: int, value: bytes) -> bytes:
-    body = (
-        b"\x00"
-        + _varint(timestamp_delta)
-        + _varint(offset_delta)
-        + _varint(-1)  # null key
-        + _varint(len(value))
-        + value
-        + _varint(0)  # no headers
-    )
-    return _varint(len(body)) + body
+from kafkette.wire.records import Record
+from kafkette.wire.records import build_batch as build_wire_batch
 
 
 def build_batch(
@@ -41,16 +17,11 @@ def build_batch(
 ) -> bytearray:
     """A v2 batch holding one record per value, timestamps base + i*step."""
     assert values, "a batch holds at least one record"
-    records = b"".join(
-        _record(i, i * timestamp_step, value) for i, value in enumerate(values)
-    )
+    records = [Record(i, i * timestamp_step, None, value) for i, value in enumerate(values)]
     max_timestamp = base_timestamp + (len(values) - 1) * timestamp_step
-    after_crc = _HEADER_AFTER_CRC.pack(
-        0, len(values) - 1, base_timestamp, max_timestamp, -1, -1, -1, len(values)
-    ) + records
-    crc = crc32c.crc32c(after_crc)
-    batch_length = 4 + 1 + 4 + len(after_crc)  # leaderEpoch + magic + crc + rest
-    return bytearray(struct.pack(">qiibI", 0, batch_length, -1, 2, crc) + after_crc)
+    return bytearray(
+        build_wire_batch(records, base_timestamp=base_timestamp, max_timestamp=max_timestamp)
+    )
 
 
 def build_sized_batch(

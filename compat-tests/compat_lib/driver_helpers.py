@@ -1,0 +1,96 @@
+"""Pieces several family drivers share because their clients really share them.
+
+kafka-python and aiokafka spell settings the same way and hand out the same ``ConsumerRecord``
+shape; confluent-kafka and kcat both pass settings straight to librdkafka. The polling loops
+are for the synchronous clients (kafka-python, confluent-kafka); aiokafka's awaitable
+twins stay in its driver. Used from one thread, like the drivers.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from compat_lib.family import HEARTBEAT_MS, SESSION_TIMEOUT_MS, TIMEOUT_S
+from compat_lib.model import Got
+
+# How long two group members may take to both own partitions and see every record (seconds).
+TWO_MEMBERS_SETTLE_S = 20.0
+
+# Kafka's producer setting names (as the scenarios pass them) in each client's spelling.
+KAFKA_PYTHON_PRODUCER_KEYS = {
+    "max.request.size": "max_request_size",
+    "enable.idempotence": "enable_idempotence",
+    "acks": "acks",
+}
+LIBRDKAFKA_PRODUCER_KEYS = {
+    "max.request.size": "message.max.bytes",
+    "enable.idempotence": "enable.idempotence",
+    "acks": "acks",
+}
+
+
+def producer_settings(config: Mapping[str, Any] | None, names: Mapping[str, str]) -> dict:
+    """``config`` (Kafka's names) renamed through ``names``; an unknown name is a KeyError."""
+    return {names[key]: value for key, value in (config or {}).items()}
+
+
+def kafka_python_group_settings(group: str) -> dict[str, Any]:
+    """Consumer keywords (kafka-python's spelling, aiokafka's too) that join ``group`` fast."""
+    return {
+        "group_id": group,
+        "session_timeout_ms": SESSION_TIMEOUT_MS,
+        "heartbeat_interval_ms": HEARTBEAT_MS,
+    }
+
+
+def got_from_consumer_record(m: Any) -> Got:
+    """A kafka-python or aiokafka ``ConsumerRecord`` (same attribute names) as a :class:`Got`."""
+    return Got(
+        partition=m.partition,
+        offset=m.offset,
+        key=m.key,
+        value=m.value,
+        headers=tuple((k, v) for k, v in (m.headers or ())),
+        timestamp_ms=m.timestamp,
+    )
+
+
+def poll_until(count: int, fetch: Callable[[int], Iterable[Got]]) -> list[Got]:
+    """Call ``fetch(still_wanted)`` (one short poll) until ``count`` records arrived or
+    ``TIMEOUT_S`` passed; returns what arrived, in arrival order."""
+    got: list[Got] = []
+    deadline = time.monotonic() + TIMEOUT_S
+    while len(got) < count and time.monotonic() < deadline:
+        got.extend(fetch(count - len(got)))
+    return got
+
+
+def two_members(
+    new_member: Callable[[], Any],
+    topic: str,
+    total: int,
+    poll_once: Callable[[Any], Iterable[tuple[int, int]]],
+) -> tuple[list[int], list[int], set[tuple[int, int]]]:
+    """Two consumers from ``new_member()`` subscribed to ``topic``, polled in turn with
+    ``poll_once(member)`` -> (partition, offset) pairs until both own partitions and together
+    saw ``total`` records, or ``TWO_MEMBERS_SETTLE_S`` passed; both are closed on return.
+    Members need ``subscribe([topic])``, ``assignment()`` (objects with a ``partition``) and
+    ``close()``. Returns (partitions of member 1, partitions of member 2, pairs seen)."""
+    members = [new_member(), new_member()]
+    try:
+        for member in members:
+            member.subscribe([topic])
+        seen: set[tuple[int, int]] = set()
+        deadline = time.monotonic() + TWO_MEMBERS_SETTLE_S
+        while time.monotonic() < deadline:
+            for member in members:
+                seen.update(poll_once(member))
+            if len(seen) >= total and all(m.assignment() for m in members):
+                break
+        one, two = (sorted(tp.partition for tp in m.assignment()) for m in members)
+        return one, two, seen
+    finally:
+        for member in members:
+            member.close()
