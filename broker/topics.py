@@ -122,9 +122,6 @@ class TopicRegistry:
         raw = self.topic_configs(name).get("max.message.bytes")
         return int(raw) if raw is not None else self.config.message_max_bytes
 
-    def log_config(self, name: str) -> LogConfig:
-        return log_config_for(self.topic_configs(name), self.config.log)
-
     # Changes -----------------------------------------------------------------
 
     async def create(

@@ -10,7 +10,7 @@ is written. ``acks=0`` gets no response, as in Kafka.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import trio
@@ -42,7 +42,6 @@ class _Append:
     headers: list[BatchHeader]
     response: dict
     duplicate: BatchMetadata | None = None
-    positions: list[int] = field(default_factory=list)
 
 
 def _partition_response(index: int, error: int = 0, message: str | None = None) -> dict:
@@ -105,8 +104,13 @@ async def handle_produce(broker: Broker, request: Request) -> dict | None:
 
 
 def _prepare(broker: Broker, name: str, data: dict, response: dict, work: list[_Append]) -> None:
+    if name in INTERNAL_TOPICS:
+        log.info("produce to internal topic %s refused", name)
+        response["error_code"] = int(ErrorCode.INVALID_TOPIC_EXCEPTION)
+        response["error_message"] = f"cannot append to internal topic {name}"
+        return
     partition = broker.topics.partition(name, data["index"])
-    if partition is None or name in INTERNAL_TOPICS:
+    if partition is None:
         response["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         return
     try:
