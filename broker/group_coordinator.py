@@ -23,16 +23,10 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from kafkette.broker import groups
 from kafkette.broker.clock import now_ms
-from kafkette.broker.groups import (
-    OFFSETS_TOPIC,
-    GroupConfig,
-    GroupCoordinatorState,
-    JoinResponse,
-    OffsetsRecord,
-    Outcome,
-    SyncResponse,
-)
+from kafkette.broker.groups import OFFSETS_TOPIC
+from kafkette.broker.groups.config import GroupConfig
 from kafkette.broker.partition import Partition
 from kafkette.broker.topics import TopicError
 from kafkette.wire.errors import ErrorCode
@@ -40,6 +34,13 @@ from kafkette.wire.record_batch import read_header
 from kafkette.wire.records import Record, build_batch, decode_batches
 
 if TYPE_CHECKING:
+    from kafkette.broker.groups import (
+        GroupCoordinatorState,
+        JoinResponse,
+        OffsetsRecord,
+        Outcome,
+        SyncResponse,
+    )
     from kafkette.broker.server import Broker
 
 log = logging.getLogger("kafkette.groups")
@@ -76,7 +77,7 @@ class GroupCoordinator:
             offsets_retention_check_interval_ms=config.offsets_retention_check_interval_ms,
             offsets_topic_num_partitions=config.offsets_topic_num_partitions,
         )
-        self.state = GroupCoordinatorState(self.config)
+        self._state: GroupCoordinatorState | None = None
         self._lock = trio.Lock()
         self._waiters: dict[object, _Waiter] = {}
         self._rearm = trio.Event()
@@ -100,11 +101,17 @@ class GroupCoordinator:
                 self.config.offsets_topic_num_partitions,
             )
             self.config = replace(self.config, offsets_topic_num_partitions=existing.partitions)
-            self.state = GroupCoordinatorState(self.config)
         partitions = self.broker.topics.partitions(OFFSETS_TOPIC)
         records = await trio.to_thread.run_sync(_read_all_records, partitions)
         self.state.load(records, now_ms())
         log.info("loaded %d records from %s", len(records), OFFSETS_TOPIC)
+
+    @property
+    def state(self) -> GroupCoordinatorState:
+        """The state machine, built (and its modules imported) on first use."""
+        if self._state is None:
+            self._state = groups.GroupCoordinatorState(self.config)
+        return self._state
 
     async def _offsets_partition(self, index: int) -> Partition:
         topics = self.broker.topics

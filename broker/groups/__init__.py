@@ -6,28 +6,36 @@ to persist; ``partition_for_group`` is Kafka's group -> offsets-partition rule.
 See docs/groups.md.
 """
 
-from .config import GroupConfig
-from .model import (
-    FetchedOffset,
-    GroupDescription,
-    GroupListing,
-    GroupState,
-    JoinMember,
-    JoinResponse,
-    LeaveMemberResult,
-    LeaveResult,
-    MemberDescription,
-    OffsetDeleteResult,
-    OffsetFetchResult,
-    OffsetsRecord,
-    Outcome,
-    Reply,
-    SyncResponse,
-)
-from .partitioning import java_string_hash, partition_for_group
-from .state import GroupCoordinatorState
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 OFFSETS_TOPIC = "__consumer_offsets"
+
+# Names are resolved on first use (PEP 562), so a broker that never serves a
+# group never imports the state machine: that keeps start-up fast.
+_EXPORTS = {
+    "GroupConfig": "config",
+    "FetchedOffset": "model",
+    "GroupDescription": "model",
+    "GroupListing": "model",
+    "GroupState": "model",
+    "JoinMember": "model",
+    "JoinResponse": "model",
+    "LeaveMemberResult": "model",
+    "LeaveResult": "model",
+    "MemberDescription": "model",
+    "OffsetDeleteResult": "model",
+    "OffsetFetchResult": "model",
+    "OffsetsRecord": "model",
+    "Outcome": "model",
+    "Reply": "model",
+    "SyncResponse": "model",
+    "java_string_hash": "partitioning",
+    "partition_for_group": "partitioning",
+    "GroupCoordinatorState": "state",
+}
 
 __all__ = [
     "OFFSETS_TOPIC",
@@ -51,3 +59,35 @@ __all__ = [
     "java_string_hash",
     "partition_for_group",
 ]
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    from .config import GroupConfig
+    from .model import (
+        FetchedOffset,
+        GroupDescription,
+        GroupListing,
+        GroupState,
+        JoinMember,
+        JoinResponse,
+        LeaveMemberResult,
+        LeaveResult,
+        MemberDescription,
+        OffsetDeleteResult,
+        OffsetFetchResult,
+        OffsetsRecord,
+        Outcome,
+        Reply,
+        SyncResponse,
+    )
+    from .partitioning import java_string_hash, partition_for_group
+    from .state import GroupCoordinatorState
