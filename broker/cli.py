@@ -42,14 +42,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="a Kafka broker config (repeatable), e.g. num.partitions=3",
     )
     serve.add_argument("--config-file", default=None, help="a server.properties file")
-    serve.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    serve.add_argument(
+        "--log-level",
+        default="INFO",
+        type=str.upper,
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="how much to log on stderr (default INFO)",
+    )
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
-        level=args.log_level.upper(),
+        level=args.log_level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
