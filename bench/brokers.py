@@ -128,6 +128,10 @@ class Kafkette(Broker):
             return "unknown"
 
     def _command(self) -> list[str]:
+        """``$KAFKETTE_BIN`` (e.g. a regular, non-editable install), else this venv's script."""
+        override = os.environ.get("KAFKETTE_BIN")
+        if override:
+            return [override]
         script = Path(sys.executable).with_name("kafkette")
         if script.exists():
             return [str(script)]

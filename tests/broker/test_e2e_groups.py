@@ -349,8 +349,9 @@ def run_group_life_cycle(
     wait_until(
         lambda: balanced(survivors, [2, 2, 2]),
         SESSION_MS / 1000 + WAIT,
-        lambda: "survivors taking over the killed member's partitions\n"
-        + describe(members, broker),
+        lambda: (
+            "survivors taking over the killed member's partitions\n" + describe(members, broker)
+        ),
     )
     took = time.monotonic() - killed_at
     earliest = (SESSION_MS - HEARTBEAT_MS) / 1000 - 0.5
@@ -409,9 +410,23 @@ def test_groups_resume_from_committed_offsets_after_restart(tmp_path, consumers)
         live = {unique("live-kafka-python"): "kafka-python", unique("live-confluent"): "confluent"}
         cold = unique("cold-confluent")
         # A session long enough to outlast the restart: the live members must not expire.
+        # Reconnect backoff capped at 0.5 s (both clients default to exponential backoff up
+        # to many seconds): on a busy machine a member could otherwise come back after its
+        # session, and the group would rebalance for the client's sake, not the broker's.
+        backoff = {
+            "kafka-python": {"reconnect_backoff_max_ms": 500},
+            "confluent": {"reconnect.backoff.max.ms": 500},
+        }
         groups = {
             group: [
-                consumers(bootstrap, group, topic, client=client, session_timeout_ms=20_000)
+                consumers(
+                    bootstrap,
+                    group,
+                    topic,
+                    client=client,
+                    session_timeout_ms=20_000,
+                    **backoff[client],
+                )
                 for _ in range(2)
             ]
             for group, client in live.items()
@@ -585,8 +600,10 @@ def test_admin_list_describe_and_delete_groups_and_offsets(group_broker, consume
         assert refused_delete.value.args[0].code() == KafkaError.NON_EMPTY_GROUP
         member.stop()
         wait_until(
-            lambda: {g["group_id"]: g["group_state"] for g in kadmin.list_groups()}.get(active)
-            == "Empty",
+            lambda: (
+                {g["group_id"]: g["group_state"] for g in kadmin.list_groups()}.get(active)
+                == "Empty"
+            ),
             WAIT,
             f"{active} Empty after its only member left",
         )
