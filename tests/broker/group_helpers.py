@@ -57,6 +57,7 @@ def _watch_stdin(stop: threading.Event) -> None:
 
 def _run_kafka_python(spec: dict, stop: threading.Event) -> None:
     from kafka import ConsumerRebalanceListener, KafkaConsumer
+    from kafka.errors import KafkaConnectionError
 
     class Listener(ConsumerRebalanceListener):
         def on_partitions_revoked(self, revoked) -> None:
@@ -89,7 +90,14 @@ def _run_kafka_python(spec: dict, stop: threading.Event) -> None:
     last: list[int] | None = None
     try:
         while not stop.is_set():
-            batches = consumer.poll(timeout_ms=200)
+            try:
+                batches = consumer.poll(timeout_ms=200)
+            except KafkaConnectionError as exc:
+                # kafka-python 3.0.12 raises a refused connection out of poll() while the
+                # broker restarts; an application retries, and so does this one.
+                _emit({"ev": "error", "error": f"poll: {exc!r}"})
+                time.sleep(0.1)
+                continue
             items = [
                 [r.partition, r.offset, r.value.decode()]
                 for records in batches.values()
