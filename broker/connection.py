@@ -79,13 +79,25 @@ async def _dispatch(broker: Broker, request: Request, peer: str) -> dict | None:
 async def _answer_unsupported(
     conn: ServerConnection, stream: trio.SocketStream, exc: UnsupportedVersionError, peer: str
 ) -> bool:
-    """KIP-511 for ApiVersions; any other API at an unknown version closes the connection."""
-    if exc.api_key == ApiKey.API_VERSIONS and exc.header is not None:
+    """Answer UNSUPPORTED_VERSION where the protocol lets us; else close the connection.
+
+    ApiVersions gets KIP-511's v0 answer; another API gets error 35 when its
+    response at that version has a top-level error code. Returns False to close.
+    """
+    header = exc.header
+    if header is None:
+        return False
+    if exc.api_key == ApiKey.API_VERSIONS:
         log.info("ApiVersions v%d from %s: answering with v0 and error 35", exc.api_version, peer)
-        await send_chunks(stream, conn.encode_api_versions_fallback(exc.header))  # type: ignore[arg-type]
+        await send_chunks(stream, conn.encode_api_versions_fallback(header))  # type: ignore[arg-type]
         return True
-    log.warning("closing connection from %s: %s", peer, exc)
-    return False
+    chunks = conn.encode_unsupported_version(header)  # type: ignore[arg-type]
+    if chunks is None:
+        log.warning("closing connection from %s: %s", peer, exc)
+        return False
+    log.warning("%s from %s: answering UNSUPPORTED_VERSION", exc, peer)
+    await send_chunks(stream, chunks)
+    return True
 
 
 async def send_chunks(stream: trio.SocketStream, chunks: list[object]) -> None:

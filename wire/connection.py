@@ -20,7 +20,7 @@ from kafkette.wire.exceptions import (
     UnknownApiKeyError,
     UnsupportedVersionError,
 )
-from kafkette.wire.schema import load_message
+from kafkette.wire.schema import in_range, load_message
 
 DEFAULT_MAX_REQUEST_BYTES = 104857600  # socket.request.max.bytes
 UNSUPPORTED_VERSION = 35
@@ -127,6 +127,28 @@ class ServerConnection:
             out, {"error_code": UNSUPPORTED_VERSION, "api_keys": api_versions_entries()}
         )
         return _frame_chunks(out)
+
+    def encode_unsupported_version(self, header: RequestHeader) -> list[object] | None:
+        """UNSUPPORTED_VERSION (35) for a version we do not serve, where it can be said.
+
+        Kafka's definitions know many versions beyond the advertised ranges (Fetch
+        13-18, say). When the response at that version has a top-level
+        ``error_code``, the answer is that field set to 35 and everything else at
+        its default. Otherwise (no such field, or a version no definition knows)
+        None: the caller closes the connection, as Kafka's socket server does.
+        """
+        api = api_spec(header.api_key)
+        if api is None:
+            return None
+        definition = load_message(api.response_definition)
+        if not definition.valid_versions[0] <= header.api_version <= definition.valid_versions[1]:
+            return None
+        if not any(
+            f.name == "error_code" and in_range(header.api_version, f.versions)
+            for f in definition.fields
+        ):
+            return None
+        return self.encode_response(header, {"error_code": UNSUPPORTED_VERSION})
 
 
 def _frame_chunks(out: Output) -> list[object]:

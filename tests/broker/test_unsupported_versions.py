@@ -1,0 +1,101 @@
+"""A version outside the advertised range: error 35 where the protocol can say it, else close.
+
+The requests are laid out by hand (header + body from the codec) on a raw socket,
+because real clients never send a version the broker did not advertise.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+import pytest
+
+from kafkette.broker.embedded import EmbeddedBroker
+from kafkette.wire.codec import message_codec
+from kafkette.wire.primitives import write_string, write_uvarint
+
+UNSUPPORTED_VERSION = 35
+
+
+@pytest.fixture(scope="module")
+def bootstrap(tmp_path_factory):
+    with EmbeddedBroker.start(tmp_path_factory.mktemp("unsupported")) as broker:
+        yield broker.bootstrap
+
+
+def _connect(bootstrap: str) -> socket.socket:
+    host, port = bootstrap.rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)), timeout=10)
+    sock.settimeout(10)
+    return sock
+
+
+def _frame(api_key: int, version: int, correlation_id: int, body: bytes, flexible: bool) -> bytes:
+    header = bytearray(struct.pack(">hhi", api_key, version, correlation_id))
+    write_string(header, "unsupported-version-test")
+    if flexible:
+        write_uvarint(header, 0)  # no tagged fields
+    payload = bytes(header) + body
+    return struct.pack(">i", len(payload)) + payload
+
+
+def _read_frame(sock: socket.socket) -> bytes | None:
+    """One response frame, or None if the broker closed the connection."""
+    data = b""
+    while len(data) < 4:
+        chunk = sock.recv(4 - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    (size,) = struct.unpack(">i", data)
+    body = b""
+    while len(body) < size:
+        chunk = sock.recv(size - len(body))
+        if not chunk:
+            return None
+        body += chunk
+    return body
+
+
+def _api_versions_still_answered(sock: socket.socket) -> None:
+    sock.sendall(_frame(18, 0, 99, b"", flexible=False))
+    answer = _read_frame(sock)
+    assert answer is not None, "the connection was closed after the refusal"
+    assert struct.unpack_from(">i", answer)[0] == 99
+    body, _ = message_codec("ApiVersionsResponse", 0).decode(memoryview(answer)[4:])
+    assert body["error_code"] == 0
+
+
+def test_fetch_13_gets_unsupported_version_and_the_connection_stays(bootstrap) -> None:
+    request = message_codec("FetchRequest", 13).encode(
+        {"max_wait_ms": 0, "min_bytes": 1, "topics": []}
+    )
+    with _connect(bootstrap) as sock:
+        sock.sendall(_frame(1, 13, 7, request, flexible=True))
+        answer = _read_frame(sock)
+        assert answer is not None, "Fetch v13 closed the connection instead of answering 35"
+        correlation_id, tagged_fields = struct.unpack_from(">ib", answer)
+        assert (correlation_id, tagged_fields) == (7, 0)  # response header v1
+        body, _ = message_codec("FetchResponse", 13).decode(memoryview(answer)[5:])
+        assert body["error_code"] == UNSUPPORTED_VERSION
+        assert body["responses"] == []
+        _api_versions_still_answered(sock)
+
+
+@pytest.mark.parametrize(
+    ("api_key", "version", "why"),
+    [
+        (3, 14, "a Metadata version no definition knows"),
+        (0, 2, "Produce v2: advertised for librdkafka's sake, never served"),
+        (0, 12 + 1, "Produce v13: its response has no top-level error code"),
+    ],
+)
+def test_versions_that_cannot_be_answered_close_the_connection(
+    bootstrap, api_key: int, version: int, why: str
+) -> None:
+    with _connect(bootstrap) as sock:
+        sock.sendall(_frame(api_key, version, 5, b"\x00" * 16, flexible=version >= 9))
+        assert _read_frame(sock) is None, f"expected a closed connection for {why}"
+    with _connect(bootstrap) as sock:  # the broker itself keeps serving
+        _api_versions_still_answered(sock)
