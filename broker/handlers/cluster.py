@@ -21,10 +21,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kafkette.metadata")
 
-# Kafka's "authorized operations" bitmask when every operation is allowed
-# (READ..IDEMPOTENT_WRITE for topics, for clusters), since we have no ACLs.
-TOPIC_OPERATIONS_ALL = 0b11011111000
-CLUSTER_OPERATIONS_ALL = 0b111111111110000
+# Kafka's "authorized operations" bitmasks (bit n = AclOperation code n) when every
+# operation is allowed, since there are no ACLs. Topic: READ 3, WRITE 4, CREATE 5,
+# DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11. Cluster: CREATE 5,
+# ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11,
+# IDEMPOTENT_WRITE 12.
+TOPIC_OPERATIONS_ALL = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+CLUSTER_OPERATIONS_ALL = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 OPERATIONS_NOT_REQUESTED = -2147483648
 
 
