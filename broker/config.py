@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafkette.broker.groups.config import GroupConfig
 from kafkette.log.config import LogConfig, log_config_from_broker_props
 
 LONG_MAX = 9223372036854775807
@@ -80,6 +81,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("group.min.session.timeout.ms", "INT", "6000", "Smallest session timeout."),
         _d("group.max.session.timeout.ms", "INT", "1800000", "Largest session timeout."),
         _d("group.max.size", "INT", str(INT_MAX), "Largest group."),
+        _d("offset.metadata.max.bytes", "INT", "4096", "Longest metadata of a commit."),
         _d("transaction.state.log.replication.factor", "SHORT", "3", "Ignored.", False),
         _d("transaction.state.log.min.isr", "INT", "2", "Ignored.", False),
         _d("num.network.threads", "INT", "3", "Ignored: trio tasks.", False),
@@ -182,14 +184,8 @@ class BrokerConfig:
     socket_request_max_bytes: int = 104857600
     retention_check_interval_ms: int = 300000
     flush_scheduler_interval_ms: int = LONG_MAX
-    offsets_topic_num_partitions: int = 50
-    offsets_retention_minutes: int = 10080
-    offsets_retention_check_interval_ms: int = 600000
-    group_initial_rebalance_delay_ms: int = 3000
-    group_min_session_timeout_ms: int = 6000
-    group_max_session_timeout_ms: int = 1800000
-    group_max_size: int = INT_MAX
     log: LogConfig = field(default_factory=LogConfig)
+    groups: GroupConfig = field(default_factory=GroupConfig)
     explicit: Mapping[str, str] = field(default_factory=dict)
 
     def value_of(self, name: str) -> str | None:
@@ -289,13 +285,7 @@ def load_config(props: Mapping[str, str], *, data_dir: Path | None = None) -> Br
         socket_request_max_bytes=integer("socket.request.max.bytes"),
         retention_check_interval_ms=integer("log.retention.check.interval.ms"),
         flush_scheduler_interval_ms=integer("log.flush.scheduler.interval.ms"),
-        offsets_topic_num_partitions=integer("offsets.topic.num.partitions"),
-        offsets_retention_minutes=integer("offsets.retention.minutes"),
-        offsets_retention_check_interval_ms=integer("offsets.retention.check.interval.ms"),
-        group_initial_rebalance_delay_ms=integer("group.initial.rebalance.delay.ms"),
-        group_min_session_timeout_ms=integer("group.min.session.timeout.ms"),
-        group_max_session_timeout_ms=integer("group.max.session.timeout.ms"),
-        group_max_size=integer("group.max.size"),
         log=log,
+        groups=GroupConfig.from_properties(props),
         explicit=dict(props),
     )

@@ -26,7 +26,6 @@ import trio
 from kafkette.broker import groups
 from kafkette.broker.clock import now_ms
 from kafkette.broker.groups import OFFSETS_TOPIC
-from kafkette.broker.groups.config import GroupConfig
 from kafkette.broker.partition import Partition
 from kafkette.broker.topics import TopicError
 from kafkette.wire.errors import ErrorCode
@@ -67,16 +66,7 @@ class GroupCoordinator:
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
-        config = broker.config
-        self.config = GroupConfig(
-            group_min_session_timeout_ms=config.group_min_session_timeout_ms,
-            group_max_session_timeout_ms=config.group_max_session_timeout_ms,
-            group_initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
-            group_max_size=config.group_max_size,
-            offsets_retention_minutes=config.offsets_retention_minutes,
-            offsets_retention_check_interval_ms=config.offsets_retention_check_interval_ms,
-            offsets_topic_num_partitions=config.offsets_topic_num_partitions,
-        )
+        self.config = broker.config.groups
         self._state: GroupCoordinatorState | None = None
         self._lock = trio.Lock()
         self._waiters: dict[object, _Waiter] = {}

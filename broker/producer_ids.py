@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from kafkette.broker.identity import write_atomically
+from kafkette.log.checkpoint import atomic_write
 
 BLOCK_SIZE = 1000
 STATE_FILE = "producer-id-block"
@@ -29,7 +29,7 @@ class ProducerIdAllocator:
         with self._lock:
             if self._next >= self._block_end:
                 self._block_end = self._next + BLOCK_SIZE
-                write_atomically(self._path, f"{self._block_end}\n")
+                atomic_write(self._path, f"{self._block_end}\n".encode())
             producer_id = self._next
             self._next += 1
             return producer_id
