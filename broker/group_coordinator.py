@@ -185,7 +185,8 @@ class GroupCoordinator:
 
     async def _timer(self) -> None:
         while True:
-            deadline = self.state.next_deadline_ms()
+            # No state yet means no group and no deadline; run() builds it and rearms us.
+            deadline = None if self._state is None else self._state.next_deadline_ms()
             self._rearm = trio.Event()
             delay = math.inf if deadline is None else max(0.0, (deadline - now_ms()) / 1000)
             with trio.move_on_after(delay):

@@ -29,7 +29,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-import crc32c
+from . import checksum
 
 HEADER_SIZE = 61
 # baseOffset + batchLength: what must be read to know how long a batch is.
@@ -154,7 +154,7 @@ def batch_size_at(buf: bytes | bytearray | memoryview, pos: int = 0) -> int | No
 def compute_crc(buf: bytes | bytearray | memoryview, pos: int, size: int) -> int:
     """CRC-32C of attributes .. end for the batch of ``size`` bytes at ``pos``."""
     view = memoryview(buf)[pos + CRC_START : pos + size]
-    return crc32c.crc32c(view)
+    return checksum.crc32c(view)
 
 
 def validate_batch(

@@ -28,8 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-import crc32c
-
+from . import checksum
 from .compression import CompressionError, decompress
 from .compression import compress as compress_payload
 from .record_batch import (
@@ -340,7 +339,7 @@ def build_batch(
         len(records),
     )
     batch[HEADER_SIZE:] = payload
-    struct.pack_into(">I", batch, 17, crc32c.crc32c(memoryview(batch)[CRC_START:]))
+    struct.pack_into(">I", batch, 17, checksum.crc32c(memoryview(batch)[CRC_START:]))
     return bytes(batch)
 
 

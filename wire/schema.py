@@ -5,15 +5,22 @@ files in ``kafka/protocol/schemas/resources``. We read them from there (never
 copy them into this repository), strip their ``//`` comments, resolve
 ``commonStructs`` and turn each field into a ``FieldSpec``. Loading is lazy and
 cached per message, so start-up pays only for the APIs that are used.
+
+The folder is found from the ``kafka`` package's import spec rather than by
+importing it: ``import kafka`` runs kafka-python's client code (~80 ms), which a
+broker never uses, and a broker's start time is a product figure.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.resources
+import importlib.util
 import json
 import re
 from dataclasses import dataclass
+from importlib.resources.abc import Traversable
+from pathlib import Path
 
 SCHEMA_PACKAGE = "kafka.protocol.schemas.resources"
 
@@ -155,9 +162,26 @@ def _build_field(raw: dict, common: dict[str, list]) -> FieldSpec:
 
 
 @functools.cache
+def schema_folder() -> Traversable:
+    """The folder holding the ``*.json`` definitions, found without running ``kafka/__init__``.
+
+    A plain install puts it on disk under the package's search location; anything else (a
+    zip import, an unusual loader) falls back to ``importlib.resources``, which imports
+    the package.
+    """
+    spec = importlib.util.find_spec(SCHEMA_PACKAGE.partition(".")[0])
+    relative = SCHEMA_PACKAGE.split(".")[1:]
+    for location in (spec.submodule_search_locations or ()) if spec else ():
+        folder = Path(location).joinpath(*relative)
+        if folder.is_dir():
+            return folder
+    return importlib.resources.files(SCHEMA_PACKAGE)
+
+
+@functools.cache
 def load_message(name: str) -> MessageSpec:
     """Load one definition by its file name without ``.json`` (e.g. ``"FetchRequest"``)."""
-    resource = importlib.resources.files(SCHEMA_PACKAGE).joinpath(name + ".json")
+    resource = schema_folder().joinpath(name + ".json")
     try:
         text = resource.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -22,6 +22,7 @@ from kafkette.wire.schema import (
     in_range,
     load_message,
     parse_versions,
+    schema_folder,
     snake_case,
 )
 
@@ -33,6 +34,15 @@ DEFINITIONS = sorted(
     for entry in importlib.resources.files(SCHEMA_PACKAGE).iterdir()
     if entry.name.endswith(".json")
 )
+
+
+def test_schema_folder_is_the_package_resources_folder() -> None:
+    """Found from the import spec (no ``import kafka``), it is the folder importlib.resources
+    names once the package has been imported."""
+    assert str(schema_folder()) == str(importlib.resources.files(SCHEMA_PACKAGE))
+    assert {entry.name for entry in schema_folder().iterdir()} >= {
+        name + ".json" for name in DEFINITIONS
+    }
 
 
 @pytest.mark.parametrize(
