@@ -53,7 +53,8 @@ class Request:
     api: ApiSpec
     body: dict
     size: int  # bytes on the wire, without the length prefix
-    frame: bytearray = field(repr=False, default_factory=bytearray)
+    # Keeps the bytes that body's memoryviews (records) point into.
+    frame: bytearray | memoryview = field(repr=False, default_factory=bytearray)
     peer: str = ""  # "host:port" of the client, filled in by the transport
 
 
@@ -98,10 +99,16 @@ class ServerConnection:
         ``UnsupportedVersionError`` carrying the header (answer it).
         """
         size = self.next_frame_size()
-        if size is None or len(self._buffer) < 4 + size:
+        end = 4 + size if size is not None else 0
+        if size is None or len(self._buffer) < end:
             return NEED_DATA
-        frame = self._buffer[4 : 4 + size]
-        del self._buffer[: 4 + size]
+        if len(self._buffer) == end:
+            # The buffer is exactly this frame (usual for a large request, which is read
+            # up to its end): hand the buffer over rather than copy a megabyte.
+            whole, self._buffer = self._buffer, bytearray()
+            return parse_request(memoryview(whole)[4:])
+        frame = self._buffer[4:end]
+        del self._buffer[:end]
         return parse_request(frame)
 
     def encode_response(self, header: RequestHeader, body: dict) -> list[object]:
@@ -160,7 +167,7 @@ def _frame_chunks(out: Output) -> list[object]:
     return chunks
 
 
-def parse_request(frame: bytearray) -> Request:
+def parse_request(frame: bytearray | memoryview) -> Request:
     """Decode one frame (without its size prefix) into a Request."""
     view = memoryview(frame)
     if len(view) < _HEADER_FIXED.size:

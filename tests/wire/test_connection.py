@@ -164,19 +164,31 @@ def test_several_frames_in_one_chunk() -> None:
     assert connection.next_request().header.correlation_id == 4  # type: ignore[union-attr]
 
 
-def test_frame_bytes_are_owned_by_the_request() -> None:
-    """The request's records views point into its own frame, not the connection's buffer."""
+@pytest.mark.parametrize("trailing", [b"", b"\0\0"], ids=["exact-frame", "frame-and-more"])
+def test_frame_bytes_are_owned_by_the_request(trailing: bytes) -> None:
+    """The request's records views point into its own frame, not the connection's buffer.
+
+    A buffer holding exactly one frame is handed over without a copy; one holding more is
+    sliced. Either way later data must not disturb a decoded request.
+    """
     codec = message_codec("ProduceRequest", 9)
     partition = {"index": 0, "records": b"batch-bytes"}
     body = codec.encode({"acks": 1, "topic_data": [{"name": "t", "partition_data": [partition]}]})
     connection = ServerConnection()
-    connection.receive_data(raw_frame(0, 9, body, flexible=True))
+    connection.receive_data(raw_frame(0, 9, body, flexible=True) + trailing)
     request = connection.next_request()
     assert isinstance(request, Request)
+    assert request.size == len(raw_frame(0, 9, body, flexible=True)) - 4
+    assert connection.buffered == len(trailing)
     connection.receive_data(b"\xee" * 64)  # more data must not disturb the decoded request
     records = request.body["topic_data"][0]["partition_data"][0]["records"]
-    assert records.obj is request.frame
+    frame = request.frame
+    owner = frame.obj if isinstance(frame, memoryview) else frame
+    assert records.obj is owner
+    assert owner is not connection._buffer
     assert records.tobytes() == b"batch-bytes"
+    records[0:5] = b"BATCH"  # produce patches offsets in place: the view must be writable
+    assert bytes(frame).count(b"BATCH-bytes") == 1
 
 
 # --- refusals ---------------------------------------------------------------------------------
