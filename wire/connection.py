@@ -99,9 +99,9 @@ class ServerConnection:
         ``UnsupportedVersionError`` carrying the header (answer it).
         """
         size = self.next_frame_size()
-        end = 4 + size if size is not None else 0
-        if size is None or len(self._buffer) < end:
+        if size is None or len(self._buffer) < 4 + size:
             return NEED_DATA
+        end = 4 + size
         if len(self._buffer) == end:
             # The buffer is exactly this frame (usual for a large request, which is read
             # up to its end): hand the buffer over rather than copy a megabyte.
