@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 
 class SegmentFile:
-    """An open ``.log`` file: one descriptor shared by the writer and all readers.
+    """An open ``.log`` file (or index file): one descriptor shared by writer and readers.
 
     Thread-safe: positional I/O only (``pread``/``pwrite``), no shared seek
     position. A deleted segment is unlinked and simply dropped: the descriptor
@@ -37,6 +37,10 @@ class SegmentFile:
         if fd is None:
             raise ValueError(f"{self.path} is closed")
         return fd
+
+    @property
+    def is_open(self) -> bool:
+        return self._fd is not None
 
     def size(self) -> int:
         return os.fstat(self.fileno()).st_size

@@ -21,7 +21,6 @@ under its state lock.
 from __future__ import annotations
 
 import operator
-import os
 import struct
 import sys
 import threading
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from kafkette.log.errors import CorruptIndex
+from kafkette.log.file_region import SegmentFile
 
 OFFSET_ENTRY_SIZE = 8
 TIME_ENTRY_SIZE = 12
@@ -46,46 +46,6 @@ def _strictly_increasing(values: array) -> bool:
 
 def _non_decreasing(values: array) -> bool:
     return all(map(operator.le, values, values[1:]))
-
-
-class _IndexFile:
-    """The file half of an index: positional appends, truncation, fsync."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fd: int | None = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-
-    def read_all(self) -> bytes:
-        size = os.fstat(self._require()).st_size
-        return os.pread(self._require(), size, 0) if size else b""
-
-    def write_at(self, data: bytes, position: int) -> None:
-        fd = self._require()
-        view = memoryview(data)
-        while view:
-            n = os.pwrite(fd, view, position)
-            view = view[n:]
-            position += n
-
-    def truncate(self, size: int) -> None:
-        os.ftruncate(self._require(), size)
-
-    def fsync(self) -> None:
-        os.fsync(self._require())
-
-    @property
-    def is_open(self) -> bool:
-        return self._fd is not None
-
-    def close(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)
-
-    def _require(self) -> int:
-        if self._fd is None:
-            raise ValueError(f"{self.path} is closed")
-        return self._fd
 
 
 class _SparseIndex:
@@ -105,7 +65,7 @@ class _SparseIndex:
         self.max_entries = max_index_bytes // self.ENTRY_SIZE
         self._relative = array("i")
         self._written = 0  # entries already in the file
-        self._file = _IndexFile(path)
+        self._file = SegmentFile(path, create=True)
         # Serialises file writes: a flush on a housekeeping thread may write
         # pending entries while the appending thread adds more.
         self._file_lock = threading.Lock()
@@ -120,7 +80,7 @@ class _SparseIndex:
 
     def _read_file(self) -> bytes:
         """The whole file, checked to hold whole entries only (after ``__init__``)."""
-        raw = self._file.read_all()
+        raw = self._file.pread(self._file.size(), 0)
         if len(raw) % self.ENTRY_SIZE:
             raise CorruptIndex(
                 f"{self.path}: size {len(raw)} is not a multiple of {self.ENTRY_SIZE}"
@@ -144,7 +104,9 @@ class _SparseIndex:
             count = min(map(len, self._columns()))
             if count <= self._written:
                 return
-            self._file.write_at(self._encode(self._written, count), self._written * self.ENTRY_SIZE)
+            self._file.pwrite_all(
+                self._encode(self._written, count), self._written * self.ENTRY_SIZE
+            )
             self._written = count
 
     def truncate_to(self, offset: int) -> None:

@@ -28,12 +28,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from . import checksum
 from .compression import CompressionError, decompress
 from .compression import compress as compress_payload
 from .record_batch import (
     CONTROL_MASK,
-    CRC_START,
     HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC_V2,
@@ -42,6 +40,7 @@ from .record_batch import (
     BatchHeader,
     InvalidBatchError,
     batch_size_at,
+    compute_crc,
     read_header,
     validate_batch,
 )
@@ -339,7 +338,7 @@ def build_batch(
         len(records),
     )
     batch[HEADER_SIZE:] = payload
-    struct.pack_into(">I", batch, 17, checksum.crc32c(memoryview(batch)[CRC_START:]))
+    struct.pack_into(">I", batch, 17, compute_crc(batch, 0, len(batch)))
     return bytes(batch)
 
 

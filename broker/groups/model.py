@@ -1,7 +1,8 @@
 """Plain data the group state machine keeps and answers with.
 
-Internal records (``Group``, ``Member``, ``CommittedOffset``) are mutable and
-owned by ``GroupCoordinatorState``; callers get the frozen answer types.
+Internal records (``Group``, ``Member``) are mutable and owned by
+``GroupCoordinatorState``; ``CommittedOffset`` is the frozen record value itself.
+Callers get the frozen answer types.
 """
 
 from __future__ import annotations
@@ -10,6 +11,10 @@ import enum
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
+
+# A committed offset is held in memory as the value its record stores: same fields, never
+# mutated (a new commit replaces it), so no second class and no copying between the two.
+from .offsets_records import OffsetCommitValue as CommittedOffset
 
 TopicPartition = tuple[str, int]
 T = TypeVar("T")
@@ -169,15 +174,6 @@ class GroupListing:
 
 
 # --- internal state ----------------------------------------------------------
-
-
-@dataclass
-class CommittedOffset:
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_timestamp_ms: int
-    expire_timestamp_ms: int | None = None
 
 
 @dataclass

@@ -68,15 +68,7 @@ class OffsetsOps:
         key = rec.encode_offset_commit_key(group_id, tp[0], tp[1])
         value = None
         if entry is not None:
-            value = rec.encode_offset_commit_value(
-                rec.OffsetCommitValue(
-                    entry.offset,
-                    entry.leader_epoch,
-                    entry.metadata,
-                    entry.commit_timestamp_ms,
-                    entry.expire_timestamp_ms,
-                )
-            )
+            value = rec.encode_offset_commit_value(entry)
         return OffsetsRecord(self.partition_for(group_id), key, value)
 
     def _group_metadata_record(self, group: Group) -> OffsetsRecord:
@@ -420,13 +412,11 @@ class OffsetsOps:
                     if self._replayed_group_is_gone(group):
                         del self._groups[group.group_id]
                 return
-            v = rec.decode_offset_commit_value(value)
+            committed = rec.decode_offset_commit_value(value)
             if group is None:
                 group = Group(decoded.group_id, EMPTY, None)
                 self._groups[decoded.group_id] = group
-            group.offsets[tp] = CommittedOffset(
-                v.offset, v.leader_epoch, v.metadata, v.commit_timestamp_ms, v.expire_timestamp_ms
-            )
+            group.offsets[tp] = committed
             return
         group_id = decoded.group_id
         old = self._groups.get(group_id)
