@@ -36,18 +36,36 @@ def fsync_directory(directory: Path) -> None:
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that a crash leaves old or new, whole."""
+    """Replace ``path`` with ``data`` so that a crash leaves old or new, whole.
+
+    If writing, syncing or renaming fails (a full disk: ENOSPC, EDQUOT; EIO)
+    the temporary file is removed before the error is re-raised: ``path``
+    keeps its old content and nothing is left behind to fill the disk further
+    or to puzzle whoever lists the directory.
+    """
     temp = path.with_name(path.name + TEMP_SUFFIX)
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(temp, path)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, path)
+    except BaseException:
+        _remove_quietly(temp)
+        raise
     fsync_directory(path.parent)
+
+
+def _remove_quietly(path: Path) -> None:
+    """Best-effort unlink on an error path: the original error is what matters."""
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 @dataclass(frozen=True, slots=True)

@@ -158,7 +158,7 @@ class DataDir:
             for index in range(partitions):
                 self._discard_directory(self.path / partition_dir_name(name, index))
             self._topics[name] = meta
-            self._persist_topics()
+            self._persist_topics_or_restore(name, None)
             for index in range(partitions):
                 self._logs[(name, index)] = PartitionLog.open(
                     self.path / partition_dir_name(name, index), config, self._clock,
@@ -171,7 +171,7 @@ class DataDir:
         with self._lock:
             meta = self._require_topic(name)
             del self._topics[name]
-            self._persist_topics()
+            self._persist_topics_or_restore(name, meta)
             logs = [self._logs.pop((name, i)) for i in range(meta.partitions)]
             for index, log in enumerate(logs):
                 log.close(flush=False)
@@ -189,7 +189,7 @@ class DataDir:
             for index in range(meta.partitions, new_total):
                 self._discard_directory(self.path / partition_dir_name(name, index))
             self._topics[name] = TopicMetadata(name, meta.topic_id, new_total, dict(meta.configs))
-            self._persist_topics()
+            self._persist_topics_or_restore(name, meta)
             for index in range(meta.partitions, new_total):
                 self._logs[(name, index)] = PartitionLog.open(
                     self.path / partition_dir_name(name, index), config, self._clock,
@@ -202,7 +202,7 @@ class DataDir:
         with self._lock:
             meta = self._require_topic(name)
             self._topics[name] = TopicMetadata(name, meta.topic_id, meta.partitions, dict(configs))
-            self._persist_topics()
+            self._persist_topics_or_restore(name, meta)
             for index in range(meta.partitions):
                 self._logs[(name, index)].update_config(config)
 
@@ -238,8 +238,14 @@ class DataDir:
                 return
             self._closed = True
             logs = list(self._logs.values())
+        failure: OSError | None = None
         for log in logs:
-            log.close()
+            try:
+                log.close()
+            except OSError as exc:  # a full disk: close the others all the same
+                failure = failure or exc
+        if failure is not None:
+            raise failure  # no clean-shutdown marker: the next start recovers
         atomic_write(self.path / CLEAN_SHUTDOWN_FILE, b"")
 
     # ---------------------------------------------------------------- internal
@@ -249,6 +255,21 @@ class DataDir:
         if meta is None:
             raise UnknownTopicOrPartition(name)
         return meta
+
+    def _persist_topics_or_restore(self, name: str, previous: TopicMetadata | None) -> None:
+        """Persist, or (a full disk) put ``name`` back as it was and re-raise.
+
+        Memory must not claim what ``topics.json`` does not: a later retry of
+        the same change (once space is freed) then starts from the same state.
+        """
+        try:
+            self._persist_topics()
+        except BaseException:
+            if previous is None:
+                self._topics.pop(name, None)
+            else:
+                self._topics[name] = previous
+            raise
 
     def _persist_topics(self) -> None:
         document = {

@@ -95,8 +95,19 @@ class _SparseIndex:
         return len(self._relative) >= self.max_entries
 
     def _write_if_many_pending(self) -> None:
+        """Opportunistic write during an append; a failure here must not fail it.
+
+        The append's batches are already in the ``.log`` file when entries are
+        added, so an error (a full disk) would leave them written but not
+        published. The entries stay pending and are written by the next
+        attempt, fsync or close, which do report errors; an index is
+        rebuildable from the log anyway.
+        """
         if len(self._relative) - self._written >= PENDING_ENTRIES_LIMIT:
-            self.write_pending()
+            try:
+                self.write_pending()
+            except OSError:
+                pass
 
     def write_pending(self) -> None:
         """Write entries not yet in the file (before fsync, seal or close)."""
