@@ -27,6 +27,7 @@ from kafkette.broker import groups
 from kafkette.broker.clock import now_ms
 from kafkette.broker.groups import OFFSETS_TOPIC
 from kafkette.broker.partition import Partition
+from kafkette.broker.throttled_log import describe_error, storage_errors
 from kafkette.broker.topics import TopicError
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.record_batch import read_header
@@ -58,7 +59,18 @@ class _Waiter:
 
 
 class CoordinatorUnavailable(Exception):
-    """The offsets log could not be written: answer COORDINATOR_NOT_AVAILABLE."""
+    """A group request that cannot be served; its handler answers ``code``.
+
+    Kafka's group coordinator maps a failed write of group metadata or
+    offsets (``appendGroupMetadataErrorToResponseError``): a missing
+    ``__consumer_offsets`` partition gives COORDINATOR_NOT_AVAILABLE, a
+    storage error (KAFKA_STORAGE_ERROR: full disk, I/O error) NOT_COORDINATOR,
+    after which clients look the coordinator up again and retry.
+    """
+
+    def __init__(self, message: str, code: ErrorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE):
+        super().__init__(message)
+        self.code = code
 
 
 class GroupCoordinator:
@@ -133,13 +145,44 @@ class GroupCoordinator:
             outcome: Outcome = call(self.state, now_ms())  # type: ignore[operator]
             try:
                 await self._persist(outcome.records)
-            except Exception as exc:
-                log.exception("writing %s failed", OFFSETS_TOPIC)
-                self._deliver(outcome)
-                raise CoordinatorUnavailable(str(exc)) from exc
+            except CoordinatorUnavailable as exc:
+                await self._revert(outcome, exc.code)
+                self._rearm.set()
+                raise
             self._deliver(outcome)
             self._rearm.set()
         return outcome
+
+    async def _revert(self, outcome: Outcome, error: int) -> None:
+        """After a failed persist: make memory match ``__consumer_offsets`` again.
+
+        The groups the records were about are reloaded from the log (some of
+        the records may have been written, if they spanned partitions), and
+        every reply the call produced, plus every member still waiting in
+        those groups, is answered ``error`` instead: nothing that was not
+        persisted is shown to anyone.
+        """
+        group_ids = {groups.record_group_id(r.key) for r in outcome.records} - {None}
+        replies = [
+            groups.Reply(r.ticket, _error_like(r.response, error)) for r in outcome.replies
+        ]
+        if group_ids:
+            state = self.state
+            wanted = sorted({state.partition_for(g) for g in group_ids})  # type: ignore[arg-type]
+            partitions = [
+                p
+                for p in (self.broker.topics.partition(OFFSETS_TOPIC, i) for i in wanted)
+                if p is not None
+            ]
+            try:
+                on_disk = await trio.to_thread.run_sync(_read_all_records, partitions)
+            except Exception as exc:
+                # Cannot read back what is on disk: keep memory as it is; the
+                # caller still fails, and a restart reloads from the log.
+                storage_errors.failure("reloading groups from", OFFSETS_TOPIC, exc)
+            else:
+                replies += state.reload_groups(group_ids, on_disk, now_ms(), error)  # type: ignore[arg-type]
+        self._deliver(groups.Outcome(None, replies))
 
     async def wait_for_reply(self, call: object) -> JoinResponse | SyncResponse:
         """For JoinGroup/SyncGroup: run ``call(state, now_ms, ticket)`` and wait for its reply."""
@@ -177,8 +220,15 @@ class GroupCoordinator:
         for index, batch_records in sorted(by_partition.items()):
             partition = await self._offsets_partition(index)
             batch = bytearray(build_batch(batch_records, partition_leader_epoch=0))
-            async with partition.append_lock:
-                await trio.to_thread.run_sync(partition.log.append, batch, [read_header(batch)])
+            try:
+                async with partition.append_lock:
+                    await trio.to_thread.run_sync(
+                        partition.log.append, batch, [read_header(batch)]
+                    )
+            except Exception as exc:  # KAFKA_STORAGE_ERROR, which Kafka answers NOT_COORDINATOR
+                storage_errors.failure("writing to", f"{OFFSETS_TOPIC}-{index}", exc)
+                message = describe_error(exc)
+                raise CoordinatorUnavailable(message, ErrorCode.NOT_COORDINATOR) from exc
             partition.notify_appended()
 
     # Timers -------------------------------------------------------------------
@@ -207,6 +257,13 @@ class GroupCoordinator:
                 continue
             if outcome.result:
                 log.info("expired %d committed offsets", outcome.result)
+
+
+def _error_like(response: JoinResponse | SyncResponse, error: int) -> JoinResponse | SyncResponse:
+    """``error`` in the shape of ``response`` (a JoinGroup or a SyncGroup answer)."""
+    if isinstance(response, groups.JoinResponse):
+        return groups.JoinResponse(error, member_id=response.member_id)
+    return groups.SyncResponse(error)
 
 
 def _read_all_records(partitions: list[Partition]) -> list[tuple[bytes, bytes | None]]:

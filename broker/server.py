@@ -24,6 +24,7 @@ from kafkette.broker.group_coordinator import GroupCoordinator
 from kafkette.broker.identity import load_or_create_cluster_id
 from kafkette.broker.partition import Partition
 from kafkette.broker.producer_ids import ProducerIdAllocator
+from kafkette.broker.throttled_log import describe_error, storage_errors
 from kafkette.broker.topics import TopicRegistry
 from kafkette.log import DataDir
 
@@ -151,7 +152,14 @@ class Broker:
     async def _close_storage(self) -> None:
         if self.data_dir is not None:
             with trio.move_on_after(30):
-                await trio.to_thread.run_sync(self.data_dir.close)
+                try:
+                    await trio.to_thread.run_sync(self.data_dir.close)
+                except OSError as exc:
+                    log.warning(
+                        "data dir not closed cleanly (%s): the next start recovers the logs",
+                        describe_error(exc),
+                    )
+                    return
             log.info("data dir closed cleanly")
 
     async def _housekeeping(self) -> None:
@@ -180,5 +188,5 @@ def _run_log_jobs(partitions: list[Partition], retention: bool) -> None:
             if retention:
                 partition.log.apply_retention()
             partition.log.maybe_flush()
-        except Exception:
-            log.exception("housekeeping of %s-%d failed", partition.topic, partition.index)
+        except Exception as exc:  # a full disk fails every checkpoint: one line a minute
+            storage_errors.failure("housekeeping of", f"{partition.topic}-{partition.index}", exc)

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import trio
 
 from kafkette.broker.config import TOPIC_CONFIGS, BrokerConfig, ConfigError, check_value
 from kafkette.broker.partition import Partition
+from kafkette.broker.throttled_log import describe_error, storage_errors
 from kafkette.log.config import LogConfig, log_config_for
 from kafkette.wire.errors import ErrorCode
 
@@ -152,9 +154,10 @@ class TopicRegistry:
                 )
             if validate_only:
                 return None
-            meta = await trio.to_thread.run_sync(
-                lambda: self.data_dir.create_topic(name, partitions, clean)
-            )
+            with _storage_errors_as_topic_error("creating topic", name):
+                meta = await trio.to_thread.run_sync(
+                    lambda: self.data_dir.create_topic(name, partitions, clean)
+                )
             self._partitions[name] = [
                 Partition(name, i, self.data_dir.partition(name, i)) for i in range(partitions)
             ]
@@ -166,8 +169,9 @@ class TopicRegistry:
         async with self._admin_lock:
             if name not in self._partitions:
                 raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic '{name}'")
+            with _storage_errors_as_topic_error("deleting topic", name):
+                await trio.to_thread.run_sync(self.data_dir.delete_topic, name)
             parts = self._partitions.pop(name)
-            await trio.to_thread.run_sync(self.data_dir.delete_topic, name)
             for part in parts:
                 part.notify_appended()  # wake fetchers: they will see the topic gone
 
@@ -184,7 +188,8 @@ class TopicRegistry:
                 )
             if validate_only:
                 return
-            await trio.to_thread.run_sync(self.data_dir.add_partitions, name, total)
+            with _storage_errors_as_topic_error("adding partitions to", name):
+                await trio.to_thread.run_sync(self.data_dir.add_partitions, name, total)
             for i in range(len(parts), total):
                 parts.append(Partition(name, i, self.data_dir.partition(name, i)))
 
@@ -199,9 +204,22 @@ class TopicRegistry:
             if validate_only:
                 return
             # The data dir persists the configs and hands the new LogConfig to each log.
-            await trio.to_thread.run_sync(self.data_dir.set_topic_configs, name, dict(configs))
+            with _storage_errors_as_topic_error("altering configs of", name):
+                await trio.to_thread.run_sync(
+                    self.data_dir.set_topic_configs, name, dict(configs)
+                )
 
 
 def _collides(name: str, existing: Mapping[str, object]) -> bool:
     folded = name.replace(".", "_")
     return any(other.replace(".", "_") == folded for other in existing)
+
+
+@contextmanager
+def _storage_errors_as_topic_error(operation: str, name: str) -> Iterator[None]:
+    """A full disk or I/O error in an admin change: KAFKA_STORAGE_ERROR, one log line."""
+    try:
+        yield
+    except OSError as exc:
+        storage_errors.failure(operation, name, exc)
+        raise TopicError(ErrorCode.KAFKA_STORAGE_ERROR, describe_error(exc)) from exc

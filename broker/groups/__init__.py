@@ -34,6 +34,7 @@ _EXPORTS = {
     "SyncResponse": "model",
     "java_string_hash": "partitioning",
     "partition_for_group": "partitioning",
+    "record_group_id": "offsets_ops",
     "GroupCoordinatorState": "state",
 }
 
@@ -58,6 +59,7 @@ __all__ = [
     "SyncResponse",
     "java_string_hash",
     "partition_for_group",
+    "record_group_id",
 ]
 
 
@@ -89,5 +91,6 @@ if TYPE_CHECKING:
         Reply,
         SyncResponse,
     )
+    from .offsets_ops import record_group_id
     from .partitioning import java_string_hash, partition_for_group
     from .state import GroupCoordinatorState

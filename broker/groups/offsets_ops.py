@@ -18,12 +18,15 @@ from .model import (
     GroupDescription,
     GroupListing,
     GroupState,
+    JoinResponse,
     Member,
     MemberDescription,
     OffsetDeleteResult,
     OffsetFetchResult,
     OffsetsRecord,
     Outcome,
+    Reply,
+    SyncResponse,
     TopicPartition,
 )
 from .partitioning import partition_for_group
@@ -389,12 +392,55 @@ class OffsetsOps:
         for key, value in records:
             self.replay(key, value)
         for group in self._groups.values():
-            group.subscribed_topics = self._compute_subscribed_topics(group)
-            for member in group.members.values():
-                self._schedule_heartbeat(member, now_ms)
-            if len(group.members) > self.config.group_max_size and group.state is STABLE:
-                self._prepare_rebalance(group, now_ms)
+            self._arm_loaded_group(group, now_ms)
         self._replies, self._records = [], []
+
+    def _arm_loaded_group(self, group: Group, now_ms: int) -> None:
+        group.subscribed_topics = self._compute_subscribed_topics(group)
+        for member in group.members.values():
+            self._schedule_heartbeat(member, now_ms)
+        if len(group.members) > self.config.group_max_size and group.state is STABLE:
+            self._prepare_rebalance(group, now_ms)
+
+    def reload_groups(
+        self,
+        group_ids: Iterable[str],
+        records: Iterable[tuple[bytes, bytes | None]],
+        now_ms: int,
+        error: int,
+    ) -> list[Reply]:
+        """Forget ``group_ids`` and rebuild them from ``records`` (theirs, in log order).
+
+        For a failed write to ``__consumer_offsets``: the state machine changed
+        the groups before the broker could persist that, so memory is ahead of
+        disk. Reloading those groups from what the log holds makes them what a
+        restart would find (Kafka reverts its in-memory snapshot the same way),
+        so e.g. an OffsetCommit that was not written is not visible to
+        OffsetFetch. Members still waiting in JoinGroup or SyncGroup get
+        ``error`` (the returned replies) and rejoin.
+        """
+        wanted = set(group_ids)
+        replies: list[Reply] = []
+        for group_id in wanted:
+            group = self._groups.pop(group_id, None)
+            if group is None:
+                continue
+            for member in group.members.values():
+                if member.join_ticket is not None:
+                    replies.append(
+                        Reply(member.join_ticket, JoinResponse(error, member_id=member.member_id))
+                    )
+                if member.sync_ticket is not None:
+                    replies.append(Reply(member.sync_ticket, SyncResponse(error)))
+        for key, value in records:
+            if record_group_id(key) in wanted:
+                self.replay(key, value)
+        for group_id in wanted:
+            group = self._groups.get(group_id)
+            if group is not None:
+                self._arm_loaded_group(group, now_ms)
+        self._replies, self._records = [], []
+        return replies
 
     def replay(self, key: bytes, value: bytes | None) -> None:
         """Apply one record (last write wins). Unknown record versions are skipped,
@@ -463,3 +509,11 @@ class OffsetsOps:
             and not group.members
             and group.generation_id == 0
         )
+
+
+def record_group_id(key: bytes) -> str | None:
+    """The group a ``__consumer_offsets`` record key belongs to (None if unknown)."""
+    try:
+        return rec.decode_key(key).group_id
+    except rec.UnsupportedRecord:
+        return None

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from kafkette.broker.partition import LEADER_EPOCH, Partition
+from kafkette.broker.throttled_log import storage_errors
 from kafkette.log.errors import OffsetOutOfRange
 from kafkette.wire.errors import ErrorCode
 
@@ -118,6 +119,11 @@ def _read_all(wanted: list[_Wanted], max_bytes: int) -> int:
         except OffsetOutOfRange:
             response["error_code"] = int(ErrorCode.OFFSET_OUT_OF_RANGE)
             info = None
+        except OSError as exc:  # the disk failed under us: Kafka's offline-log-dir answer
+            subject = f"{item.partition.topic}-{item.partition.index}"
+            storage_errors.failure("fetch from", subject, exc)
+            response["error_code"] = int(ErrorCode.KAFKA_STORAGE_ERROR)
+            continue
         except Exception:  # the topic was deleted under us, or a closed log
             response["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             continue

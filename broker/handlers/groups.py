@@ -94,8 +94,8 @@ async def handle_join_group(broker: Broker, request: Request) -> dict:
 
     try:
         response = await broker.groups.wait_for_reply(call)
-    except CoordinatorUnavailable:
-        return {"error_code": UNAVAILABLE, "generation_id": -1, "member_id": body["member_id"]}
+    except CoordinatorUnavailable as exc:
+        return {"error_code": int(exc.code), "generation_id": -1, "member_id": body["member_id"]}
     log.debug(
         "JoinGroup %s member %s: error %d generation %d leader %s",
         body["group_id"],
@@ -144,8 +144,8 @@ async def handle_sync_group(broker: Broker, request: Request) -> dict:
 
     try:
         response = await broker.groups.wait_for_reply(call)
-    except CoordinatorUnavailable:
-        return {"error_code": UNAVAILABLE, "assignment": b""}
+    except CoordinatorUnavailable as exc:
+        return {"error_code": int(exc.code), "assignment": b""}
     log.debug(
         "SyncGroup %s member %s generation %d: error %d, %d bytes of assignment",
         body["group_id"],
@@ -175,8 +175,8 @@ async def handle_heartbeat(broker: Broker, request: Request) -> dict:
                 now_ms=now,
             )
         )
-    except CoordinatorUnavailable:
-        return {"error_code": UNAVAILABLE}
+    except CoordinatorUnavailable as exc:
+        return {"error_code": int(exc.code)}
     if outcome.result:
         log.debug(
             "Heartbeat %s member %s: error %d", body["group_id"], body["member_id"], outcome.result
@@ -197,8 +197,8 @@ async def handle_leave_group(broker: Broker, request: Request) -> dict:
                 group_id=body["group_id"], members=members, now_ms=now
             )
         )
-    except CoordinatorUnavailable:
-        return {"error_code": UNAVAILABLE}
+    except CoordinatorUnavailable as exc:
+        return {"error_code": int(exc.code)}
     result = outcome.result
     error = result.error
     if version < 3 and error == 0 and result.members:
@@ -249,8 +249,8 @@ async def handle_offset_commit(broker: Broker, request: Request) -> dict:
                 )
             )
             errors.update(outcome.result)
-        except CoordinatorUnavailable:
-            errors.update(dict.fromkeys(offsets, UNAVAILABLE))
+        except CoordinatorUnavailable as exc:
+            errors.update(dict.fromkeys(offsets, int(exc.code)))
     return {"throttle_time_ms": 0, "topics": _errors_by_topic(body["topics"], errors)}
 
 
@@ -368,8 +368,8 @@ async def handle_delete_groups(broker: Broker, request: Request) -> dict:
     try:
         outcome = await broker.groups.run(lambda state, now: state.delete_groups(names, now))
         results = outcome.result
-    except CoordinatorUnavailable:
-        results = dict.fromkeys(names, UNAVAILABLE)
+    except CoordinatorUnavailable as exc:
+        results = dict.fromkeys(names, int(exc.code))
     return {
         "throttle_time_ms": 0,
         "results": [{"group_id": g, "error_code": int(results.get(g, 0))} for g in names],
@@ -396,8 +396,8 @@ async def handle_offset_delete(broker: Broker, request: Request) -> dict:
                 group_id=body["group_id"], partitions=wanted, now_ms=now
             )
         )
-    except CoordinatorUnavailable:
-        return {"error_code": UNAVAILABLE, "topics": []}
+    except CoordinatorUnavailable as exc:
+        return {"error_code": int(exc.code), "topics": []}
     result = outcome.result
     errors = {tp: int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for tp in unknown}
     errors.update(result.partitions)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from kafkette.broker.partition import LEADER_EPOCH, Partition
+from kafkette.broker.throttled_log import storage_errors
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.records import decode_batches
 
@@ -100,6 +101,10 @@ async def handle_list_offsets(broker: Broker, request: Request) -> dict:
         for partition, timestamp, result in queries:
             try:
                 result["timestamp"], result["offset"] = _lookup(partition, timestamp)
+            except OSError as exc:
+                subject = f"{partition.topic}-{partition.index}"
+                storage_errors.failure("ListOffsets on", subject, exc)
+                result["error_code"] = int(ErrorCode.KAFKA_STORAGE_ERROR)
             except Exception:
                 log.exception("ListOffsets on %s-%d failed", partition.topic, partition.index)
                 result["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)

@@ -17,6 +17,7 @@ import trio
 
 from kafkette.broker.partition import LEADER_EPOCH, Partition
 from kafkette.broker.producer_state import BatchMetadata
+from kafkette.broker.throttled_log import describe_error, storage_errors
 from kafkette.broker.topics import INTERNAL_TOPICS
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.record_batch import (
@@ -172,9 +173,10 @@ def _write(ready: list[_Append]) -> None:
         try:
             info = item.partition.log.append(item.records, item.headers)
         except Exception as exc:  # a storage failure fails this partition only
-            log.exception("append to %s-%d failed", item.partition.topic, item.partition.index)
+            subject = f"{item.partition.topic}-{item.partition.index}"
+            storage_errors.failure("append to", subject, exc)
             item.response["error_code"] = int(ErrorCode.KAFKA_STORAGE_ERROR)
-            item.response["error_message"] = str(exc)
+            item.response["error_message"] = describe_error(exc)
             continue
         item.response["base_offset"] = info.base_offset
         item.response["log_start_offset"] = info.log_start_offset
