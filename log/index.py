@@ -100,8 +100,8 @@ class _SparseIndex:
         The append's batches are already in the ``.log`` file when entries are
         added, so an error (a full disk) would leave them written but not
         published. The entries stay pending and are written by the next
-        attempt, fsync or close, which do report errors; an index is
-        rebuildable from the log anyway.
+        attempt or at close (which reports errors); an index is rebuildable
+        from the log anyway.
         """
         if len(self._relative) - self._written >= PENDING_ENTRIES_LIMIT:
             try:
@@ -144,7 +144,16 @@ class _SparseIndex:
             self._written = 0
 
     def fsync(self) -> None:
-        self.write_pending()
+        """fsync what is written; entries a full disk keeps pending stay pending.
+
+        Called from a log flush, which may run right after an append was
+        published: failing it for an index (always rebuildable, and a shorter
+        one is only sparser) would tell a producer its visible batch failed.
+        """
+        try:
+            self.write_pending()
+        except OSError:
+            pass
         self._file.fsync()
 
     def close(self) -> None:

@@ -131,3 +131,25 @@ def test_close_on_a_full_disk_writes_no_clean_marker(small_filesystem, clock):
     reopened = DataDir.open(fs.path / "data", LogConfig(), clock)  # recovers
     assert [reopened.partition("t", i).log_end_offset for i in range(2)] == [3, 3]
     reopened.close()
+
+
+def test_flush_per_append_on_a_full_disk_fails_no_append_for_its_index(small_filesystem, clock):
+    """``flush.messages=1``: a batch that fits in the log's last page is written and
+    published; the index entry it adds cannot be (no free page). The append must not
+    be reported as failed, or a producer would retry a batch that is already there."""
+    fs = small_filesystem(256)
+    directory = fs.path / "t-0"
+    config = LogConfig(index_interval_bytes=1, flush_interval_messages=1)
+    log = PartitionLog.open(directory, config, clock, recover=False)
+    first = log_batches.build_sized_batch(2, 10)
+    append(log, first)  # no index entry yet: nothing written to the index file
+    assert (directory / segment_file_name(0, ".index")).stat().st_size == 0
+    fs.fill()
+    second = log_batches.build_sized_batch(2, 10, seed=1)
+    info = append(log, second)  # its index entry stays pending
+    assert (info.base_offset, log.log_end_offset) == (2, 4)
+    fs.free()
+    log.close()  # writes the pending entry
+    reopened = PartitionLog.open(directory, config, clock, recover=True)
+    assert reopened.read(0, 1 << 20).to_bytes() == bytes(first) + bytes(second)
+    reopened.close()
