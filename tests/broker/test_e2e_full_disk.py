@@ -10,9 +10,9 @@ the whole time; the raw client checks the exact error codes:
 - OffsetCommit and SyncGroup (group writes): NOT_COORDINATOR, Kafka's mapping of
   a storage error in its group coordinator; the commit is not visible to
   OffsetFetch;
-- JoinGroup of a group whose ``__consumer_offsets`` cannot even be created:
-  COORDINATOR_NOT_AVAILABLE (checked on a second broker whose disk fills
-  before any group exists).
+- group requests while ``__consumer_offsets`` cannot even be created:
+  COORDINATOR_NOT_AVAILABLE, and CreateTopics: KAFKA_STORAGE_ERROR (checked
+  on a second broker whose disk fills before any group exists).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import time
 from collections import Counter
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.consumer import (
     JoinGroupRequest,
     OffsetCommitRequest,
@@ -282,10 +283,15 @@ def test_group_requests_before_the_offsets_topic_exists_get_coordinator_not_avai
         (0, COORDINATOR_NOT_AVAILABLE),
     }
     assert sorted(p.name for p in fs.path.rglob("*.tmp")) == []
-    assert not (data_dir / "__consumer_offsets-0").exists() or "__consumer_offsets" not in (
-        data_dir / "topics.json"
-    ).read_text()
+    assert "__consumer_offsets" not in (data_dir / "topics.json").read_text()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    refused = admin.create_topics([NewTopic("made-when-full", 2, 1)], operation_timeout=10)
+    error = refused["made-when-full"].exception(timeout=15)
+    assert error is not None and error.args[0].code() == KafkaError.KAFKA_STORAGE_ERROR
+    assert "made-when-full" not in (data_dir / "topics.json").read_text()
     fs.free()
+    created = admin.create_topics([NewTopic("made-when-full", 2, 1)], operation_timeout=10)
+    assert created["made-when-full"].result(timeout=15) is None
     assert commit(client, "early", topic, 1) == 0
     assert committed(client, "early", topic) == 1
     assert join_and_sync(client, "early-2") == (0, 0)
