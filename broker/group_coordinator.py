@@ -145,10 +145,16 @@ class GroupCoordinator:
             outcome: Outcome = call(self.state, now_ms())  # type: ignore[operator]
             try:
                 await self._persist(outcome.records)
-            except CoordinatorUnavailable as exc:
-                await self._revert(outcome, exc.code)
+            except Exception as exc:
+                failure = exc if isinstance(exc, CoordinatorUnavailable) else None
+                if failure is None:  # a bug of ours: still answer, revert, and say so
+                    storage_errors.failure("writing to", OFFSETS_TOPIC, exc)
+                    failure = CoordinatorUnavailable(str(exc), ErrorCode.NOT_COORDINATOR)
+                await self._revert(outcome, failure.code)
                 self._rearm.set()
-                raise
+                if failure is exc:
+                    raise
+                raise failure from exc
             self._deliver(outcome)
             self._rearm.set()
         return outcome
@@ -160,7 +166,12 @@ class GroupCoordinator:
         the records may have been written, if they spanned partitions), and
         every reply the call produced, plus every member still waiting in
         those groups, is answered ``error`` instead: nothing that was not
-        persisted is shown to anyone.
+        persisted is shown to anyone. (A timer tick that touched several
+        groups answers all its replies so; those members rejoin.)
+
+        Reading the group's offsets partition back costs a scan of it, paid
+        only when a write fails; keeping a copy of every persisted record in
+        memory instead would double the coordinator's memory for good.
         """
         group_ids = {groups.record_group_id(r.key) for r in outcome.records} - {None}
         replies = [
