@@ -28,8 +28,11 @@ class ProducerIdAllocator:
     def allocate(self) -> int:
         with self._lock:
             if self._next >= self._block_end:
-                self._block_end = self._next + BLOCK_SIZE
-                atomic_write(self._path, f"{self._block_end}\n".encode())
+                block_end = self._next + BLOCK_SIZE
+                # Persisted first: if the write fails (a full disk) no id of the
+                # new block is handed out, and the next call tries again.
+                atomic_write(self._path, f"{block_end}\n".encode())
+                self._block_end = block_end
             producer_id = self._next
             self._next += 1
             return producer_id

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from kafkette.broker.throttled_log import storage_errors
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -38,5 +39,16 @@ async def handle_init_producer_id(broker: Broker, request: Request) -> dict:
             "producer_id": producer_id,
             "producer_epoch": epoch + 1,
         }
-    producer_id = await trio.to_thread.run_sync(broker.producer_ids.allocate)
+    try:
+        producer_id = await trio.to_thread.run_sync(broker.producer_ids.allocate)
+    except OSError as exc:
+        # The next id block cannot be persisted (a full disk): Kafka answers
+        # COORDINATOR_LOAD_IN_PROGRESS while it waits for a new block; clients retry.
+        storage_errors.failure("allocating a producer id block in", "the data dir", exc)
+        return {
+            "throttle_time_ms": 0,
+            "error_code": int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS),
+            "producer_id": -1,
+            "producer_epoch": -1,
+        }
     return {"throttle_time_ms": 0, "error_code": 0, "producer_id": producer_id, "producer_epoch": 0}

@@ -11,7 +11,8 @@ the whole time; the raw client checks the exact error codes:
   a storage error in its group coordinator; the commit is not visible to
   OffsetFetch;
 - group requests while ``__consumer_offsets`` cannot even be created:
-  COORDINATOR_NOT_AVAILABLE, and CreateTopics: KAFKA_STORAGE_ERROR (checked
+  COORDINATOR_NOT_AVAILABLE, CreateTopics: KAFKA_STORAGE_ERROR, InitProducerId
+  (a producer id block to persist): COORDINATOR_LOAD_IN_PROGRESS (checked
   on a second broker whose disk fills before any group exists).
 """
 
@@ -29,6 +30,7 @@ from kafka.protocol.consumer import (
     OffsetFetchRequest,
     SyncGroupRequest,
 )
+from kafka.protocol.producer import InitProducerIdRequest
 
 from kafkette.broker.groups import partition_for_group
 from kafkette.wire.records import Record, build_batch
@@ -37,6 +39,7 @@ KAFKA_STORAGE_ERROR = 56
 NOT_COORDINATOR = 16
 COORDINATOR_NOT_AVAILABLE = 15
 MEMBER_ID_REQUIRED = 79
+COORDINATOR_LOAD_IN_PROGRESS = 14
 BROKER_CONFIGS = (
     "--config", "group.initial.rebalance.delay.ms=0",
     "--config", "offsets.topic.num.partitions=3",
@@ -92,6 +95,15 @@ def committed(client, group: str, topic: str) -> int:
     partition = response.topics[0].partitions[0]
     assert partition.error_code == 0
     return partition.committed_offset
+
+
+def init_producer_id(client) -> tuple[int, int]:
+    """InitProducerId v4 for an idempotent producer: (error code, producer id)."""
+    request = InitProducerIdRequest(
+        transactional_id=None, transaction_timeout_ms=-1, producer_id=-1, producer_epoch=-1
+    )
+    response = client.request(request, 4)
+    return response.error_code, response.producer_id
 
 
 def join(client, group: str, member_id: str = "") -> object:
@@ -284,6 +296,8 @@ def test_group_requests_before_the_offsets_topic_exists_get_coordinator_not_avai
     }
     assert sorted(p.name for p in fs.path.rglob("*.tmp")) == []
     assert "__consumer_offsets" not in (data_dir / "topics.json").read_text()
+    # The first producer id block cannot be persisted: no id is handed out.
+    assert init_producer_id(client) == (COORDINATOR_LOAD_IN_PROGRESS, -1)
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     refused = admin.create_topics([NewTopic("made-when-full", 2, 1)], operation_timeout=10)
     error = refused["made-when-full"].exception(timeout=15)
@@ -295,4 +309,5 @@ def test_group_requests_before_the_offsets_topic_exists_get_coordinator_not_avai
     assert commit(client, "early", topic, 1) == 0
     assert committed(client, "early", topic) == 1
     assert join_and_sync(client, "early-2") == (0, 0)
+    assert init_producer_id(client) == (0, 0)
     assert "Traceback" not in broker.stderr_text()
