@@ -43,6 +43,10 @@ COORDINATOR_LOAD_IN_PROGRESS = 14
 BROKER_CONFIGS = (
     "--config", "group.initial.rebalance.delay.ms=0",
     "--config", "offsets.topic.num.partitions=3",
+    # Housekeeping (flush, offsets checkpoints) every 200 ms: while the disk is
+    # full every checkpoint write fails, which must not flood the log either.
+    "--config", "log.flush.scheduler.interval.ms=200",
+    "--config", "log.flush.interval.ms=200",
 )
 # Lines the broker may log while the disk is full, however many requests fail:
 # one per kind of failure per minute, plus the odd info line.
