@@ -19,7 +19,7 @@ from types import TracebackType
 import trio
 
 from kafkette.broker.config import load_config
-from kafkette.broker.server import Broker, Endpoint
+from kafkette.broker.server import Broker, Endpoint, StartupError
 
 
 class EmbeddedBroker:
@@ -48,7 +48,7 @@ class EmbeddedBroker:
         if not embedded._ready.wait(timeout):
             raise TimeoutError(f"broker did not start within {timeout}s")
         if embedded._error is not None:
-            raise RuntimeError("broker failed to start") from embedded._error
+            raise _start_failure(embedded._error)
         return embedded
 
     @property
@@ -91,6 +91,18 @@ class EmbeddedBroker:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _start_failure(error: BaseException) -> BaseException:
+    """The ``StartupError`` inside the nurseries' exception groups (a locked data dir,
+    a busy port...), raised as itself; anything else wrapped as a failed start."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    if isinstance(error, StartupError):
+        return StartupError(str(error))
+    failure = RuntimeError("broker failed to start")
+    failure.__cause__ = error
+    return failure
 
 
 async def run_in_nursery(nursery: trio.Nursery, broker: Broker) -> Endpoint:
