@@ -2,13 +2,14 @@
 
 Kafka processes one request per connection at a time and answers in request
 order; so does this loop (a long-polling Fetch holds its own connection only).
-Bad input closes the connection with one log line and nothing else.
+Bad input closes the connection with one log line and nothing else. Responses
+go out as chunks: bytes with ``send_all``, stored batches with ``os.sendfile``
+where the socket allows it, else read in a worker thread and sent.
+
 A frame body larger than ``SMALL_FRAME_BYTES`` is read only once the broker's
 request memory pool has granted its size (``queued.max.request.bytes``), and
 that memory is given back once the request is answered; a connection that
-sends nothing for ``connections.max.idle.ms`` is closed, as Kafka closes it. Responses
-go out as chunks: bytes with ``send_all``, stored batches with ``os.sendfile``
-where the socket allows it, else read in a worker thread and sent.
+sends nothing for ``connections.max.idle.ms`` is closed, as Kafka closes it.
 """
 
 from __future__ import annotations

@@ -8,10 +8,12 @@ serve until ``request_stop``. Binding before opening the logs (Kafka opens
 them first) makes a busy port cost nothing: no recovery is run and nothing is
 written for a start that cannot serve. Clients that connect meanwhile wait in
 the listen backlog. Whatever stops a start is raised as one ``StartupError``
-whose message is the one line ``kafkette serve`` prints. Shutdown goes in steps, as a Kafka broker
-does: stop accepting, let in-flight requests finish within a grace period
-(long-polling fetches are woken to answer at once), close connections, then
-flush every log and write the clean-shutdown marker.
+whose message is the one line ``kafkette serve`` prints.
+
+Shutdown goes in steps, as a Kafka broker does: stop accepting, let in-flight
+requests finish within a grace period (long-polling fetches are woken to
+answer at once), close connections, then flush every log, write the
+clean-shutdown marker and release the data dir's lock.
 """
 
 from __future__ import annotations
