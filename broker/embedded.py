@@ -12,14 +12,17 @@ it to shut down gracefully and waits for the clean-shutdown marker.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
+from typing import TypeVar
 
 import trio
 
 from kafkette.broker.config import load_config
 from kafkette.broker.server import Broker, Endpoint, StartupError
+
+T = TypeVar("T")
 
 
 class EmbeddedBroker:
@@ -55,6 +58,12 @@ class EmbeddedBroker:
     def bootstrap(self) -> str:
         assert self._bound is not None
         return f"{self.broker.advertised.host}:{self._bound.port}"
+
+    def on_loop(self, function: Callable[[], T]) -> T:
+        """Call ``function`` on the broker's event loop and return its result: the broker's
+        state (connection counts, the request memory pool) is only consistent there."""
+        assert self._token is not None, "the broker is not running"
+        return trio.from_thread.run_sync(function, trio_token=self._token)
 
     def _main(self) -> None:
         async def main() -> None:
