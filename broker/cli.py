@@ -17,7 +17,7 @@ import trio
 
 from kafkette import __version__
 from kafkette.broker.config import ConfigError, load_config, parse_assignments, parse_properties
-from kafkette.broker.server import Broker, parse_endpoint
+from kafkette.broker.server import Broker, StartupError, parse_endpoint
 
 log = logging.getLogger("kafkette")
 
@@ -72,14 +72,30 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kafkette: {exc}", file=sys.stderr)
         return 2
     broker = Broker(config, listen, advertised)
+    failures: list[StartupError] = []
+    interrupted = False
     try:
         trio.run(_serve, broker)
-    except KeyboardInterrupt:
-        return 130
-    except OSError as exc:
-        print(f"kafkette: {exc}", file=sys.stderr)
+    except* StartupError as group:
+        # Nurseries wrap it in exception groups; the operator gets its one line.
+        failures.extend(_leaves(group, StartupError))
+    except* KeyboardInterrupt:
+        interrupted = True
+    if failures:
+        print(f"kafkette: {failures[0]}", file=sys.stderr)
         return 1
-    return 0
+    return 130 if interrupted else 0
+
+
+def _leaves(group: BaseExceptionGroup, kind: type[StartupError]) -> list[StartupError]:
+    """The exceptions of ``kind`` inside a (nested) exception group."""
+    found: list[StartupError] = []
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            found.extend(_leaves(exc, kind))
+        elif isinstance(exc, kind):
+            found.append(exc)
+    return found
 
 
 async def _serve(broker: Broker) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafkette.broker.connection_limits import parse_ip_overrides
 from kafkette.broker.groups.config import GroupConfig
 from kafkette.log.config import LogConfig, log_config_from_broker_props
 
@@ -32,61 +33,153 @@ class ConfigDef:
     default: str | None
     doc: str
     effective: bool = True  # False: accepted for compatibility, no effect on one node
+    at_least: int | None = None  # Kafka's ConfigDef.Range.atLeast, where Kafka has one
+    choices: tuple[str, ...] | None = None  # Kafka's ValidString / ValidList
 
 
-def _d(name: str, type_: str, default: str | None, doc: str, effective: bool = True) -> ConfigDef:
-    return ConfigDef(name, type_, default, doc, effective)
+def _d(
+    name: str,
+    type_: str,
+    default: str | None,
+    doc: str,
+    effective: bool = True,
+    *,
+    at_least: int | None = None,
+    choices: tuple[str, ...] | None = None,
+) -> ConfigDef:
+    return ConfigDef(name, type_, default, doc, effective, at_least, choices)
 
 
 BROKER_CONFIGS: dict[str, ConfigDef] = {
     c.name: c
     for c in (
-        _d("node.id", "INT", "1", "The node id of this broker, also its broker id."),
+        _d("node.id", "INT", "1", "The node id of this broker, also its broker id.", at_least=0),
         _d("broker.id", "INT", "1", "Alias of node.id."),
-        _d("num.partitions", "INT", "1", "Partitions of an auto-created topic."),
+        _d("num.partitions", "INT", "1", "Partitions of an auto-created topic.", at_least=1),
         _d("auto.create.topics.enable", "BOOLEAN", "true", "Create topics on Metadata requests."),
         _d("default.replication.factor", "INT", "1", "Replication factor of auto-created topics."),
         _d("delete.topic.enable", "BOOLEAN", "true", "Allow DeleteTopics."),
         _d("log.dirs", "STRING", None, "Data directory; --data-dir takes precedence."),
         _d("log.dir", "STRING", "./kafkette-data", "Data directory when log.dirs is unset."),
         _d("log.segment.bytes", "INT", "1073741824", "Maximum size of a segment file."),
-        _d("log.roll.hours", "INT", "168", "Maximum age of the active segment, in hours."),
+        _d(
+            "log.roll.hours", "INT", "168", "Maximum age of the active segment, in hours.",
+            at_least=1,
+        ),
         _d("log.roll.ms", "LONG", None, "Maximum age of the active segment; beats log.roll.hours."),
         _d("log.retention.hours", "INT", "168", "Retention time in hours."),
         _d("log.retention.minutes", "INT", None, "Retention time in minutes."),
         _d("log.retention.ms", "LONG", None, "Retention time; -1 keeps forever."),
         _d("log.retention.bytes", "LONG", "-1", "Retention size per partition; -1 unbounded."),
-        _d("log.retention.check.interval.ms", "LONG", "300000", "How often retention runs."),
-        _d("log.index.interval.bytes", "INT", "4096", "Bytes between offset index entries."),
-        _d("log.index.size.max.bytes", "INT", "10485760", "Maximum size of an index file."),
-        _d("log.flush.interval.messages", "LONG", str(LONG_MAX), "Messages between fsyncs."),
+        _d(
+            "log.retention.check.interval.ms", "LONG", "300000", "How often retention runs.",
+            at_least=1,
+        ),
+        _d(
+            "log.index.interval.bytes", "INT", "4096", "Bytes between offset index entries.",
+            at_least=0,
+        ),
+        _d(
+            "log.index.size.max.bytes", "INT", "10485760", "Maximum size of an index file.",
+            at_least=4,
+        ),
+        _d(
+            "log.flush.interval.messages", "LONG", str(LONG_MAX), "Messages between fsyncs.",
+            at_least=1,
+        ),
         _d("log.flush.interval.ms", "LONG", None, "Maximum time between fsyncs."),
         _d("log.flush.scheduler.interval.ms", "LONG", str(LONG_MAX), "How often flush runs."),
-        _d("log.cleanup.policy", "LIST", "delete", "delete (compact is not implemented yet)."),
-        _d("log.message.timestamp.type", "STRING", "CreateTime", "CreateTime or LogAppendTime."),
-        _d("log.segment.delete.delay.ms", "LONG", "60000", "Delay before a segment file goes."),
+        _d(
+            "log.cleanup.policy",
+            "LIST",
+            "delete",
+            "delete (compact is not implemented yet).",
+            choices=("compact", "delete"),
+        ),
+        _d(
+            "log.message.timestamp.type",
+            "STRING",
+            "CreateTime",
+            "CreateTime or LogAppendTime.",
+            choices=("CreateTime", "LogAppendTime"),
+        ),
+        _d(
+            "log.segment.delete.delay.ms", "LONG", "60000", "Delay before a segment file goes.",
+            at_least=0,
+        ),
         _d("log.roll.jitter.ms", "LONG", None, "Jitter on segment roll.", False),
-        _d("log.roll.jitter.hours", "INT", "0", "Jitter on segment roll.", False),
+        _d("log.roll.jitter.hours", "INT", "0", "Jitter on segment roll.", False, at_least=0),
         _d("log.cleaner.enable", "BOOLEAN", "true", "Compaction (not implemented).", False),
-        _d("log.cleaner.delete.retention.ms", "LONG", "86400000", "Tombstone retention.", False),
-        _d("message.max.bytes", "INT", "1048588", "Largest record batch a topic accepts."),
-        _d("socket.request.max.bytes", "INT", "104857600", "Largest request frame."),
-        _d("compression.type", "STRING", "producer", "Stored as produced (no recompression)."),
-        _d("min.insync.replicas", "INT", "1", "Always satisfied on one node.", False),
-        _d("offsets.topic.num.partitions", "INT", "50", "Partitions of __consumer_offsets."),
-        _d("offsets.topic.replication.factor", "SHORT", "3", "Ignored: one node.", False),
-        _d("offsets.retention.minutes", "INT", "10080", "How long committed offsets live."),
-        _d("offsets.retention.check.interval.ms", "LONG", "600000", "How often offsets expire."),
+        _d(
+            "log.cleaner.delete.retention.ms",
+            "LONG",
+            "86400000",
+            "Tombstone retention.",
+            False,
+            at_least=0,
+        ),
+        _d(
+            "message.max.bytes", "INT", "1048588", "Largest record batch a topic accepts.",
+            at_least=0,
+        ),
+        _d("socket.request.max.bytes", "INT", "104857600", "Largest request frame.", at_least=1),
+        _d(
+            "compression.type",
+            "STRING",
+            "producer",
+            "Stored as produced (no recompression).",
+            choices=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+        ),
+        _d("min.insync.replicas", "INT", "1", "Always satisfied on one node.", False, at_least=1),
+        _d(
+            "offsets.topic.num.partitions", "INT", "50", "Partitions of __consumer_offsets.",
+            at_least=1,
+        ),
+        _d(
+            "offsets.topic.replication.factor", "SHORT", "3", "Ignored: one node.", False,
+            at_least=1,
+        ),
+        _d(
+            "offsets.retention.minutes", "INT", "10080", "How long committed offsets live.",
+            at_least=1,
+        ),
+        _d(
+            "offsets.retention.check.interval.ms", "LONG", "600000", "How often offsets expire.",
+            at_least=1,
+        ),
         _d("group.initial.rebalance.delay.ms", "INT", "3000", "Wait for more members."),
         _d("group.min.session.timeout.ms", "INT", "6000", "Smallest session timeout."),
         _d("group.max.session.timeout.ms", "INT", "1800000", "Largest session timeout."),
-        _d("group.max.size", "INT", str(INT_MAX), "Largest group."),
+        _d("group.max.size", "INT", str(INT_MAX), "Largest group.", at_least=1),
         _d("offset.metadata.max.bytes", "INT", "4096", "Longest metadata of a commit."),
-        _d("transaction.state.log.replication.factor", "SHORT", "3", "Ignored.", False),
-        _d("transaction.state.log.min.isr", "INT", "2", "Ignored.", False),
-        _d("num.network.threads", "INT", "3", "Ignored: trio tasks.", False),
-        _d("num.io.threads", "INT", "8", "Ignored: trio worker threads.", False),
-        _d("num.recovery.threads.per.data.dir", "INT", "2", "Ignored.", False),
+        _d("transaction.state.log.replication.factor", "SHORT", "3", "Ignored.", False, at_least=1),
+        _d("transaction.state.log.min.isr", "INT", "2", "Ignored.", False, at_least=1),
+        _d("max.connections", "INT", str(INT_MAX), "Open connections at most.", at_least=0),
+        _d(
+            "max.connections.per.ip",
+            "INT",
+            str(INT_MAX),
+            "Open connections per client address at most.",
+            at_least=0,
+        ),
+        _d(
+            "max.connections.per.ip.overrides",
+            "STRING",
+            "",
+            "HOST:COUNT pairs overriding max.connections.per.ip.",
+        ),
+        _d("connections.max.idle.ms", "LONG", "600000", "Close connections idle this long."),
+        _d(
+            "queued.max.request.bytes",
+            "LONG",
+            "-1",
+            "Bytes of requests being read or handled; -1: socket.request.max.bytes.",
+        ),
+        _d("queued.max.requests", "INT", "500", "Ignored: one request per connection.", False,
+           at_least=1),
+        _d("num.network.threads", "INT", "3", "Ignored: trio tasks.", False, at_least=1),
+        _d("num.io.threads", "INT", "8", "Ignored: trio worker threads.", False, at_least=1),
+        _d("num.recovery.threads.per.data.dir", "INT", "2", "Ignored.", False, at_least=1),
         _d("socket.send.buffer.bytes", "INT", "102400", "Ignored.", False),
         _d("socket.receive.buffer.bytes", "INT", "102400", "Ignored.", False),
         _d("listeners", "STRING", None, "Use --listen.", False),
@@ -96,9 +189,23 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("controller.listener.names", "STRING", None, "Ignored.", False),
         _d("controller.quorum.voters", "STRING", None, "Ignored.", False),
         _d("controller.quorum.bootstrap.servers", "STRING", None, "Ignored.", False),
-        _d("process.roles", "STRING", None, "Ignored: broker and controller.", False),
-        _d("share.coordinator.state.topic.replication.factor", "SHORT", "3", "Ignored.", False),
-        _d("share.coordinator.state.topic.min.isr", "SHORT", "2", "Ignored.", False),
+        _d(
+            "process.roles",
+            "LIST",
+            None,
+            "Ignored: broker and controller.",
+            False,
+            choices=("broker", "controller"),
+        ),
+        _d(
+            "share.coordinator.state.topic.replication.factor",
+            "SHORT",
+            "3",
+            "Ignored.",
+            False,
+            at_least=1,
+        ),
+        _d("share.coordinator.state.topic.min.isr", "SHORT", "2", "Ignored.", False, at_least=1),
     )
 }
 
@@ -157,12 +264,19 @@ def _parse_int(name: str, raw: str) -> int:
         raise ConfigError(f"{name} must be a whole number, got {raw!r}") from None
 
 
+# Java's integer types: a value outside them is refused as Kafka's parser refuses it.
+_INTEGER_BITS = {"SHORT": 16, "INT": 32, "LONG": 64}
+
+
 def check_value(name: str, type_: str, raw: str) -> None:
     """Raise ConfigError if ``raw`` is not a valid value of ``type_``."""
     if type_ == "BOOLEAN":
         _parse_bool(name, raw)
-    elif type_ in ("INT", "SHORT", "LONG"):
-        _parse_int(name, raw)
+    elif type_ in _INTEGER_BITS:
+        value = _parse_int(name, raw)
+        bits = _INTEGER_BITS[type_]
+        if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+            raise ConfigError(f"{name}={raw} does not fit Kafka's {type_} type")
     elif type_ == "DOUBLE":
         try:
             float(raw)
@@ -184,6 +298,11 @@ class BrokerConfig:
     socket_request_max_bytes: int = 104857600
     retention_check_interval_ms: int = 300000
     flush_scheduler_interval_ms: int = LONG_MAX
+    max_connections: int = INT_MAX
+    max_connections_per_ip: int = INT_MAX
+    max_connections_per_ip_overrides: Mapping[str, int] = field(default_factory=dict)
+    connections_max_idle_ms: int = 600000
+    queued_max_request_bytes: int = -1
     log: LogConfig = field(default_factory=LogConfig)
     groups: GroupConfig = field(default_factory=GroupConfig)
     explicit: Mapping[str, str] = field(default_factory=dict)
@@ -202,6 +321,16 @@ class BrokerConfig:
             return str(self.log.flush_interval_ms)
         definition = BROKER_CONFIGS.get(name)
         return None if definition is None else definition.default
+
+    @property
+    def request_memory_bytes(self) -> int:
+        """The request memory pool's size: ``queued.max.request.bytes``, or when it is
+        -1 (or 0) one ``socket.request.max.bytes``, so that a burst of huge frames
+        cannot exhaust memory while a single largest request is still admissible.
+        (Kafka's -1 means no pool at all; see docs/operations.md.)"""
+        if self.queued_max_request_bytes > 0:
+            return self.queued_max_request_bytes
+        return self.socket_request_max_bytes
 
     def topic_default(self, name: str) -> str | None:
         """The broker-supplied default of a topic-level config."""
@@ -243,6 +372,48 @@ def parse_assignments(items: Iterable[str]) -> dict[str, str]:
     return props
 
 
+def _check_validator(definition: ConfigDef, raw: str) -> None:
+    """Kafka's per-config validator (atLeast, ValidString, ValidList), same wording."""
+    if definition.at_least is not None:
+        value = _parse_int(definition.name, raw)
+        if value < definition.at_least:
+            raise ConfigError(
+                f"invalid value {value} for configuration {definition.name}: "
+                f"value must be at least {definition.at_least}"
+            )
+    if definition.choices is not None:
+        items = [item.strip() for item in raw.split(",")] if definition.type == "LIST" else [raw]
+        for item in items:
+            if item not in definition.choices:
+                raise ConfigError(
+                    f"invalid value {item!r} for configuration {definition.name}: "
+                    f"string must be one of: {', '.join(definition.choices)}"
+                )
+
+
+def _check_combinations(config: BrokerConfig) -> None:
+    """The checks Kafka's KafkaConfig makes across configs (``validateValues``)."""
+    if config.log.retention_ms == 0:
+        raise ConfigError(
+            "log.retention.ms must be unlimited (-1) or, greater than or equal to 1"
+        )
+    if 0 < config.queued_max_request_bytes < config.socket_request_max_bytes:
+        raise ConfigError(
+            "queued.max.request.bytes must be larger or equal to socket.request.max.bytes"
+        )
+    if config.max_connections_per_ip == 0 and not config.max_connections_per_ip_overrides:
+        raise ConfigError(
+            "max.connections.per.ip can be set to zero only if "
+            "max.connections.per.ip.overrides property is set"
+        )
+    # Kafka: connection.failed.authentication.delay.ms (100) must stay below it.
+    if 0 <= config.connections_max_idle_ms <= 100:
+        raise ConfigError(
+            "connections.max.idle.ms must be above 100 "
+            "(connection.failed.authentication.delay.ms), or negative to never close idle ones"
+        )
+
+
 def load_config(props: Mapping[str, str], *, data_dir: Path | None = None) -> BrokerConfig:
     """Check every name and value and build the typed config."""
     unknown = sorted(set(props) - set(BROKER_CONFIGS))
@@ -253,7 +424,9 @@ def load_config(props: Mapping[str, str], *, data_dir: Path | None = None) -> Br
             + " (kafkette takes Apache Kafka's broker config names; see docs/operations.md)"
         )
     for name, raw in props.items():
-        check_value(name, BROKER_CONFIGS[name].type, raw)
+        definition = BROKER_CONFIGS[name]
+        check_value(name, definition.type, raw)
+        _check_validator(definition, raw)
 
     def get(name: str) -> str:
         value = props.get(name, BROKER_CONFIGS[name].default)
@@ -269,10 +442,14 @@ def load_config(props: Mapping[str, str], *, data_dir: Path | None = None) -> Br
         log = log_config_from_broker_props(props)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    try:
+        ip_overrides = parse_ip_overrides(get("max.connections.per.ip.overrides"))
+    except ValueError as exc:
+        raise ConfigError(f"max.connections.per.ip.overrides: {exc}") from None
     cleanup = get("log.cleanup.policy")
     if "compact" in cleanup:
         raise ConfigError("log.cleanup.policy=compact is not implemented yet; use delete")
-    return BrokerConfig(
+    config = BrokerConfig(
         node_id=node_id,
         num_partitions=integer("num.partitions"),
         auto_create_topics=_parse_bool(
@@ -285,7 +462,14 @@ def load_config(props: Mapping[str, str], *, data_dir: Path | None = None) -> Br
         socket_request_max_bytes=integer("socket.request.max.bytes"),
         retention_check_interval_ms=integer("log.retention.check.interval.ms"),
         flush_scheduler_interval_ms=integer("log.flush.scheduler.interval.ms"),
+        max_connections=integer("max.connections"),
+        max_connections_per_ip=integer("max.connections.per.ip"),
+        max_connections_per_ip_overrides=ip_overrides,
+        connections_max_idle_ms=integer("connections.max.idle.ms"),
+        queued_max_request_bytes=integer("queued.max.request.bytes"),
         log=log,
         groups=GroupConfig.from_properties(props),
         explicit=dict(props),
     )
+    _check_combinations(config)
+    return config

@@ -5,6 +5,11 @@ order; so does this loop (a long-polling Fetch holds its own connection only).
 Bad input closes the connection with one log line and nothing else. Responses
 go out as chunks: bytes with ``send_all``, stored batches with ``os.sendfile``
 where the socket allows it, else read in a worker thread and sent.
+
+A frame body larger than ``SMALL_FRAME_BYTES`` is read only once the broker's
+request memory pool has granted its size (``queued.max.request.bytes``), and
+that memory is given back once the request is answered; a connection that
+sends nothing for ``connections.max.idle.ms`` is closed, as Kafka closes it.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from kafkette.broker.handlers import HANDLERS
+from kafkette.broker.request_memory import SMALL_FRAME_BYTES
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.connection import NEED_DATA, Request, ServerConnection
 from kafkette.wire.exceptions import MalformedFrameError, UnsupportedVersionError
@@ -34,21 +40,36 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream) -> None:
     """Serve one peer until it closes, sends garbage, or the broker stops."""
     peer = _peer_name(stream)
     conn = ServerConnection(broker.config.socket_request_max_bytes)
+    pool = broker.request_memory
+    idle_ms = broker.config.connections_max_idle_ms
+    idle_seconds = idle_ms / 1000 if idle_ms >= 0 else float("inf")
+    reserved = 0  # bytes of the pool this connection holds for its current frame
     try:
         while not broker.closing:
             try:
                 request = conn.next_request()
             except UnsupportedVersionError as exc:
+                pool.release(reserved)  # the frame is consumed
+                reserved = 0
                 if not await _answer_unsupported(conn, stream, exc, peer):
                     return
                 continue
             if request is NEED_DATA:
-                rest_of_frame = (conn.next_frame_size() or 0) + 4 - conn.buffered
-                data = await stream.receive_some(min(max(RECEIVE_SIZE, rest_of_frame), RECEIVE_MAX))
-                if not data:
-                    return
-                conn.receive_data(data)
-                continue
+                frame_size = conn.next_frame_size() or 0
+                if frame_size > SMALL_FRAME_BYTES and not reserved:
+                    await pool.reserve(frame_size)  # back-pressure: no reading meanwhile
+                    reserved = frame_size
+                rest_of_frame = frame_size + 4 - conn.buffered
+                with trio.move_on_after(idle_seconds):
+                    data = await stream.receive_some(
+                        min(max(RECEIVE_SIZE, rest_of_frame), RECEIVE_MAX)
+                    )
+                    if not data:
+                        return
+                    conn.receive_data(data)
+                    continue
+                log.debug("closing connection from %s: idle for %d ms", peer, idle_ms)
+                return
             broker.requests_in_flight += 1
             try:
                 response = await _dispatch(broker, request, peer)
@@ -56,6 +77,9 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream) -> None:
                     await send_chunks(stream, conn.encode_response(request.header, response))
             finally:
                 broker.requests_in_flight -= 1
+            del request  # the frame's bytes go before the pool hands them to another
+            pool.release(reserved)
+            reserved = 0
     except MalformedFrameError as exc:
         log.warning("closing connection from %s: %s", peer, exc)
     except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
@@ -65,6 +89,8 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream) -> None:
         # in order any more, but the broker and every other connection carry on.
         log.exception("closing connection from %s after an internal error", peer)
     finally:
+        if reserved:
+            pool.release(reserved)
         with trio.move_on_after(1) as cleanup:
             cleanup.shield = True
             await stream.aclose()

@@ -12,14 +12,17 @@ it to shut down gracefully and waits for the clean-shutdown marker.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
+from typing import TypeVar
 
 import trio
 
 from kafkette.broker.config import load_config
-from kafkette.broker.server import Broker, Endpoint
+from kafkette.broker.server import Broker, Endpoint, StartupError
+
+T = TypeVar("T")
 
 
 class EmbeddedBroker:
@@ -48,13 +51,19 @@ class EmbeddedBroker:
         if not embedded._ready.wait(timeout):
             raise TimeoutError(f"broker did not start within {timeout}s")
         if embedded._error is not None:
-            raise RuntimeError("broker failed to start") from embedded._error
+            raise _start_failure(embedded._error)
         return embedded
 
     @property
     def bootstrap(self) -> str:
         assert self._bound is not None
         return f"{self.broker.advertised.host}:{self._bound.port}"
+
+    def on_loop(self, function: Callable[[], T]) -> T:
+        """Call ``function`` on the broker's event loop and return its result: the broker's
+        state (connection counts, the request memory pool) is only consistent there."""
+        assert self._token is not None, "the broker is not running"
+        return trio.from_thread.run_sync(function, trio_token=self._token)
 
     def _main(self) -> None:
         async def main() -> None:
@@ -91,6 +100,18 @@ class EmbeddedBroker:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _start_failure(error: BaseException) -> BaseException:
+    """The ``StartupError`` inside the nurseries' exception groups (a locked data dir,
+    a busy port...), raised as itself; anything else wrapped as a failed start."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    if isinstance(error, StartupError):
+        return StartupError(str(error))
+    failure = RuntimeError("broker failed to start")
+    failure.__cause__ = error
+    return failure
 
 
 async def run_in_nursery(nursery: trio.Nursery, broker: Broker) -> Endpoint:

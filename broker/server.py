@@ -1,16 +1,26 @@
 """The broker: storage, listeners, background jobs and graceful shutdown.
 
-``Broker.run`` opens the data dir (recovering it if the last stop was not
-clean), listens, reports its bound address through ``task_status.started``,
-and serves until ``request_stop``. Shutdown goes in steps, as a Kafka broker
-does: stop accepting, let in-flight requests finish within a grace period
-(long-polling fetches are woken to answer at once), close connections, then
-flush every log and write the clean-shutdown marker.
+``Broker.run`` starts in an order that never touches a data dir it does not
+own: lock the data dir (``log/dir_lock.py``), bind the listener, open the
+data dir (recovering it if the last stop was not clean), then accept
+connections, report the bound address through ``task_status.started`` and
+serve until ``request_stop``. Binding before opening the logs (Kafka opens
+them first) makes a busy port cost nothing: no recovery is run and nothing is
+written for a start that cannot serve. Clients that connect meanwhile wait in
+the listen backlog. Whatever stops a start is raised as one ``StartupError``
+whose message is the one line ``kafkette serve`` prints.
+
+Shutdown goes in steps, as a Kafka broker does: stop accepting, let in-flight
+requests finish within a grace period (long-polling fetches are woken to
+answer at once), close connections, then flush every log, write the
+clean-shutdown marker and release the data dir's lock.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
 import socket
 import time
 from dataclasses import dataclass
@@ -20,18 +30,34 @@ import trio
 from kafkette.broker.clock import now_ms
 from kafkette.broker.config import BrokerConfig
 from kafkette.broker.connection import serve_connection
+from kafkette.broker.connection_limits import (
+    ConnectionLimits,
+    normalised_ip,
+    resolve_overrides,
+)
 from kafkette.broker.group_coordinator import GroupCoordinator
 from kafkette.broker.identity import load_or_create_cluster_id
 from kafkette.broker.partition import Partition
 from kafkette.broker.producer_ids import ProducerIdAllocator
-from kafkette.broker.throttled_log import describe_error, storage_errors
+from kafkette.broker.request_memory import RequestMemoryPool
+from kafkette.broker.throttled_log import ThrottledLog, describe_error, storage_errors
 from kafkette.broker.topics import TopicRegistry
 from kafkette.log import DataDir
+from kafkette.log.dir_lock import DataDirError, DirLock
 
 log = logging.getLogger("kafkette.server")
 
 SHUTDOWN_GRACE_SECONDS = 10.0
 FLUSH_CHECK_MAX_MS = 60_000
+# Connection refusals and accept failures: at most one line per kind this often.
+CONNECTION_LOG_INTERVAL_SECONDS = 10.0
+# accept() failing for want of descriptors or memory: wait, retry, as trio's serve_listeners does.
+ACCEPT_CAPACITY_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
+ACCEPT_RETRY_SECONDS = 0.1
+
+
+class StartupError(Exception):
+    """The broker cannot start. The message is one line, for the operator."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +70,12 @@ class Endpoint:
 
 
 def parse_endpoint(text: str) -> Endpoint:
-    """``HOST:PORT`` (``[v6]:PORT`` too); raises ValueError."""
+    """``HOST:PORT`` (``[v6]:PORT`` too), port 0-65535; raises ValueError."""
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit():
         raise ValueError(f"expected HOST:PORT, got {text!r}")
+    if int(port) > 65535:
+        raise ValueError(f"port {port} of {text!r} is outside 0-65535")
     return Endpoint(host.strip("[]") or "0.0.0.0", int(port))
 
 
@@ -69,6 +97,12 @@ class Broker:
         self.closing = False
         self.requests_in_flight = 0
         self.data_dir: DataDir | None = None
+        self._dir_lock: DirLock | None = None
+        self.request_memory = RequestMemoryPool(config.request_memory_bytes)
+        self.connection_limits = ConnectionLimits(
+            config.max_connections, config.max_connections_per_ip
+        )
+        self._throttled = ThrottledLog(log, interval_s=CONNECTION_LOG_INTERVAL_SECONDS)
         self.topics: TopicRegistry
         self.groups: GroupCoordinator
         self.producer_ids: ProducerIdAllocator
@@ -83,30 +117,103 @@ class Broker:
     async def run(
         self, *, task_status: trio.TaskStatus[Endpoint] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        await self._open_storage()
+        await self._resolve_connection_overrides()
+        self._dir_lock = await self._lock_data_dir()
         try:
-            listeners = await trio.open_tcp_listeners(self.listen.port, host=self.listen.host)
-            bound = listeners[0].socket.getsockname()
-            self.advertised = self._advertised_for(bound[1])
-            log.info("listening on %s:%d, advertising %s", bound[0], bound[1], self.advertised)
-            async with trio.open_nursery() as connections:
-                async with trio.open_nursery() as background:
-                    background.start_soon(self._serve, listeners, connections)
-                    background.start_soon(self._housekeeping)
-                    await self.groups.start(background)
-                    task_status.started(Endpoint(self.listen.host, bound[1]))
-                    await self._stop.wait()
-                    background.cancel_scope.cancel()
-                await self._drain(connections)
+            listeners = await self._bind()
+            try:
+                await self._open_storage()
+                try:
+                    await self._serve_until_stopped(listeners, task_status)
+                finally:
+                    with trio.CancelScope(shield=True):
+                        await self._close_storage()
+            finally:
+                for listener in listeners:
+                    listener.socket.close()
         finally:
-            with trio.CancelScope(shield=True):
-                await self._close_storage()
+            self._dir_lock.release()
 
-    async def _serve(self, listeners: list[trio.SocketListener], nursery: trio.Nursery) -> None:
-        async def handler(stream: trio.SocketStream) -> None:
+    async def _resolve_connection_overrides(self) -> None:
+        overrides = self.config.max_connections_per_ip_overrides
+        if overrides:
+            try:
+                resolved = await trio.to_thread.run_sync(resolve_overrides, overrides)
+            except ValueError as exc:
+                raise StartupError(str(exc)) from None
+            self.connection_limits.overrides = resolved
+
+    async def _lock_data_dir(self) -> DirLock:
+        """Own the data dir before anything in it is read or written."""
+        try:
+            return await trio.to_thread.run_sync(DirLock.acquire, self.config.data_dir)
+        except DataDirError as exc:
+            raise StartupError(str(exc)) from None
+
+    async def _bind(self) -> list[trio.SocketListener]:
+        try:
+            return await trio.open_tcp_listeners(self.listen.port, host=self.listen.host)
+        except OSError as exc:
+            raise StartupError(f"cannot listen on {self.listen}: {_os_reason(exc)}") from None
+
+    async def _serve_until_stopped(
+        self, listeners: list[trio.SocketListener], task_status: trio.TaskStatus[Endpoint]
+    ) -> None:
+        bound = listeners[0].socket.getsockname()
+        self.advertised = self._advertised_for(bound[1])
+        log.info("listening on %s:%d, advertising %s", bound[0], bound[1], self.advertised)
+        async with trio.open_nursery() as connections:
+            async with trio.open_nursery() as background:
+                for listener in listeners:
+                    background.start_soon(self._accept, listener, connections)
+                background.start_soon(self._housekeeping)
+                await self.groups.start(background)
+                task_status.started(Endpoint(self.listen.host, bound[1]))
+                await self._stop.wait()
+                background.cancel_scope.cancel()
+            await self._drain(connections)
+
+    async def _accept(self, listener: trio.SocketListener, connections: trio.Nursery) -> None:
+        """Kafka's acceptor: wait for a slot under ``max.connections``, accept, close at
+        once a connection whose address is at ``max.connections.per.ip``."""
+        limits = self.connection_limits
+        while True:
+            if limits.open >= limits.max_connections:
+                self._throttled.log(
+                    "max.connections",
+                    logging.WARNING,
+                    f"max.connections={limits.max_connections} reached:"
+                    " not accepting until a connection closes",
+                )
+            await limits.wait_for_slot()
+            try:
+                stream = await listener.accept()
+            except OSError as exc:
+                if exc.errno not in ACCEPT_CAPACITY_ERRNOS:
+                    raise
+                self._throttled.log(
+                    ("accept", exc.errno), logging.WARNING,
+                    f"accept failed: {_os_reason(exc)}; retrying",
+                )
+                await trio.sleep(ACCEPT_RETRY_SECONDS)
+                continue
+            ip = _peer_ip(stream)
+            if not limits.admit(ip):
+                self._throttled.log(
+                    "max.connections.per.ip",
+                    logging.WARNING,
+                    f"refused a connection from {ip}: the address already has"
+                    f" {limits.limit_for(ip)} connections",
+                )
+                await trio.aclose_forcefully(stream)
+                continue
+            connections.start_soon(self._serve_connection, stream, ip)
+
+    async def _serve_connection(self, stream: trio.SocketStream, ip: str) -> None:
+        try:
             await serve_connection(self, stream)
-
-        await trio.serve_listeners(handler, listeners, handler_nursery=nursery)
+        finally:
+            self.connection_limits.release(ip)
 
     async def _drain(self, connections: trio.Nursery) -> None:
         """Let in-flight requests finish (long-polls answer at once), then close every
@@ -138,7 +245,12 @@ class Broker:
             return DataDir.open(self.config.data_dir, self.config.log, now_ms)
 
         started = time.perf_counter()
-        self.data_dir = await trio.to_thread.run_sync(open_all)
+        try:
+            self.data_dir = await trio.to_thread.run_sync(open_all)
+        except OSError as exc:
+            raise StartupError(
+                f"cannot open data dir {self.config.data_dir}: {_os_reason(exc)}"
+            ) from None
         self.topics = TopicRegistry(self.data_dir, self.config)
         self.groups = GroupCoordinator(self)
         await self.groups.load()
@@ -150,6 +262,7 @@ class Broker:
         )
 
     async def _close_storage(self) -> None:
+        """Flush and mark a clean shutdown: only a data dir this broker locked and opened."""
         if self.data_dir is not None:
             with trio.move_on_after(30):
                 try:
@@ -190,3 +303,19 @@ def _run_log_jobs(partitions: list[Partition], retention: bool) -> None:
             partition.log.maybe_flush()
         except Exception as exc:  # a full disk fails every checkpoint: one line a minute
             storage_errors.failure("housekeeping of", f"{partition.topic}-{partition.index}", exc)
+
+
+def _peer_ip(stream: trio.SocketStream) -> str:
+    try:
+        return normalised_ip(stream.socket.getpeername()[0])
+    except OSError:
+        return "unknown"
+
+
+def _os_reason(exc: OSError) -> str:
+    """``address already in use``: the C library's words, in lower case, without ``[Errno]``."""
+    if isinstance(exc, socket.gaierror) or exc.errno is None:
+        text = exc.strerror or str(exc)
+    else:
+        text = os.strerror(exc.errno)
+    return text[:1].lower() + text[1:]
