@@ -88,7 +88,11 @@ class LogSegment:
         """A new empty segment; stale files with the same base offset are replaced."""
         for suffix in SEGMENT_SUFFIXES:
             cls.path_for(directory, base_offset, suffix).unlink(missing_ok=True)
-        log = SegmentFile(cls.path_for(directory, base_offset, LOG_SUFFIX), create=True)
+        # Created now (the file is how recovery finds the segment); the descriptor
+        # stays in the cache for the appends that usually follow.
+        log = SegmentFile(
+            cls.path_for(directory, base_offset, LOG_SUFFIX), create=True, open_now=True
+        )
         return cls(
             directory,
             base_offset,
@@ -115,7 +119,11 @@ class LogSegment:
         When ``indexes_ok`` is False the indexes are empty and the caller must
         :meth:`recover` the segment (which rebuilds them).
         """
-        log = SegmentFile(cls.path_for(directory, base_offset, LOG_SUFFIX), create=False)
+        # Not opened here: a size is a stat, and most segments of a big data dir
+        # are never read before they are evicted again.
+        log = SegmentFile(
+            cls.path_for(directory, base_offset, LOG_SUFFIX), create=False, dirty=False
+        )
         log_size = log.size()
         index_path = cls.path_for(directory, base_offset, INDEX_SUFFIX)
         time_path = cls.path_for(directory, base_offset, TIME_INDEX_SUFFIX)
@@ -190,6 +198,9 @@ class LogSegment:
         self.offset_index.reset()
         self.time_index.reset()
         self.recount_index_room()
+        # What a crashed process wrote may still be only in the page cache: the
+        # fsync that follows a recovery must not be skipped as "clean".
+        self.log.dirty = True
         valid = 0
         expected = self.base_offset
         reason = ""
@@ -413,10 +424,12 @@ class LogSegment:
     def delete_files(self) -> None:
         """Unlink the files, ``.log`` first so a crash leaves at worst orphan indexes.
 
-        Descriptors stay open for readers still holding regions; indexes are
-        closed here (only the partition log reads them, under its lock).
+        A descriptor already open stays open for readers still holding the
+        segment or a region of it; the files never reopen. Indexes are dropped
+        without writing (only the partition log reads them, under its lock).
         """
         for suffix in SEGMENT_SUFFIXES:
             self.path_for(self.directory, self.base_offset, suffix).unlink(missing_ok=True)
-        self.offset_index.close()
-        self.time_index.close()
+        self.log.forget()
+        self.offset_index.discard()
+        self.time_index.discard()
