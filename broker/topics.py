@@ -2,12 +2,20 @@
 
 Admin changes (create, delete, add partitions, alter configs) are serialized
 by one ``trio.Lock`` and run their file work in a worker thread. Lookups are
-plain dict reads on the event loop. Errors are ``TopicError`` with the Kafka
-error code to answer with.
+plain dict reads on the event loop (the data dir's tables are lock-free too, so
+a lookup never waits for a change in progress). Errors are ``TopicError`` with
+the Kafka error code to answer with.
+
+Size limits are KRaft's, checked before any file is made: a controller
+operation writes at most ``MAX_RECORDS_PER_USER_OP`` metadata records (one
+per topic, per partition and per config), and one CreateTopics request asks
+for at most ``MAX_PARTITIONS_PER_REQUEST`` partitions in all. Both are
+refused with POLICY_VIOLATION and Kafka's own messages.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 from collections.abc import Mapping
@@ -23,7 +31,15 @@ from kafkette.wire.errors import ErrorCode
 if TYPE_CHECKING:
     from kafkette.log import DataDir, TopicMetadata
 
+log = logging.getLogger("kafkette.admin")
+
 MAX_TOPIC_NAME = 249
+# Kafka's QuorumController.MAX_RECORDS_PER_USER_OP and
+# ReplicationControlManager.MAX_PARTITIONS_PER_BATCH.
+MAX_RECORDS_PER_USER_OP = 10_000
+MAX_PARTITIONS_PER_REQUEST = 10_000
+EXCESSIVE_BATCH_MESSAGE = "Unable to perform excessively large batch operation."
+EXCESSIVE_PARTITIONS_MESSAGE = "Excessively large number of partitions per request."
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
@@ -141,6 +157,8 @@ class TopicRegistry:
             )
         validate_topic_configs(configs, self.config)
         clean = {k: v for k, v in configs.items() if v is not None}
+        if 1 + partitions + len(clean) > MAX_RECORDS_PER_USER_OP:
+            raise TopicError(ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE)
         async with self._admin_lock:
             if name in self._partitions:
                 raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic '{name}' already exists")
@@ -152,9 +170,12 @@ class TopicRegistry:
                 )
             if validate_only:
                 return None
-            meta = await trio.to_thread.run_sync(
-                lambda: self.data_dir.create_topic(name, partitions, clean)
-            )
+            try:
+                meta = await trio.to_thread.run_sync(
+                    lambda: self.data_dir.create_topic(name, partitions, clean)
+                )
+            except OSError as exc:
+                raise _storage_error(f"cannot create topic '{name}'", exc) from None
             self._partitions[name] = [
                 Partition(name, i, self.data_dir.partition(name, i)) for i in range(partitions)
             ]
@@ -182,9 +203,14 @@ class TopicRegistry:
                     f"topic currently has {len(parts)} partitions, which is higher than or equal"
                     f" to the requested {total}",
                 )
+            if total - len(parts) > MAX_RECORDS_PER_USER_OP:
+                raise TopicError(ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE)
             if validate_only:
                 return
-            await trio.to_thread.run_sync(self.data_dir.add_partitions, name, total)
+            try:
+                await trio.to_thread.run_sync(self.data_dir.add_partitions, name, total)
+            except OSError as exc:
+                raise _storage_error(f"cannot add partitions to '{name}'", exc) from None
             for i in range(len(parts), total):
                 parts.append(Partition(name, i, self.data_dir.partition(name, i)))
 
@@ -205,3 +231,10 @@ class TopicRegistry:
 def _collides(name: str, existing: Mapping[str, object]) -> bool:
     folded = name.replace(".", "_")
     return any(other.replace(".", "_") == folded for other in existing)
+
+
+def _storage_error(what: str, exc: OSError) -> TopicError:
+    """A change the data dir could not make (and undid): KAFKA_STORAGE_ERROR, one log line."""
+    message = f"{what}: {exc.strerror or exc}"
+    log.warning("%s", message)
+    return TopicError(ErrorCode.KAFKA_STORAGE_ERROR, message)

@@ -183,15 +183,18 @@ class SegmentFile:
 
     def __init__(
         self, path: os.PathLike[str] | str, *, create: bool, open_now: bool = False,
-        dirty: bool | None = None,
+        dirty: bool = False,
     ) -> None:
         self.path = os.fspath(path)
         self._flags = os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create else 0)
         self._handle: OpenFile | None = None
         self._gone = False
         self.used = False
-        # A new file is dirty until fsynced (its creation must be durable too).
-        self.dirty = create if dirty is None else dirty
+        # Only writes make a file dirty: fsyncing a file never written (an empty
+        # new segment) has nothing to make durable (its directory entry is the
+        # directory's business), and skipping it keeps closing 10,000 idle
+        # partitions cheap.
+        self.dirty = dirty
         if open_now:
             DESCRIPTORS.open(self)
 

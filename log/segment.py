@@ -127,14 +127,25 @@ class LogSegment:
         log_size = log.size()
         index_path = cls.path_for(directory, base_offset, INDEX_SUFFIX)
         time_path = cls.path_for(directory, base_offset, TIME_INDEX_SUFFIX)
-        ok = index_path.exists() and time_path.exists()
+        has_index, has_time_index = index_path.exists(), time_path.exists()
+        # Index files are created at their first write: a segment too small to
+        # have an offset index entry may have neither file, and an empty index
+        # is right for it (load_summary then reads its few headers).
+        small = log_size <= config.index_interval_bytes
+        ok = (has_index or small) and (has_time_index or small)
         offset_index = time_index = None
         if ok:
             try:
-                offset_index = OffsetIndex.load(
-                    index_path, base_offset, config.max_index_bytes, log_size
+                offset_index = (
+                    OffsetIndex.load(index_path, base_offset, config.max_index_bytes, log_size)
+                    if has_index
+                    else OffsetIndex(index_path, base_offset, config.max_index_bytes)
                 )
-                time_index = TimeIndex.load(time_path, base_offset, config.max_index_bytes)
+                time_index = (
+                    TimeIndex.load(time_path, base_offset, config.max_index_bytes)
+                    if has_time_index
+                    else TimeIndex(time_path, base_offset, config.max_index_bytes)
+                )
             except CorruptIndex:
                 ok = False
                 if offset_index is not None:
