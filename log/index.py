@@ -27,6 +27,7 @@ under its state lock.
 from __future__ import annotations
 
 import operator
+import os
 import struct
 import sys
 import threading
@@ -141,11 +142,16 @@ class _SparseIndex:
                 self._written = count
 
     def reset(self) -> None:
-        """Empty the index, file included (before a rebuild)."""
+        """Empty the index, file included (before a rebuild).
+
+        A file not created yet stays uncreated: recovering thousands of empty
+        partitions must not open (and then fsync) two files each.
+        """
         with self._file_lock:
             for column in self._columns():
                 del column[:]
-            self._file.truncate(0)
+            if self._file.is_open or os.path.exists(self.path):
+                self._file.truncate(0)
             self._written = 0
 
     def fsync(self) -> None:

@@ -209,9 +209,6 @@ class LogSegment:
         self.offset_index.reset()
         self.time_index.reset()
         self.recount_index_room()
-        # What a crashed process wrote may still be only in the page cache: the
-        # fsync that follows a recovery must not be skipped as "clean".
-        self.log.dirty = True
         valid = 0
         expected = self.base_offset
         reason = ""
@@ -220,6 +217,10 @@ class LogSegment:
         self.first_batch_timestamp = None
         self.bytes_since_last_index_entry = 0
         file_size = self.log.size()
+        if file_size:
+            # What a crashed process wrote may still be only in the page cache:
+            # the fsync that follows a recovery must not be skipped as "clean".
+            self.log.dirty = True
         interval = config.index_interval_bytes
         try:
             for pos, header in scan_batches(self.log, 0, file_size, validate=True):
