@@ -128,7 +128,7 @@ def main() -> int:
     args = parser.parse_args()
     topic = "many"
     step = max(1, args.partitions // args.sample)
-    sample = list(range(0, args.partitions, step))[: args.sample] + [args.partitions - 1]
+    sample = sorted({*range(0, args.partitions, step), args.partitions - 1})
     expected = {p: f"v{p}".encode() for p in sample}
     with tempfile.TemporaryDirectory(prefix="kafkette-many-") as tmp:
         data_dir = Path(tmp) / "data"

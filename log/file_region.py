@@ -124,7 +124,9 @@ class DescriptorCache:
             handle = OpenFile(fd, file.path)
             self.opens += 1
             file._handle = handle
-            file.used = True
+            # Not marked used: a file touched once (a scan, a one-off read) is
+            # the first to go; one used again before the hand comes round stays.
+            file.used = False
             self._ring.append(file)
             self._open += 1
             return handle
