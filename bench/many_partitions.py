@@ -6,8 +6,10 @@ Starts ``kafkette serve`` with ``RLIMIT_NOFILE`` lowered (as ``ulimit -n``),
 creates one topic of ``--partitions`` partitions (CreateTopics up to Kafka's
 10,000-records-per-operation bound, then CreatePartitions in steps), produces
 one record to each of ``--sample`` partitions, consumes them back, stops the
-broker cleanly, restarts it and consumes again. Prints descriptors in use,
-times and RSS at each step; exits non-zero if anything was lost.
+broker cleanly, restarts it and consumes again, then produces once more, kills
+it (SIGKILL), restarts (recovery of every partition) and reads both records.
+Prints descriptors in use, times and RSS at each step; exits non-zero if
+anything was lost.
 """
 
 from __future__ import annotations
@@ -120,6 +122,20 @@ def consume(bootstrap: str, topic: str, sample: list[int]) -> dict[int, bytes]:
     return got
 
 
+def consume_all(bootstrap: str, topic: str, sample: list[int], each: int) -> list[bytes]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-many-2",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in sample])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 120
+    while len(got) < each * len(sample) and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and not message.error():
+            got.append(message.value())
+    consumer.close()
+    return got
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--partitions", type=int, default=10_000)
@@ -152,9 +168,17 @@ def main() -> int:
         again = consume(broker.bootstrap, topic, sample) == expected
         print(f"{'fds after consume':<36}{broker.fds():>10}")
         print(f"{'RSS after restart (MB)':<36}{broker.rss_mb():>10.1f}")
+        produce(broker.bootstrap, topic, sample)
+        broker.proc.kill()
+        broker.proc.wait(60)
+        broker = ServeProcess(data_dir, args.nofile, log_path)
+        print(f"{'restart after kill -9 (s)':<36}{broker.ready_s:>10.2f}")
+        print(f"{'fds after recovery':<36}{broker.fds():>10}")
+        twice = len(consume_all(broker.bootstrap, topic, sample, 2)) == 2 * len(sample)
         broker.stop()
-        print(f"{'sample read back before/after':<36}{str(ok) + '/' + str(again):>10}")
-        return 0 if ok and again and dirs == args.partitions else 1
+        verdict = f"{ok}/{again}/{twice}"
+        print(f"{'sample read back: first/clean/crash':<36}{verdict:>16}")
+        return 0 if ok and again and twice and dirs == args.partitions else 1
 
 
 if __name__ == "__main__":

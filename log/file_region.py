@@ -20,7 +20,7 @@ shorter than ``length`` if the log is truncated concurrently: ``sendfile``
 then returns short and :meth:`ReadInfo.to_bytes` returns what is left.
 
 A closed or deleted file never reopens (a reopen would recreate an unlinked
-file): its operations raise ``ValueError``.
+file): once it has no descriptor its operations raise :class:`FileGone`.
 """
 
 from __future__ import annotations
@@ -36,6 +36,10 @@ from dataclasses import dataclass, field
 MIN_BUDGET = 16
 # Above this the limit is effectively unlimited (RLIM_INFINITY and friends).
 MAX_BUDGET = 1 << 20
+
+
+class FileGone(ValueError):
+    """The file was closed or deleted and has no descriptor left: it never reopens."""
 
 
 def default_budget() -> int:
@@ -108,7 +112,7 @@ class DescriptorCache:
             if handle is not None:
                 return handle
             if file._gone:
-                raise ValueError(f"{file.path} is closed")
+                raise FileGone(f"{file.path} is closed or deleted")
             while self._open >= self.budget:
                 if not self._evict_one():
                     break
@@ -225,7 +229,7 @@ class SegmentFile:
         if handle is not None:
             return os.fstat(handle.fd).st_size
         if self._gone:
-            raise ValueError(f"{self.path} is closed")
+            raise FileGone(f"{self.path} is closed or deleted")
         try:
             return os.stat(self.path).st_size
         except FileNotFoundError:

@@ -20,7 +20,7 @@ from pathlib import Path
 from kafkette.log.batch_scan import scan_batches
 from kafkette.log.config import INT_MAX, LogConfig
 from kafkette.log.errors import CorruptIndex
-from kafkette.log.file_region import SegmentFile
+from kafkette.log.file_region import FileGone, SegmentFile
 from kafkette.log.index import OffsetIndex, TimeIndex
 from kafkette.wire.record_batch import InvalidBatchError
 
@@ -346,7 +346,7 @@ class LogSegment:
             ):
                 if header.last_offset >= offset:
                     return pos, header.size, header.base_offset
-        except InvalidBatchError:
+        except (InvalidBatchError, FileGone):  # deleted under a reader: nothing here
             return None
         return None
 
@@ -359,7 +359,7 @@ class LogSegment:
                 if pos + header.size > limit:
                     break
                 end = pos + header.size
-        except InvalidBatchError:
+        except (InvalidBatchError, FileGone):
             pass
         return end
 
@@ -376,7 +376,7 @@ class LogSegment:
             ):
                 if header.max_timestamp >= timestamp and header.last_offset >= min_offset:
                     return header.base_offset, header.last_offset, header.max_timestamp
-        except InvalidBatchError:
+        except (InvalidBatchError, FileGone):  # deleted under a reader: nothing here
             return None
         return None
 

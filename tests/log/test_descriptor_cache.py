@@ -10,6 +10,7 @@ import pytest
 
 from kafkette.log import DataDir, LogConfig
 from kafkette.log.file_region import DESCRIPTORS, SegmentFile, default_budget
+from kafkette.log.segment import LogSegment
 from kafkette.wire.record_batch import validate_batch
 
 
@@ -147,3 +148,20 @@ def test_a_data_dir_of_many_partitions_holds_few_descriptors(tmp_path, clock, sm
     # Idle empty partitions got no index files, and their logs were never opened.
     assert not list((tmp_path / "many-1").glob("*.index"))
     reopened.close()
+
+
+def test_a_segment_deleted_after_eviction_reads_as_empty(tmp_path, clock, small_budget):
+    """A reader that looked a segment up before retention deleted it finds nothing there."""
+    segment = LogSegment.create(tmp_path, 0, LogConfig(), clock())
+    batch = log_batches.build_sized_batch(2, 10)
+    segment.write(batch)
+    segment.record_append([(len(batch), 1, 0)], LogConfig().index_interval_bytes)
+    assert segment.find_batch(0, 0, segment.size) == (0, len(batch), 0)
+    others = [SegmentFile(tmp_path / f"{i}.x", create=True, open_now=True) for i in range(20)]
+    assert not segment.log.is_open
+    segment.delete_files()
+    assert segment.find_batch(0, 0, segment.size) is None
+    assert segment.extent_within(0, 1 << 20, 0, segment.size) == 0
+    assert list(tmp_path.glob("0000*")) == []  # nothing recreated
+    for other in others:
+        other.close()
