@@ -184,9 +184,11 @@ class DataDir:
             logs = dict(self._logs)
             removed = [logs.pop(key) for key in doomed]
             self._logs = logs
-            for index, log in enumerate(removed):
+            for log in removed:
                 log.close(flush=False)
-                self._discard_directory(self.path / partition_dir_name(name, index))
+            self._discard_directories(
+                self.path / partition_dir_name(name, index) for index in range(meta.partitions)
+            )
 
     def add_partitions(self, name: str, new_total: int) -> None:
         """Grow a topic to ``new_total`` partitions (Kafka never shrinks one): all or nothing."""
@@ -344,12 +346,26 @@ class DataDir:
 
     def _discard_directory(self, directory: Path) -> None:
         """Rename to ``*.<uuid>-delete`` (one atomic step), then remove."""
-        if not directory.exists():
+        self._discard_directories([directory])
+
+    def _discard_directories(self, directories: Iterable[Path]) -> None:
+        """Rename each to ``*.<uuid>-delete``, make the renames durable at once, remove.
+
+        One directory fsync for all: deleting a topic of 10,000 partitions
+        must not cost 10,000 of them.
+        """
+        doomed = []
+        for directory in directories:
+            if not directory.exists():
+                continue
+            target = directory.with_name(f"{directory.name}.{uuid.uuid4().hex}{DELETE_SUFFIX}")
+            directory.rename(target)
+            doomed.append(target)
+        if not doomed:
             return
-        doomed = directory.with_name(f"{directory.name}.{uuid.uuid4().hex}{DELETE_SUFFIX}")
-        directory.rename(doomed)
         fsync_directory(self.path)
-        shutil.rmtree(doomed, ignore_errors=True)
+        for target in doomed:
+            shutil.rmtree(target, ignore_errors=True)
 
     def _remove_leftovers(self, *, initialised: bool) -> None:
         """Finish interrupted deletions; remove directories no topic owns."""
