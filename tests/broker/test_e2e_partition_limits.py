@@ -142,6 +142,43 @@ def limited_broker(tmp_path):
             broker.kill()
 
 
+class MetadataPoller:
+    """Asks for one topic's metadata in a loop on its own connection; records when answers came.
+
+    Naming a topic makes the broker look it up in the data dir's topic table.
+    """
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self._admin = AdminClient({"bootstrap.servers": bootstrap})
+        self._topic = topic
+        self._stop = threading.Event()
+        self.answers: list[tuple[float, float]] = []  # (asked, answered)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            asked = time.monotonic()
+            metadata = self._admin.list_topics(self._topic, timeout=30)
+            assert metadata.topics[self._topic].error is None
+            self.answers.append((asked, time.monotonic()))
+            time.sleep(0.01)
+
+    def __enter__(self) -> MetadataPoller:
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self.answers:  # connected and answered once before the test goes on
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(60)
+
+    def answered_between(self, start: float, end: float) -> int:
+        return sum(1 for asked, answered in self.answers if asked >= start and answered < end)
+
+
 def produce_sample(bootstrap: str, topic: str, sample: list[int], tag: str) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
     failures: list[object] = []
@@ -179,8 +216,15 @@ def test_thousands_of_partitions_under_ulimit_1024(tmp_path, limited_broker):
     data_dir = tmp_path / "data"
     broker = limited_broker(data_dir)
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    created = admin.create_topics([NewTopic("many", PARTITIONS, 1)], operation_timeout=120)
-    assert errors_of(created) == {"many": (0, "")}
+    assert errors_of(admin.create_topics([NewTopic("small", 1, 1)])) == {"small": (0, "")}
+    with MetadataPoller(broker.bootstrap, "small") as poller:
+        started = time.monotonic()
+        created = admin.create_topics([NewTopic("many", PARTITIONS, 1)], operation_timeout=120)
+        assert errors_of(created) == {"many": (0, "")}
+        finished = time.monotonic()
+    # The event loop kept answering while a worker thread made 3,000 partitions: answers
+    # came in the first half of the create (a blocked loop answers only once it is done).
+    assert poller.answered_between(started, (started + finished) / 2) > 0
     grown = admin.create_partitions([NewPartitions("many", GROWN)], operation_timeout=120)
     assert errors_of(grown) == {"many": (0, "")}
     sample = sorted({*range(0, GROWN, 173), PARTITIONS - 1, PARTITIONS, GROWN - 1})
@@ -189,7 +233,7 @@ def test_thousands_of_partitions_under_ulimit_1024(tmp_path, limited_broker):
     assert consume_sample(broker.bootstrap, "many", sample, 1) == expected
     assert broker.open_fds() < 1024 - 256  # sockets still have room
     assert broker.terminate() == 0
-    assert persisted_topics(data_dir) == {"many": GROWN} == partition_dirs(data_dir)
+    assert persisted_topics(data_dir) == {"many": GROWN, "small": 1} == partition_dirs(data_dir)
 
     broker = limited_broker(data_dir)  # a clean restart under the same limit
     assert broker.open_fds() < 256  # opening 3,500 partitions opened almost none
@@ -201,7 +245,7 @@ def test_thousands_of_partitions_under_ulimit_1024(tmp_path, limited_broker):
     both = {p: [f"a-{p}".encode(), f"b-{p}".encode()] for p in sample}
     assert consume_sample(broker.bootstrap, "many", sample, 2) == both
     assert broker.terminate() == 0
-    assert persisted_topics(data_dir) == {"many": GROWN} == partition_dirs(data_dir)
+    assert persisted_topics(data_dir) == {"many": GROWN, "small": 1} == partition_dirs(data_dir)
 
 
 def test_a_create_that_fails_half_way_leaves_nothing_and_restarts(tmp_path, broker_process):
