@@ -2,8 +2,15 @@
 
 Admin changes (create, delete, add partitions, alter configs) are serialized
 by one ``trio.Lock`` and run their file work in a worker thread. Lookups are
-plain dict reads on the event loop. Errors are ``TopicError`` with the Kafka
-error code to answer with.
+plain dict reads on the event loop (the data dir's tables are lock-free too, so
+a lookup never waits for a change in progress). Errors are ``TopicError`` with
+the Kafka error code to answer with.
+
+Size limits are KRaft's, checked before any file is made: a controller
+operation writes at most ``MAX_RECORDS_PER_USER_OP`` metadata records (one
+per topic, per partition and per config), and one CreateTopics request asks
+for at most ``MAX_PARTITIONS_PER_REQUEST`` partitions in all. Both are
+refused with POLICY_VIOLATION and Kafka's own messages.
 """
 
 from __future__ import annotations
@@ -25,7 +32,14 @@ from kafkette.wire.errors import ErrorCode
 if TYPE_CHECKING:
     from kafkette.log import DataDir, TopicMetadata
 
+
 MAX_TOPIC_NAME = 249
+# Kafka's QuorumController.MAX_RECORDS_PER_USER_OP and
+# ReplicationControlManager.MAX_PARTITIONS_PER_BATCH.
+MAX_RECORDS_PER_USER_OP = 10_000
+MAX_PARTITIONS_PER_REQUEST = 10_000
+EXCESSIVE_BATCH_MESSAGE = "Unable to perform excessively large batch operation."
+EXCESSIVE_PARTITIONS_MESSAGE = "Excessively large number of partitions per request."
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
@@ -143,6 +157,8 @@ class TopicRegistry:
             )
         validate_topic_configs(configs, self.config)
         clean = {k: v for k, v in configs.items() if v is not None}
+        if 1 + partitions + len(clean) > MAX_RECORDS_PER_USER_OP:
+            raise TopicError(ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE)
         async with self._admin_lock:
             if name in self._partitions:
                 raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic '{name}' already exists")
@@ -186,6 +202,8 @@ class TopicRegistry:
                     f"topic currently has {len(parts)} partitions, which is higher than or equal"
                     f" to the requested {total}",
                 )
+            if total - len(parts) > MAX_RECORDS_PER_USER_OP:
+                raise TopicError(ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE)
             if validate_only:
                 return
             with _storage_errors_as_topic_error("adding partitions to", name):
@@ -222,4 +240,6 @@ def _storage_errors_as_topic_error(operation: str, name: str) -> Iterator[None]:
         yield
     except OSError as exc:
         storage_errors.failure(operation, name, exc)
-        raise TopicError(ErrorCode.KAFKA_STORAGE_ERROR, describe_error(exc)) from exc
+        raise TopicError(
+            ErrorCode.KAFKA_STORAGE_ERROR, f"{operation} '{name}' failed: {describe_error(exc)}"
+        ) from exc

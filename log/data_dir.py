@@ -7,15 +7,22 @@ Layout::
         .kafka_cleanshutdown        present only while the broker is stopped cleanly
         <topic>-<partition>/        one PartitionLog each (see partition_log.py)
 
-``topics.json`` is the source of truth and is replaced atomically. Creating a
-topic persists it before its directories exist (missing directories open as
-empty logs); deleting one persists its removal first, then renames each
-directory to ``<topic>-<p>.<uuid>-delete`` and removes it, so a crash at any
-point leaves either the whole topic or only ``-delete`` leftovers and orphan
-directories, which the next open removes.
+``topics.json`` is the source of truth and is replaced atomically. It never
+names a partition whose directory was not made first: creating a topic (or
+adding partitions) makes every new directory and its empty log, then persists
+``topics.json``, then publishes the new logs; a failure at any step before the
+persist removes what was made, so the change happens whole or not at all. A
+crash in between leaves only directories no topic owns, which the next open
+removes. Deleting a topic persists its removal first, then renames each
+directory to ``<topic>-<p>.<uuid>-delete`` and removes it.
 
-Thread-safe: topic-level changes are serialised by one lock; partition logs
-have their own locks.
+Threading: topic-level changes (and their file work, which can take seconds
+for thousands of partitions) are serialised by ``_admin_lock``, which only
+worker threads take. Lookups (``topics``, ``partition``, ``partitions``,
+``config_for``) take no lock at all: the topic table and the log table are
+never mutated once published, only replaced by new dicts (logs before topics
+on the way in, topics before logs on the way out), so the event loop can call
+them at any time without waiting for an admin change in progress.
 """
 
 from __future__ import annotations
@@ -26,13 +33,14 @@ import re
 import shutil
 import threading
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 from kafkette.log.checkpoint import atomic_write, fsync_directory
 from kafkette.log.config import LogConfig, log_config_for
-from kafkette.log.errors import TopicExists, UnknownTopicOrPartition
+from kafkette.log.errors import LogClosed, TopicExists, UnknownTopicOrPartition
 from kafkette.log.partition_log import Clock, PartitionLog
 
 _log = logging.getLogger(__name__)
@@ -77,7 +85,7 @@ def parse_partition_dir_name(name: str) -> tuple[str, int] | None:
 
 
 class DataDir:
-    """Owns the topic table and one PartitionLog per partition."""
+    """Owns the topic table and one PartitionLog per partition. See the module docstring."""
 
     def __init__(
         self,
@@ -89,9 +97,10 @@ class DataDir:
         self.path = path
         self._default_config = default_config
         self._clock = clock
-        self._topics = topics
+        # Both tables are replaced, never mutated, once published (lock-free reads).
+        self._topics: dict[str, TopicMetadata] = topics
         self._logs: dict[tuple[str, int], PartitionLog] = {}
-        self._lock = threading.RLock()
+        self._admin_lock = threading.Lock()
         self._closed = False
         self.had_clean_shutdown = False
 
@@ -107,12 +116,14 @@ class DataDir:
         data_dir = cls(path, default_config, clock, topics)
         data_dir.had_clean_shutdown = clean
         data_dir._remove_leftovers(initialised=topics_file.exists())
+        logs: dict[tuple[str, int], PartitionLog] = {}
         for meta in topics.values():
             config = log_config_for(meta.configs, default_config)
             for index in range(meta.partitions):
-                data_dir._logs[(meta.name, index)] = PartitionLog.open(
+                logs[(meta.name, index)] = PartitionLog.open(
                     path / partition_dir_name(meta.name, index), config, clock, recover=not clean
                 )
+        data_dir._logs = logs
         if clean:
             marker.unlink()
             fsync_directory(path)
@@ -125,15 +136,13 @@ class DataDir:
         return self._default_config
 
     @property
-    def topics(self) -> dict[str, TopicMetadata]:
-        """A snapshot copy of the topic table."""
-        with self._lock:
-            return dict(self._topics)
+    def topics(self) -> Mapping[str, TopicMetadata]:
+        """The topic table as of now: a read-only view of a dict never mutated again."""
+        return MappingProxyType(self._topics)
 
     def config_for(self, topic: str) -> LogConfig:
-        with self._lock:
-            meta = self._require_topic(topic)
-            return log_config_for(meta.configs, self._default_config)
+        meta = self._require_topic(topic)
+        return log_config_for(meta.configs, self._default_config)
 
     def create_topic(
         self,
@@ -142,82 +151,82 @@ class DataDir:
         configs: Mapping[str, str],
         topic_id: uuid.UUID | None = None,
     ) -> TopicMetadata:
-        """Persist a new topic and create its empty partition logs.
+        """Create the topic's partition logs, persist it, then publish it: all or nothing.
 
         Raises ValueError for a bad name, partition count or config value,
-        TopicExists if the name is taken.
+        TopicExists if the name is taken, OSError if the files cannot be made
+        (nothing is left behind then: no directory, no entry in topics.json).
         """
         validate_topic_name(name)
         if partitions < 1:
             raise ValueError("a topic needs at least one partition")
         config = log_config_for(configs, self._default_config)
-        with self._lock:
+        with self._admin_lock:
+            self._check_open()
             if name in self._topics:
                 raise TopicExists(name)
             meta = TopicMetadata(name, topic_id or uuid.uuid4(), partitions, dict(configs))
-            for index in range(partitions):
-                self._discard_directory(self.path / partition_dir_name(name, index))
-            self._topics[name] = meta
-            self._persist_topics_or_restore(name, None)
-            for index in range(partitions):
-                self._logs[(name, index)] = PartitionLog.open(
-                    self.path / partition_dir_name(name, index), config, self._clock,
-                    recover=False,
-                )
+            made = self._make_logs(name, range(partitions), config)
+            self._persist_or_undo({**self._topics, name: meta}, made)
+            self._logs = {**self._logs, **made}
+            self._topics = {**self._topics, name: meta}
             return meta
 
     def delete_topic(self, name: str) -> None:
         """Forget the topic durably, then remove its directories."""
-        with self._lock:
+        with self._admin_lock:
             meta = self._require_topic(name)
-            del self._topics[name]
-            self._persist_topics_or_restore(name, meta)
-            logs = [self._logs.pop((name, i)) for i in range(meta.partitions)]
-            for index, log in enumerate(logs):
+            topics = dict(self._topics)
+            del topics[name]
+            self._persist_topics(topics)
+            self._topics = topics
+            doomed = [(name, i) for i in range(meta.partitions)]
+            logs = dict(self._logs)
+            removed = [logs.pop(key) for key in doomed]
+            self._logs = logs
+            for log in removed:
                 log.close(flush=False)
-                self._discard_directory(self.path / partition_dir_name(name, index))
+            self._discard_directories(
+                self.path / partition_dir_name(name, index) for index in range(meta.partitions)
+            )
 
     def add_partitions(self, name: str, new_total: int) -> None:
-        """Grow a topic to ``new_total`` partitions (Kafka never shrinks one)."""
-        with self._lock:
+        """Grow a topic to ``new_total`` partitions (Kafka never shrinks one): all or nothing."""
+        with self._admin_lock:
+            self._check_open()
             meta = self._require_topic(name)
             if new_total <= meta.partitions:
                 raise ValueError(
                     f"topic {name} has {meta.partitions} partitions; {new_total} is not more"
                 )
             config = log_config_for(meta.configs, self._default_config)
-            for index in range(meta.partitions, new_total):
-                self._discard_directory(self.path / partition_dir_name(name, index))
-            self._topics[name] = TopicMetadata(name, meta.topic_id, new_total, dict(meta.configs))
-            self._persist_topics_or_restore(name, meta)
-            for index in range(meta.partitions, new_total):
-                self._logs[(name, index)] = PartitionLog.open(
-                    self.path / partition_dir_name(name, index), config, self._clock,
-                    recover=False,
-                )
+            grown = TopicMetadata(name, meta.topic_id, new_total, dict(meta.configs))
+            made = self._make_logs(name, range(meta.partitions, new_total), config)
+            self._persist_or_undo({**self._topics, name: grown}, made)
+            self._logs = {**self._logs, **made}
+            self._topics = {**self._topics, name: grown}
 
     def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
         """Replace the topic's configs (validated first), persist, apply to its logs."""
         config = log_config_for(configs, self._default_config)
-        with self._lock:
+        with self._admin_lock:
             meta = self._require_topic(name)
-            self._topics[name] = TopicMetadata(name, meta.topic_id, meta.partitions, dict(configs))
-            self._persist_topics_or_restore(name, meta)
+            changed = TopicMetadata(name, meta.topic_id, meta.partitions, dict(configs))
+            self._persist_topics({**self._topics, name: changed})
+            self._topics = {**self._topics, name: changed}
+            logs = self._logs
             for index in range(meta.partitions):
-                self._logs[(name, index)].update_config(config)
+                logs[(name, index)].update_config(config)
 
     def partition(self, topic: str, index: int) -> PartitionLog:
-        with self._lock:
-            log = self._logs.get((topic, index))
+        log = self._logs.get((topic, index))
         if log is None:
             raise UnknownTopicOrPartition(f"{topic}-{index}")
         return log
 
     def partitions(self) -> Iterator[tuple[str, int, PartitionLog]]:
         """Snapshot of every (topic, partition, log)."""
-        with self._lock:
-            items = list(self._logs.items())
-        for (topic, index), log in items:
+        for (topic, index), log in self._logs.items():
             yield topic, index, log
 
     # ------------------------------------------------------------ housekeeping
@@ -232,8 +241,11 @@ class DataDir:
             log.maybe_flush()
 
     def close(self) -> None:
-        """Flush and close every log, then write the clean-shutdown marker."""
-        with self._lock:
+        """Flush and close every log, then write the clean-shutdown marker.
+
+        Waits for an admin change in progress (it holds the admin lock).
+        """
+        with self._admin_lock:
             if self._closed:
                 return
             self._closed = True
@@ -256,22 +268,74 @@ class DataDir:
             raise UnknownTopicOrPartition(name)
         return meta
 
-    def _persist_topics_or_restore(self, name: str, previous: TopicMetadata | None) -> None:
-        """Persist, or (a full disk) put ``name`` back as it was and re-raise.
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosed(str(self.path))
 
-        Memory must not claim what ``topics.json`` does not: a later retry of
-        the same change (once space is freed) then starts from the same state.
+    def _make_logs(
+        self, name: str, indexes: Iterable[int], config: LogConfig
+    ) -> dict[tuple[str, int], PartitionLog]:
+        """Make each partition's directory and empty log; on failure remove them all.
+
+        Leftovers from an earlier life of the same name are discarded first.
+        Caller holds the admin lock.
+        """
+        made: dict[tuple[str, int], PartitionLog] = {}
+        directory = self.path
+        try:
+            for index in indexes:
+                directory = self.path / partition_dir_name(name, index)
+                self._discard_directory(directory)
+                made[(name, index)] = PartitionLog.open(
+                    directory, config, self._clock, recover=False
+                )
+            directory = self.path
+            fsync_directory(self.path)  # the new directories, before topics.json names them
+        except BaseException:
+            if directory != self.path:
+                shutil.rmtree(directory, ignore_errors=True)  # the one half made
+            self._undo(made)
+            raise
+        return made
+
+    def _persist_or_undo(
+        self, topics: dict[str, TopicMetadata], made: dict[tuple[str, int], PartitionLog]
+    ) -> None:
+        """Persist ``topics``; if that fails, put the published table back and remove ``made``.
+
+        A failed atomic replace may or may not have happened, so the old table
+        is written again before any directory goes: only when topics.json is
+        known not to name them are they removed (otherwise they stay, and the
+        next open keeps or removes them as the file says).
         """
         try:
-            self._persist_topics()
+            self._persist_topics(topics)
         except BaseException:
-            if previous is None:
-                self._topics.pop(name, None)
-            else:
-                self._topics[name] = previous
+            try:
+                self._persist_topics(self._topics)
+            except BaseException:
+                _log.error("cannot restore %s after a failed change; next start reconciles",
+                           self.path / TOPICS_FILE)
+                for log in made.values():
+                    log.close(flush=False)
+                raise
+            self._undo(made)
             raise
 
-    def _persist_topics(self) -> None:
+    def _undo(self, made: dict[tuple[str, int], PartitionLog]) -> None:
+        """Close and remove logs made for a change that did not happen (best effort).
+
+        No rename-then-fsync dance: topics.json does not name these
+        directories, so a crash half-way leaves orphans the next open removes.
+        """
+        for (topic, index), log in made.items():
+            try:
+                log.close(flush=False)
+            except OSError as exc:
+                _log.warning("cannot close %s-%d after a failed change: %s", topic, index, exc)
+            shutil.rmtree(self.path / partition_dir_name(topic, index), ignore_errors=True)
+
+    def _persist_topics(self, topics: Mapping[str, TopicMetadata]) -> None:
         document = {
             "version": 1,
             "topics": [
@@ -281,19 +345,33 @@ class DataDir:
                     "partitions": meta.partitions,
                     "configs": meta.configs,
                 }
-                for meta in sorted(self._topics.values(), key=lambda m: m.name)
+                for meta in sorted(topics.values(), key=lambda m: m.name)
             ],
         }
         atomic_write(self.path / TOPICS_FILE, json.dumps(document, indent=1).encode())
 
     def _discard_directory(self, directory: Path) -> None:
         """Rename to ``*.<uuid>-delete`` (one atomic step), then remove."""
-        if not directory.exists():
+        self._discard_directories([directory])
+
+    def _discard_directories(self, directories: Iterable[Path]) -> None:
+        """Rename each to ``*.<uuid>-delete``, make the renames durable at once, remove.
+
+        One directory fsync for all: deleting a topic of 10,000 partitions
+        must not cost 10,000 of them.
+        """
+        doomed = []
+        for directory in directories:
+            if not directory.exists():
+                continue
+            target = directory.with_name(f"{directory.name}.{uuid.uuid4().hex}{DELETE_SUFFIX}")
+            directory.rename(target)
+            doomed.append(target)
+        if not doomed:
             return
-        doomed = directory.with_name(f"{directory.name}.{uuid.uuid4().hex}{DELETE_SUFFIX}")
-        directory.rename(doomed)
         fsync_directory(self.path)
-        shutil.rmtree(doomed, ignore_errors=True)
+        for target in doomed:
+            shutil.rmtree(target, ignore_errors=True)
 
     def _remove_leftovers(self, *, initialised: bool) -> None:
         """Finish interrupted deletions; remove directories no topic owns."""

@@ -1,53 +1,70 @@
-"""Read results as file regions, so the broker can ``os.sendfile`` them.
+"""Segment files behind a bounded descriptor cache, and read results as file regions.
 
-A :class:`SegmentFile` owns one OS file descriptor. A region keeps a reference
-to it, and the descriptor is closed only when the log is closed *and* no
-region refers to it any more (CPython reference counting), so a reader that
-races with retention or topic deletion keeps reading the old inode instead of
-whatever file reuses the descriptor number. A region may become shorter than
-``length`` if the log is truncated concurrently: ``sendfile`` then returns
-short and :meth:`ReadInfo.to_bytes` returns what is left.
+A data dir with 10,000 partitions has at least 30,000 segment files, far more
+than the common ``ulimit -n 1024``. So a :class:`SegmentFile` is a *path* that
+opens its descriptor on demand; the process-wide :data:`DESCRIPTORS` cache
+keeps at most ``budget`` of them open (half of ``RLIMIT_NOFILE`` by default,
+the rest is left to sockets, pipes and the rest of the process) and drops the
+least recently used one (second-chance "clock": a use only sets a flag, so the
+hot path pays no lock and no syscall) when it needs room.
+
+Descriptor lifetime: the descriptor is an :class:`OpenFile` object that closes
+its fd when the last Python reference goes (CPython reference counting). The
+cache and the file only *drop their reference* when they evict or close, so a
+:class:`FileRegion` handed to Fetch (``sendfile``), or a thread in the middle
+of a ``pread``, keeps a valid fd for as long as it holds it; the fd number is
+never reused under it, and a reader that races with retention or topic
+deletion keeps reading the old inode. Such held descriptors may briefly exceed
+the budget; they are as many as regions in flight. A region may become
+shorter than ``length`` if the log is truncated concurrently: ``sendfile``
+then returns short and :meth:`ReadInfo.to_bytes` returns what is left.
+
+A closed or deleted file never reopens (a reopen would recreate an unlinked
+file): once it has no descriptor its operations raise :class:`FileGone`.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import resource
 import threading
+from collections import deque
 from dataclasses import dataclass, field
 
+# Never plan on fewer descriptors than this, whatever the limit says.
+MIN_BUDGET = 16
+# Above this the limit is effectively unlimited (RLIM_INFINITY and friends).
+MAX_BUDGET = 1 << 20
 
-class SegmentFile:
-    """An open ``.log`` file (or index file): one descriptor shared by writer and readers.
 
-    Thread-safe: positional I/O only (``pread``/``pwrite``), no shared seek
-    position. A deleted segment is unlinked and simply dropped: the descriptor
-    is closed when the last Python reference (e.g. a reader's region) goes away.
-    """
+class FileGone(ValueError):
+    """The file was closed or deleted and has no descriptor left: it never reopens."""
 
-    __slots__ = ("__weakref__", "_fd", "_lock", "path")
 
-    def __init__(self, path: os.PathLike[str] | str, *, create: bool) -> None:
-        flags = os.O_RDWR | (os.O_CREAT if create else 0)
-        self.path = os.fspath(path)
-        self._fd: int | None = os.open(self.path, flags, 0o644)
-        self._lock = threading.Lock()
+def default_budget() -> int:
+    """Half the soft ``RLIMIT_NOFILE`` for data files; the other half for sockets etc."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft <= 0 or soft > 2 * MAX_BUDGET:
+        soft = 2 * MAX_BUDGET
+    return max(MIN_BUDGET, soft // 2)
+
+
+class OpenFile:
+    """One open OS descriptor; closed when the last reference to this object goes."""
+
+    __slots__ = ("fd", "path")
+
+    def __init__(self, fd: int, path: str) -> None:
+        self.fd = fd
+        self.path = path
 
     def fileno(self) -> int:
-        fd = self._fd
-        if fd is None:
-            raise ValueError(f"{self.path} is closed")
-        return fd
-
-    @property
-    def is_open(self) -> bool:
-        return self._fd is not None
-
-    def size(self) -> int:
-        return os.fstat(self.fileno()).st_size
+        return self.fd
 
     def pread(self, length: int, position: int) -> bytes:
         """Up to ``length`` bytes at ``position`` (short only at end of file)."""
-        fd = self.fileno()
+        fd = self.fd
         data = os.pread(fd, length, position)
         if len(data) == length or not data:
             return data
@@ -61,9 +78,174 @@ class SegmentFile:
             got += len(more)
         return b"".join(parts)
 
+    def __del__(self, _close=os.close) -> None:  # os.close bound early: exit-safe
+        try:
+            _close(self.fd)
+        except OSError:
+            pass
+
+
+class DescriptorCache:
+    """At most ``budget`` descriptors held by segment files, least recently used dropped.
+
+    Thread-safe: opening and evicting take one lock; using an already open
+    file takes none (it sets ``SegmentFile.used``, which the clock hand reads).
+    """
+
+    def __init__(self, budget: int) -> None:
+        self.budget = max(1, budget)
+        self._lock = threading.Lock()
+        self._ring: deque[SegmentFile] = deque()  # files with a descriptor (plus dead ones)
+        self._open = 0  # files in the ring that hold a descriptor
+        self.opens = 0  # descriptors opened so far (for tests and benches)
+        self.evictions = 0
+
+    @property
+    def open_count(self) -> int:
+        """Descriptors held by segment files now (regions in flight may hold more)."""
+        return self._open
+
+    def open(self, file: SegmentFile) -> OpenFile:
+        """``file``'s descriptor, opening it (and evicting another) if needed."""
+        with self._lock:
+            handle = file._handle
+            if handle is not None:
+                return handle
+            if file._gone:
+                raise FileGone(f"{file.path} is closed or deleted")
+            while self._open >= self.budget:
+                if not self._evict_one():
+                    break
+            try:
+                fd = os.open(file.path, file._flags, 0o644)
+            except OSError as exc:
+                if exc.errno not in (errno.EMFILE, errno.ENFILE) or not self._open:
+                    raise
+                # Something else took descriptors (sockets): give back half of ours.
+                for _ in range((self._open + 1) // 2):
+                    self._evict_one()
+                fd = os.open(file.path, file._flags, 0o644)
+            handle = OpenFile(fd, file.path)
+            self.opens += 1
+            file._handle = handle
+            # Not marked used: a file touched once (a scan, a one-off read) is
+            # the first to go; one used again before the hand comes round stays.
+            file.used = False
+            self._ring.append(file)
+            self._open += 1
+            return handle
+
+    def release(self, file: SegmentFile, *, keep_handle: bool) -> None:
+        """``file`` is closed or deleted: it no longer counts, and never reopens.
+
+        With ``keep_handle`` the file keeps its descriptor (if any) until it is
+        itself garbage: readers that looked it up before a deletion go on
+        reading the unlinked inode.
+        """
+        with self._lock:
+            if file._gone:
+                return
+            file._gone = True
+            if file._handle is not None:
+                self._open -= 1
+                if not keep_handle:
+                    file._handle = None
+            if len(self._ring) > 2 * self._open + 64:
+                self._ring = deque(f for f in self._ring if not f._gone and f._handle)
+
+    def _evict_one(self) -> bool:
+        """Drop one descriptor (second chance for recently used ones). Caller holds the lock."""
+        ring = self._ring
+        for _ in range(2 * len(ring) + 1):
+            if not ring:
+                return False
+            file = ring.popleft()
+            if file._gone or file._handle is None:
+                continue  # closed or deleted: already uncounted
+            if file.used:
+                file.used = False
+                ring.append(file)
+                continue
+            file._handle = None  # the fd closes when no region or reader holds it
+            self._open -= 1
+            self.evictions += 1
+            return True
+        return False
+
+
+DESCRIPTORS = DescriptorCache(default_budget())
+
+
+class SegmentFile:
+    """A ``.log`` (or index) file: a path whose descriptor :data:`DESCRIPTORS` manages.
+
+    Thread-safe: positional I/O only (``pread``/``pwrite``), no shared seek
+    position; every operation holds its own reference to the descriptor while
+    it runs, so an eviction by another thread never closes it underneath.
+    ``dirty`` says whether :meth:`fsync` has anything to do.
+    """
+
+    __slots__ = ("__weakref__", "_flags", "_gone", "_handle", "dirty", "path", "used")
+
+    def __init__(
+        self, path: os.PathLike[str] | str, *, create: bool, open_now: bool = False,
+        dirty: bool = False,
+    ) -> None:
+        self.path = os.fspath(path)
+        self._flags = os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create else 0)
+        self._handle: OpenFile | None = None
+        self._gone = False
+        self.used = False
+        # Only writes make a file dirty: fsyncing a file never written (an empty
+        # new segment) has nothing to make durable (its directory entry is the
+        # directory's business), and skipping it keeps closing 10,000 idle
+        # partitions cheap.
+        self.dirty = dirty
+        if open_now:
+            DESCRIPTORS.open(self)
+
+    def _open_file(self) -> OpenFile:
+        handle = self._handle
+        if handle is not None:
+            self.used = True
+            return handle
+        return DESCRIPTORS.open(self)
+
+    @property
+    def is_open(self) -> bool:
+        """Holds a descriptor right now (it may be evicted at any time)."""
+        return self._handle is not None
+
+    @property
+    def is_closed(self) -> bool:
+        return self._gone
+
+    def region(self, position: int, length: int) -> FileRegion:
+        """``length`` bytes at ``position``, with a descriptor that stays valid while held."""
+        return FileRegion(self._open_file(), position, length)
+
+    def size(self) -> int:
+        handle = self._handle
+        if handle is not None:
+            return os.fstat(handle.fd).st_size
+        if self._gone:
+            raise FileGone(f"{self.path} is closed or deleted")
+        try:
+            return os.stat(self.path).st_size
+        except FileNotFoundError:
+            if self._flags & os.O_CREAT:
+                return 0  # not created yet
+            raise
+
+    def pread(self, length: int, position: int) -> bytes:
+        """Up to ``length`` bytes at ``position`` (short only at end of file)."""
+        return self._open_file().pread(length, position)
+
     def pwrite_all(self, data: bytes | bytearray | memoryview, position: int) -> None:
         """Write all of ``data`` at ``position``, looping on short writes."""
-        fd = self.fileno()
+        handle = self._open_file()
+        fd = handle.fd
+        self.dirty = True
         written = os.pwrite(fd, data, position)
         if written == len(data):
             return
@@ -75,36 +257,46 @@ class SegmentFile:
             position += written
 
     def truncate(self, size: int) -> None:
-        os.ftruncate(self.fileno(), size)
+        handle = self._open_file()
+        self.dirty = True
+        os.ftruncate(handle.fd, size)
 
     def fsync(self) -> None:
-        os.fsync(self.fileno())
+        """fsync if anything was written since the last one (opening the file if needed).
+
+        The flag is cleared first, so a write racing with the fsync leaves it set.
+        """
+        if not self.dirty:
+            return
+        handle = self._open_file()
+        self.dirty = False
+        try:
+            os.fsync(handle.fd)
+        except BaseException:
+            self.dirty = True
+            raise
 
     def close(self) -> None:
-        """Close now; only for shutdown, when no reader may still hold a region."""
-        with self._lock:
-            fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)
+        """Drop the descriptor; the file never reopens. Idempotent.
 
-    def __del__(self) -> None:
-        fd = getattr(self, "_fd", None)
-        if fd is not None:
-            self._fd = None
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        The fd closes as soon as no region or reader still holds it.
+        """
+        DESCRIPTORS.release(self, keep_handle=False)
+
+    def forget(self) -> None:
+        """The file was deleted: never reopen, but readers already holding it keep reading."""
+        DESCRIPTORS.release(self, keep_handle=True)
 
 
 @dataclass(frozen=True, slots=True)
 class FileRegion:
     """``length`` bytes at ``position`` of ``file``: whole record batches.
 
-    Hold the region (not just ``file.fileno()``) until the bytes are sent.
+    ``file`` is the descriptor itself: hold the region (not just
+    ``file.fileno()``) until the bytes are sent, and the fd stays valid.
     """
 
-    file: SegmentFile
+    file: OpenFile
     position: int
     length: int
 

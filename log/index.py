@@ -14,6 +14,12 @@ Layouts::
     .index       8 bytes:  int32 relativeOffset, int32 position
     .timeindex  12 bytes:  int64 timestamp,      int32 relativeOffset
 
+Files are opened lazily through the descriptor cache (see file_region.py):
+lookups never touch the file, loading reads it with a short-lived descriptor,
+and only writing pending entries, truncation and fsync open it. A new index
+creates its file at its first write or fsync, so an idle partition costs no
+index descriptor at all.
+
 Not thread-safe by themselves: the partition log mutates and searches them
 under its state lock.
 """
@@ -21,6 +27,7 @@ under its state lock.
 from __future__ import annotations
 
 import operator
+import os
 import struct
 import sys
 import threading
@@ -79,8 +86,18 @@ class _SparseIndex:
         raise NotImplementedError
 
     def _read_file(self) -> bytes:
-        """The whole file, checked to hold whole entries only (after ``__init__``)."""
-        raw = self._file.pread(self._file.size(), 0)
+        """The whole file, checked to hold whole entries only (after ``__init__``).
+
+        Read with its own short-lived descriptor: opening a data dir loads
+        every index, and must not fill the descriptor cache doing so. What is
+        loaded is what the file holds, so it starts clean (nothing to fsync).
+        """
+        try:
+            with open(self.path, "rb", buffering=0) as file:
+                raw = file.read()
+        except FileNotFoundError:
+            raise CorruptIndex(f"{self.path}: missing") from None
+        self._file.dirty = False
         if len(raw) % self.ENTRY_SIZE:
             raise CorruptIndex(
                 f"{self.path}: size {len(raw)} is not a multiple of {self.ENTRY_SIZE}"
@@ -136,11 +153,16 @@ class _SparseIndex:
                 self._written = count
 
     def reset(self) -> None:
-        """Empty the index, file included (before a rebuild)."""
+        """Empty the index, file included (before a rebuild).
+
+        A file not created yet stays uncreated: recovering thousands of empty
+        partitions must not open (and then fsync) two files each.
+        """
         with self._file_lock:
             for column in self._columns():
                 del column[:]
-            self._file.truncate(0)
+            if self._file.is_open or os.path.exists(self.path):
+                self._file.truncate(0)
             self._written = 0
 
     def fsync(self) -> None:
@@ -157,8 +179,13 @@ class _SparseIndex:
         self._file.fsync()
 
     def close(self) -> None:
-        if self._file.is_open:
+        """Write pending entries and drop the descriptor. Idempotent."""
+        if not self._file.is_closed:
             self.write_pending()
+        self._file.close()
+
+    def discard(self) -> None:
+        """The file was deleted: drop it without writing (a write would recreate it)."""
         self._file.close()
 
 

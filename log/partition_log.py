@@ -29,7 +29,7 @@ from typing import NamedTuple
 from kafkette.log.checkpoint import OffsetsCheckpoint
 from kafkette.log.config import LogConfig
 from kafkette.log.errors import LogClosed, OffsetOutOfRange, RecordBatchTooLarge
-from kafkette.log.file_region import FileRegion, ReadInfo
+from kafkette.log.file_region import ReadInfo
 from kafkette.log.recovery import load_log
 from kafkette.log.retention import (
     SegmentPredicate,
@@ -247,7 +247,7 @@ class PartitionLog:
                 if boundary > max_position:
                     boundary = stop
                 stop = segment.extent_within(stop, bound, boundary, max_position)
-            return ReadInfo([FileRegion(segment.log, position, stop - position)], start, end, end)
+            return ReadInfo([segment.log.region(position, stop - position)], start, end, end)
         return ReadInfo([], start, end, end)
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from kafkette.log.batch_scan import scan_batches
 from kafkette.log.config import INT_MAX, LogConfig
 from kafkette.log.errors import CorruptIndex
-from kafkette.log.file_region import SegmentFile
+from kafkette.log.file_region import FileGone, SegmentFile
 from kafkette.log.index import OffsetIndex, TimeIndex
 from kafkette.wire.record_batch import InvalidBatchError
 
@@ -88,7 +88,11 @@ class LogSegment:
         """A new empty segment; stale files with the same base offset are replaced."""
         for suffix in SEGMENT_SUFFIXES:
             cls.path_for(directory, base_offset, suffix).unlink(missing_ok=True)
-        log = SegmentFile(cls.path_for(directory, base_offset, LOG_SUFFIX), create=True)
+        # Created now (the file is how recovery finds the segment); the descriptor
+        # stays in the cache for the appends that usually follow.
+        log = SegmentFile(
+            cls.path_for(directory, base_offset, LOG_SUFFIX), create=True, open_now=True
+        )
         return cls(
             directory,
             base_offset,
@@ -115,18 +119,33 @@ class LogSegment:
         When ``indexes_ok`` is False the indexes are empty and the caller must
         :meth:`recover` the segment (which rebuilds them).
         """
-        log = SegmentFile(cls.path_for(directory, base_offset, LOG_SUFFIX), create=False)
+        # Not opened here: a size is a stat, and most segments of a big data dir
+        # are never read before they are evicted again.
+        log = SegmentFile(
+            cls.path_for(directory, base_offset, LOG_SUFFIX), create=False, dirty=False
+        )
         log_size = log.size()
         index_path = cls.path_for(directory, base_offset, INDEX_SUFFIX)
         time_path = cls.path_for(directory, base_offset, TIME_INDEX_SUFFIX)
-        ok = index_path.exists() and time_path.exists()
+        has_index, has_time_index = index_path.exists(), time_path.exists()
+        # Index files are created at their first write: a segment too small to
+        # have an offset index entry may have neither file, and an empty index
+        # is right for it (load_summary then reads its few headers).
+        small = log_size <= config.index_interval_bytes
+        ok = (has_index or small) and (has_time_index or small)
         offset_index = time_index = None
         if ok:
             try:
-                offset_index = OffsetIndex.load(
-                    index_path, base_offset, config.max_index_bytes, log_size
+                offset_index = (
+                    OffsetIndex.load(index_path, base_offset, config.max_index_bytes, log_size)
+                    if has_index
+                    else OffsetIndex(index_path, base_offset, config.max_index_bytes)
                 )
-                time_index = TimeIndex.load(time_path, base_offset, config.max_index_bytes)
+                time_index = (
+                    TimeIndex.load(time_path, base_offset, config.max_index_bytes)
+                    if has_time_index
+                    else TimeIndex(time_path, base_offset, config.max_index_bytes)
+                )
             except CorruptIndex:
                 ok = False
                 if offset_index is not None:
@@ -198,6 +217,10 @@ class LogSegment:
         self.first_batch_timestamp = None
         self.bytes_since_last_index_entry = 0
         file_size = self.log.size()
+        if file_size:
+            # What a crashed process wrote may still be only in the page cache:
+            # the fsync that follows a recovery must not be skipped as "clean".
+            self.log.dirty = True
         interval = config.index_interval_bytes
         try:
             for pos, header in scan_batches(self.log, 0, file_size, validate=True):
@@ -323,7 +346,7 @@ class LogSegment:
             ):
                 if header.last_offset >= offset:
                     return pos, header.size, header.base_offset
-        except InvalidBatchError:
+        except (InvalidBatchError, FileGone):  # deleted under a reader: nothing here
             return None
         return None
 
@@ -336,7 +359,7 @@ class LogSegment:
                 if pos + header.size > limit:
                     break
                 end = pos + header.size
-        except InvalidBatchError:
+        except (InvalidBatchError, FileGone):
             pass
         return end
 
@@ -353,7 +376,7 @@ class LogSegment:
             ):
                 if header.max_timestamp >= timestamp and header.last_offset >= min_offset:
                     return header.base_offset, header.last_offset, header.max_timestamp
-        except InvalidBatchError:
+        except (InvalidBatchError, FileGone):  # deleted under a reader: nothing here
             return None
         return None
 
@@ -413,10 +436,12 @@ class LogSegment:
     def delete_files(self) -> None:
         """Unlink the files, ``.log`` first so a crash leaves at worst orphan indexes.
 
-        Descriptors stay open for readers still holding regions; indexes are
-        closed here (only the partition log reads them, under its lock).
+        A descriptor already open stays open for readers still holding the
+        segment or a region of it; the files never reopen. Indexes are dropped
+        without writing (only the partition log reads them, under its lock).
         """
         for suffix in SEGMENT_SUFFIXES:
             self.path_for(self.directory, self.base_offset, suffix).unlink(missing_ok=True)
-        self.offset_index.close()
-        self.time_index.close()
+        self.log.forget()
+        self.offset_index.discard()
+        self.time_index.discard()

@@ -4,6 +4,10 @@ Replication factor must be 1 or -1 (the default) on a single node, and manual
 assignments may only name this broker; otherwise Kafka's
 INVALID_REPLICATION_FACTOR / INVALID_REPLICA_ASSIGNMENT. ``validate_only``
 checks everything and changes nothing.
+
+Request-wide limits come first, as in Kafka's controller: a CreateTopics asking
+for more than 10,000 partitions in all, or a CreatePartitions adding more than
+10,000, is refused for every topic in it (POLICY_VIOLATION) and nothing is made.
 """
 
 from __future__ import annotations
@@ -12,7 +16,13 @@ import logging
 from typing import TYPE_CHECKING
 
 from kafkette.broker.handlers.config_entries import topic_config_entries
-from kafkette.broker.topics import TopicError
+from kafkette.broker.topics import (
+    EXCESSIVE_BATCH_MESSAGE,
+    EXCESSIVE_PARTITIONS_MESSAGE,
+    MAX_PARTITIONS_PER_REQUEST,
+    MAX_RECORDS_PER_USER_OP,
+    TopicError,
+)
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.primitives import ZERO_UUID
 
@@ -37,11 +47,27 @@ def _check_replicas(broker: Broker, replication_factor: int, assignments: list[d
             )
 
 
+def _requested_partitions(broker: Broker, topics: list[dict]) -> int:
+    """Kafka's ``validateTotalNumberOfPartitions``: what the request asks for in all."""
+    total = 0
+    for topic in topics:
+        if topic["assignments"]:
+            total += len(topic["assignments"])
+        elif topic["num_partitions"] == -1:
+            total += broker.config.num_partitions
+        elif topic["num_partitions"] > 0:
+            total += topic["num_partitions"]
+    return total
+
+
 async def handle_create_topics(broker: Broker, request: Request) -> dict:
     body = request.body
     validate_only = body["validate_only"]
     seen: set[str] = set()
     results = []
+    too_many = _requested_partitions(broker, body["topics"]) > MAX_PARTITIONS_PER_REQUEST
+    if too_many:
+        log.info("CreateTopics refused: %s", EXCESSIVE_PARTITIONS_MESSAGE)
     for topic in body["topics"]:
         name = topic["name"]
         result = {
@@ -55,6 +81,8 @@ async def handle_create_topics(broker: Broker, request: Request) -> dict:
         }
         results.append(result)
         try:
+            if too_many:
+                raise TopicError(ErrorCode.POLICY_VIOLATION, EXCESSIVE_PARTITIONS_MESSAGE)
             if name in seen:
                 raise TopicError(
                     ErrorCode.INVALID_REQUEST, f"topic '{name}' appears twice in the request"
@@ -128,12 +156,28 @@ async def handle_delete_topics(broker: Broker, request: Request) -> dict:
     return {"throttle_time_ms": 0, "responses": results}
 
 
+def _added_partitions(broker: Broker, topics: list[dict]) -> int:
+    """New partitions the request would make in all (its metadata records in KRaft)."""
+    total = 0
+    for topic in topics:
+        current = len(broker.topics.partitions(topic["name"]))
+        if current and topic["count"] > current:
+            total += topic["count"] - current
+    return total
+
+
 async def handle_create_partitions(broker: Broker, request: Request) -> dict:
     body = request.body
     results = []
+    # Kafka's controller collects one request's records in one bounded list.
+    too_many = _added_partitions(broker, body["topics"]) > MAX_RECORDS_PER_USER_OP
+    if too_many:
+        log.info("CreatePartitions refused: %s", EXCESSIVE_BATCH_MESSAGE)
     for topic in body["topics"]:
         result = {"name": topic["name"], "error_code": 0, "error_message": None}
         try:
+            if too_many:
+                raise TopicError(ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE)
             for assignment in topic["assignments"] or []:
                 if assignment["broker_ids"] != [broker.node_id]:
                     raise TopicError(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import uuid
 
 import log_batches
@@ -184,3 +185,77 @@ def test_parse_partition_dir_name():
     assert parse_partition_dir_name("x-0.abc-delete") is None
     assert parse_partition_dir_name("-3") is None
     assert parse_partition_dir_name("plain") is None
+
+
+def _partition_dirs(path, topic):
+    return sorted(
+        child.name for child in path.iterdir()
+        if child.is_dir() and not child.is_symlink() and child.name.startswith(topic + "-")
+    )
+
+
+def _persisted(path):
+    document = json.loads((path / TOPICS_FILE).read_text())
+    return {t["name"]: t["partitions"] for t in document["topics"]}
+
+
+def test_a_create_that_fails_half_way_leaves_nothing(tmp_path, clock):
+    data_dir = DataDir.open(tmp_path, LogConfig(), clock)
+    data_dir.create_topic("kept", 1, {})
+    # A dangling symlink where partition 3's directory must go: mkdir fails there.
+    os.symlink(tmp_path / "nowhere", tmp_path / "half-3")
+    with pytest.raises(OSError):
+        data_dir.create_topic("half", 6, {})
+    assert "half" not in data_dir.topics
+    assert _persisted(tmp_path) == {"kept": 1}
+    assert _partition_dirs(tmp_path, "half") == []
+    with pytest.raises(UnknownTopicOrPartition):
+        data_dir.partition("half", 0)
+    data_dir.close()
+    reopened = DataDir.open(tmp_path, LogConfig(), clock)
+    assert set(reopened.topics) == {"kept"}
+    (tmp_path / "half-3").unlink()
+    reopened.create_topic("half", 6, {})
+    assert _partition_dirs(tmp_path, "half") == [f"half-{i}" for i in range(6)]
+    assert _persisted(tmp_path) == {"kept": 1, "half": 6}
+    reopened.close()
+
+
+def test_adding_partitions_that_fails_half_way_leaves_the_topic_as_it_was(tmp_path, clock):
+    data_dir = DataDir.open(tmp_path, LogConfig(), clock)
+    data_dir.create_topic("t", 2, {})
+    append(data_dir, "t", 1)
+    os.symlink(tmp_path / "nowhere", tmp_path / "t-4")
+    with pytest.raises(OSError):
+        data_dir.add_partitions("t", 6)
+    assert data_dir.topics["t"].partitions == 2
+    assert _persisted(tmp_path) == {"t": 2}
+    assert _partition_dirs(tmp_path, "t") == ["t-0", "t-1"]
+    data_dir.close()
+    reopened = DataDir.open(tmp_path, LogConfig(), clock)
+    assert reopened.topics["t"].partitions == 2
+    assert reopened.partition("t", 1).log_end_offset == 2
+    reopened.close()
+
+
+def test_lookups_never_wait_for_an_admin_change(tmp_path, clock):
+    data_dir = DataDir.open(tmp_path, LogConfig(), clock)
+    data_dir.create_topic("t", 2, {"retention.ms": "1000"})
+    answers = []
+
+    def look_up() -> None:
+        answers.append(
+            (
+                data_dir.topics["t"].partitions,
+                data_dir.partition("t", 1).log_end_offset,
+                len(list(data_dir.partitions())),
+                data_dir.config_for("t").retention_ms,
+            )
+        )
+
+    with data_dir._admin_lock:  # what a long create_topic holds
+        reader = threading.Thread(target=look_up)
+        reader.start()
+        reader.join(30)
+    assert answers == [(2, 0, 2, 1000)]
+    data_dir.close()
