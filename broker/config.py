@@ -70,6 +70,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("log.cleaner.enable", "BOOLEAN", "true", "Compaction (not implemented).", False),
         _d("log.cleaner.delete.retention.ms", "LONG", "86400000", "Tombstone retention.", False),
         _d("message.max.bytes", "INT", "1048588", "Largest record batch a topic accepts."),
+        _d("producer.id.expiration.ms", "INT", "86400000", "Idle time before a partition "
+           "forgets an idempotent producer."),
         _d("socket.request.max.bytes", "INT", "104857600", "Largest request frame."),
         _d("compression.type", "STRING", "producer", "Stored as produced (no recompression)."),
         _d("min.insync.replicas", "INT", "1", "Always satisfied on one node.", False),
