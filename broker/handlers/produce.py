@@ -17,6 +17,7 @@ import trio
 
 from kafkette.broker.partition import LEADER_EPOCH, Partition
 from kafkette.broker.topics import INTERNAL_TOPICS
+from kafkette.log.errors import RecordBatchTooLarge
 from kafkette.log.producer_state import BatchMetadata
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.record_batch import (
@@ -172,6 +173,12 @@ def _write(ready: list[_Append]) -> None:
             pos += header.size
         try:
             info = item.partition.log.append(item.records, item.headers)
+        except RecordBatchTooLarge as exc:  # Kafka: larger than segment.bytes
+            log.info("produce to %s-%d refused: %s", item.partition.topic,
+                     item.partition.index, exc)
+            item.response["error_code"] = int(ErrorCode.RECORD_LIST_TOO_LARGE)
+            item.response["error_message"] = str(exc)
+            continue
         except Exception as exc:  # a storage failure fails this partition only
             log.exception("append to %s-%d failed", item.partition.topic, item.partition.index)
             item.response["error_code"] = int(ErrorCode.KAFKA_STORAGE_ERROR)
