@@ -66,6 +66,7 @@ def test_kill_9_under_idempotent_load_stores_each_value_once(tmp_path, broker_pr
     result = crash_load.run_series(start, kill, TOPIC_CONFIGS, ROUNDS, SEED, log=print)
     print(result.summary())
 
+    assert not result.stalled, result.stalled
     assert result.rounds == ROUNDS
     assert result.acked > 1000, result.summary()
     assert not result.failed, (result.summary(), result.failed[:3])
