@@ -414,3 +414,4 @@ def test_kill_9_at_any_moment_leaves_state_that_loads(tmp_path, clock) -> None:
                     assert verdict.duplicate_of.base_offset == base
         finally:
             log.close(flush=False)
+
