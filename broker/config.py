@@ -122,6 +122,10 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "message.max.bytes", "INT", "1048588", "Largest record batch a topic accepts.",
             at_least=0,
         ),
+        _d(
+            "producer.id.expiration.ms", "INT", "86400000",
+            "Idle time before a partition forgets an idempotent producer.", at_least=1,
+        ),
         _d("socket.request.max.bytes", "INT", "104857600", "Largest request frame.", at_least=1),
         _d(
             "compression.type",

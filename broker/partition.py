@@ -2,8 +2,9 @@
 
 The log itself is synchronous and lives in worker threads. Here is what the
 event loop needs around it: a ``trio.Lock`` that keeps appends (and the
-idempotence check that precedes them) in order, the producer sequence table,
-and the set of long-polling fetches to wake when data arrives.
+idempotence check that precedes them, ``log.check_sequence``) in order, and
+the set of long-polling fetches to wake when data arrives. The producer
+table belongs to the log (it is snapshotted and rebuilt with it).
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import trio
-
-from kafkette.broker.producer_state import ProducerStateTable
 
 if TYPE_CHECKING:
     from kafkette.log import PartitionLog
@@ -23,14 +22,13 @@ LEADER_EPOCH = 0  # one node, never re-elected: every batch carries epoch 0
 class Partition:
     """A topic partition served by this broker. Not thread-safe: event loop only."""
 
-    __slots__ = ("_waiters", "append_lock", "index", "log", "producers", "topic")
+    __slots__ = ("_waiters", "append_lock", "index", "log", "topic")
 
     def __init__(self, topic: str, index: int, log: PartitionLog) -> None:
         self.topic = topic
         self.index = index
         self.log = log
         self.append_lock = trio.Lock()
-        self.producers = ProducerStateTable()
         self._waiters: set[trio.Event] = set()
 
     def add_waiter(self, event: trio.Event) -> None:

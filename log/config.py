@@ -33,6 +33,7 @@ class LogConfig:
     flush_interval_ms: int = LONG_MAX  # flush.ms / log.flush.interval.ms
     cleanup_policy: str = "delete"  # cleanup.policy / log.cleanup.policy
     message_timestamp_type: str = "CreateTime"  # message.timestamp.type
+    producer_id_expiration_ms: int = 86400000  # producer.id.expiration.ms (broker only)
 
     def __post_init__(self) -> None:
         if self.segment_bytes < 14:  # Kafka's floor: LegacyRecord.RECORD_OVERHEAD_V0
@@ -49,6 +50,8 @@ class LogConfig:
             raise ValueError("segment.index.bytes must be >= 12 (one time index entry)")
         if self.flush_interval_messages < 1 or self.flush_interval_ms < 0:
             raise ValueError("flush.messages must be >= 1 and flush.ms >= 0")
+        if self.producer_id_expiration_ms < 1:
+            raise ValueError("producer.id.expiration.ms must be >= 1")
         if self.cleanup_policy not in CLEANUP_POLICIES:
             raise ValueError(f"unknown cleanup.policy {self.cleanup_policy!r}")
         if self.message_timestamp_type not in TIMESTAMP_TYPES:
@@ -94,6 +97,7 @@ BROKER_CONFIG_FIELDS: tuple[tuple[str, str, int], ...] = (
     ("log.index.size.max.bytes", "max_index_bytes", 1),
     ("log.flush.interval.messages", "flush_interval_messages", 1),
     ("log.flush.interval.ms", "flush_interval_ms", 1),
+    ("producer.id.expiration.ms", "producer_id_expiration_ms", 1),
 )
 
 

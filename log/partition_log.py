@@ -13,6 +13,11 @@ Threading contract (the broker calls this from worker threads):
   ``pwrite`` of an append, header scans of reads and ``fsync`` run outside it.
 * Reads take only ``_state_lock`` (briefly), so they run concurrently with an
   append and never see bytes that are not yet fully written.
+* The producer table (idempotence, ``producer_state_manager``) is updated by
+  ``append`` after its write and rebuilt by ``truncate_to``, both under
+  ``_write_lock``. ``check_sequence`` reads it without a lock: the broker
+  calls it under its own per-partition append lock, so no append of this
+  partition runs meanwhile, and expiration only removes whole entries.
 
 The clock is injected (a callable returning epoch milliseconds).
 """
@@ -30,6 +35,8 @@ from kafkette.log.checkpoint import OffsetsCheckpoint
 from kafkette.log.config import LogConfig
 from kafkette.log.errors import LogClosed, OffsetOutOfRange, RecordBatchTooLarge
 from kafkette.log.file_region import ReadInfo
+from kafkette.log.producer_state import SequenceVerdict
+from kafkette.log.producer_state_manager import ProducerStateManager
 from kafkette.log.recovery import load_log
 from kafkette.log.retention import (
     SegmentPredicate,
@@ -85,6 +92,7 @@ class PartitionLog:
         self._write_lock = threading.Lock()
         self._checkpoint_lock = threading.Lock()
         self._written_checkpoint: OffsetsCheckpoint | None = None
+        self._producer_state = ProducerStateManager(directory)
 
     @classmethod
     def open(
@@ -100,6 +108,7 @@ class PartitionLog:
         # its offsets move, which keeps creating 1,000 partitions cheap.
         log._written_checkpoint = loaded.checkpoint_on_disk or OffsetsCheckpoint(0, 0)
         log.write_checkpoint()  # only if recovery changed it
+        log._producer_state.load(log._segments, log._log_end_offset, clock())
         return log
 
     # ---------------------------------------------------------------- offsets
@@ -135,6 +144,15 @@ class PartitionLog:
     def segment_base_offsets(self) -> list[int]:
         with self._state_lock:
             return list(self._bases)
+
+    @property
+    def producer_state(self) -> ProducerStateManager:
+        """The producer table and its snapshots (tests, admin; see check_sequence)."""
+        return self._producer_state
+
+    def check_sequence(self, header: BatchHeader) -> SequenceVerdict:
+        """Idempotence check of a batch about to be appended (see module docstring)."""
+        return self._producer_state.table.check(header)
 
     def update_config(self, config: LogConfig) -> None:
         """New settings apply from the next append/roll/retention pass."""
@@ -193,6 +211,7 @@ class PartitionLog:
             # arrays only grow here, and size is stored before the log end
             # offset, so a reader that sees the new end also sees the bytes.
             segment.record_append(appended, config.index_interval_bytes)
+            self._producer_state.record_appended(headers, base_offset, self._clock)
             self._log_end_offset = next_offset
             if next_offset - self._recovery_point >= config.flush_interval_messages:
                 self.flush()
@@ -211,6 +230,8 @@ class PartitionLog:
             self._segments[-1].seal()
             self._segments.append(new)
             self._bases.append(new.base_offset)
+        # As Kafka: a producer snapshot at every roll bounds the replay after a crash.
+        self._producer_state.take_snapshot(self._log_end_offset, sync=False)
         return new
 
     # ------------------------------------------------------------------- read
@@ -352,6 +373,7 @@ class PartitionLog:
             self._recovery_point = max(self._recovery_point, first)
         for segment in doomed:
             segment.delete_files()
+        self._producer_state.delete_snapshots_below(first)
         return count
 
     def truncate_to(self, offset: int) -> None:
@@ -367,6 +389,7 @@ class PartitionLog:
             if offset >= self._log_end_offset:
                 return
             if offset < self._segments[0].base_offset:
+                self._producer_state.reset()
                 new = LogSegment.create(self.directory, offset, self._config, self._clock())
                 with self._state_lock:
                     self._truncations += 1
@@ -376,6 +399,8 @@ class PartitionLog:
                     self._log_start_offset = self._log_end_offset = offset
                     self._recovery_point = offset
             else:
+                # Snapshots first: a crash mid-way must not leave one above the log end.
+                self._producer_state.delete_snapshots_above(offset)
                 with self._state_lock:
                     self._truncations += 1
                     keep = bisect_right(self._bases, offset)
@@ -390,6 +415,7 @@ class PartitionLog:
                     self._recovery_point = min(self._recovery_point, self._log_end_offset)
             for segment in reversed(doomed):
                 segment.delete_files()
+            self._producer_state.truncated(self._segments, self._log_end_offset, self._clock())
             self.write_checkpoint()
 
     # ------------------------------------------------------------ durability
@@ -399,19 +425,31 @@ class PartitionLog:
         self._flush_to(None)
 
     def maybe_flush(self) -> None:
-        """Housekeeping tick: flush.ms, flush rolled segments, persist the checkpoint.
+        """Housekeeping tick: flush.ms, flush rolled segments, persist the checkpoint,
+        expire idle producers.
 
         Kafka flushes a segment when it is rolled (asynchronously); we do it on
         this tick, which the broker calls periodically from a worker thread.
+        Producer expiry runs here too (Kafka checks every 10 minutes; this tick
+        is at most a minute apart and the check is a pass over a small dict).
         """
         if self._closed:
             return
         now = self._clock()
+        self._expire_producers(now)
         if now - self._last_flush_ms >= self._config.flush_interval_ms:
             self.flush()
         elif self._recovery_point < self._segments[-1].base_offset:
             self._flush_to(self._segments[-1].base_offset)
         self.write_checkpoint()
+
+    def _expire_producers(self, now: int) -> None:
+        """``producer.id.expiration.ms``: forget producers idle that long (write lock)."""
+        if not len(self._producer_state.table):
+            return
+        with self._write_lock:
+            if not self._closed:
+                self._producer_state.remove_expired(now, self._config.producer_id_expiration_ms)
 
     def _flush_to(self, upto: int | None) -> None:
         with self._state_lock:
@@ -454,6 +492,8 @@ class PartitionLog:
                 self._segments[-1].fsync()
                 self.flush()
                 self.write_checkpoint()
+                # A snapshot at the log end: the next start replays nothing.
+                self._producer_state.take_snapshot(self._log_end_offset, sync=True)
             with self._state_lock:
                 self._closed = True
                 segments = list(self._segments)

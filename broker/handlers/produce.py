@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING
 import trio
 
 from kafkette.broker.partition import LEADER_EPOCH, Partition
-from kafkette.broker.producer_state import BatchMetadata
 from kafkette.broker.throttled_log import describe_error, storage_errors
 from kafkette.broker.topics import INTERNAL_TOPICS
+from kafkette.log.errors import RecordBatchTooLarge
+from kafkette.log.producer_state import BatchMetadata
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.record_batch import (
     BatchHeader,
@@ -143,9 +144,9 @@ async def _append_all(broker: Broker, work: list[_Append]) -> None:
 
 
 def _check_sequences(item: _Append) -> bool:
-    producers = item.partition.producers
+    partition_log = item.partition.log
     for header in item.headers:
-        verdict = producers.check(header)
+        verdict = partition_log.check_sequence(header)
         if verdict.error:
             item.response["error_code"] = int(verdict.error)
             return False
@@ -161,9 +162,10 @@ def _check_sequences(item: _Append) -> bool:
 
 
 def _write(ready: list[_Append]) -> None:
-    """Worker thread: stamp leader epochs, append, record sequences.
+    """Worker thread: stamp leader epochs, append.
 
-    The log stamps LogAppendTime itself, for topics that use it.
+    The log stamps LogAppendTime itself, for topics that use it, and records
+    the producers' sequences as it appends.
     """
     for item in ready:
         pos = 0
@@ -172,6 +174,12 @@ def _write(ready: list[_Append]) -> None:
             pos += header.size
         try:
             info = item.partition.log.append(item.records, item.headers)
+        except RecordBatchTooLarge as exc:  # Kafka: larger than segment.bytes
+            log.info("produce to %s-%d refused: %s", item.partition.topic,
+                     item.partition.index, exc)
+            item.response["error_code"] = int(ErrorCode.RECORD_LIST_TOO_LARGE)
+            item.response["error_message"] = str(exc)
+            continue
         except Exception as exc:  # a storage failure fails this partition only
             subject = f"{item.partition.topic}-{item.partition.index}"
             storage_errors.failure("append to", subject, exc)
@@ -181,10 +189,6 @@ def _write(ready: list[_Append]) -> None:
         item.response["base_offset"] = info.base_offset
         item.response["log_start_offset"] = info.log_start_offset
         item.response["log_append_time_ms"] = info.log_append_time_ms
-        offset = info.base_offset
-        for header in item.headers:
-            item.partition.producers.record(header, offset)
-            offset += header.last_offset_delta + 1
 
 
 class _locks:

@@ -30,3 +30,20 @@ def build_sized_batch(
     """A batch of ``record_count`` records with ``value_size``-byte values."""
     values = [bytes([(seed + i) % 251]) * value_size for i in range(record_count)]
     return build_batch(values, base_timestamp=base_timestamp)
+
+
+def build_idempotent_batch(
+    producer_id: int, epoch: int, base_sequence: int, record_count: int, *, value_size: int = 30,
+    base_timestamp: int = 1_700_000_000_000,
+) -> bytearray:
+    """A batch from an idempotent producer: its id, epoch and first sequence in the header."""
+    records = [
+        Record(i, i, None, bytes([(base_sequence + i) % 251]) * value_size)
+        for i in range(record_count)
+    ]
+    return bytearray(
+        build_wire_batch(
+            records, base_timestamp=base_timestamp, producer_id=producer_id,
+            producer_epoch=epoch, base_sequence=base_sequence,
+        )
+    )

@@ -1,0 +1,162 @@
+"""kill -9 series under idempotent acks=all load: counts lost and duplicated values.
+
+A script, not a test (the CI test, ``tests/broker/test_crash_idempotent.py``,
+runs a few rounds of the same load). For each mode, one ``kafkette serve``
+subprocess is SIGKILLed ``--rounds`` times at seeded random points while a
+confluent-kafka idempotent producer (acks=all, 5 in flight) and a consumer
+group run; each time it restarts on the same data dir and port. Modes:
+Kafka's defaults (no fsync) and ``log.flush.interval.messages=1``.
+
+    .venv/bin/python bench/crash_series.py [--rounds 10] [--seed 1] [--mode default|flush1]
+
+Prints, per mode: values produced / acknowledged / stored, lost (acknowledged
+but not stored at its offset), duplicated (stored more than once), offset
+gaps, committed-offset regressions, producer-id reuse, and kill-to-ready
+restart times. Goal: zero lost, zero duplicated, in both modes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+LOAD_MODULE = Path(__file__).resolve().parent.parent / "tests" / "broker" / "crash_load.py"
+READY = re.compile(r"^kafkette ready on (\S+)$")
+MODES = {
+    "default": (),
+    "flush1": ("--config", "log.flush.interval.messages=1"),
+}
+TOPIC_CONFIGS = {"segment.bytes": "262144", "retention.ms": "-1"}
+
+
+def load_crash_module():
+    spec = importlib.util.spec_from_file_location("kafkette_crash_load", LOAD_MODULE)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class BrokerProcess:
+    """``kafkette serve`` on a fixed port and data dir; restartable after kill -9."""
+
+    def __init__(self, data_dir: Path, port: int, extra: tuple[str, ...], log_path: Path) -> None:
+        self.argv = [
+            sys.executable, "-m", "kafkette", "serve", "--listen", f"127.0.0.1:{port}",
+            "--data-dir", str(data_dir), "--config", "num.partitions=3",
+            "--config", "group.initial.rebalance.delay.ms=0", *extra,
+        ]
+        self.log_path = log_path
+        self.proc: subprocess.Popen[str] | None = None
+        self.restart_seconds: list[float] = []
+        self._killed_at: float | None = None
+
+    def start(self) -> str:
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                self.argv, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, text=True
+            )
+        ready: list[str] = []
+        got = threading.Event()
+
+        def pump() -> None:
+            assert self.proc is not None and self.proc.stdout is not None
+            for line in self.proc.stdout:
+                match = READY.match(line.strip())
+                if match and not got.is_set():
+                    ready.append(match.group(1))
+                    got.set()
+            got.set()
+
+        threading.Thread(target=pump, daemon=True).start()
+        if not got.wait(60) or not ready:
+            raise RuntimeError(f"broker did not start; see {self.log_path}")
+        if self._killed_at is not None:
+            self.restart_seconds.append(time.monotonic() - self._killed_at)
+        return ready[0]
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait(10)
+        self._killed_at = time.monotonic()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+def run_mode(crash_load, mode: str, rounds: int, seed: int, workdir: Path) -> bool:
+    data_dir = workdir / f"data-{mode}"
+    broker = BrokerProcess(data_dir, free_port(), MODES[mode], workdir / f"broker-{mode}.log")
+    started = time.monotonic()
+    try:
+        result = crash_load.run_series(
+            broker.start, broker.kill, TOPIC_CONFIGS, rounds, seed,
+            log=lambda line: print(f"  [{mode}] {line}", flush=True),
+        )
+    finally:
+        broker.stop()
+    elapsed = time.monotonic() - started
+    restarts = broker.restart_seconds
+    print(f"{mode:8s} {result.summary()} seconds={elapsed:.0f}")
+    if restarts:
+        print(
+            f"{mode:8s} kill-to-ready restart: median {statistics.median(restarts):.2f}s "
+            f"max {max(restarts):.2f}s over {len(restarts)} restarts"
+        )
+    for label, items in (
+        ("lost", result.lost), ("duplicated", result.duplicated), ("gaps", result.gaps),
+        ("failed", result.failed), ("commit regressions", result.commit_regressions),
+        ("producer id reuse", result.producer_id_reuse),
+        ("stalled", [result.stalled] if result.stalled else []),
+    ):
+        if items:
+            print(f"{mode:8s}   {label}: {items[:5]}")
+    return result.ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=10, help="kill -9 rounds per mode")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--mode", choices=sorted(MODES), action="append",
+                        help="default: every mode")
+    parser.add_argument("--keep", action="store_true", help="keep the data dirs and logs")
+    args = parser.parse_args()
+    crash_load = load_crash_module()
+    workdir = Path(tempfile.mkdtemp(prefix="kafkette-crash-series-"))
+    ok = True
+    try:
+        for mode in args.mode or list(MODES):
+            ok &= run_mode(crash_load, mode, args.rounds, args.seed, workdir)
+    finally:
+        if args.keep or not ok:
+            print(f"data dirs and broker logs kept in {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
