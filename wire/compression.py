@@ -28,6 +28,7 @@ __all__ = [
     "UnsupportedCompressionTypeError",
     "compress",
     "decompress",
+    "decompress_view",
     "snappy_decompress",
     "xerial_snappy_compress",
 ]
@@ -106,6 +107,32 @@ def decompress(codec: int, data: BytesLike) -> bytes:
         if kind is CompressionType.LZ4:
             return bytes(cramjam.lz4.decompress(data))
         return bytes(cramjam.zstd.decompress(data))
+    except cramjam.DecompressionError as exc:
+        raise CompressionError(f"{kind.name.lower()} data does not decompress: {exc}") from exc
+
+
+def decompress_view(codec: int, data: BytesLike) -> BytesLike:
+    """Like ``decompress``, but returns cramjam's own buffer (or a memoryview) without copying.
+
+    For read-only checks of a payload, such as validating produced batches,
+    where the extra copy into ``bytes`` would be the largest cost after
+    decompressing itself.
+    """
+    kind = _codec(codec)
+    if kind is CompressionType.NONE:
+        return memoryview(data)
+    if kind is CompressionType.SNAPPY:
+        view = memoryview(data)
+        if bytes(view[: len(XERIAL_MAGIC)]) == XERIAL_MAGIC:
+            return snappy_decompress(view)
+    try:
+        if kind is CompressionType.GZIP:
+            return memoryview(cramjam.gzip.decompress(data))
+        if kind is CompressionType.SNAPPY:
+            return memoryview(cramjam.snappy.decompress_raw(data))
+        if kind is CompressionType.LZ4:
+            return memoryview(cramjam.lz4.decompress(data))
+        return memoryview(cramjam.zstd.decompress(data))
     except cramjam.DecompressionError as exc:
         raise CompressionError(f"{kind.name.lower()} data does not decompress: {exc}") from exc
 
