@@ -87,7 +87,7 @@ static int walk(const uint8_t *p, Py_ssize_t end, Py_ssize_t count, Py_ssize_t *
         if ((rc = read_raw(p, end, &pos, 5, &raw)))
             return rc;
         int64_t headers = unzigzag32(raw);
-        if (headers < 0 || headers > record_end - pos)
+        if (headers < 0 || (headers > 0 && headers > record_end - pos))
             return REASON_HEADER_COUNT;
         for (int64_t h = 0; h < headers; h++) {
             if ((rc = read_raw(p, end, &pos, 5, &raw)))

@@ -13,8 +13,8 @@ this module follows it (Kafka 4.0, answers read from a running broker):
    CORRUPT_MESSAGE.
 3. ``LogValidator``: a known codec (Kafka answers UNKNOWN_SERVER_ERROR for ids
    5-7; UNSUPPORTED_COMPRESSION_TYPE for zstd below Produce v7),
-   ``lastOffsetDelta + 1 == recordsCount > 0``, a base sequence for a
-   producer id (INVALID_RECORD); then every record is read: records must
+   ``lastOffsetDelta + 1 == recordsCount > 0``, no control batch, a base
+   sequence for a producer id (INVALID_RECORD); then every record is read: records must
    frame exactly to the end of the (decompressed) payload, each record's
    fields must add up to its length, as ``DefaultRecord.readFrom`` checks
    (INVALID_RECORD). A compressed payload that does not decompress is
@@ -39,6 +39,7 @@ from .compression import CompressionError, decompress_view
 from .errors import ErrorCode
 from .record_batch import (
     COMPRESSION_MASK,
+    CONTROL_MASK,
     CRC_START,
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -144,6 +145,8 @@ def validate_produce_records(
         raise _invalid(
             f"lastOffsetDelta {header.last_offset_delta} disagrees with record count {count}"
         )
+    if header.attributes & CONTROL_MASK:
+        raise _invalid("clients may not write control batches")
     if header.producer_id >= 0 and header.base_sequence < 0:
         raise _invalid(
             f"producer id {header.producer_id} with invalid base sequence {header.base_sequence}"
@@ -295,7 +298,7 @@ class _Fault(Exception):
 def _skip_headers(body: bytes | bytearray | memoryview, pos: int, end: int, record_end: int) -> int:
     raw, pos = _uvarint(body, pos, 5)
     headers = (raw >> 1) ^ -(raw & 1)
-    if headers < 0 or headers > record_end - pos:
+    if headers < 0 or (headers > 0 and headers > record_end - pos):
         raise _Fault(REASON_HEADER_COUNT)
     for _ in range(headers):
         raw, pos = _uvarint(body, pos, 5)

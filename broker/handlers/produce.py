@@ -69,7 +69,7 @@ def _validate(item: _Append) -> bool:
             max_message_bytes=item.max_message_bytes,
             produce_version=item.produce_version,
         )
-        if header.is_transactional or header.is_control:
+        if header.is_transactional:
             raise InvalidBatchError("transactional batches are not supported", corrupt=False)
     except InvalidBatchError as exc:
         log.warning(
