@@ -95,14 +95,9 @@ def validate_produce_records(
         )
     if size > total:
         raise _invalid(f"record batch claims {size} bytes but only {total} were sent")
-    if size < HEADER_SIZE:
-        raise InvalidBatchError(
-            f"record batch of {size} bytes is shorter than its header",
-            error=ErrorCode.CORRUPT_MESSAGE,
-        )
-    header = _make_header(_HEADER.unpack_from(records, 0))
-    if header.magic != MAGIC_V2:
-        raise _invalid(f"record batch magic {header.magic}; produce v3+ needs magic 2")
+    magic = records[16]
+    if magic != MAGIC_V2:
+        raise _invalid(f"record batch magic {magic}; produce v3+ needs magic 2")
     rest = total - size
     if rest >= LOG_OVERHEAD:
         following = int.from_bytes(records[size + 8 : size + 12], "big", signed=True)
@@ -115,14 +110,21 @@ def validate_produce_records(
             )
         if following + LOG_OVERHEAD <= rest:
             raise _invalid("produce v3+ allows exactly one record batch per partition")
-    if header.base_offset != 0:
-        raise _invalid(f"a produced batch must have baseOffset 0, not {header.base_offset}")
+    base_offset = int.from_bytes(records[0:8], "big", signed=True)
+    if base_offset != 0:
+        raise _invalid(f"a produced batch must have baseOffset 0, not {base_offset}")
     if size > max_message_bytes:
         raise InvalidBatchError(
             f"batch of {size} bytes exceeds max.message.bytes={max_message_bytes}",
             error=ErrorCode.MESSAGE_TOO_LARGE,
             tell_client=True,  # kafkette has always said why; clients show it
         )
+    if size < HEADER_SIZE:
+        raise InvalidBatchError(
+            f"record batch of {size} bytes is shorter than its header",
+            error=ErrorCode.CORRUPT_MESSAGE,
+        )
+    header = _make_header(_HEADER.unpack_from(records, 0))
     view = memoryview(records)
     if checksum.crc32c(view[CRC_START:size]) != header.crc:
         raise InvalidBatchError("record batch CRC-32C mismatch", error=ErrorCode.CORRUPT_MESSAGE)

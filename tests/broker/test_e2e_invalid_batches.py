@@ -4,7 +4,7 @@ Each batch is sent with kafka-python's own ProduceRequest encoder (``raw_client`
 After each refusal, ListOffsets shows the partition's end offset unchanged, a valid
 batch on the same connection is stored at that end offset, and reading the partition
 back gives exactly the valid records, in order, at contiguous offsets. The expected
-codes are Apache Kafka 4.0.0's answers to the same bytes (docs/compatibility.md), except
+codes are Apache Kafka 4.0.0's answers to the same bytes (docs/produce-validation.md), except
 the offset-delta rule, which is kafkette's own.
 """
 

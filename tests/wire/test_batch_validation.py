@@ -3,7 +3,7 @@
 Batches are built with ``kafkette.wire.records`` and then damaged; unless a
 case is about the checksum, the CRC is recomputed so the validator reaches
 the later checks. The expected codes were read from a running Apache Kafka
-4.0.0 (see docs/compatibility.md, "Produced batch validation"); the one rule
+4.0.0 (see docs/produce-validation.md); the one rule
 that is kafkette's own (offset deltas 0..n-1) is marked.
 """
 
