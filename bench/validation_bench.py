@@ -29,7 +29,7 @@ from kafkette.wire.record_batch import validate_batch
 from kafkette.wire.records import build_batch_from_values
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
-LIMIT = 1 << 30
+LIMIT = 1 << 24
 
 
 def sample_values(size: int, count: int, seed: int = 1) -> list[bytes]:

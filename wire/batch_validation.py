@@ -35,7 +35,7 @@ from __future__ import annotations
 import struct
 
 from . import checksum
-from .compression import CompressionError, decompress_view
+from .compression import CompressionError, DecompressedTooLargeError, decompressed_view
 from .errors import ErrorCode
 from .record_batch import (
     COMPRESSION_MASK,
@@ -49,6 +49,7 @@ from .record_batch import (
 )
 
 __all__ = [
+    "DECOMPRESSED_LIMIT_FACTOR",
     "MIN_BATCH_SIZE",
     "ZSTD_MIN_PRODUCE_VERSION",
     "python_walk",
@@ -60,6 +61,12 @@ __all__ = [
 # with this exact CORRUPT_MESSAGE message.
 MIN_BATCH_SIZE = 14
 ZSTD_MIN_PRODUCE_VERSION = 7
+# A compressed batch may hold at most this many times max.message.bytes of records
+# (64 MiB by default), and never more than 1 GiB. Kafka streams through the records and
+# has no such bound; kafkette materialises them, and zstd can turn a 1 MB batch into tens
+# of GB. Real producers stay far below: batch.size bounds records before compression.
+DECOMPRESSED_LIMIT_FACTOR = 64
+DECOMPRESSED_LIMIT_MAX = 1 << 30
 _ZSTD = 4
 _KNOWN_CODECS = frozenset(range(5))
 _HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -154,12 +161,17 @@ def validate_produce_records(
             f"producer id {header.producer_id} with invalid base sequence {header.base_sequence}"
         )
     body = view[HEADER_SIZE:size]
-    if codec:
-        try:
-            body = decompress_view(codec, body)
-        except CompressionError as exc:
-            raise InvalidBatchError(str(exc), error=ErrorCode.UNKNOWN_SERVER_ERROR) from None
-    walk_records(body, count)
+    if not codec:
+        walk_records(body, count)
+        return header
+    limit = min(DECOMPRESSED_LIMIT_FACTOR * max_message_bytes, DECOMPRESSED_LIMIT_MAX)
+    try:
+        with decompressed_view(codec, body, limit) as records_bytes:
+            walk_records(records_bytes, count)
+    except DecompressedTooLargeError as exc:
+        raise InvalidBatchError(str(exc), error=ErrorCode.MESSAGE_TOO_LARGE) from None
+    except CompressionError as exc:
+        raise InvalidBatchError(str(exc), error=ErrorCode.UNKNOWN_SERVER_ERROR) from None
     return header
 
 

@@ -28,6 +28,7 @@ UNKNOWN_SERVER_ERROR = -1
 CORRUPT_MESSAGE = 2
 INVALID_RECORD = 87
 UNSUPPORTED_COMPRESSION_TYPE = 76
+MESSAGE_TOO_LARGE = 10
 HEADER = 61
 
 GOOD = build_batch_from_values([(None, b"bad-%d" % i) for i in range(3)])
@@ -176,3 +177,17 @@ def test_only_the_invalid_partition_is_refused(broker, raw_client, create_topic)
     answers = {p.index: p for p in response.responses[0].partition_responses}
     assert answers[0].error_code == UNKNOWN_SERVER_ERROR
     assert (answers[1].error_code, answers[1].base_offset) == (NONE, 0)
+
+
+def test_decompression_bomb_is_refused_without_exhausting_memory(
+    broker, raw_client, create_topic
+) -> None:
+    # 8 MiB of zeros in a few KiB of zstd; the topic allows 64 x 16 KiB of records per batch.
+    name = create_topic(broker.bootstrap, 1, configs={"max.message.bytes": "16384"})
+    bomb = build_batch([Record(0, 0, None, bytes(8 << 20))], compression=4)
+    assert len(bomb) < 16384
+    connection = raw_client(broker.bootstrap)
+    assert connection.produce(name, 0, bomb).error_code == MESSAGE_TOO_LARGE
+    assert end_offset(connection, name) == 0
+    fine = connection.produce(name, 0, build_batch_from_values([(None, b"x" * 1000)] * 3))
+    assert (fine.error_code, fine.base_offset) == (NONE, 0)

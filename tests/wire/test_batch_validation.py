@@ -370,3 +370,14 @@ def test_c_walk_agrees_with_the_python_walk(
 def test_control_batch_records_pass_the_walk() -> None:
     batch = build_control_batch(ControlRecordType.COMMIT, producer_id=5, producer_epoch=0)
     assert python_walk(memoryview(batch)[HEADER_SIZE:], 1) is None
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_decompression_bomb_is_message_too_large(codec: int) -> None:
+    # 8 MiB of zeros in one record: a few KiB compressed, over 64 x a 16 KiB max.message.bytes.
+    batch = build_batch([Record(0, 0, None, bytes(8 << 20))], compression=codec)
+    with pytest.raises(InvalidBatchError) as excinfo:
+        validate_produce_records(batch, max_message_bytes=16 << 10)
+    assert excinfo.value.error == ErrorCode.MESSAGE_TOO_LARGE
+    # Under the default max.message.bytes the same batch is fine (64 MiB of records allowed).
+    assert validate_produce_records(batch, max_message_bytes=1 << 20).records_count == 1
