@@ -211,6 +211,13 @@ for _codec, _name in ((1, "gzip"), (2, "snappy"), (3, "lz4"), (4, "zstd")):
     )
 
 
+@pytest.fixture(params=WALKS)
+def either_walk(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run the test with the C walk and again with the pure-Python fallback."""
+    monkeypatch.setattr(batch_validation, "_walk", request.param)
+
+
+@pytest.mark.usefixtures("either_walk")
 @pytest.mark.parametrize("batch,expected", CASES.values(), ids=CASES.keys())
 def test_invalid_batch_gets_kafkas_code(batch: bytes, expected: ErrorCode) -> None:
     with pytest.raises(InvalidBatchError) as excinfo:
@@ -261,6 +268,7 @@ def test_a_partial_second_batch_is_ignored() -> None:
     assert validate_produce_records(GOOD + GOOD[:40], max_message_bytes=LIMIT).size == len(GOOD)
 
 
+@pytest.mark.usefixtures("either_walk")
 def test_real_clients_batches_are_valid(codec: int) -> None:
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
