@@ -49,11 +49,12 @@ class CompressionType(IntEnum):
 
 
 class CompressionError(ValueError):
-    """Compressed bytes that do not decompress (Kafka answers CORRUPT_MESSAGE)."""
+    """Compressed bytes that do not decompress (Kafka 4.0 answers UNKNOWN_SERVER_ERROR)."""
 
 
 class UnsupportedCompressionTypeError(CompressionError):
-    """A codec id outside 0..4 (Kafka's UNSUPPORTED_COMPRESSION_TYPE)."""
+    """A codec id outside 0..4 (Kafka 4.0 answers a produce UNKNOWN_SERVER_ERROR; see
+    docs/produce-validation.md)."""
 
     def __init__(self, codec: int) -> None:
         super().__init__(f"unsupported compression codec id {codec} (known: 0..4)")
