@@ -14,16 +14,18 @@ this module follows it (Kafka 4.0, answers read from a running broker):
 3. ``LogValidator``: a known codec (Kafka answers UNKNOWN_SERVER_ERROR for ids
    5-7; UNSUPPORTED_COMPRESSION_TYPE for zstd below Produce v7),
    ``lastOffsetDelta + 1 == recordsCount > 0``, no control batch, a base
-   sequence for a producer id (INVALID_RECORD); then every record is read: records must
-   frame exactly to the end of the (decompressed) payload, each record's
-   fields must add up to its length, as ``DefaultRecord.readFrom`` checks
-   (INVALID_RECORD). A compressed payload that does not decompress is
-   UNKNOWN_SERVER_ERROR, as Kafka answers it.
+   sequence for a producer id (INVALID_RECORD); then every record is read:
+   records must frame exactly to the end of the (decompressed) payload and
+   each record's fields must add up to its length, as
+   ``DefaultRecord.readFrom`` checks (INVALID_RECORD). A compressed payload
+   that does not decompress is UNKNOWN_SERVER_ERROR, as Kafka answers it.
 
-One rule is ours: record offset deltas must be 0..n-1 in order. Kafka stores
-an uncompressed batch with other deltas unchanged and fails a compressed one
-while trying to rewrite it; kafkette stores batches verbatim, and a wrong
-delta makes consumers skip or re-read records, so it answers INVALID_RECORD.
+Two rules are ours (docs/produce-validation.md). Record offset deltas must be
+0..n-1 in order: Kafka stores an uncompressed batch with other deltas
+unchanged and fails a compressed one while trying to rewrite it; kafkette
+stores batches verbatim, and a wrong delta makes consumers skip or re-read
+records, so it answers INVALID_RECORD. And decompressed records are bounded
+(``DECOMPRESSED_LIMIT_FACTOR``), since they are held whole in memory.
 
 The record walk reads only varints and skips keys, values and header bytes by
 their lengths: no Record objects, no copies of an uncompressed payload. It is
@@ -50,6 +52,7 @@ from .record_batch import (
 
 __all__ = [
     "DECOMPRESSED_LIMIT_FACTOR",
+    "DECOMPRESSED_LIMIT_MAX",
     "MIN_BATCH_SIZE",
     "ZSTD_MIN_PRODUCE_VERSION",
     "python_walk",
