@@ -82,6 +82,10 @@ def _validate(item: _Append) -> bool:
         item.response["error_code"] = int(exc.error)
         item.response["error_message"] = exc.client_message
         return False
+    except Exception:  # a bug or MemoryError fails this partition, not the request
+        log.exception("validating produce to %s-%d failed", partition.topic, partition.index)
+        item.response["error_code"] = int(ErrorCode.UNKNOWN_SERVER_ERROR)
+        return False
     item.headers = [header]
     if header.size != len(item.records):  # bytes too short to be a batch: ignored
         item.records = item.records[: header.size]
