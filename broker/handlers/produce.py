@@ -1,16 +1,18 @@
-"""Produce: validate batch headers and CRCs, patch offsets, append. Never decode records.
+"""Produce: validate each record set as Kafka does, patch offsets, append.
 
-Each partition's record set is checked batch by batch (magic 2, lengths,
-CRC-32C, size against ``max.message.bytes``), run through the idempotent
-producer check, given its leader epoch, and appended in one worker-thread
-call per request. Errors are per partition; nothing of a refused record set
-is written. ``acks=0`` gets no response, as in Kafka.
+Each partition's record set is checked by ``kafkette.wire.batch_validation``
+(one batch, base offset 0, size against ``max.message.bytes``, CRC-32C,
+codec, counts, and every record's framing, decompressing if needed) on the
+worker thread that then appends: one thread hop per request, with the
+partitions' append locks held, so the event loop never checksums or walks
+records. Errors are per partition; nothing of a refused record set is
+written. ``acks=0`` gets no response, as in Kafka.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import trio
@@ -20,11 +22,11 @@ from kafkette.broker.throttled_log import describe_error, storage_errors
 from kafkette.broker.topics import INTERNAL_TOPICS
 from kafkette.log.errors import RecordBatchTooLarge
 from kafkette.log.producer_state import BatchMetadata
+from kafkette.wire.batch_validation import validate_produce_records
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.record_batch import (
     BatchHeader,
     InvalidBatchError,
-    iter_batches,
     patch_leader_epoch,
 )
 
@@ -41,8 +43,10 @@ class _Append:
 
     partition: Partition
     records: memoryview
-    headers: list[BatchHeader]
     response: dict
+    max_message_bytes: int
+    produce_version: int
+    headers: list[BatchHeader] = field(default_factory=list)  # filled once validated
     duplicate: BatchMetadata | None = None
 
 
@@ -58,22 +62,36 @@ def _partition_response(index: int, error: int = 0, message: str | None = None) 
     }
 
 
-def _check_records(broker: Broker, topic: str, records: memoryview | None) -> list[BatchHeader]:
-    """Headers of a valid record set, or InvalidBatchError / a size refusal."""
-    if records is None or len(records) == 0:
-        raise InvalidBatchError("empty record set", corrupt=False)
-    headers = iter_batches(records)
-    limit = broker.topics.max_message_bytes(topic)
-    for header in headers:
-        if header.size > limit:
-            raise _TooLarge(f"batch of {header.size} bytes exceeds max.message.bytes={limit}")
-        if header.is_transactional or header.is_control:
+def _validate(item: _Append) -> bool:
+    """Worker thread: validate one partition's record set; False (response filled) if refused."""
+    partition = item.partition
+    try:
+        header = validate_produce_records(
+            item.records,
+            max_message_bytes=item.max_message_bytes,
+            produce_version=item.produce_version,
+        )
+        if header.is_transactional:
             raise InvalidBatchError("transactional batches are not supported", corrupt=False)
-    return headers
-
-
-class _TooLarge(Exception):
-    pass
+    except InvalidBatchError as exc:
+        log.warning(
+            "produce to %s-%d refused (%s): %s",
+            partition.topic,
+            partition.index,
+            exc.error.name,
+            exc,
+        )
+        item.response["error_code"] = int(exc.error)
+        item.response["error_message"] = exc.client_message
+        return False
+    except Exception:  # a bug or MemoryError fails this partition, not the request
+        log.exception("validating produce to %s-%d failed", partition.topic, partition.index)
+        item.response["error_code"] = int(ErrorCode.UNKNOWN_SERVER_ERROR)
+        return False
+    item.headers = [header]
+    if header.size != len(item.records):  # bytes too short to be a batch: ignored
+        item.records = item.records[: header.size]
+    return True
 
 
 async def handle_produce(broker: Broker, request: Request) -> dict | None:
@@ -96,7 +114,7 @@ async def handle_produce(broker: Broker, request: Request) -> dict | None:
             if error:
                 response["error_code"] = int(error)
                 continue
-            _prepare(broker, name, data, response, work)
+            _prepare(broker, name, data, response, work, request.header.api_version)
         responses.append({"name": name, "partition_responses": partition_responses})
     if work:
         await _append_all(broker, work)
@@ -105,7 +123,14 @@ async def handle_produce(broker: Broker, request: Request) -> dict | None:
     return {"responses": responses, "throttle_time_ms": 0}
 
 
-def _prepare(broker: Broker, name: str, data: dict, response: dict, work: list[_Append]) -> None:
+def _prepare(
+    broker: Broker,
+    name: str,
+    data: dict,
+    response: dict,
+    work: list[_Append],
+    version: int,
+) -> None:
     if name in INTERNAL_TOPICS:
         log.info("produce to internal topic %s refused", name)
         response["error_code"] = int(ErrorCode.INVALID_TOPIC_EXCEPTION)
@@ -115,32 +140,36 @@ def _prepare(broker: Broker, name: str, data: dict, response: dict, work: list[_
     if partition is None:
         response["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         return
-    try:
-        headers = _check_records(broker, name, data["records"])
-    except _TooLarge as exc:
-        log.info("produce to %s-%d refused: %s", name, data["index"], exc)
-        response["error_code"] = int(ErrorCode.MESSAGE_TOO_LARGE)
-        response["error_message"] = str(exc)
+    records = data["records"]
+    if records is None or len(records) == 0:
+        log.warning("produce to %s-%d refused: no record batch", name, data["index"])
+        response["error_code"] = int(ErrorCode.INVALID_RECORD)
         return
-    except InvalidBatchError as exc:
-        log.warning("produce to %s-%d refused: %s", name, data["index"], exc)
-        code = ErrorCode.CORRUPT_MESSAGE if exc.corrupt else ErrorCode.INVALID_RECORD
-        response["error_code"] = int(code)
-        response["error_message"] = str(exc)
-        return
-    work.append(_Append(partition, data["records"], headers, response))
+    limit = broker.topics.max_message_bytes(name)
+    work.append(_Append(partition, records, response, limit, version))
 
 
 async def _append_all(broker: Broker, work: list[_Append]) -> None:
-    """Take the partitions' append locks in a fixed order, then append in one thread call."""
+    """Take the partitions' append locks in a fixed order, then validate and append in one
+    thread call (a second hop just to validate would cost more than validating)."""
     work.sort(key=lambda w: (w.partition.topic, w.partition.index))
     async with _locks([w.partition for w in work]):
-        ready = [w for w in work if _check_sequences(w)]
-        if ready:
-            await trio.to_thread.run_sync(_write, ready)
+        await trio.to_thread.run_sync(_validate_and_write, work)
         for item in work:
             if item.response["error_code"] == 0 and item.duplicate is None:
                 item.partition.notify_appended()
+
+
+def _validate_and_write(work: list[_Append]) -> None:
+    """Worker thread, append locks held: validate, check sequences, append.
+
+    The sequence check runs here, after validation as in Kafka; it only reads
+    producer state, which changes only under the same append locks.
+    """
+    valid = [w for w in work if _validate(w)]
+    ready = [w for w in valid if _check_sequences(w)]
+    if ready:
+        _write(ready)
 
 
 def _check_sequences(item: _Append) -> bool:

@@ -13,9 +13,11 @@ from kafkette.wire.compression import (
     XERIAL_MAGIC,
     CompressionError,
     CompressionType,
+    DecompressedTooLargeError,
     UnsupportedCompressionTypeError,
     compress,
     decompress,
+    decompressed_view,
     snappy_decompress,
     xerial_snappy_compress,
 )
@@ -197,3 +199,53 @@ def test_kafka_python_reads_our_output(codec: int) -> None:
     }
     assert decoders[codec](compress(codec, SAMPLE)) == SAMPLE
     assert kc.snappy_decode(xerial_snappy_compress(SAMPLE)) == SAMPLE
+
+
+# --- decompressed_view: what produce validation reads -----------------------------------
+
+
+def _streams() -> list[tuple[str, int, bytes]]:
+    zstandard = pytest.importorskip("zstandard", reason="zstandard not installed")
+    frames = zstandard.ZstdCompressor(write_content_size=False)
+    return [
+        *[(CompressionType(c).name, c, compress(c, SAMPLE)) for c in COMPRESSED_CODECS],
+        ("gzip members", 1, gzip.compress(SAMPLE[:1000]) + gzip.compress(SAMPLE[1000:])),
+        ("zstd frames", 4, frames.compress(SAMPLE[:1000]) + frames.compress(SAMPLE[1000:])),
+        ("xerial snappy", 2, xerial_snappy_compress(SAMPLE, block_size=700)),
+    ]
+
+
+def test_decompressed_view_matches_decompress() -> None:
+    for name, codec, stream in _streams():
+        with decompressed_view(codec, stream, 1 << 20) as view:
+            assert bytes(view) == SAMPLE, name
+        with decompressed_view(codec, stream, len(SAMPLE)) as view:  # exactly the limit
+            assert len(view) == len(SAMPLE), name
+
+
+@pytest.mark.parametrize("codec", COMPRESSED_CODECS)
+def test_decompressed_view_grows_its_buffer_up_to_the_limit(codec: int) -> None:
+    big = SAMPLE * (3 * (1 << 20) // len(SAMPLE))  # larger than the first 1 MiB buffer
+    with decompressed_view(codec, compress(codec, big), 64 << 20) as view:
+        assert bytes(view) == big
+    with decompressed_view(codec, compress(codec, SAMPLE), 1 << 20) as view:  # and again
+        assert bytes(view) == SAMPLE
+
+
+@pytest.mark.parametrize("codec", COMPRESSED_CODECS)
+def test_decompression_bomb_stops_at_the_limit(codec: int) -> None:
+    bomb = compress(codec, bytes(8 << 20))
+    with pytest.raises(DecompressedTooLargeError):
+        with decompressed_view(codec, bomb, 1 << 20):
+            pass
+    with pytest.raises(DecompressedTooLargeError):
+        with decompressed_view(codec, compress(codec, SAMPLE), len(SAMPLE) - 1):
+            pass
+
+
+@pytest.mark.parametrize("codec", COMPRESSED_CODECS)
+def test_decompressed_view_refuses_garbage(codec: int) -> None:
+    with pytest.raises(CompressionError) as excinfo:
+        with decompressed_view(codec, bytes(range(7, 200)), 1 << 20):
+            pass
+    assert not isinstance(excinfo.value, DecompressedTooLargeError)

@@ -235,3 +235,15 @@ def test_iter_batches_refuses_trailing_bytes(plain_batch: bytes, validate: bool)
 def test_batch_size_at_needs_twelve_bytes(plain_batch: bytes) -> None:
     assert batch_size_at(plain_batch[:11]) is None
     assert batch_size_at(plain_batch[:12]) == len(plain_batch)
+
+
+def test_every_flipped_bit_in_crc_range_is_corrupt(plain_batch: bytes) -> None:
+    """Exhaustive, so no example depends on hypothesis replaying it: the CRC is checked before
+    any field inside its range (a negative recordsCount used to read as INVALID_RECORD)."""
+    for position in range(CRC_START, len(plain_batch)):
+        for bit in range(8):
+            broken = bytearray(plain_batch)
+            broken[position] ^= 1 << bit
+            with pytest.raises(InvalidBatchError) as excinfo:
+                validate_batch(broken)
+            assert excinfo.value.corrupt, (position, bit, str(excinfo.value))
