@@ -67,6 +67,21 @@ def poll_until(count: int, fetch: Callable[[int], Iterable[Got]]) -> list[Got]:
     return got
 
 
+def assignments_settled(assignments: Iterable[Iterable[Any]]) -> bool:
+    """True when every member owns a partition and no partition has two owners.
+
+    A member's ``assignment()`` is what it owned last, not what the group decided:
+    kafka-python (eager protocol) keeps the old assignment until its own SyncGroup
+    answer arrives, so right after a rebalance one member can still report both
+    partitions while the other already reports its new one. Only a disjoint,
+    non-empty split is the state the scenario waits for.
+    """
+    owned = [set(a) for a in assignments]
+    if not owned or not all(owned):
+        return False
+    return sum(len(a) for a in owned) == len(set().union(*owned))
+
+
 def two_members(
     new_member: Callable[[], Any],
     topic: str,
@@ -76,8 +91,9 @@ def two_members(
     """Two consumers from ``new_member()`` subscribed to ``topic``, polled in turn with
     ``poll_once(member)`` -> (partition, offset) pairs until both own partitions and together
     saw ``total`` records, or ``TWO_MEMBERS_SETTLE_S`` passed; both are closed on return.
-    Members need ``subscribe([topic])``, ``assignment()`` (objects with a ``partition``) and
-    ``close()``. Returns (partitions of member 1, partitions of member 2, pairs seen)."""
+    "Own partitions" means :func:`assignments_settled`. Members need ``subscribe([topic])``,
+    ``assignment()`` (objects with a ``partition``) and ``close()``. Returns (partitions of
+    member 1, partitions of member 2, pairs seen)."""
     members = [new_member(), new_member()]
     try:
         for member in members:
@@ -87,7 +103,7 @@ def two_members(
         while time.monotonic() < deadline:
             for member in members:
                 seen.update(poll_once(member))
-            if len(seen) >= total and all(m.assignment() for m in members):
+            if len(seen) >= total and assignments_settled(m.assignment() for m in members):
                 break
         one, two = (sorted(tp.partition for tp in m.assignment()) for m in members)
         return one, two, seen
