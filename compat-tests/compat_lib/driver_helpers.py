@@ -87,17 +87,22 @@ def two_members(
     topic: str,
     total: int,
     poll_once: Callable[[Any], Iterable[tuple[int, int]]],
+    subscribe: Callable[[Any, str], None] | None = None,
 ) -> tuple[list[int], list[int], set[tuple[int, int]]]:
     """Two consumers from ``new_member()`` subscribed to ``topic``, polled in turn with
     ``poll_once(member)`` -> (partition, offset) pairs until both own partitions and together
     saw ``total`` records, or ``TWO_MEMBERS_SETTLE_S`` passed; both are closed on return.
-    "Own partitions" means :func:`assignments_settled`. Members need ``subscribe([topic])``,
+    "Own partitions" means :func:`assignments_settled`. Members are subscribed with
+    ``subscribe(member, topic)`` (default ``member.subscribe([topic])``) and need
     ``assignment()`` (objects with a ``partition``) and ``close()``. Returns (partitions of
     member 1, partitions of member 2, pairs seen)."""
     members = [new_member(), new_member()]
     try:
         for member in members:
-            member.subscribe([topic])
+            if subscribe is None:
+                member.subscribe([topic])
+            else:
+                subscribe(member, topic)
         seen: set[tuple[int, int]] = set()
         deadline = time.monotonic() + TWO_MEMBERS_SETTLE_S
         while time.monotonic() < deadline:
