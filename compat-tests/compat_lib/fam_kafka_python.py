@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from contextlib import closing
 
 from compat_lib.driver_helpers import (
@@ -220,7 +221,9 @@ class KafkaPythonFamily(Family):
         def new_member():
             return self._consumer(**kafka_python_group_settings(group))
 
-        return two_members(new_member, topic, total, poll_once, subscribe=_subscribe)
+        return two_members(
+            new_member, topic, total, poll_once, subscribe=_subscribe, own_threads=True
+        )
 
     def list_groups(self) -> set[str]:
         with closing(self._admin()) as admin:
@@ -261,7 +264,8 @@ class KafkaPythonFamily(Family):
 
 
 def _subscribe(consumer, topic: str) -> None:
-    """Subscribe, then wait until the consumer's metadata knows ``topic``'s partitions.
+    """Subscribe, then wait (at most ``TIMEOUT_S``) until the group coordinator's metadata
+    snapshot has ``topic``'s partitions, before the first poll joins the group.
 
     Works around a kafka-python 3.0.12 bug that left a group consumer with no partitions
     for good (compat ``list_describe_groups`` reading 0 of 1 records under load).
@@ -275,9 +279,19 @@ def _subscribe(consumer, topic: str) -> None:
     off, the broker expires the member after session.timeout.ms, and the consumer polls
     an empty assignment until the test's deadline. The broker answered every request
     correctly and promptly (a first join that the client retries because
-    ``rejoin_needed`` is still set is harmless). With the partitions known before the
-    first poll, the first generation already assigns them and no snapshot-driven
-    rejoin happens.
+    ``rejoin_needed`` is still set is harmless). With the partitions in the snapshot
+    before the first poll, the first generation already assigns them and no
+    snapshot-driven rejoin follows. The snapshot (not just the cluster cache) is what
+    must be current, so this waits on it, through kafka-python internals that 3.0.12
+    (the pinned version) has; only this topic's metadata is requested.
     """
+    from kafka.errors import KafkaTimeoutError
+
     consumer.subscribe([topic])
-    consumer.partitions_for_topic(topic)
+    coordinator, cluster = consumer._coordinator, consumer._cluster
+    deadline = time.monotonic() + TIMEOUT_S
+    while not coordinator._metadata_snapshot.get(topic) and time.monotonic() < deadline:
+        try:
+            consumer._net.run(consumer._manager.wait_for, cluster.request_update(), 1000)
+        except KafkaTimeoutError:
+            pass
