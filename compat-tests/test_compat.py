@@ -55,9 +55,10 @@ def short(data: bytes | None) -> str:
 
 def assert_records(sent: list[Rec], got: list[Got], first_offset: int = 0, what: str = "") -> None:
     """Same count, contiguous offsets from ``first_offset``, and equal key/value/headers."""
+    note = getattr(got, "note", "")
     assert len(got) == len(sent), (
         f"{what or 'consumer'} got {len(got)} of {len(sent)} records "
-        f"(offsets seen: {[g.offset for g in got][:20]})"
+        f"(offsets seen: {[g.offset for g in got][:20]})" + (f"; {note}" if note else "")
     )
     for i, (s, g) in enumerate(zip(sent, got, strict=True)):
         want = first_offset + i

@@ -8,6 +8,7 @@ twins stay in its driver. Used from one thread, like the drivers.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -67,30 +68,109 @@ def poll_until(count: int, fetch: Callable[[int], Iterable[Got]]) -> list[Got]:
     return got
 
 
+def assignments_settled(assignments: Iterable[Iterable[Any]]) -> bool:
+    """True when every member owns a partition and no partition has two owners.
+
+    A member's ``assignment()`` is what it owned last, not what the group decided:
+    kafka-python (eager protocol) keeps the old assignment until its own SyncGroup
+    answer arrives, so right after a rebalance one member can still report both
+    partitions while the other already reports its new one. Only a disjoint,
+    non-empty split is the state the scenario waits for.
+    """
+    owned = [set(a) for a in assignments]
+    if not owned or not all(owned):
+        return False
+    return sum(len(a) for a in owned) == len(set().union(*owned))
+
+
 def two_members(
     new_member: Callable[[], Any],
     topic: str,
     total: int,
     poll_once: Callable[[Any], Iterable[tuple[int, int]]],
+    subscribe: Callable[[Any, str], None] | None = None,
+    own_threads: bool = False,
 ) -> tuple[list[int], list[int], set[tuple[int, int]]]:
-    """Two consumers from ``new_member()`` subscribed to ``topic``, polled in turn with
+    """Two consumers from ``new_member()`` subscribed to ``topic``, polled with
     ``poll_once(member)`` -> (partition, offset) pairs until both own partitions and together
     saw ``total`` records, or ``TWO_MEMBERS_SETTLE_S`` passed; both are closed on return.
-    Members need ``subscribe([topic])``, ``assignment()`` (objects with a ``partition``) and
-    ``close()``. Returns (partitions of member 1, partitions of member 2, pairs seen)."""
+    "Own partitions" means :func:`assignments_settled`. Members are subscribed with
+    ``subscribe(member, topic)`` (default ``member.subscribe([topic])``) and need
+    ``assignment()`` (objects with a ``partition``) and ``close()``. Returns (partitions of
+    member 1, partitions of member 2, pairs seen), the partitions as of the moment the split
+    settled (or the end).
+
+    Members are polled in turn from this thread, or each from a thread of its own with
+    ``own_threads``: a client that completes a rebalance only while its own ``poll`` runs
+    (kafka-python, see ``fam_kafka_python._subscribe``) loses a JoinGroup/SyncGroup answer
+    that arrives while the other member is being polled, rejoins, and the two can keep
+    each other rebalancing for good.
+    """
     members = [new_member(), new_member()]
     try:
         for member in members:
-            member.subscribe([topic])
+            if subscribe is None:
+                member.subscribe([topic])
+            else:
+                subscribe(member, topic)
         seen: set[tuple[int, int]] = set()
-        deadline = time.monotonic() + TWO_MEMBERS_SETTLE_S
-        while time.monotonic() < deadline:
-            for member in members:
-                seen.update(poll_once(member))
-            if len(seen) >= total and all(m.assignment() for m in members):
-                break
-        one, two = (sorted(tp.partition for tp in m.assignment()) for m in members)
+        poll = _poll_in_own_threads if own_threads else _poll_in_turn
+        owned = poll(members, poll_once, total, seen)
+        one, two = (sorted(tp.partition for tp in a) for a in owned)
         return one, two, seen
     finally:
         for member in members:
             member.close()
+
+
+def _settled_split(members: list[Any], seen: set, total: int) -> list[set] | None:
+    owned = [set(m.assignment()) for m in members]
+    return owned if len(seen) >= total and assignments_settled(owned) else None
+
+
+def _poll_in_turn(members, poll_once, total: int, seen: set) -> list[set]:
+    deadline = time.monotonic() + TWO_MEMBERS_SETTLE_S
+    while time.monotonic() < deadline:
+        for member in members:
+            seen.update(poll_once(member))
+        owned = _settled_split(members, seen, total)
+        if owned is not None:
+            return owned
+    return [set(m.assignment()) for m in members]
+
+
+def _poll_in_own_threads(members, poll_once, total: int, seen: set) -> list[set]:
+    """Each member polled without pause by its own thread (each consumer stays on one
+    thread); this thread watches for the settled split. A poll error stops both and is
+    raised here."""
+    stop = threading.Event()
+    lock = threading.Lock()
+    failures: list[BaseException] = []
+
+    def run(member: Any) -> None:
+        try:
+            while not stop.is_set():
+                pairs = list(poll_once(member))
+                with lock:
+                    seen.update(pairs)
+        except BaseException as exc:
+            failures.append(exc)
+            stop.set()
+
+    threads = [threading.Thread(target=run, args=(m,), daemon=True) for m in members]
+    for thread in threads:
+        thread.start()
+    owned = None
+    try:
+        deadline = time.monotonic() + TWO_MEMBERS_SETTLE_S
+        while owned is None and time.monotonic() < deadline and not stop.is_set():
+            time.sleep(0.05)
+            with lock:
+                owned = _settled_split(members, seen, total)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=TIMEOUT_S)
+    if failures:
+        raise failures[0]
+    return owned if owned is not None else [set(m.assignment()) for m in members]

@@ -13,6 +13,7 @@ from typing import Any
 from compat_lib.driver_helpers import (
     KAFKA_PYTHON_PRODUCER_KEYS,
     TWO_MEMBERS_SETTLE_S,
+    assignments_settled,
     got_from_consumer_record,
     kafka_python_group_settings,
     producer_settings,
@@ -268,7 +269,9 @@ class AiokafkaFamily(Family):
                         batch = await member.getmany(timeout_ms=200)
                         for records in batch.values():
                             seen.update((m.partition, m.offset) for m in records)
-                    if len(seen) >= total and all(m.assignment() for m in members):
+                    if len(seen) >= total and assignments_settled(
+                        m.assignment() for m in members
+                    ):
                         break
                 one, two = (sorted(tp.partition for tp in m.assignment()) for m in members)
                 return one, two, seen

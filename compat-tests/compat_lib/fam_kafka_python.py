@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import time
 from contextlib import closing
-from functools import partial
 
 from compat_lib.driver_helpers import (
     KAFKA_PYTHON_PRODUCER_KEYS,
@@ -14,7 +14,7 @@ from compat_lib.driver_helpers import (
     two_members,
 )
 from compat_lib.family import ALL_SCENARIOS, REQUEST_TIMEOUT_MS, TIMEOUT_S, Family
-from compat_lib.model import Got, GroupInfo, Rec, Start
+from compat_lib.model import Got, GroupInfo, Rec, Received, Start, describe_exception
 
 
 class KafkaPythonFamily(Family):
@@ -155,13 +155,60 @@ class KafkaPythonFamily(Family):
         from kafka import OffsetAndMetadata, TopicPartition
 
         with closing(self._consumer(**kafka_python_group_settings(group))) as consumer:
-            consumer.subscribe([topic])
-            got = self._poll(consumer, count)
+            _subscribe(consumer, topic)
+            got = Received(self._poll(consumer, count))
+            if len(got) < count:
+                got.note = self._group_member_state(consumer, group, topic)
             if got:
                 last = got[-1]
                 tp = TopicPartition(topic, last.partition)
                 consumer.commit({tp: OffsetAndMetadata(last.offset + 1, "", -1)})
             return got
+
+    def _group_member_state(self, consumer, group: str, topic: str) -> str:
+        """One line: what this still-joined consumer and the broker say about ``group``.
+
+        Reads kafka-python's internal state (coordinator, subscription, cluster metadata)
+        without network calls, then asks the broker to describe the group while the member
+        is still in it. Best effort: a part that cannot be read says why."""
+        parts = []
+        try:
+            coordinator = consumer._coordinator
+            task = coordinator._join_task
+            join = "none" if task is None else "done" if task.is_done else "in flight"
+            parts.append(
+                f"member state {coordinator.state}, {coordinator._generation}, "
+                f"rejoin needed {coordinator.need_rejoin()}, join task {join}, "
+                f"coordinator {coordinator.coordinator_id}"
+            )
+        except Exception as exc:
+            parts.append(f"member state unreadable ({describe_exception(exc)})")
+        try:
+            metadata = consumer._client.cluster.partitions_for_topic(topic)
+            parts.append(f"metadata partitions {sorted(metadata) if metadata else metadata}")
+        except Exception as exc:
+            parts.append(f"metadata unreadable ({describe_exception(exc)})")
+        try:
+            states = consumer._subscription.assignment
+            parts.append(
+                "assignment "
+                + (
+                    ", ".join(
+                        f"{tp.topic}-{tp.partition}: position "
+                        f"{st.position.offset if st.position else None}, "
+                        f"reset {st.reset_strategy}, paused {st.paused}"
+                        for tp, st in states.items()
+                    )
+                    or "empty"
+                )
+            )
+        except Exception as exc:
+            parts.append(f"assignment unreadable ({describe_exception(exc)})")
+        try:
+            parts.append(f"broker: {self.describe_group(group)}")
+        except Exception as exc:
+            parts.append(f"broker: describe failed ({describe_exception(exc)})")
+        return "; ".join(parts)
 
     def group_two_members(
         self, group: str, topic: str, total: int
@@ -171,8 +218,12 @@ class KafkaPythonFamily(Family):
             batch = member.poll(timeout_ms=200)
             return [(m.partition, m.offset) for records in batch.values() for m in records]
 
-        new_member = partial(self._consumer, **kafka_python_group_settings(group))
-        return two_members(new_member, topic, total, poll_once)
+        def new_member():
+            return self._consumer(**kafka_python_group_settings(group))
+
+        return two_members(
+            new_member, topic, total, poll_once, subscribe=_subscribe, own_threads=True
+        )
 
     def list_groups(self) -> set[str]:
         with closing(self._admin()) as admin:
@@ -211,3 +262,36 @@ class KafkaPythonFamily(Family):
         meta = res[tp]
         return meta["low_watermark"] if isinstance(meta, dict) else meta.low_watermark
 
+
+def _subscribe(consumer, topic: str) -> None:
+    """Subscribe, then wait (at most ``TIMEOUT_S``) until the group coordinator's metadata
+    snapshot has ``topic``'s partitions, before the first poll joins the group.
+
+    Works around a kafka-python 3.0.12 bug that left a group consumer with no partitions
+    for good (compat ``list_describe_groups`` reading 0 of 1 records under load).
+    Without metadata for the topic at the first JoinGroup, the leader assigns nothing;
+    the metadata that arrives next makes the consumer rejoin. That rejoin is driven only
+    by the coordinator's metadata snapshot, which ``_perform_assignment`` itself brings
+    up to date in the middle of the join. If ``poll(timeout_ms=500)`` gives up while the
+    JoinGroup/SyncGroup round trip is still in flight (a slow SyncGroup is enough), the
+    join task finishes in the background, but the next poll sees nothing left to rejoin
+    and never collects the task: the new assignment is never applied, heartbeats stay
+    off, the broker expires the member after session.timeout.ms, and the consumer polls
+    an empty assignment until the test's deadline. The broker answered every request
+    correctly and promptly (a first join that the client retries because
+    ``rejoin_needed`` is still set is harmless). With the partitions in the snapshot
+    before the first poll, the first generation already assigns them and no
+    snapshot-driven rejoin follows. The snapshot (not just the cluster cache) is what
+    must be current, so this waits on it, through kafka-python internals that 3.0.12
+    (the pinned version) has; only this topic's metadata is requested.
+    """
+    from kafka.errors import KafkaTimeoutError
+
+    consumer.subscribe([topic])
+    coordinator, cluster = consumer._coordinator, consumer._cluster
+    deadline = time.monotonic() + TIMEOUT_S
+    while not coordinator._metadata_snapshot.get(topic) and time.monotonic() < deadline:
+        try:
+            consumer._net.run(consumer._manager.wait_for, cluster.request_update(), 1000)
+        except KafkaTimeoutError:
+            pass

@@ -36,6 +36,15 @@ class Got:
     timestamp_ms: int = -1
 
 
+class Received(list):
+    """The records a driver returns (a plain ``list[Got]``), plus ``note``: when fewer
+    arrived than asked, what the client saw at that moment (its assignment, positions,
+    group generation, the group as the broker describes it), so that a short read under
+    load explains itself in the assertion message instead of needing a rerun with logs."""
+
+    note: str = ""
+
+
 @dataclass(frozen=True)
 class Start:
     """Where a consumer starts: ``earliest``, ``offset`` (value), ``timestamp`` (value, ms) or

@@ -352,8 +352,11 @@ public final class CompatAgent {
                         seen.add(List.of(rec.partition(), rec.offset()));
                     }
                 }
+                // Settled: both own partitions and none has two owners (a member's
+                // assignment() can lag the group's decision during a rebalance).
                 if (seen.size() >= total && !a.assignment().isEmpty()
-                        && !b.assignment().isEmpty()) break;
+                        && !b.assignment().isEmpty()
+                        && java.util.Collections.disjoint(a.assignment(), b.assignment())) break;
             }
             return List.of(partitions(a.assignment()), partitions(b.assignment()),
                     new ArrayList<>(seen));
