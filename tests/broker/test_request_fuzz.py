@@ -444,15 +444,20 @@ def test_commit_with_the_largest_retention_time_is_stored(fuzz_broker) -> None:
             }
         ],
     }
+    fetch_body = {
+        "group_id": "retention-group",
+        "topics": [{"name": TOPIC, "partition_indexes": [0]}],
+    }
+    fetch = encode_request(SUPPORTED[ApiKey.OFFSET_FETCH], 3, 6, fetch_body)
     link = Link(embedded.bootstrap)
     try:
         assert link.exchange(encode_request(spec, 3, 5, body)) == "answered"
+        assert link.sock is not None
+        link.sock.sendall(fetch)
+        (size,) = struct.unpack(">i", link._read_exactly(4))
+        answer = memoryview(link._read_exactly(size))
     finally:
         link.close()
     assert not catcher.bad, catcher.bad[0].getMessage()
-    assert (
-        embedded.broker.groups.state.fetch_offsets("retention-group", [(TOPIC, 0)], False)
-        .partitions[(TOPIC, 0)]
-        .offset
-        == 7
-    )
+    fetched, _ = message_codec("OffsetFetchResponse", 3).decode(answer, 4)  # after correlation id
+    assert fetched["topics"][0]["partitions"][0]["committed_offset"] == 7
