@@ -168,9 +168,32 @@ def _field_codec(field: FieldSpec, version: int, flexible: bool) -> tuple[p.Read
         elem_read, elem_write = (_COMPACT if compact else _CLASSIC)[element]
     else:
         raise LookupError(f"field {field.json_name} has unknown type {field.type}")
+    nullable = in_range(version, field.nullable_versions)
+    if element in _CLASSIC and (field.is_array or not nullable):
+        elem_read = _refusing_null(elem_read, field)  # array elements are never nullable
     if not field.is_array:
         return elem_read, elem_write
-    return _array(elem_read, elem_write, compact)
+    return _array(elem_read, elem_write, compact, None if nullable else field)
+
+
+def _refusing_null(read: p.Reader, field: FieldSpec) -> p.Reader:
+    """A string/bytes/records reader that refuses a null where the definition allows none.
+
+    Kafka's generated readers throw on a -1 (or compact 0) length for a field that is
+    not nullable at the version read, and the broker closes the connection as for any
+    unparseable request. Doing the same here means a handler only ever sees None in a
+    field the definitions make nullable (``broker/handlers/nullable_fields.py``).
+    """
+
+    def read_non_null(buf: memoryview, pos: int) -> tuple[object, int]:
+        value, pos = read(buf, pos)
+        if value is None:
+            raise MalformedFrameError(
+                f"non-nullable field {field.json_name} was serialized as null"
+            )
+        return value, pos
+
+    return read_non_null
 
 
 def _nullable_struct(read: p.Reader, write: p.Writer) -> tuple[p.Reader, p.Writer]:
@@ -190,7 +213,12 @@ def _nullable_struct(read: p.Reader, write: p.Writer) -> tuple[p.Reader, p.Write
     return read_nullable, write_nullable
 
 
-def _array(read: p.Reader, write: p.Writer, compact: bool) -> tuple[p.Reader, p.Writer]:
+def _array(
+    read: p.Reader, write: p.Writer, compact: bool, non_nullable: FieldSpec | None
+) -> tuple[p.Reader, p.Writer]:
+    """Reader and writer of an array; ``non_nullable`` names the field when a null
+    count (-1, or compact 0) is malformed at this version rather than None."""
+
     def read_array(buf: memoryview, pos: int) -> tuple[object, int]:
         if compact:
             count, pos = p.read_uvarint(buf, pos)
@@ -198,6 +226,10 @@ def _array(read: p.Reader, write: p.Writer, compact: bool) -> tuple[p.Reader, p.
         else:
             count, pos = p.read_int32(buf, pos)  # type: ignore[assignment]
         if count < 0:
+            if non_nullable is not None:
+                raise MalformedFrameError(
+                    f"non-nullable field {non_nullable.json_name} was serialized as null"
+                )
             return None, pos
         if count > len(buf) - pos:
             raise MalformedFrameError(f"array of {count} elements cannot fit the frame")

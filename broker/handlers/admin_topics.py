@@ -100,6 +100,12 @@ async def handle_create_topics(broker: Broker, request: Request) -> dict:
                 partitions = broker.config.num_partitions
             _check_replicas(broker, topic["replication_factor"], assignments)
             configs = {c["name"]: c["value"] for c in topic["configs"]}
+            null_configs = [k for k, v in configs.items() if v is None]
+            if null_configs:
+                raise TopicError(
+                    ErrorCode.INVALID_CONFIG,
+                    "Null value not supported for topic configs: " + ",".join(null_configs),
+                )
             meta = await broker.topics.create(
                 name, partitions, configs, validate_only=validate_only
             )

@@ -27,6 +27,9 @@ KEY_TYPE_GROUP = 0
 GROUP_OPERATIONS_ALL = (1 << 3) | (1 << 6) | (1 << 8)
 OPERATIONS_NOT_REQUESTED = -2147483648
 UNAVAILABLE = int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+# OffsetCommit v2-4 retention_time_ms is any int64: an expiry past this never comes anyway,
+# and it must still fit the int64 of the stored offset record.
+MAX_TIMESTAMP_MS = (1 << 63) - 1
 
 
 def _host(request: Request) -> str:
@@ -245,7 +248,9 @@ async def handle_offset_commit(broker: Broker, request: Request) -> dict:
                     group_instance_id=body["group_instance_id"],
                     offsets=offsets,
                     now_ms=now,
-                    expire_timestamp_ms=now + retention if retention > 0 else None,
+                    expire_timestamp_ms=min(now + retention, MAX_TIMESTAMP_MS)
+                    if retention > 0
+                    else None,
                 )
             )
             errors.update(outcome.result)
