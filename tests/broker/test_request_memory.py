@@ -23,13 +23,16 @@ def test_reservations_are_granted_in_arrival_order() -> None:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(take, "big", 90)
             await trio.testing.wait_all_tasks_blocked()
-            nursery.start_soon(take, "small", 10)  # would fit, but must not overtake "big"
+            nursery.start_soon(take, "small", 20)  # would fit now, but must not overtake "big"
             await trio.testing.wait_all_tasks_blocked()
             assert granted == [] and pool.waiting == 2
-            pool.release(80)
+            pool.release(80)  # "big" fits; "small" would not fit beside it and keeps waiting
+            await trio.testing.wait_all_tasks_blocked()
+            assert granted == ["big"] and pool.waiting == 1
+            pool.release(90)
             await trio.testing.wait_all_tasks_blocked()
             assert granted == ["big", "small"]
-        assert pool.in_use == 100
+        assert pool.in_use == 20
 
     trio.run(main)
 
