@@ -12,7 +12,7 @@ written. ``acks=0`` gets no response, as in Kafka.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import trio
@@ -46,7 +46,7 @@ class _Append:
     response: dict
     max_message_bytes: int
     produce_version: int
-    headers: list[BatchHeader] = field(default_factory=list)  # filled once validated
+    header: BatchHeader | None = None  # the one batch (Kafka's rule), once validated
     duplicate: BatchMetadata | None = None
 
 
@@ -88,7 +88,7 @@ def _validate(item: _Append) -> bool:
         log.exception("validating produce to %s-%d failed", partition.topic, partition.index)
         item.response["error_code"] = int(ErrorCode.UNKNOWN_SERVER_ERROR)
         return False
-    item.headers = [header]
+    item.header = header
     if header.size != len(item.records):  # bytes too short to be a batch: ignored
         item.records = item.records[: header.size]
     return True
@@ -173,20 +173,18 @@ def _validate_and_write(work: list[_Append]) -> None:
 
 
 def _check_sequences(item: _Append) -> bool:
-    partition_log = item.partition.log
-    for header in item.headers:
-        verdict = partition_log.check_sequence(header)
-        if verdict.error:
-            item.response["error_code"] = int(verdict.error)
-            return False
-        if verdict.duplicate_of is not None:
-            if len(item.headers) != 1:
-                item.response["error_code"] = int(ErrorCode.DUPLICATE_SEQUENCE_NUMBER)
-                return False
-            item.duplicate = verdict.duplicate_of
-            item.response["base_offset"] = verdict.duplicate_of.base_offset
-            item.response["log_start_offset"] = item.partition.log.log_start_offset
-            return False
+    """The idempotence check of the partition's one batch; False (response filled) if it is
+    refused or a duplicate (answered with the offset it got the first time)."""
+    assert item.header is not None
+    verdict = item.partition.log.check_sequence(item.header)
+    if verdict.error:
+        item.response["error_code"] = int(verdict.error)
+        return False
+    if verdict.duplicate_of is not None:
+        item.duplicate = verdict.duplicate_of
+        item.response["base_offset"] = verdict.duplicate_of.base_offset
+        item.response["log_start_offset"] = item.partition.log.log_start_offset
+        return False
     return True
 
 
@@ -197,12 +195,10 @@ def _write(ready: list[_Append]) -> None:
     the producers' sequences as it appends.
     """
     for item in ready:
-        pos = 0
-        for header in item.headers:
-            patch_leader_epoch(item.records, LEADER_EPOCH, pos)
-            pos += header.size
+        assert item.header is not None
+        patch_leader_epoch(item.records, LEADER_EPOCH)
         try:
-            info = item.partition.log.append(item.records, item.headers)
+            info = item.partition.log.append(item.records, [item.header])
         except RecordBatchTooLarge as exc:  # Kafka: larger than segment.bytes
             log.info("produce to %s-%d refused: %s", item.partition.topic,
                      item.partition.index, exc)
