@@ -17,6 +17,7 @@ Every wait here has a deadline; a test that hits one fails, it never hangs.
 from __future__ import annotations
 
 import gc
+import importlib.util
 import re
 import signal
 import socket
@@ -24,14 +25,12 @@ import struct
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.consumer import FetchRequest
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
@@ -359,68 +358,21 @@ def create_topic() -> Callable[..., str]:
     return create_topic_with_admin
 
 
-@dataclass(frozen=True, slots=True)
-class ReadRecord:
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
-    timestamp: int
+def _load_topic_reader() -> ModuleType:
+    path = Path(__file__).with_name("topic_reader.py")
+    spec = importlib.util.spec_from_file_location("kafkette_topic_reader", path)
+    assert spec is not None and spec.loader is not None
+    if spec.name in sys.modules:  # conftest and crash_load share one copy
+        return sys.modules[spec.name]
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # registered first: its dataclasses look it up
+    spec.loader.exec_module(module)
+    return module
 
 
-def read_topic(
-    bootstrap: str, topic: str, partitions: int, timeout: float = 30.0
-) -> list[ReadRecord]:
-    """Every record of ``topic`` from offset 0 to the high watermark, partition by partition.
-
-    Uses assign + explicit offsets (no group). Fails, rather than hangs, when the
-    watermark is not reached within ``timeout``.
-    """
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "kafkette-e2e-reader",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "fetch.wait.max.ms": 100,
-        }
-    )
-    try:
-        ends = {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-            for p in range(partitions)
-        }
-        pending = {p for p, end in ends.items() if end > 0}
-        if not pending:
-            return []
-        consumer.assign([TopicPartition(topic, p, 0) for p in sorted(pending)])
-        records: list[ReadRecord] = []
-        deadline = time.monotonic() + timeout
-        while pending:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"read of {topic} timed out; partitions left {pending}")
-            for message in consumer.consume(1000, 0.5):
-                error = message.error()
-                if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF:
-                        if message.offset() >= ends[message.partition()]:
-                            pending.discard(message.partition())
-                        continue
-                    raise AssertionError(f"consume error: {error}")
-                records.append(
-                    ReadRecord(
-                        message.partition(),
-                        message.offset(),
-                        message.key(),
-                        message.value(),
-                        message.timestamp()[1],
-                    )
-                )
-                if message.offset() + 1 >= ends[message.partition()]:
-                    pending.discard(message.partition())
-        return [r for r in records if r.offset < ends[r.partition]]
-    finally:
-        consumer.close()
+_topic_reader = _load_topic_reader()
+ReadRecord = _topic_reader.ReadRecord
+read_topic = _topic_reader.read_topic
 
 
 @pytest.fixture

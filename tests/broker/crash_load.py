@@ -16,16 +16,36 @@ Shared by ``test_crash_idempotent.py`` (a few rounds in CI) and
 
 from __future__ import annotations
 
+import importlib.util
 import random
 import socket
 import struct
+import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+
+def _load_topic_reader() -> ModuleType:
+    """``topic_reader.py`` beside this file (loaded by path, as this module is)."""
+    path = Path(__file__).with_name("topic_reader.py")
+    spec = importlib.util.spec_from_file_location("kafkette_topic_reader", path)
+    assert spec is not None and spec.loader is not None
+    if spec.name in sys.modules:  # conftest and crash_load share one copy
+        return sys.modules[spec.name]
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # registered first: its dataclasses look it up
+    spec.loader.exec_module(module)
+    return module
+
+
+_topic_reader = _load_topic_reader()
 
 PARTITIONS = 3
 GROUP = "crash-series"
@@ -181,42 +201,10 @@ def committed_offsets(bootstrap: str, topic: str, timeout: float = 15.0) -> dict
 
 def read_topic(bootstrap: str, topic: str, timeout: float = 60.0) -> list[tuple[int, int, bytes]]:
     """(partition, offset, value) of every record below the high watermark."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "crash-series-reader",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "fetch.wait.max.ms": 50,
-        }
+    records = _topic_reader.read_topic(
+        bootstrap, topic, PARTITIONS, timeout, group="crash-series-reader"
     )
-    try:
-        ends = {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-            for p in range(PARTITIONS)
-        }
-        pending = {p for p, end in ends.items() if end > 0}
-        consumer.assign([TopicPartition(topic, p, 0) for p in sorted(pending)])
-        records: list[tuple[int, int, bytes]] = []
-        deadline = time.monotonic() + timeout
-        while pending:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"read of {topic} timed out; partitions left {pending}")
-            for message in consumer.consume(5000, 0.5):
-                error = message.error()
-                if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF:
-                        if message.offset() >= ends[message.partition()]:
-                            pending.discard(message.partition())
-                        continue
-                    raise AssertionError(f"consume error: {error}")
-                if message.offset() < ends[message.partition()]:
-                    records.append((message.partition(), message.offset(), message.value()))
-                if message.offset() + 1 >= ends[message.partition()]:
-                    pending.discard(message.partition())
-        return records
-    finally:
-        consumer.close()
+    return [(r.partition, r.offset, r.value) for r in records]
 
 
 @dataclass
