@@ -1,0 +1,169 @@
+"""The log cleaner on real partition logs: latest value per key, offsets kept, tombstones."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from compaction_data import (
+    BASE_TS,
+    COMPACT,
+    all_records,
+    append,
+    clean,
+    keyed_batch,
+    latest,
+    write_rounds,
+)
+
+from kafkette.log import PartitionLog
+from kafkette.log.cleaner import CleanAborted, Throttler, clean_log
+from kafkette.log.offset_map import OffsetMap
+from kafkette.log.segment_swap import cleaned_path
+from kafkette.wire.records import decode_batches
+
+
+def test_clean_keeps_latest_value_per_key_at_original_offsets(tmp_path, clock):
+    log = PartitionLog.open(tmp_path / "t-0", COMPACT, clock, recover=False)
+    written = write_rounds(log, rounds=10, keys=12)
+    end = log.log_end_offset
+    before = latest((o, k, v) for o, (k, v) in written.items())
+    size_before = log.size_bytes
+    stats = clean(log, clock())
+    assert stats is not None and stats.groups >= 1
+    after = all_records(log)
+    assert log.log_end_offset == end
+    # Everything in closed segments is unique per key; only the active segment may repeat.
+    active = log.segment_base_offsets[-1]
+    closed_keys = [k for o, k, _ in after if o < active]
+    assert len(closed_keys) == len(set(closed_keys))
+    assert latest(after) == before
+    for offset, key, value in after:
+        assert written[offset] == (key, value)  # same record at the same offset
+    assert log.size_bytes < size_before / 2
+    log.close()
+    reopened = PartitionLog.open(tmp_path / "t-0", COMPACT, clock, recover=True)
+    assert all_records(reopened) == after
+    reopened.close()
+
+
+def test_read_inside_removed_range_returns_next_batch(tmp_path, clock):
+    log = PartitionLog.open(tmp_path / "t-0", COMPACT, clock, recover=False)
+    write_rounds(log, rounds=30, keys=4)
+    assert clean(log, clock()) is not None
+    offsets = [o for o, _, _ in all_records(log)]
+    removed = sorted(set(range(log.log_start_offset, log.log_end_offset)) - set(offsets))
+    assert len(removed) > 40, "the clean removed too little"
+    for gap in removed[::7]:
+        position, first = gap, None
+        while first is None:  # as a consumer: fetch, skip empty batches, fetch on
+            batches = decode_batches(log.read(position, 1 << 16).to_bytes())
+            assert batches[0][0].last_offset >= position
+            found = [r.offset for _, rs in batches for r in rs if r.offset >= gap]
+            first = found[0] if found else None
+            position = batches[-1][0].next_offset
+        assert first == min(o for o in offsets if o >= gap)
+    log.close()
+
+
+def test_tombstones_kept_until_delete_horizon_then_removed(tmp_path, clock):
+    log = PartitionLog.open(tmp_path / "t-0", COMPACT, clock, recover=False)
+    write_rounds(log, rounds=4, keys=8)
+    append(log, keyed_batch([(b"key-3", None)], timestamp=clock()))
+    write_rounds(log, rounds=2, keys=8)  # pushes the tombstone out of the active segment
+    append(log, keyed_batch([(b"key-5", None)], timestamp=clock()))
+    log.roll()
+    append(log, keyed_batch([(b"other", b"x")]))
+    stats = clean(log, clock())
+    assert stats.next_delete_horizon_ms == clock() + COMPACT.delete_retention_ms
+    records = all_records(log)
+    assert latest(records)[b"key-5"][1] is None  # tombstone kept for now
+    assert b"key-3" in latest(records)  # re-written later
+    clock.advance(COMPACT.delete_retention_ms + 1)
+    clean(log, clock())
+    records = all_records(log)
+    assert b"key-5" not in latest(records)
+    assert all(k != b"key-5" for _, k, _ in records)
+    log.close()
+
+
+def test_idempotent_empty_batches_keep_headers_the_table_remembers(tmp_path, clock):
+    log = PartitionLog.open(tmp_path / "t-0", COMPACT, clock, recover=False)
+    for seq in range(20):
+        append(log, keyed_batch([(b"k", b"v%d" % seq)], producer_id=7, base_sequence=seq))
+    log.roll()
+    clean(log, clock())
+    data = log.read(log.log_start_offset, 1 << 20).to_bytes()
+    batches = decode_batches(data)
+    remembered = {b.last_offset for b in log.producer_state.table.get(7).batches}
+    kept_empty = {h.last_offset for h, records in batches if not records}
+    assert kept_empty <= remembered and len(kept_empty) == 4  # 5 remembered, 1 holds the value
+    assert [r.value for _, rs in batches for r in rs] == [b"v19"]
+    log.close()
+    reopened = PartitionLog.open(tmp_path / "t-0", COMPACT, clock, recover=True)
+    entry = reopened.producer_state.table.get(7)
+    assert entry.batches[-1].last_sequence == 19
+    reopened.close()
+
+
+def test_small_offset_map_cleans_in_several_passes(tmp_path, clock):
+    log = PartitionLog.open(tmp_path / "t-0", COMPACT, clock, recover=False)
+    written = write_rounds(log, rounds=6, keys=40)
+    expected = latest((o, k, v) for o, (k, v) in written.items())
+    checkpoint, passes = 0, 0
+    while passes < 50:
+        stats = clean(log, clock(), checkpoint=checkpoint, memory=24 * 30)
+        if stats is None:
+            break
+        assert stats.end_offset > checkpoint
+        checkpoint, passes = stats.end_offset, passes + 1
+    assert passes > 1
+    assert latest(all_records(log)) == expected
+    log.close()
+
+
+def test_aborted_clean_leaves_log_untouched(tmp_path, clock):
+    log = PartitionLog.open(tmp_path / "t-0", COMPACT, clock, recover=False)
+    write_rounds(log, rounds=20, keys=8)
+    assert len(log.segment_base_offsets) > 2
+    before = all_records(log)
+    abort = threading.Event()
+    abort.set()
+    with pytest.raises(CleanAborted):
+        clean_log(log, 0, OffsetMap(1 << 20), clock(), Throttler(1e308, abort))
+    assert all_records(log) == before
+    assert not cleaned_path(log.directory, 0).exists()
+    log.close()
+
+
+def test_recovery_completes_a_swap_and_drops_a_cleaned_file(tmp_path, clock):
+    directory = tmp_path / "t-0"
+    log = PartitionLog.open(directory, COMPACT, clock, recover=False)
+    write_rounds(log, rounds=6, keys=8)
+    bases = log.segment_base_offsets
+    expected = latest(all_records(log))
+    log.close()
+    # A half-done swap: the cleaned copy of the first two segments committed as .swap,
+    # the second old segment already renamed to .deleted, the first still in place.
+    scratch = tmp_path / "scratch"
+    import shutil
+
+    shutil.copytree(directory, scratch)
+    cleaner_log = PartitionLog.open(scratch, COMPACT, clock, recover=False)
+    clean(cleaner_log, clock())
+    cleaner_log.close()
+    clean_copy = (scratch / f"{bases[0]:020d}.log").read_bytes()
+    first_clean_batches = decode_batches(clean_copy)
+    covered_end = first_clean_batches[-1][0].next_offset
+    swap = directory / f"{bases[0]:020d}.log.swap"
+    swap.write_bytes(clean_copy)
+    for base in bases[1:]:
+        if base < covered_end:
+            old = directory / f"{base:020d}.log"
+            old.rename(old.with_name(old.name + ".deleted"))
+    (directory / f"{bases[-1]:020d}.log.cleaned").write_bytes(b"garbage")
+    reopened = PartitionLog.open(directory, COMPACT, clock, recover=True)
+    assert latest(all_records(reopened)) == expected
+    names = sorted(p.name for p in directory.iterdir())
+    assert not [n for n in names if n.endswith((".swap", ".cleaned", ".deleted"))]
+    reopened.close()
