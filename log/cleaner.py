@@ -145,6 +145,8 @@ def measure(log: PartitionLog, checkpoint: int, now: int) -> Cleanability | None
     if not segments:
         return None
     config = log.config
+    if checkpoint > log.log_end_offset:
+        checkpoint = 0  # a stale entry (the topic was re-created): start over, as Kafka
     first_dirty = max(checkpoint, log_start, segments[0].base_offset)
     uncleanable = log.active_base_offset()
     for segment in segments:
@@ -155,8 +157,7 @@ def measure(log: PartitionLog, checkpoint: int, now: int) -> Cleanability | None
         ):
             uncleanable = segment.base_offset
             break
-    if first_dirty >= uncleanable:
-        return None
+    first_dirty = min(first_dirty, uncleanable)  # nothing dirty: dirty_bytes is 0
     clean = dirty = 0
     first_dirty_ts: int | None = None
     for segment in segments:
@@ -345,15 +346,20 @@ def _clean_batch(
 
 def clean_log(
     log: PartitionLog, checkpoint: int, offset_map: OffsetMap, now: int, throttler: Throttler,
+    *, expire_tombstones: bool = False,
 ) -> CleanStats | None:
     """One clean of ``log`` from ``checkpoint``; None if there was nothing to clean.
+
+    With ``expire_tombstones`` a log with no dirty range is still rewritten
+    (with an empty map): the pass that drops tombstones whose delete horizon
+    has passed, when nothing new was written after them.
 
     Raises CleanAborted (nothing half-done stays: the group being written is
     discarded) and FileGone (segments deleted under the clean, e.g. by
     retention or topic deletion; likewise nothing half-done).
     """
     span = measure(log, checkpoint, now)
-    if span is None:
+    if span is None or (span.first_dirty >= span.first_uncleanable and not expire_tombstones):
         return None
     segments, _ = log.closed_segments()
     stats = CleanStats()

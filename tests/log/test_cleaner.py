@@ -6,7 +6,6 @@ import threading
 
 import pytest
 from compaction_data import (
-    BASE_TS,
     COMPACT,
     all_records,
     append,

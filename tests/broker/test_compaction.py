@@ -1,0 +1,136 @@
+"""Compaction end to end with confluent-kafka: latest value per key at the original offsets."""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+from kafkette.broker.embedded import EmbeddedBroker
+from kafkette.log.cleaner_checkpoint import CLEANER_CHECKPOINT_FILE, read_cleaner_checkpoint
+
+CLEANER = {
+    "num.partitions": "1",
+    "log.cleaner.backoff.ms": "100",
+    "log.cleaner.min.cleanable.ratio": "0.01",
+}
+TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "4096"}
+
+
+@pytest.fixture(scope="module")
+def compacting_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
+    data_dir = tmp_path_factory.mktemp("compaction-data")
+    embedded = EmbeddedBroker.start(data_dir=data_dir, configs=CLEANER)
+    embedded.test_data_dir = data_dir  # type: ignore[attr-defined]
+    try:
+        yield embedded
+    finally:
+        gc.collect()
+        embedded.stop(timeout=30)
+
+
+def produce(bootstrap: str, topic: str, items: list[tuple[bytes, bytes | None]]) -> dict:
+    """Produce in order (one partition); returns offset -> (key, value) as acknowledged."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 600})
+    acked: dict[int, tuple[bytes, bytes | None]] = {}
+
+    def on_delivery(err, message) -> None:
+        assert err is None, err
+        acked[message.offset()] = (message.key(), message.value())
+
+    for key, value in items:
+        producer.produce(topic, value, key, partition=0, on_delivery=on_delivery)
+        producer.poll(0)
+    assert producer.flush(30) == 0
+    assert len(acked) == len(items)
+    return acked
+
+
+def wait_for_clean(data_dir: Path, topic: str, at_least: int, timeout: float = 30.0) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        entry = read_cleaner_checkpoint(data_dir / CLEANER_CHECKPOINT_FILE).get((topic, 0), 0)
+        if entry >= at_least:
+            return entry
+        time.sleep(0.1)
+    raise AssertionError(f"{topic} not cleaned up to {at_least} within {timeout}s")
+
+
+def consume_from(bootstrap: str, topic: str, offset: int, end: int) -> list[tuple]:
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": "compaction-reader",
+        "enable.auto.commit": False, "enable.partition.eof": True, "fetch.wait.max.ms": 100,
+    })
+    try:
+        consumer.assign([TopicPartition(topic, 0, offset)])
+        records = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            if message.error() is not None:
+                assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
+                if message.offset() >= end:
+                    return records
+                continue
+            records.append((message.offset(), message.key(), message.value()))
+            if message.offset() + 1 >= end:
+                return records
+        raise AssertionError("consumer did not reach the log end")
+    finally:
+        consumer.close()
+
+
+def latest(records) -> dict:
+    out = {}
+    for offset, key, value in records:
+        out[key] = (offset, value)
+    return out
+
+
+def test_compacted_topic_keeps_latest_value_per_key(compacting_broker, create_topic):
+    bootstrap = compacting_broker.bootstrap
+    topic = create_topic(bootstrap, partitions=1, configs=TOPIC_CONFIGS)
+    items = [
+        (f"key-{k}".encode(), f"value-{k}-{r}".encode() * 4) for r in range(25) for k in range(20)
+    ]
+    acked = produce(bootstrap, topic, items)
+    end = max(acked) + 1
+    wait_for_clean(compacting_broker.test_data_dir, topic, at_least=end // 2)
+    records = consume_from(bootstrap, topic, 0, end)
+    expected = latest((o, k, v) for o, (k, v) in sorted(acked.items()))
+    assert latest(records) == expected
+    assert len(records) < len(items) // 2  # old values are gone
+    for offset, key, value in records:
+        assert acked[offset] == (key, value)  # same record at its original offset
+    # A consumer positioned inside a removed range continues at the next offset.
+    kept = sorted(o for o, _, _ in records)
+    removed = sorted(set(range(end)) - set(kept))
+    gap = removed[len(removed) // 2]
+    resumed = consume_from(bootstrap, topic, gap, end)
+    assert resumed[0][0] == min(o for o in kept if o >= gap)
+
+
+def test_tombstones_removed_after_delete_retention(compacting_broker, create_topic):
+    bootstrap = compacting_broker.bootstrap
+    topic = create_topic(
+        bootstrap, partitions=1, configs={**TOPIC_CONFIGS, "delete.retention.ms": "0"}
+    )
+    items = [(f"key-{k}".encode(), b"x" * 100) for r in range(5) for k in range(10)]
+    items += [(b"key-3", None)]  # tombstone
+    items += [(f"filler-{i}".encode(), b"y" * 100) for i in range(120)]
+    acked = produce(bootstrap, topic, items)
+    end = max(acked) + 1
+    deadline = time.monotonic() + 30
+    while True:
+        records = consume_from(bootstrap, topic, 0, end)
+        if all(k != b"key-3" for _, k, _ in records):
+            break
+        assert time.monotonic() < deadline, "tombstone still there"
+        time.sleep(0.3)
+    assert {k for _, k, _ in records} >= {f"key-{k}".encode() for k in range(10) if k != 3}
