@@ -134,3 +134,22 @@ def test_tombstones_removed_after_delete_retention(compacting_broker, create_top
         assert time.monotonic() < deadline, "tombstone still there"
         time.sleep(0.3)
     assert {k for _, k, _ in records} >= {f"key-{k}".encode() for k in range(10) if k != 3}
+
+
+def test_null_key_refused_on_compacted_topic(compacting_broker, create_topic):
+    bootstrap = compacting_broker.bootstrap
+    topic = create_topic(bootstrap, partitions=1, configs=TOPIC_CONFIGS)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "retries": 0})
+    errors: list = []
+    producer.produce(topic, b"no key", partition=0, on_delivery=lambda e, m: errors.append(e))
+    assert producer.flush(30) == 0  # its own batch: Kafka refuses a batch as a whole
+    producer.produce(topic, b"keyed", b"k", partition=0, on_delivery=lambda e, m: errors.append(e))
+    assert producer.flush(30) == 0
+    assert [e.code() if e is not None else None for e in errors] == [
+        KafkaError.INVALID_RECORD, None,
+    ]
+    # The same record is fine on a delete topic.
+    plain = create_topic(bootstrap, partitions=1)
+    ok: list = []
+    producer.produce(plain, b"no key", partition=0, on_delivery=lambda e, m: ok.append(e))
+    assert producer.flush(30) == 0 and ok == [None]
