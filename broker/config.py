@@ -171,6 +171,10 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             at_least=1,
         ),
         _d(
+            "offsets.topic.segment.bytes", "INT", "104857600",
+            "segment.bytes of __consumer_offsets (a compacted topic).", at_least=1,
+        ),
+        _d(
             "offsets.retention.minutes", "INT", "10080", "How long committed offsets live.",
             at_least=1,
         ),

@@ -153,3 +153,35 @@ def test_null_key_refused_on_compacted_topic(compacting_broker, create_topic):
     ok: list = []
     producer.produce(plain, b"no key", partition=0, on_delivery=lambda e, m: ok.append(e))
     assert producer.flush(30) == 0 and ok == [None]
+
+
+def test_consumer_offsets_is_compacted_and_reloads_with_gaps(tmp_path, create_topic):
+    configs = {
+        **CLEANER, "offsets.topic.num.partitions": "1", "offsets.topic.segment.bytes": "2048",
+    }
+    first = EmbeddedBroker.start(data_dir=tmp_path, configs=configs)
+    try:
+        topic = create_topic(first.bootstrap, partitions=1)
+        consumer = Consumer({
+            "bootstrap.servers": first.bootstrap, "group.id": "compacted-commits",
+            "enable.auto.commit": False,
+        })
+        for offset in range(1, 151):
+            consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+        consumer.close()
+        wait_for_clean(tmp_path, "__consumer_offsets", at_least=50)
+    finally:
+        gc.collect()
+        first.stop(timeout=30)
+    second = EmbeddedBroker.start(data_dir=tmp_path, configs=configs)
+    try:
+        consumer = Consumer({
+            "bootstrap.servers": second.bootstrap, "group.id": "compacted-commits",
+            "enable.auto.commit": False,
+        })
+        committed = consumer.committed([TopicPartition(topic, 0)], timeout=15)
+        assert committed[0].offset == 150
+        consumer.close()
+    finally:
+        gc.collect()
+        second.stop(timeout=30)
