@@ -259,6 +259,7 @@ def group_by_size(
 def _clean_group(
     log: PartitionLog, group: list[LogSegment], offset_map: OffsetMap, now: int,
     producer_batches: dict[int, set[int]], throttler: Throttler, stats: CleanStats,
+    truncations: int,
 ) -> None:
     """Write the group's cleaned copy, fsync it, and swap it in."""
     base = group[0].base_offset
@@ -287,7 +288,7 @@ def _clean_group(
         os.fsync(fd)
         os.close(fd)
         fd = -1
-        if not log.replace_segments(group, written):
+        if not log.replace_segments(group, written, truncations):
             raise CleanAborted(f"{log.directory}: segments changed during the clean")
         swapped = True
         stats.groups += 1
@@ -358,6 +359,7 @@ def clean_log(
     discarded) and FileGone (segments deleted under the clean, e.g. by
     retention or topic deletion; likewise nothing half-done).
     """
+    truncations = log.truncation_count
     span = measure(log, checkpoint, now)
     if span is None or (span.first_dirty >= span.first_uncleanable and not expire_tombstones):
         return None
@@ -369,7 +371,9 @@ def clean_log(
     producer_batches = log.producer_batch_offsets()
     config = log.config
     for group in group_by_size(to_clean, config.segment_bytes, config.max_index_bytes):
-        _clean_group(log, group, offset_map, now, producer_batches, throttler, stats)
+        _clean_group(
+            log, group, offset_map, now, producer_batches, throttler, stats, truncations
+        )
     offset_map.clear()
     return stats
 

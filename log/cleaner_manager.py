@@ -77,7 +77,10 @@ class LogCleanerManager:
         is left: see log/cleaner.py).
         """
         now = self._clock()
-        picked = self._pick(list(logs), now)
+        logs = list(logs)
+        # Entries of deleted topics go (a topic re-created under the same name starts over).
+        self.checkpoints.forget({(topic, index) for topic, index, _ in logs})
+        picked = self._pick(logs, now)
         if picked is None:
             return None
         topic, index, log, horizon_due = picked
@@ -91,6 +94,10 @@ class LogCleanerManager:
                 )
             except (FileGone, LogClosed):
                 return None  # retention, truncation or deletion got there first
+            except OSError:
+                if log.is_closed:
+                    return None  # the topic was deleted under the clean
+                raise
             except CleanAborted:
                 if abort.is_set():
                     raise

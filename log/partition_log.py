@@ -338,6 +338,15 @@ class PartitionLog:
         with self._state_lock:
             return list(self._segments[:-1]), self._log_start_offset
 
+    @property
+    def truncation_count(self) -> int:
+        """Bumped by every truncation: a clean that began before one is not swapped in."""
+        return self._truncations
+
+    @property
+    def is_closed(self) -> bool:
+        return self._closed
+
     def active_base_offset(self) -> int:
         with self._state_lock:
             return self._segments[-1].base_offset
@@ -355,7 +364,8 @@ class PartitionLog:
             }
 
     def replace_segments(
-        self, old: list[LogSegment], batches: list[tuple[int, int, int, int]]
+        self, old: list[LogSegment], batches: list[tuple[int, int, int, int]],
+        truncation_count: int | None = None,
     ) -> bool:
         """Swap the cleaned copy of ``old`` (``<base>.log.cleaned``, fsynced) into place.
 
@@ -367,6 +377,8 @@ class PartitionLog:
         with self._write_lock:
             if self._closed:
                 return False
+            if truncation_count is not None and truncation_count != self._truncations:
+                return False  # a truncation may have cut a segment the clean read
             with self._state_lock:
                 try:
                     first = next(i for i, s in enumerate(self._segments) if s is old[0])
