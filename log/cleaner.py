@@ -193,6 +193,9 @@ def _batches(
                 break
             yield read_header(chunk, offset), chunk[offset : offset + size]
             offset += size
+            # Decoding holds the GIL: hand it over after each batch, so an append
+            # or fetch thread waits for one batch's work, not the 5 ms switch interval.
+            time.sleep(0)
         if offset == 0:
             size = batch_size_at(chunk, 0)
             if size is None or size < HEADER_SIZE or position + size > end:
