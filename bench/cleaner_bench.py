@@ -19,6 +19,7 @@ A script, not a test: figures depend on the machine.
 from __future__ import annotations
 
 import argparse
+import random
 import shutil
 import statistics
 import tempfile
@@ -42,11 +43,16 @@ def now_ms() -> int:
 def fill(directory: Path, mb: int, keys: int, value_size: int, codec: int) -> PartitionLog:
     config = LogConfig(segment_bytes=8 * MB, cleanup_policy="compact")
     log = PartitionLog.open(directory, config, now_ms, recover=False)
-    value = b"v" * (value_size // 2) + bytes(range(256))[: value_size - value_size // 2]
+    # Half random, half repeated text (as bench.validation_bench), so codecs have real work.
+    rnd = random.Random(1)
+    text = b"kafkette bench value " * (value_size // 20 + 1)
+    half = value_size // 2
+    values = [rnd.randbytes(half) + text[: value_size - half] for _ in range(64)]
     key_index = 0
     while log.size_bytes < mb * MB:
         records = []
         for i in range(100):
+            value = values[key_index % 61]
             records.append(Record(i, 0, b"key-%08d" % (key_index % keys), value))
             key_index += 1
         batch = bytearray(build_batch(records, compression=codec))
