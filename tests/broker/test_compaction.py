@@ -185,3 +185,34 @@ def test_consumer_offsets_is_compacted_and_reloads_with_gaps(tmp_path, create_to
     finally:
         gc.collect()
         second.stop(timeout=30)
+
+
+def test_shutdown_abandons_a_clean_in_progress_safely(tmp_path, create_topic):
+    configs = {**CLEANER, "log.cleaner.io.max.bytes.per.second": "20000"}
+    first = EmbeddedBroker.start(data_dir=tmp_path, configs=configs)
+    try:
+        topic = create_topic(first.bootstrap, partitions=1, configs=TOPIC_CONFIGS)
+        items = [(f"key-{k}".encode(), b"v%d-" % r * 20) for r in range(40) for k in range(30)]
+        acked = produce(first.bootstrap, topic, items)
+        directory = tmp_path / f"{topic}-0"
+        deadline = time.monotonic() + 30
+        while not list(directory.glob("*.cleaned")):  # throttled: a clean takes seconds
+            assert time.monotonic() < deadline, "no clean started"
+            time.sleep(0.02)
+    finally:
+        gc.collect()
+        started = time.monotonic()
+        first.stop(timeout=30)
+    assert time.monotonic() - started < 15
+    assert not list(directory.glob("*.cleaned")) and not list(directory.glob("*.swap"))
+    no_cleaner = {**CLEANER, "log.cleaner.enable": "false"}
+    second = EmbeddedBroker.start(data_dir=tmp_path, configs=no_cleaner)
+    try:
+        end = max(acked) + 1
+        records = consume_from(second.bootstrap, topic, 0, end)
+        assert latest(records) == latest((o, k, v) for o, (k, v) in sorted(acked.items()))
+        for offset, key, value in records:
+            assert acked[offset] == (key, value)
+    finally:
+        gc.collect()
+        second.stop(timeout=30)
