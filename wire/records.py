@@ -400,7 +400,7 @@ def rebuild_batch(
     return build_batch(
         rebased,
         base_offset=header.base_offset,
-        compression=header.compression,
+        compression=header.compression if rebased else 0,  # Kafka's empty header: none
         timestamp_type=LOG_APPEND_TIME if header.is_log_append_time else CREATE_TIME,
         producer_id=header.producer_id,
         producer_epoch=header.producer_epoch,
