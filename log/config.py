@@ -39,6 +39,9 @@ class LogConfig:
     min_cleanable_dirty_ratio: float = 0.5  # min.cleanable.dirty.ratio
     min_compaction_lag_ms: int = 0  # min.compaction.lag.ms / log.cleaner.min.compaction.lag.ms
     max_compaction_lag_ms: int = LONG_MAX  # max.compaction.lag.ms
+    # Derived: the active segment's age limit. Kafka rolls a compacted log's active
+    # segment at min(segment.ms, max.compaction.lag.ms), so the lag can be honoured.
+    roll_ms: int = dataclasses.field(init=False, repr=False, compare=False, default=0)
 
     def __post_init__(self) -> None:
         if self.segment_bytes < 14:  # Kafka's floor: LegacyRecord.RECORD_OVERHEAD_V0
@@ -67,6 +70,10 @@ class LogConfig:
             raise ValueError(f"unknown cleanup.policy {self.cleanup_policy!r}")
         if self.message_timestamp_type not in TIMESTAMP_TYPES:
             raise ValueError(f"unknown message.timestamp.type {self.message_timestamp_type!r}")
+        roll_ms = self.segment_ms
+        if self.compacts:
+            roll_ms = min(roll_ms, self.max_compaction_lag_ms)
+        object.__setattr__(self, "roll_ms", roll_ms)
 
     @property
     def deletes(self) -> bool:

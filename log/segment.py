@@ -306,7 +306,7 @@ class LogSegment:
             waited = max_timestamp - first
         else:
             waited = clock() - self.created_ms
-        if waited > config.segment_ms:
+        if waited > config.roll_ms:  # segment.ms (or max.compaction.lag.ms)
             return True
         if self._index_room <= 0:
             return True

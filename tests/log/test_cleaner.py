@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 import pytest
 from compaction_data import (
@@ -205,8 +206,7 @@ def test_reads_and_appends_while_cleaning_see_every_surviving_record(tmp_path, c
 
 
 def test_retention_delete_records_and_list_offsets_on_compacted_logs(tmp_path, clock):
-    config = COMPACT.__class__(**{**COMPACT.__dict__, "cleanup_policy": "compact,delete",
-                                  "retention_bytes": 4096})
+    config = replace(COMPACT, cleanup_policy="compact,delete", retention_bytes=4096)
     log = PartitionLog.open(tmp_path / "t-0", config, clock, recover=False)
     write_rounds(log, rounds=30, keys=6)
     clean(log, clock())
@@ -227,7 +227,7 @@ def test_retention_delete_records_and_list_offsets_on_compacted_logs(tmp_path, c
     assert all(o >= target for o, _, _ in all_records(log))
     log.close()
     compact_only = PartitionLog.open(
-        tmp_path / "t-1", COMPACT.__class__(**{**COMPACT.__dict__, "retention_ms": 1}),
+        tmp_path / "t-1", replace(COMPACT, retention_ms=1),
         clock, recover=False,
     )
     write_rounds(compact_only, rounds=30, keys=6)
@@ -239,8 +239,7 @@ def test_retention_delete_records_and_list_offsets_on_compacted_logs(tmp_path, c
 def test_cleaned_segment_indexes_equal_a_rebuild(tmp_path, clock):
     directory = tmp_path / "t-0"
     # An interval below one header: every segment, even a header-only one, is indexed.
-    config = COMPACT.__class__(**{**COMPACT.__dict__, "segment_bytes": 16384,
-                                  "index_interval_bytes": 16})
+    config = replace(COMPACT, segment_bytes=16384, index_interval_bytes=16)
     log = PartitionLog.open(directory, config, clock, recover=False)
     write_rounds(log, rounds=60, keys=30)
     assert clean(log, clock()) is not None
@@ -274,10 +273,10 @@ def test_manager_picks_by_dirty_ratio_and_moves_the_checkpoint(tmp_path, clock):
     from kafkette.log.cleaner_checkpoint import CLEANER_CHECKPOINT_FILE, read_cleaner_checkpoint
     from kafkette.log.cleaner_manager import LogCleanerManager
 
-    lazy = COMPACT.__class__(**{**COMPACT.__dict__, "min_cleanable_dirty_ratio": 0.9})
+    lazy = replace(COMPACT, min_cleanable_dirty_ratio=0.9)
     dirty = PartitionLog.open(tmp_path / "a-0", COMPACT, clock, recover=False)
     delete_only = PartitionLog.open(
-        tmp_path / "b-0", COMPACT.__class__(**{**COMPACT.__dict__, "cleanup_policy": "delete"}),
+        tmp_path / "b-0", replace(COMPACT, cleanup_policy="delete"),
         clock, recover=False,
     )
     for log in (dirty, delete_only):
@@ -298,3 +297,18 @@ def test_manager_picks_by_dirty_ratio_and_moves_the_checkpoint(tmp_path, clock):
     assert manager.clean_one(logs, threading.Event()) is not None
     dirty.close()
     delete_only.close()
+
+
+def test_max_compaction_lag_rolls_the_active_segment(tmp_path, clock):
+    config = replace(COMPACT, segment_bytes=1 << 20, max_compaction_lag_ms=1000)
+    assert config.roll_ms == 1000
+    assert replace(config, cleanup_policy="delete").roll_ms == (
+        config.segment_ms
+    )
+    log = PartitionLog.open(tmp_path / "t-0", config, clock, recover=False)
+    append(log, keyed_batch([(b"k", b"1")], timestamp=clock()))
+    append(log, keyed_batch([(b"k", b"2")], timestamp=clock() + 500))
+    assert len(log.segment_base_offsets) == 1
+    append(log, keyed_batch([(b"k", b"3")], timestamp=clock() + 1500))
+    assert len(log.segment_base_offsets) == 2  # the lag forced a roll: now cleanable
+    log.close()
