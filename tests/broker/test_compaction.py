@@ -12,6 +12,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from kafkette.broker.embedded import EmbeddedBroker
 from kafkette.log.cleaner_checkpoint import CLEANER_CHECKPOINT_FILE, read_cleaner_checkpoint
+from kafkette.wire.records import decode_batches
 
 CLEANER = {
     "num.partitions": "1",
@@ -216,3 +217,66 @@ def test_shutdown_abandons_a_clean_in_progress_safely(tmp_path, create_topic):
     finally:
         gc.collect()
         second.stop(timeout=30)
+
+
+def test_kafka_python_and_aiokafka_read_a_compacted_log_with_empty_batches(
+    compacting_broker, create_topic
+):
+    """An idempotent producer's emptied batches stay as headers: every client skips them."""
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka import TopicPartition as AioTopicPartition
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KpTopicPartition
+
+    bootstrap = compacting_broker.bootstrap
+    topic = create_topic(bootstrap, partitions=1, configs=TOPIC_CONFIGS)
+    producer = Producer({
+        "bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 600,
+        "enable.idempotence": True,
+    })
+    for r in range(25):
+        for k in range(20):
+            producer.produce(topic, b"v%d-%d" % (k, r) * 4, b"k%d" % k, partition=0)
+    assert producer.flush(30) == 0
+    end = 500
+    wait_for_clean(compacting_broker.test_data_dir, topic, at_least=end // 2)
+    expected = latest(consume_from(bootstrap, topic, 0, end))
+    assert {v for _, v in expected.values()} == {b"v%d-24" % k * 4 for k in range(20)}
+    directory = compacting_broker.test_data_dir / f"{topic}-0"
+    headers = [
+        header
+        for path in sorted(directory.glob("*.log"))
+        for header, _ in decode_batches(path.read_bytes())
+    ]
+    assert any(h.records_count == 0 for h in headers)  # the case under test is there
+
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=5000
+    )
+    tp = KpTopicPartition(topic, 0)
+    consumer.assign([tp])
+    consumer.seek(tp, 0)
+    seen = [(m.offset, m.key, m.value) for m in consumer]
+    consumer.close()
+    assert latest(seen) == expected
+
+    async def read_with_aiokafka() -> list:
+        aio = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+        await aio.start()
+        try:
+            atp = AioTopicPartition(topic, 0)
+            aio.assign([atp])
+            aio.seek(atp, 0)
+            out: list = []
+            while not out or out[-1][0] < end - 1:
+                batches = await aio.getmany(timeout_ms=5000)
+                assert batches, "aiokafka stopped before the log end"
+                for messages in batches.values():
+                    out.extend((m.offset, m.key, m.value) for m in messages)
+            return out
+        finally:
+            await aio.stop()
+
+    assert latest(asyncio.run(read_with_aiokafka())) == expected
