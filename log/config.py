@@ -42,6 +42,8 @@ class LogConfig:
     # Derived: the active segment's age limit. Kafka rolls a compacted log's active
     # segment at min(segment.ms, max.compaction.lag.ms), so the lag can be honoured.
     roll_ms: int = dataclasses.field(init=False, repr=False, compare=False, default=0)
+    # Derived: ``compact`` is in cleanup.policy (read per produce request: no string work).
+    compacts: bool = dataclasses.field(init=False, repr=False, compare=False, default=False)
 
     def __post_init__(self) -> None:
         if self.segment_bytes < 14:  # Kafka's floor: LegacyRecord.RECORD_OVERHEAD_V0
@@ -70,8 +72,10 @@ class LogConfig:
             raise ValueError(f"unknown cleanup.policy {self.cleanup_policy!r}")
         if self.message_timestamp_type not in TIMESTAMP_TYPES:
             raise ValueError(f"unknown message.timestamp.type {self.message_timestamp_type!r}")
+        compacts = "compact" in self.cleanup_policy.split(",")
+        object.__setattr__(self, "compacts", compacts)
         roll_ms = self.segment_ms
-        if self.compacts:
+        if compacts:
             roll_ms = min(roll_ms, self.max_compaction_lag_ms)
         object.__setattr__(self, "roll_ms", roll_ms)
 
@@ -79,11 +83,6 @@ class LogConfig:
     def deletes(self) -> bool:
         """True when time/size retention applies (``delete`` is in cleanup.policy)."""
         return "delete" in self.cleanup_policy.split(",")
-
-    @property
-    def compacts(self) -> bool:
-        """True when the log cleaner applies (``compact`` is in cleanup.policy)."""
-        return "compact" in self.cleanup_policy.split(",")
 
 
 def _cleanup_policy(value: str) -> str:
