@@ -16,6 +16,7 @@ from pathlib import Path
 
 from kafkette.broker.connection_limits import parse_ip_overrides
 from kafkette.broker.groups.config import GroupConfig
+from kafkette.log.cleaner import CleanerConfig
 from kafkette.log.config import LogConfig, log_config_from_broker_props
 
 LONG_MAX = 9223372036854775807
@@ -93,7 +94,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "log.cleanup.policy",
             "LIST",
             "delete",
-            "delete (compact is not implemented yet).",
+            "delete, compact, or both (compact,delete): see docs/storage-format.md.",
             choices=("compact", "delete"),
         ),
         _d(
@@ -109,14 +110,40 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ),
         _d("log.roll.jitter.ms", "LONG", None, "Jitter on segment roll.", False),
         _d("log.roll.jitter.hours", "INT", "0", "Jitter on segment roll.", False, at_least=0),
-        _d("log.cleaner.enable", "BOOLEAN", "true", "Compaction (not implemented).", False),
+        _d("log.cleaner.enable", "BOOLEAN", "true", "Run the log cleaner (compaction)."),
         _d(
-            "log.cleaner.delete.retention.ms",
-            "LONG",
-            "86400000",
-            "Tombstone retention.",
-            False,
-            at_least=0,
+            "log.cleaner.delete.retention.ms", "LONG", "86400000",
+            "How long tombstones stay after the cleaner first passed them.", at_least=0,
+        ),
+        _d("log.cleaner.threads", "INT", "1", "Log cleaner threads.", at_least=0),
+        _d(
+            "log.cleaner.backoff.ms", "LONG", "15000",
+            "Sleep of the cleaner when no log is cleanable.", at_least=0,
+        ),
+        _d(
+            "log.cleaner.io.max.bytes.per.second", "DOUBLE", "1.7976931348623157E308",
+            "Cleaner I/O throttle (read + write).",
+        ),
+        _d(
+            "log.cleaner.dedupe.buffer.size", "LONG", "134217728",
+            "Memory of the cleaner's key map, split across threads.",
+        ),
+        _d("log.cleaner.io.buffer.size", "INT", "524288", "Ignored (reads are 1 MiB).", False),
+        _d(
+            "log.cleaner.io.buffer.load.factor", "DOUBLE", "0.9",
+            "Ignored (the map fills to 0.9).", False,
+        ),
+        _d(
+            "log.cleaner.min.cleanable.ratio", "DOUBLE", "0.5",
+            "Dirty ratio a log needs before it is cleaned.",
+        ),
+        _d(
+            "log.cleaner.min.compaction.lag.ms", "LONG", "0",
+            "Records stay uncompacted at least this long.", at_least=0,
+        ),
+        _d(
+            "log.cleaner.max.compaction.lag.ms", "LONG", str(LONG_MAX),
+            "Records are compacted after at most this long (closed segments).", at_least=1,
         ),
         _d(
             "message.max.bytes", "INT", "1048588", "Largest record batch a topic accepts.",
@@ -142,6 +169,10 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d(
             "offsets.topic.replication.factor", "SHORT", "3", "Ignored: one node.", False,
             at_least=1,
+        ),
+        _d(
+            "offsets.topic.segment.bytes", "INT", "104857600",
+            "segment.bytes of __consumer_offsets (a compacted topic).", at_least=1,
         ),
         _d(
             "offsets.retention.minutes", "INT", "10080", "How long committed offsets live.",
@@ -215,7 +246,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
 
 # Topic-level configs: name -> (broker config that supplies the default, type, doc).
 TOPIC_CONFIGS: dict[str, tuple[str | None, str, str]] = {
-    "cleanup.policy": ("log.cleanup.policy", "LIST", "delete (compact is not implemented yet)."),
+    "cleanup.policy": ("log.cleanup.policy", "LIST", "delete, compact or compact,delete."),
     "compression.type": ("compression.type", "STRING", "Stored as produced."),
     "delete.retention.ms": ("log.cleaner.delete.retention.ms", "LONG", "Tombstone retention."),
     "file.delete.delay.ms": ("log.segment.delete.delay.ms", "LONG", "Delay before deleting."),
@@ -236,18 +267,21 @@ TOPIC_CONFIGS: dict[str, tuple[str | None, str, str]] = {
     "segment.ms": ("log.roll.ms", "LONG", "Segment age before rolling."),
     "segment.jitter.ms": ("log.roll.jitter.ms", "LONG", "Jitter on segment roll."),
     "unclean.leader.election.enable": (None, "BOOLEAN", "Meaningless on one node."),
-    "min.cleanable.dirty.ratio": (None, "DOUBLE", "Compaction (not implemented)."),
-    "min.compaction.lag.ms": (None, "LONG", "Compaction (not implemented)."),
-    "max.compaction.lag.ms": (None, "LONG", "Compaction (not implemented)."),
+    "min.cleanable.dirty.ratio": (
+        "log.cleaner.min.cleanable.ratio", "DOUBLE", "Dirty ratio before a clean.",
+    ),
+    "min.compaction.lag.ms": (
+        "log.cleaner.min.compaction.lag.ms", "LONG", "Minimum age before compaction.",
+    ),
+    "max.compaction.lag.ms": (
+        "log.cleaner.max.compaction.lag.ms", "LONG", "Maximum age before compaction.",
+    ),
     "preallocate": (None, "BOOLEAN", "Ignored."),
     "message.timestamp.before.max.ms": (None, "LONG", "Ignored."),
     "message.timestamp.after.max.ms": (None, "LONG", "Ignored."),
 }
 _TOPIC_ONLY_DEFAULTS = {
     "unclean.leader.election.enable": "false",
-    "min.cleanable.dirty.ratio": "0.5",
-    "min.compaction.lag.ms": "0",
-    "max.compaction.lag.ms": str(LONG_MAX),
     "preallocate": "false",
     "message.timestamp.before.max.ms": str(LONG_MAX),
     "message.timestamp.after.max.ms": str(LONG_MAX),
@@ -308,6 +342,7 @@ class BrokerConfig:
     connections_max_idle_ms: int = 600000
     queued_max_request_bytes: int = -1
     log: LogConfig = field(default_factory=LogConfig)
+    cleaner: CleanerConfig = field(default_factory=CleanerConfig)
     groups: GroupConfig = field(default_factory=GroupConfig)
     explicit: Mapping[str, str] = field(default_factory=dict)
 
@@ -450,9 +485,13 @@ def load_config(props: Mapping[str, str], *, data_dir: Path | None = None) -> Br
         ip_overrides = parse_ip_overrides(get("max.connections.per.ip.overrides"))
     except ValueError as exc:
         raise ConfigError(f"max.connections.per.ip.overrides: {exc}") from None
-    cleanup = get("log.cleanup.policy")
-    if "compact" in cleanup:
-        raise ConfigError("log.cleanup.policy=compact is not implemented yet; use delete")
+    cleaner = CleanerConfig(
+        enable=_parse_bool("log.cleaner.enable", get("log.cleaner.enable")),
+        threads=integer("log.cleaner.threads"),
+        backoff_ms=integer("log.cleaner.backoff.ms"),
+        io_max_bytes_per_second=float(get("log.cleaner.io.max.bytes.per.second")),
+        dedupe_buffer_size=integer("log.cleaner.dedupe.buffer.size"),
+    )
     config = BrokerConfig(
         node_id=node_id,
         num_partitions=integer("num.partitions"),
@@ -472,6 +511,7 @@ def load_config(props: Mapping[str, str], *, data_dir: Path | None = None) -> Br
         connections_max_idle_ms=integer("connections.max.idle.ms"),
         queued_max_request_bytes=integer("queued.max.request.bytes"),
         log=log,
+        cleaner=cleaner,
         groups=GroupConfig.from_properties(props),
         explicit=dict(props),
     )

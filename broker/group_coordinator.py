@@ -26,6 +26,7 @@ import trio
 from kafkette.broker import groups
 from kafkette.broker.clock import now_ms
 from kafkette.broker.groups import OFFSETS_TOPIC
+from kafkette.broker.groups.config import GroupConfig
 from kafkette.broker.partition import Partition
 from kafkette.broker.throttled_log import describe_error, storage_errors
 from kafkette.broker.topics import TopicError
@@ -46,8 +47,16 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkette.groups")
 
 READ_CHUNK_BYTES = 4 * 1024 * 1024
-# __consumer_offsets is not compacted yet: keep its records for ever.
-OFFSETS_TOPIC_CONFIGS = {"retention.ms": "-1", "retention.bytes": "-1"}
+
+
+def offsets_topic_configs(config: GroupConfig) -> dict[str, str]:
+    """``__consumer_offsets`` is compacted, as in Kafka: the latest commit per group and
+    partition stays, older ones (and the tombstones of expired offsets and groups) go."""
+    return {
+        "cleanup.policy": "compact",
+        "segment.bytes": str(config.offsets_topic_segment_bytes),
+        "compression.type": "producer",
+    }
 
 
 @dataclass(slots=True)
@@ -103,6 +112,11 @@ class GroupCoordinator:
                 self.config.offsets_topic_num_partitions,
             )
             self.config = replace(self.config, offsets_topic_num_partitions=existing.partitions)
+        if existing.configs.get("cleanup.policy") != "compact":
+            # Made by a kafkette that did not compact it yet (retention.ms=-1): compact it now.
+            await self.broker.topics.set_configs(
+                OFFSETS_TOPIC, offsets_topic_configs(self.config), validate_only=False
+            )
         partitions = self.broker.topics.partitions(OFFSETS_TOPIC)
         records = await trio.to_thread.run_sync(_read_all_records, partitions)
         self.state.load(records, now_ms())
@@ -120,7 +134,9 @@ class GroupCoordinator:
         if topics.metadata(OFFSETS_TOPIC) is None:
             try:
                 await topics.create(
-                    OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, OFFSETS_TOPIC_CONFIGS
+                    OFFSETS_TOPIC,
+                    self.config.offsets_topic_num_partitions,
+                    offsets_topic_configs(self.config),
                 )
             except TopicError as exc:
                 if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:

@@ -22,7 +22,9 @@ import errno
 import logging
 import os
 import socket
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import trio
@@ -43,7 +45,10 @@ from kafkette.broker.request_memory import RequestMemoryPool
 from kafkette.broker.throttled_log import ThrottledLog, describe_error, storage_errors
 from kafkette.broker.topics import TopicRegistry
 from kafkette.log import DataDir
+from kafkette.log.cleaner import CleanAborted, CleanStats
+from kafkette.log.cleaner_manager import LogCleanerManager
 from kafkette.log.dir_lock import DataDirError, DirLock
+from kafkette.log.partition_log import PartitionLog
 
 log = logging.getLogger("kafkette.server")
 
@@ -106,6 +111,7 @@ class Broker:
         self.topics: TopicRegistry
         self.groups: GroupCoordinator
         self.producer_ids: ProducerIdAllocator
+        self.cleaner: LogCleanerManager
         self._stop = trio.Event()
 
     # Lifecycle ---------------------------------------------------------------
@@ -167,6 +173,9 @@ class Broker:
                 for listener in listeners:
                     background.start_soon(self._accept, listener, connections)
                 background.start_soon(self._housekeeping)
+                if self.config.cleaner.enable:
+                    for _ in range(self.config.cleaner.threads):
+                        background.start_soon(self._run_cleaner)
                 await self.groups.start(background)
                 task_status.started(Endpoint(self.listen.host, bound[1]))
                 await self._stop.wait()
@@ -242,6 +251,7 @@ class Broker:
             self.config.data_dir.mkdir(parents=True, exist_ok=True)
             self.cluster_id = load_or_create_cluster_id(self.config.data_dir, self.node_id)
             self.producer_ids = ProducerIdAllocator(self.config.data_dir)
+            self.cleaner = LogCleanerManager(self.config.data_dir, self.config.cleaner, now_ms)
             return DataDir.open(self.config.data_dir, self.config.log, now_ms)
 
         started = time.perf_counter()
@@ -292,6 +302,67 @@ class Broker:
                 next_retention = trio.current_time() + retention_every
             partitions = self.topics.all_partitions()  # snapshot on the event loop
             await trio.to_thread.run_sync(_run_log_jobs, partitions, retention_due)
+
+
+    async def _run_cleaner(self) -> None:
+        """One ``log.cleaner.threads`` worker: clean the dirtiest log, else back off.
+
+        Each clean runs in a worker thread. On cancellation (shutdown) the
+        abort flag stops it at its next I/O step; the group being written is
+        discarded and nothing already swapped is undone, so the data dir closes
+        with every log whole. The event loop never waits on the cleaner: the
+        only lock it shares with it is taken by worker threads.
+        """
+        manager = self.cleaner
+        backoff = self.config.cleaner.backoff_ms / 1000
+        while True:
+            logs = [(p.topic, p.index, p.log) for p in self.topics.all_partitions()]
+            try:
+                stats = await _abortable_in_thread(manager.clean_one, logs)
+            except CleanAborted:
+                return
+            except Exception as exc:  # a full disk, an unreadable segment: log, back off
+                storage_errors.failure("log cleaning of", "a partition", exc)
+                stats = None
+            if stats is None:
+                await trio.sleep(backoff)
+            else:
+                await trio.sleep(0)
+
+
+async def _abortable_in_thread(
+    fn: Callable[[list[tuple[str, int, PartitionLog]], threading.Event], CleanStats | None],
+    logs: list[tuple[str, int, PartitionLog]],
+) -> CleanStats | None:
+    """Run ``fn(logs, abort)`` in a worker thread; cancellation sets ``abort`` and waits.
+
+    The thread cannot be abandoned (it may be renaming files); it notices the
+    flag within one read chunk and raises CleanAborted.
+    """
+    abort = threading.Event()
+    result: list[CleanStats | None] = []
+    failure: list[BaseException] = []
+
+    done = trio.Event()
+
+    async def runner() -> None:
+        with trio.CancelScope(shield=True):
+            try:
+                result.append(await trio.to_thread.run_sync(fn, logs, abort))
+            except Exception as exc:  # handed back to the caller below
+                failure.append(exc)
+            finally:
+                done.set()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(runner)
+        try:
+            await done.wait()
+        finally:
+            abort.set()  # on cancellation: the worker stops at its next step
+    if failure:
+        raise failure[0]
+    return result[0]
 
 
 def _run_log_jobs(partitions: list[Partition], retention: bool) -> None:

@@ -80,10 +80,6 @@ def validate_topic_configs(configs: Mapping[str, str | None], broker: BrokerConf
             check_value(name, entry[1], value)
         except ConfigError as exc:
             raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
-        if name == "cleanup.policy" and "compact" in value:
-            raise TopicError(
-                ErrorCode.INVALID_CONFIG, "cleanup.policy=compact is not implemented yet"
-            )
     try:
         return log_config_for({k: v for k, v in configs.items() if v is not None}, broker.log)
     except ValueError as exc:

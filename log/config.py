@@ -34,6 +34,16 @@ class LogConfig:
     cleanup_policy: str = "delete"  # cleanup.policy / log.cleanup.policy
     message_timestamp_type: str = "CreateTime"  # message.timestamp.type
     producer_id_expiration_ms: int = 86400000  # producer.id.expiration.ms (broker only)
+    # Compaction (log/cleaner.py); broker names log.cleaner.*
+    delete_retention_ms: int = 86400000  # delete.retention.ms / log.cleaner.delete.retention.ms
+    min_cleanable_dirty_ratio: float = 0.5  # min.cleanable.dirty.ratio
+    min_compaction_lag_ms: int = 0  # min.compaction.lag.ms / log.cleaner.min.compaction.lag.ms
+    max_compaction_lag_ms: int = LONG_MAX  # max.compaction.lag.ms
+    # Derived: the active segment's age limit. Kafka rolls a compacted log's active
+    # segment at min(segment.ms, max.compaction.lag.ms), so the lag can be honoured.
+    roll_ms: int = dataclasses.field(init=False, repr=False, compare=False, default=0)
+    # Derived: ``compact`` is in cleanup.policy (read per produce request: no string work).
+    compacts: bool = dataclasses.field(init=False, repr=False, compare=False, default=False)
 
     def __post_init__(self) -> None:
         if self.segment_bytes < 14:  # Kafka's floor: LegacyRecord.RECORD_OVERHEAD_V0
@@ -52,10 +62,22 @@ class LogConfig:
             raise ValueError("flush.messages must be >= 1 and flush.ms >= 0")
         if self.producer_id_expiration_ms < 1:
             raise ValueError("producer.id.expiration.ms must be >= 1")
+        if self.delete_retention_ms < 0 or self.min_compaction_lag_ms < 0:
+            raise ValueError("delete.retention.ms and min.compaction.lag.ms must be >= 0")
+        if self.max_compaction_lag_ms < 1:
+            raise ValueError("max.compaction.lag.ms must be >= 1")
+        if not 0.0 <= self.min_cleanable_dirty_ratio <= 1.0:
+            raise ValueError("min.cleanable.dirty.ratio must be between 0 and 1")
         if self.cleanup_policy not in CLEANUP_POLICIES:
             raise ValueError(f"unknown cleanup.policy {self.cleanup_policy!r}")
         if self.message_timestamp_type not in TIMESTAMP_TYPES:
             raise ValueError(f"unknown message.timestamp.type {self.message_timestamp_type!r}")
+        compacts = "compact" in self.cleanup_policy.split(",")
+        object.__setattr__(self, "compacts", compacts)
+        roll_ms = self.segment_ms
+        if compacts:
+            roll_ms = min(roll_ms, self.max_compaction_lag_ms)
+        object.__setattr__(self, "roll_ms", roll_ms)
 
     @property
     def deletes(self) -> bool:
@@ -81,6 +103,10 @@ TOPIC_CONFIG_FIELDS: dict[str, tuple[str, Callable[[str], object]]] = {
     "flush.ms": ("flush_interval_ms", int),
     "cleanup.policy": ("cleanup_policy", _cleanup_policy),
     "message.timestamp.type": ("message_timestamp_type", str.strip),
+    "delete.retention.ms": ("delete_retention_ms", int),
+    "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", float),
+    "min.compaction.lag.ms": ("min_compaction_lag_ms", int),
+    "max.compaction.lag.ms": ("max_compaction_lag_ms", int),
 }
 
 # Broker-level Kafka name -> (LogConfig field, multiplier to bytes/ms). Later
@@ -98,6 +124,9 @@ BROKER_CONFIG_FIELDS: tuple[tuple[str, str, int], ...] = (
     ("log.flush.interval.messages", "flush_interval_messages", 1),
     ("log.flush.interval.ms", "flush_interval_ms", 1),
     ("producer.id.expiration.ms", "producer_id_expiration_ms", 1),
+    ("log.cleaner.delete.retention.ms", "delete_retention_ms", 1),
+    ("log.cleaner.min.compaction.lag.ms", "min_compaction_lag_ms", 1),
+    ("log.cleaner.max.compaction.lag.ms", "max_compaction_lag_ms", 1),
 )
 
 
@@ -132,6 +161,14 @@ def log_config_from_broker_props(props: Mapping[str, str]) -> LogConfig:
                 raise ValueError(f"invalid value {props[name]!r} for {name}") from exc
     if "log.cleanup.policy" in props:
         changes["cleanup_policy"] = _cleanup_policy(props["log.cleanup.policy"])
+    if "log.cleaner.min.cleanable.ratio" in props:
+        try:
+            changes["min_cleanable_dirty_ratio"] = float(props["log.cleaner.min.cleanable.ratio"])
+        except ValueError as exc:
+            raise ValueError(
+                f"invalid value {props['log.cleaner.min.cleanable.ratio']!r} "
+                "for log.cleaner.min.cleanable.ratio"
+            ) from exc
     if "log.message.timestamp.type" in props:
         changes["message_timestamp_type"] = props["log.message.timestamp.type"].strip()
     return LogConfig(**changes)

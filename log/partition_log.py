@@ -34,7 +34,7 @@ from typing import NamedTuple
 from kafkette.log.checkpoint import OffsetsCheckpoint
 from kafkette.log.config import LogConfig
 from kafkette.log.errors import LogClosed, OffsetOutOfRange, RecordBatchTooLarge
-from kafkette.log.file_region import ReadInfo
+from kafkette.log.file_region import FileGone, ReadInfo
 from kafkette.log.producer_state import SequenceVerdict
 from kafkette.log.producer_state_manager import ProducerStateManager
 from kafkette.log.recovery import load_log
@@ -46,6 +46,7 @@ from kafkette.log.retention import (
     retention_time_breached,
 )
 from kafkette.log.segment import AppendedBatch, LogSegment
+from kafkette.log.segment_swap import cleaned_path, commit_swap
 from kafkette.wire.record_batch import LOG_OVERHEAD, BatchHeader, set_log_append_time
 
 Clock = Callable[[], int]
@@ -244,6 +245,16 @@ class PartitionLog:
         Kafka. ``offset == log end`` gives no regions; outside
         ``[log start, log end]`` raises OffsetOutOfRange.
         """
+        # A clean may swap segments between the snapshot and the scan: a
+        # candidate whose file went away means "look again", never "skip it"
+        # (its surviving records are in the segment that replaced it).
+        for _attempt in range(8):
+            found_info = self._read_once(offset, max_bytes)
+            if found_info is not None:
+                return found_info
+        raise LogClosed(str(self.directory))
+
+    def _read_once(self, offset: int, max_bytes: int) -> ReadInfo | None:
         with self._state_lock:
             if self._closed:
                 raise LogClosed(str(self.directory))
@@ -258,6 +269,8 @@ class PartitionLog:
         for k, (segment, max_position) in enumerate(candidates):
             found = segment.find_batch(offset, hint if k == 0 else 0, max_position)
             if found is None:
+                if segment.log.is_closed:
+                    return None  # replaced by a clean (or deleted) meanwhile: retry
                 continue
             position, size, _ = found
             stop = position + size
@@ -268,7 +281,11 @@ class PartitionLog:
                 if boundary > max_position:
                     boundary = stop
                 stop = segment.extent_within(stop, bound, boundary, max_position)
-            return ReadInfo([segment.log.region(position, stop - position)], start, end, end)
+            try:
+                region = segment.log.region(position, stop - position)
+            except FileGone:
+                return None  # replaced by a clean meanwhile: retry
+            return ReadInfo([region], start, end, end)
         return ReadInfo([], start, end, end)
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
@@ -313,6 +330,83 @@ class PartitionLog:
                 return None
             offset = max(best.offset_of_max_timestamp, self._log_start_offset)
             return offset, best.max_timestamp
+
+    # ------------------------------------------------------------ compaction
+
+    def closed_segments(self) -> tuple[list[LogSegment], int]:
+        """(every segment but the active one, log start offset): what a clean may read."""
+        with self._state_lock:
+            return list(self._segments[:-1]), self._log_start_offset
+
+    @property
+    def truncation_count(self) -> int:
+        """Bumped by every truncation: a clean that began before one is not swapped in."""
+        return self._truncations
+
+    @property
+    def is_closed(self) -> bool:
+        return self._closed
+
+    def active_base_offset(self) -> int:
+        with self._state_lock:
+            return self._segments[-1].base_offset
+
+    def producer_batch_offsets(self) -> dict[int, set[int]]:
+        """Per producer id, the last offsets of the batches its table entry remembers.
+
+        The cleaner keeps those batches at least as headers, so the producer
+        table rebuilt after a restart still deduplicates their retries.
+        """
+        with self._write_lock:
+            return {
+                pid: {b.last_offset for b in entry.batches}
+                for pid, entry in self._producer_state.table.items()
+            }
+
+    def replace_segments(
+        self, old: list[LogSegment], batches: list[tuple[int, int, int, int]],
+        truncation_count: int | None = None,
+    ) -> bool:
+        """Swap the cleaned copy of ``old`` (``<base>.log.cleaned``, fsynced) into place.
+
+        ``batches`` are (position, size, last offset, max timestamp) of the
+        cleaned file. False (nothing changed) if ``old`` is no longer a run of
+        closed segments of this log (retention, truncation or deletion got
+        there first). Takes the write lock for renames and list updates only.
+        """
+        with self._write_lock:
+            if self._closed:
+                return False
+            if truncation_count is not None and truncation_count != self._truncations:
+                return False  # a truncation may have cut a segment the clean read
+            with self._state_lock:
+                try:
+                    first = next(i for i, s in enumerate(self._segments) if s is old[0])
+                except StopIteration:
+                    return False
+                run = self._segments[first : first + len(old)]
+                if first + len(old) >= len(self._segments) or any(
+                    a is not b for a, b in zip(run, old, strict=True)
+                ):
+                    return False
+            base = old[0].base_offset
+            # Old indexes must never write again: their paths are about to be reused.
+            for segment in old:
+                segment.offset_index.discard()
+                segment.time_index.discard()
+            commit_swap(self.directory, base, [s.base_offset for s in old])
+            new = LogSegment.from_cleaned(
+                self.directory, base, self._config, self._clock(), batches
+            )
+            with self._state_lock:
+                self._segments[first : first + len(old)] = [new]
+                self._bases[first : first + len(old)] = [base]
+            for segment in old:
+                segment.log.forget()  # readers holding its descriptor keep reading
+            return True
+
+    def discard_cleaned(self, base_offset: int) -> None:
+        cleaned_path(self.directory, base_offset).unlink(missing_ok=True)
 
     # -------------------------------------------------------------- deletion
 

@@ -2,8 +2,11 @@
 
 Steps, in order:
 
-1. Delete leftovers of interrupted operations: ``*.deleted``, ``*.swap``,
-   ``*.cleaned``, ``*.tmp`` files, and indexes whose ``.log`` is gone.
+1. Finish every segment swap of the log cleaner that reached ``.log.swap``
+   (``log/segment_swap.py``: the swap replaces the segments it covers), then
+   delete leftovers of interrupted operations: ``*.deleted``, ``*.cleaned``
+   (an unfinished clean: rolled back), other ``*.swap``, ``*.tmp`` files, and
+   indexes whose ``.log`` is gone.
 2. Open every segment. A missing or corrupt index always triggers a rebuild
    (validate batches, rebuild both indexes, truncate a bad tail).
 3. After an unclean stop (``recover=True``) every segment from the one holding
@@ -31,6 +34,7 @@ from kafkette.log.segment import (
     TIME_INDEX_SUFFIX,
     LogSegment,
 )
+from kafkette.log.segment_swap import complete_swaps
 
 _log = logging.getLogger(__name__)
 
@@ -83,6 +87,7 @@ def load_log(directory: Path, config: LogConfig, now_ms: int, *, recover: bool) 
     """Open (and if needed recover) the segments of one partition directory."""
     directory.mkdir(parents=True, exist_ok=True)
     checkpoint = OffsetsCheckpoint.read(directory)
+    complete_swaps(directory)
     bases = remove_leftovers(directory)
     segments: list[LogSegment] = []
     result = LoadedLog(segments, checkpoint.log_start_offset, checkpoint.recovery_point)

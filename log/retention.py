@@ -6,9 +6,9 @@ deletable too when it is not empty and the rule covers it; the partition log
 then rolls a fresh empty segment at the log end offset first, so the log end
 offset is unchanged and the log start offset moves up to it.
 
-``cleanup.policy=compact`` would plug in here as a separate pass over the
-closed segments; only ``delete`` is implemented, and the log-start rule
-applies under every policy (as in Kafka).
+Time and size rules apply when ``cleanup.policy`` includes ``delete``;
+compaction is the log cleaner's separate pass (``log/cleaner.py``). The
+log-start rule applies under every policy (as in Kafka).
 """
 
 from __future__ import annotations

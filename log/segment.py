@@ -111,6 +111,51 @@ class LogSegment:
         )
 
     @classmethod
+    def from_cleaned(
+        cls,
+        directory: Path,
+        base_offset: int,
+        config: LogConfig,
+        now_ms: int,
+        batches: list[tuple[int, int, int, int]],
+    ) -> LogSegment:
+        """The segment a clean just swapped into place, indexed from what the cleaner wrote.
+
+        ``batches`` are (position, size, last offset, max timestamp) of every
+        batch in the new ``.log``, so nothing is re-read. The indexes follow the
+        same rule as appends and recovery and are written and fsynced here
+        (small; a crash before that only means a rebuild at the next open).
+        """
+        log = SegmentFile(cls.path_for(directory, base_offset, LOG_SUFFIX), create=False)
+        segment = cls(
+            directory,
+            base_offset,
+            log,
+            OffsetIndex(
+                cls.path_for(directory, base_offset, INDEX_SUFFIX), base_offset,
+                config.max_index_bytes,
+            ),
+            TimeIndex(
+                cls.path_for(directory, base_offset, TIME_INDEX_SUFFIX), base_offset,
+                config.max_index_bytes,
+            ),
+            now_ms,
+        )
+        interval = config.index_interval_bytes
+        for position, size, last_offset, max_timestamp in batches:
+            segment._index(position, size, last_offset, max_timestamp, interval)
+            if segment.first_batch_timestamp is None:
+                segment.first_batch_timestamp = max_timestamp
+        if batches:
+            position, size, last_offset, _ = batches[-1]
+            segment.size = position + size
+            segment.next_offset = last_offset + 1
+        segment.seal()
+        segment.offset_index.fsync()
+        segment.time_index.fsync()
+        return segment
+
+    @classmethod
     def open_existing(
         cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int
     ) -> tuple[LogSegment, bool]:
@@ -261,7 +306,7 @@ class LogSegment:
             waited = max_timestamp - first
         else:
             waited = clock() - self.created_ms
-        if waited > config.segment_ms:
+        if waited > config.roll_ms:  # segment.ms (or max.compaction.lag.ms)
             return True
         if self._index_room <= 0:
             return True

@@ -8,7 +8,8 @@
  * about 1 us per record, here a few ns. The GIL is released for large
  * payloads so the event loop keeps running while a worker thread validates.
  *
- * walk(buffer, count) -> None when valid, else (reason, record_index).
+ * walk(buffer, count, require_keys=False) -> None when valid, else (reason, record_index).
+ * With require_keys (compacted topics) a null key is REASON_NULL_KEY.
  * Reasons are the REASON_* constants of batch_validation.py; that module's
  * pure-Python walk is the reference and must give identical answers (a
  * differential test in tests/wire checks it).
@@ -27,6 +28,7 @@ enum {
     REASON_FIELDS = 6,
     REASON_LEFTOVER = 7,
     REASON_VARINT = 8,
+    REASON_NULL_KEY = 9,
 };
 
 /* Unsigned base-128 varint of at most max_bytes bytes; int32 varints keep the low 32 bits. */
@@ -55,7 +57,8 @@ static inline int64_t unzigzag32(uint64_t raw) {
     return (int64_t)(int32_t)((r >> 1) ^ (0u - (r & 1u)));
 }
 
-static int walk(const uint8_t *p, Py_ssize_t end, Py_ssize_t count, Py_ssize_t *index_out) {
+static int walk(const uint8_t *p, Py_ssize_t end, Py_ssize_t count, int require_keys,
+                Py_ssize_t *index_out) {
     Py_ssize_t pos = 0;
     uint64_t raw;
     int rc;
@@ -82,6 +85,8 @@ static int walk(const uint8_t *p, Py_ssize_t end, Py_ssize_t count, Py_ssize_t *
                 if (size > end - pos)
                     return REASON_TRUNCATED;
                 pos += (Py_ssize_t)size;
+            } else if (size < 0 && field == 0 && require_keys) {
+                return REASON_NULL_KEY; /* compacted topics only: Kafka's LogValidator */
             }
         }
         if ((rc = read_raw(p, end, &pos, 5, &raw)))
@@ -117,16 +122,17 @@ static int walk(const uint8_t *p, Py_ssize_t end, Py_ssize_t count, Py_ssize_t *
 static PyObject *walk_records(PyObject *self, PyObject *args) {
     Py_buffer view;
     Py_ssize_t count;
-    if (!PyArg_ParseTuple(args, "y*n", &view, &count))
+    int require_keys = 0;
+    if (!PyArg_ParseTuple(args, "y*n|p", &view, &count, &require_keys))
         return NULL;
     Py_ssize_t index = 0;
     int rc;
     if (view.len >= 65536) {
         Py_BEGIN_ALLOW_THREADS
-        rc = walk((const uint8_t *)view.buf, view.len, count, &index);
+        rc = walk((const uint8_t *)view.buf, view.len, count, require_keys, &index);
         Py_END_ALLOW_THREADS
     } else {
-        rc = walk((const uint8_t *)view.buf, view.len, count, &index);
+        rc = walk((const uint8_t *)view.buf, view.len, count, require_keys, &index);
     }
     PyBuffer_Release(&view);
     if (rc == OK)
@@ -136,7 +142,7 @@ static PyObject *walk_records(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"walk", walk_records, METH_VARARGS,
-     "walk(buffer, count) -> None if the payload is exactly count valid records, "
+     "walk(buffer, count, require_keys=False) -> None if the payload is exactly count valid records, "
      "else (reason, record_index)."},
     {NULL, NULL, 0, NULL},
 };

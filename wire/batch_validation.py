@@ -85,8 +85,12 @@ def validate_produce_records(
     *,
     max_message_bytes: int,
     produce_version: int = 9,
+    compacted: bool = False,
 ) -> BatchHeader:
     """The header of the one valid batch in a partition's record set.
+
+    ``compacted`` (the topic's cleanup.policy includes compact) also refuses
+    records without a key, as Kafka's LogValidator does (INVALID_RECORD).
 
     Raises InvalidBatchError whose ``error`` is the code Kafka answers. The
     bytes to store are ``records[:header.size]``: anything after the batch
@@ -165,12 +169,12 @@ def validate_produce_records(
         )
     body = view[HEADER_SIZE:size]
     if not codec:
-        walk_records(body, count)
+        walk_records(body, count, compacted)
         return header
     limit = min(DECOMPRESSED_LIMIT_FACTOR * max_message_bytes, DECOMPRESSED_LIMIT_MAX)
     try:
         with decompressed_view(codec, body, limit) as records_bytes:
-            walk_records(records_bytes, count)
+            walk_records(records_bytes, count, compacted)
     except DecompressedTooLargeError as exc:
         raise InvalidBatchError(str(exc), error=ErrorCode.MESSAGE_TOO_LARGE) from None
     except CompressionError as exc:
@@ -187,6 +191,7 @@ REASON_HEADER_KEY = 5
 REASON_FIELDS = 6
 REASON_LEFTOVER = 7
 REASON_VARINT = 8
+REASON_NULL_KEY = 9
 _REASONS = {
     REASON_TRUNCATED: "runs past the end of the batch",
     REASON_LENGTH: "has a length that does not fit the batch",
@@ -199,22 +204,32 @@ _REASONS = {
 }
 
 
-def walk_records(body: bytes | bytearray | memoryview, count: int) -> None:
+def walk_records(
+    body: bytes | bytearray | memoryview, count: int, require_keys: bool = False
+) -> None:
     """Check that ``body`` is exactly ``count`` well-framed records with deltas 0..count-1.
 
     Raises InvalidBatchError (INVALID_RECORD) naming the first fault. Uses
     the C walk when it was built (``pip install`` compiles it where a C
     compiler exists), else the pure-Python one; both give the same answers.
     """
-    fault = _walk(body, count)
+    fault = _walk(body, count, require_keys) if require_keys else _walk(body, count)
     if fault is not None:
         reason, index = fault
+        if reason == REASON_NULL_KEY:
+            raise InvalidBatchError(
+                "Compacted topic cannot accept message without key",
+                error=ErrorCode.INVALID_RECORD,
+                tell_client=True,
+            )
         if reason == REASON_LEFTOVER:
             raise _invalid(f"bytes are left after the batch's {count} records")
         raise _invalid(f"record {index} of {count} {_REASONS[reason]}")
 
 
-def python_walk(body: bytes | bytearray | memoryview, count: int) -> tuple[int, int] | None:
+def python_walk(
+    body: bytes | bytearray | memoryview, count: int, require_keys: bool = False
+) -> tuple[int, int] | None:
     """The reference walk: None when valid, else (REASON_*, record index).
 
     Reads each record's varints as Kafka's ``DefaultRecord.readFrom`` does
@@ -278,6 +293,8 @@ def python_walk(body: bytes | bytearray | memoryview, count: int) -> tuple[int, 
                     b, pos = _uvarint(body, pos, 5)
             if not b & 1:
                 pos += b >> 1
+            elif require_keys:  # an odd zigzag is negative: a null key
+                return REASON_NULL_KEY, index  # compacted topics only
             b = body[pos]
             if b < 0x80:
                 pos += 1

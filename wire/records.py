@@ -32,6 +32,7 @@ from .compression import CompressionError, decompress
 from .compression import compress as compress_payload
 from .record_batch import (
     CONTROL_MASK,
+    DELETE_HORIZON_MASK,
     HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC_V2,
@@ -54,8 +55,10 @@ __all__ = [
     "decode_batch",
     "decode_batches",
     "decode_varint",
+    "delete_horizon_of",
     "encode_varint",
     "parse_control_record",
+    "rebuild_batch",
 ]
 
 Header = tuple[str, bytes | None]
@@ -284,6 +287,7 @@ def build_batch(
     base_timestamp: int | None = None,
     max_timestamp: int | None = None,
     last_offset_delta: int | None = None,
+    delete_horizon: bool = False,
 ) -> bytes:
     """Build one magic-v2 batch with a correct CRC-32C.
 
@@ -318,6 +322,8 @@ def build_batch(
         attributes |= TRANSACTIONAL_MASK
     if control:
         attributes |= CONTROL_MASK
+    if delete_horizon:  # KIP-534: base_timestamp holds the delete horizon
+        attributes |= DELETE_HORIZON_MASK
 
     batch = bytearray(HEADER_SIZE + len(payload))
     _HEADER.pack_into(
@@ -356,6 +362,64 @@ def build_batch_from_values(
         for i, item in enumerate(items)
     ]
     return build_batch(records, **kwargs)  # type: ignore[arg-type]
+
+
+def rebuild_batch(
+    header: BatchHeader, records: Sequence[Record], *, delete_horizon_ms: int | None = None
+) -> bytes:
+    """The batch ``header`` came from, holding only ``records`` (the log cleaner's rewrite).
+
+    Keeps base offset, last offset delta, partition leader epoch, producer id,
+    epoch and base sequence, codec, timestamp type and the transactional and
+    control bits: the batch is rewritten, not re-shaped, and the records keep
+    their offsets and timestamps (``records`` come from :func:`decode_batch`).
+    ``delete_horizon_ms`` (KIP-534) sets attribute bit 6 and stores the
+    horizon in the base timestamp, record timestamp deltas being re-based on
+    it; an existing horizon is kept. An empty ``records`` gives Kafka's
+    header-only batch (count 0, timestamps the original max timestamp).
+    """
+    horizon_set = bool(header.attributes & DELETE_HORIZON_MASK)
+    if delete_horizon_ms is not None and not horizon_set:
+        base_timestamp = delete_horizon_ms
+        horizon_set = True
+    else:
+        base_timestamp = header.base_timestamp
+    rebased: list[Record] = []
+    max_timestamp = header.max_timestamp
+    if records:
+        if not header.is_log_append_time:
+            max_timestamp = max(r.timestamp for r in records)  # type: ignore[type-var]
+        for r in records:
+            timestamp = r.timestamp if r.timestamp is not None else base_timestamp
+            delta = (
+                r.timestamp_delta if header.is_log_append_time else timestamp - base_timestamp
+            )
+            rebased.append(Record(r.offset_delta, delta, r.key, r.value, r.headers))
+    elif not horizon_set:
+        base_timestamp = header.max_timestamp
+    return build_batch(
+        rebased,
+        base_offset=header.base_offset,
+        compression=header.compression if rebased else 0,  # Kafka's empty header: none
+        timestamp_type=LOG_APPEND_TIME if header.is_log_append_time else CREATE_TIME,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        transactional=header.is_transactional,
+        control=header.is_control,
+        partition_leader_epoch=header.partition_leader_epoch,
+        base_timestamp=base_timestamp,
+        max_timestamp=max_timestamp,
+        last_offset_delta=header.last_offset_delta,
+        delete_horizon=horizon_set,
+    )
+
+
+def delete_horizon_of(header: BatchHeader) -> int | None:
+    """The batch's KIP-534 delete horizon (ms), or None if the cleaner has not set one."""
+    if header.attributes & DELETE_HORIZON_MASK:
+        return header.base_timestamp
+    return None
 
 
 # --- control records (transaction markers) ---------------------------------

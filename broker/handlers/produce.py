@@ -70,6 +70,7 @@ def _validate(item: _Append) -> bool:
             item.records,
             max_message_bytes=item.max_message_bytes,
             produce_version=item.produce_version,
+            compacted=partition.log.config.compacts,
         )
         if header.is_transactional:
             raise InvalidBatchError("transactional batches are not supported", corrupt=False)

@@ -1,0 +1,120 @@
+"""Which log to clean next (Kafka's LogCleanerManager), and one clean end to end.
+
+``clean_one`` runs in a worker thread: it measures every compacted log, picks
+the dirtiest one whose dirty ratio reaches ``min.cleanable.dirty.ratio`` (or
+whose ``max.compaction.lag.ms`` or a tombstone's delete horizon is due),
+cleans it, and moves its ``cleaner-offset-checkpoint`` entry. The caller
+(the broker) backs off ``log.cleaner.backoff.ms`` when nothing was cleanable.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from kafkette.log.cleaner import (
+    CleanAborted,
+    CleanerConfig,
+    CleanStats,
+    Throttler,
+    clean_log,
+    measure,
+)
+from kafkette.log.cleaner_checkpoint import CleanerCheckpoints
+from kafkette.log.errors import LogClosed
+from kafkette.log.file_region import FileGone
+from kafkette.log.offset_map import OffsetMap
+from kafkette.log.partition_log import PartitionLog
+
+_log = logging.getLogger(__name__)
+
+LogEntry = tuple[str, int, PartitionLog]
+
+
+class LogCleanerManager:
+    """Picks and cleans compacted logs of one data dir; thread-safe."""
+
+    def __init__(self, data_dir: Path, config: CleanerConfig, clock: Callable[[], int]) -> None:
+        self.config = config
+        self._clock = clock
+        self.checkpoints = CleanerCheckpoints(data_dir)
+        self._lock = threading.Lock()
+        self._in_progress: set[tuple[str, int]] = set()
+        self._horizons: dict[tuple[str, int], int] = {}
+
+    def _pick(
+        self, logs: Iterable[LogEntry], now: int
+    ) -> tuple[str, int, PartitionLog, bool] | None:
+        best: tuple[float, tuple[str, int, PartitionLog, bool]] | None = None
+        with self._lock:
+            for topic, index, log in logs:
+                if not log.config.compacts or (topic, index) in self._in_progress:
+                    continue
+                span = measure(log, self.checkpoints.get(topic, index), now)
+                if span is None:
+                    continue
+                horizon = self._horizons.get((topic, index))
+                horizon_due = horizon is not None and now >= horizon
+                if span.dirty_bytes == 0 and not horizon_due:
+                    continue
+                due = span.max_lag_exceeded or horizon_due
+                if not due and span.ratio < log.config.min_cleanable_dirty_ratio:
+                    continue
+                score = 2.0 if due else span.ratio
+                if best is None or score > best[0]:
+                    best = (score, (topic, index, log, horizon_due))
+            if best is None:
+                return None
+            self._in_progress.add(best[1][:2])
+            return best[1]
+
+    def clean_one(self, logs: Iterable[LogEntry], abort: threading.Event) -> CleanStats | None:
+        """Clean the filthiest cleanable log; None if none qualified.
+
+        Raises CleanAborted when ``abort`` is set mid-clean (nothing half-done
+        is left: see log/cleaner.py).
+        """
+        now = self._clock()
+        logs = list(logs)
+        # Entries of deleted topics go (a topic re-created under the same name starts over).
+        self.checkpoints.forget({(topic, index) for topic, index, _ in logs})
+        picked = self._pick(logs, now)
+        if picked is None:
+            return None
+        topic, index, log, horizon_due = picked
+        try:
+            offset_map = OffsetMap(self.config.map_memory_bytes)
+            throttler = Throttler(self.config.io_max_bytes_per_second, abort)
+            try:
+                stats = clean_log(
+                    log, self.checkpoints.get(topic, index), offset_map, now, throttler,
+                    expire_tombstones=horizon_due,
+                )
+            except (FileGone, LogClosed):
+                return None  # retention, truncation or deletion got there first
+            except OSError:
+                if log.is_closed:
+                    return None  # the topic was deleted under the clean
+                raise
+            except CleanAborted:
+                if abort.is_set():
+                    raise
+                return None
+            if stats is None:
+                return None
+            self.checkpoints.update(topic, index, stats.end_offset)
+            if stats.next_delete_horizon_ms is not None:
+                self._horizons[(topic, index)] = stats.next_delete_horizon_ms
+            else:
+                self._horizons.pop((topic, index), None)
+            _log.info(
+                "cleaned %s-%d up to %d: %d -> %d bytes, %d of %d records kept",
+                topic, index, stats.end_offset, stats.bytes_read, stats.bytes_written,
+                stats.records_kept, stats.records_read,
+            )
+            return stats
+        finally:
+            with self._lock:
+                self._in_progress.discard((topic, index))
