@@ -2,7 +2,7 @@
 
 Usage (from the repo root, after ``pytest compat-tests``)::
 
-    /work/venv/bin/python compat-tests/report.py [--results compat-tests/.build/results.json]
+    .venv/bin/python compat-tests/report.py [--results compat-tests/.build/results.json]
                                                  [--out docs/compatibility.md]
 
 Reads the JSON the suite's conftest writes (one row per family x scenario) and renders a
@@ -123,9 +123,9 @@ def render(run: dict) -> str:
     lines.append("## Reproduce")
     lines.append("")
     lines.append("```sh")
-    lines.append("/work/venv/bin/pytest compat-tests -q            # starts kafkette itself")
-    lines.append("/work/venv/bin/pytest compat-tests -q --bootstrap HOST:PORT --broker-name NAME")
-    lines.append("/work/venv/bin/python compat-tests/report.py     # rewrites this file")
+    lines.append(".venv/bin/pytest compat-tests -q            # starts kafkette itself")
+    lines.append(".venv/bin/pytest compat-tests -q --bootstrap HOST:PORT --broker-name NAME")
+    lines.append(".venv/bin/python compat-tests/report.py     # rewrites this file")
     lines.append("```")
     return "\n".join(lines) + "\n"
 
