@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import errno
 import logging
-import os
 import socket
 import threading
 import time
@@ -47,7 +46,7 @@ from kafkette.broker.topics import TopicRegistry
 from kafkette.log import DataDir
 from kafkette.log.cleaner import CleanAborted, CleanStats
 from kafkette.log.cleaner_manager import LogCleanerManager
-from kafkette.log.dir_lock import DataDirError, DirLock
+from kafkette.log.dir_lock import DataDirError, DirLock, os_reason
 from kafkette.log.partition_log import PartitionLog
 
 log = logging.getLogger("kafkette.server")
@@ -160,7 +159,7 @@ class Broker:
         try:
             return await trio.open_tcp_listeners(self.listen.port, host=self.listen.host)
         except OSError as exc:
-            raise StartupError(f"cannot listen on {self.listen}: {_os_reason(exc)}") from None
+            raise StartupError(f"cannot listen on {self.listen}: {os_reason(exc)}") from None
 
     async def _serve_until_stopped(
         self, listeners: list[trio.SocketListener], task_status: trio.TaskStatus[Endpoint]
@@ -202,7 +201,7 @@ class Broker:
                     raise
                 self._throttled.log(
                     ("accept", exc.errno), logging.WARNING,
-                    f"accept failed: {_os_reason(exc)}; retrying",
+                    f"accept failed: {os_reason(exc)}; retrying",
                 )
                 await trio.sleep(ACCEPT_RETRY_SECONDS)
                 continue
@@ -259,7 +258,7 @@ class Broker:
             self.data_dir = await trio.to_thread.run_sync(open_all)
         except OSError as exc:
             raise StartupError(
-                f"cannot open data dir {self.config.data_dir}: {_os_reason(exc)}"
+                f"cannot open data dir {self.config.data_dir}: {os_reason(exc)}"
             ) from None
         self.topics = TopicRegistry(self.data_dir, self.config)
         self.groups = GroupCoordinator(self)
@@ -381,12 +380,3 @@ def _peer_ip(stream: trio.SocketStream) -> str:
         return normalised_ip(stream.socket.getpeername()[0])
     except OSError:
         return "unknown"
-
-
-def _os_reason(exc: OSError) -> str:
-    """``address already in use``: the C library's words, in lower case, without ``[Errno]``."""
-    if isinstance(exc, socket.gaierror) or exc.errno is None:
-        text = exc.strerror or str(exc)
-    else:
-        text = os.strerror(exc.errno)
-    return text[:1].lower() + text[1:]

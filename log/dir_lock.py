@@ -49,14 +49,14 @@ class DirLock:
         except FileExistsError:
             raise DataDirError(f"data dir {data_dir} is not a directory") from None
         except OSError as exc:
-            raise DataDirError(f"cannot create data dir {data_dir}: {_reason(exc)}") from None
+            raise DataDirError(f"cannot create data dir {data_dir}: {os_reason(exc)}") from None
         if not data_dir.is_dir():
             raise DataDirError(f"data dir {data_dir} is not a directory")
         lock_path = data_dir / LOCK_FILE
         try:
             fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as exc:
-            raise DataDirError(f"cannot use data dir {data_dir}: {_reason(exc)}") from None
+            raise DataDirError(f"cannot use data dir {data_dir}: {os_reason(exc)}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -66,12 +66,12 @@ class DirLock:
                 raise DataDirLocked(
                     f"data dir {data_dir} is locked by another broker ({holder})"
                 ) from None
-            raise DataDirError(f"cannot lock data dir {data_dir}: {_reason(exc)}") from None
+            raise DataDirError(f"cannot lock data dir {data_dir}: {os_reason(exc)}") from None
         try:
             _write_holder(fd)
         except OSError as exc:
             os.close(fd)
-            raise DataDirError(f"cannot write to data dir {data_dir}: {_reason(exc)}") from None
+            raise DataDirError(f"cannot write to data dir {data_dir}: {os_reason(exc)}") from None
         return cls(lock_path, fd)
 
     @property
@@ -108,9 +108,11 @@ def _read_holder(fd: int) -> str:
     return "holder unknown"
 
 
-def _reason(exc: OSError) -> str:
-    """``read-only file system``: strerror in lower case, as the rest of our one-liners."""
-    if exc.errno is not None:
-        message = os.strerror(exc.errno)
-        return message[:1].lower() + message[1:]
-    return str(exc)
+def os_reason(exc: OSError) -> str:
+    """``read-only file system``, ``address already in use``: the C library's words in lower
+    case, without ``[Errno N]``, as every one-line start-up error says them."""
+    if isinstance(exc, socket.gaierror) or exc.errno is None:
+        text = exc.strerror or str(exc)
+    else:
+        text = os.strerror(exc.errno)
+    return text[:1].lower() + text[1:]
