@@ -8,6 +8,12 @@ Both need compacted topics, so this is the end-to-end check of the log cleaner:
   ``cleanup.policy=compact`` and was cleaned; then the app restarts with its state dir deleted,
   restores from the compacted changelog, counts more lines, and the totals are still exact
   (without the restore the counts of the first lines would be missing).
+* ``test_streams_windowed_count_restores_from_compacted_changelog``: our own
+  ``java/streams/WindowedCountApp.java`` (compiled with ``javac`` against the reference's jars)
+  counts timestamped records per key in tumbling windows in an in-memory window store, exactly
+  as Python counts per (key, window); its changelog was created ``compact,delete`` and was
+  cleaned; after a restart with the state dir deleted it restores from the changelog, and more
+  records into the still-open windows give exact totals.
 * ``test_connect_distributed_filestream``: Kafka Connect in distributed mode (it refuses to start
   unless its config/offset/status topics are compacted) moves a file through a topic with the
   FileStream source and sink, byte for byte.
@@ -15,7 +21,7 @@ Both need compacted topics, so this is the end-to-end check of the log cleaner:
 Each test starts its own ``kafkette serve`` (with a fast cleaner backoff) and JVMs in their own
 process groups, every wait has a deadline, and teardown kills the groups. The reference is found
 at ``$KAFKETTE_KAFKA_REF`` or ``../shared/reference-kafka`` beside the repo; without it, or
-without Java, the tests skip with the reason.
+without Java (``javac`` too for the windowed app), the tests skip with the reason.
 """
 
 from __future__ import annotations
@@ -118,14 +124,28 @@ class Jvms:
     def __init__(self, home: Path, logs: Path) -> None:
         self.home, self.logs = home, logs
         self.procs: list[subprocess.Popen] = []
+        self.names: dict[int, str] = {}
 
     def start(
         self, name: str, tool: str, *args: str, env: dict[str, str] | None = None
     ) -> subprocess.Popen:
+        """Run one of the distribution's ``bin/`` scripts (``tool``) with ``args``."""
+        return self._spawn(name, [str(self.home / "bin" / tool), *args], env)
+
+    def start_java(
+        self, name: str, classpath: str, main: str, *args: str, jvm_opts: tuple[str, ...] = ()
+    ) -> subprocess.Popen:
+        """Run ``java -cp classpath main args`` (our own apps, compiled at test time)."""
+        heap = JVM_ENV["KAFKA_HEAP_OPTS"].split()
+        return self._spawn(name, ["java", *heap, *jvm_opts, "-cp", classpath, main, *args], None)
+
+    def _spawn(
+        self, name: str, argv: list[str], env: dict[str, str] | None
+    ) -> subprocess.Popen:
         env = {**os.environ, **JVM_ENV, "LOG_DIR": str(self.logs / "jvm-logs"), **(env or {})}
         with open(self.logs / f"{name}.log", "ab") as out:
             proc = subprocess.Popen(
-                [str(self.home / "bin" / tool), *args],
+                argv,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -133,6 +153,7 @@ class Jvms:
                 start_new_session=True,
             )
         self.procs.append(proc)
+        self.names[proc.pid] = name
         return proc
 
     def stop(self, proc: subprocess.Popen, grace_s: float = 20.0) -> None:
@@ -148,7 +169,7 @@ class Jvms:
                 continue
         with contextlib.suppress(ProcessLookupError):  # stragglers of the group
             os.killpg(proc.pid, signal.SIGKILL)
-        print(f"stopped {proc.args[-1]}: {time.monotonic() - start:.1f}s")
+        print(f"stopped {self.names.get(proc.pid, proc.args[-1])}: {time.monotonic() - start:.1f}s")
 
     def stop_all(self) -> None:
         for proc in reversed(self.procs):
@@ -270,15 +291,14 @@ def readable_records(bootstrap: str, topic: str) -> tuple[int, int]:
         consumer.close()
 
 
-def test_streams_wordcount_restores_from_compacted_changelog(
-    kafkette: tuple[str, Path], jvms: Jvms, tmp_path: Path
-) -> None:
-    bootstrap, data = kafkette
-    state = tmp_path / "state"
-    props = tmp_path / "streams.properties"
+def streams_properties(tmp_path: Path, bootstrap: str, app_id: str, state: Path) -> Path:
+    """A Streams config file: in-memory stores, fast commits, no record cache (every update
+    reaches the changelog and the output), and changelogs with 64 KiB segments and
+    ``min.cleanable.dirty.ratio=0.01`` so the cleaner really compacts them."""
+    props = tmp_path / f"{app_id}.properties"
     props.write_text(
         f"bootstrap.servers={bootstrap}\n"
-        f"application.id={APP_ID}\n"
+        f"application.id={app_id}\n"
         "dsl.store.suppliers.class=org.apache.kafka.streams.state."
         "BuiltInDslStoreSuppliers$InMemoryDslStoreSuppliers\n"
         "commit.interval.ms=200\n"
@@ -291,9 +311,28 @@ def test_streams_wordcount_restores_from_compacted_changelog(
         "session.timeout.ms=6000\n"
         "heartbeat.interval.ms=1500\n"
     )
+    return props
+
+
+def log4j_option(tmp_path: Path) -> str:
+    """``-Dlog4j2.configurationFile=`` of STREAMS_LOG4J, written under ``tmp_path``."""
     log4j = tmp_path / "streams-log4j2.yaml"
     log4j.write_text(STREAMS_LOG4J)
-    streams_env = {"KAFKA_LOG4J_OPTS": f"-Dlog4j2.configurationFile={log4j}"}
+    return f"-Dlog4j2.configurationFile={log4j}"
+
+
+def restored_records(log_text: str) -> dict[str, int]:
+    """{changelog partition: records restored} from StoreChangelogReader's log lines."""
+    return {changelog: int(records) for changelog, records in RESTORED.findall(log_text)}
+
+
+def test_streams_wordcount_restores_from_compacted_changelog(
+    kafkette: tuple[str, Path], jvms: Jvms, tmp_path: Path
+) -> None:
+    bootstrap, data = kafkette
+    state = tmp_path / "state"
+    props = streams_properties(tmp_path, bootstrap, APP_ID, state)
+    streams_env = {"KAFKA_LOG4J_OPTS": log4j_option(tmp_path)}
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -336,10 +375,7 @@ def test_streams_wordcount_restores_from_compacted_changelog(
             timeout_s=90,
         )
         jvms.stop(app)
-        restored = {
-            changelog: int(records)
-            for changelog, records in RESTORED.findall(jvms.tail("restarted", chars=10**7))
-        }
+        restored = restored_records(jvms.tail("restarted", chars=10**7))
         assert restored.get(f"{CHANGELOG}-0", 0) > 0, f"no restore from the changelog: {restored}"
         assert restored[f"{CHANGELOG}-0"] <= kept, (
             f"restored {restored[f'{CHANGELOG}-0']} records, more than the {kept} left "
@@ -349,6 +385,178 @@ def test_streams_wordcount_restores_from_compacted_changelog(
         print(f"--- streams log tail ---\n{jvms.tail('streams')}")
         print(f"--- restarted streams log tail ---\n{jvms.tail('restarted')}")
         print(f"--- counts read: {dict(sorted(reader.latest.items()))}")
+        raise
+    finally:
+        reader.close()
+
+
+# The windowed aggregation: our own app (java/streams/WindowedCountApp.java), compiled at test
+# time against the reference's jars into the gitignored compat-tests/.build/streams.
+STREAMS_SOURCES = REPO / "compat-tests" / "java" / "streams"
+STREAMS_BUILD = REPO / "compat-tests" / ".build" / "streams"
+WINDOWED_MAIN = "WindowedCountApp"
+W_INPUT, W_OUTPUT = "windowed-input", "windowed-counts-output"
+W_APP_ID, W_STORE = "ci-windowed", "windowed-counts"
+W_CHANGELOG = f"{W_APP_ID}-{W_STORE}-changelog"
+WINDOW_MS, GRACE_MS = 60_000, 3_600_000
+W_KEYS = [f"k{i:02d}" for i in range(30)]
+# Streams keeps a window changelog for the store's retention (window + grace) plus this margin
+# (windowstore.changelog.additional.retention.ms, default one day).
+W_CHANGELOG_RETENTION_MS = WINDOW_MS + GRACE_MS + 86_400_000
+
+
+@pytest.fixture(scope="module")
+def windowed_app_classpath(kafka_home: Path) -> str:
+    """Classpath of WindowedCountApp, compiled (when its source is newer) with ``javac``
+    against ``kafka_home/libs``; skips without ``javac``."""
+    if shutil.which("javac") is None:
+        pytest.skip("javac is not installed (a JDK 17 compiles the windowed Streams app)")
+    libs = str(kafka_home / "libs" / "*")  # javac and java expand a trailing /*
+    sources = sorted(STREAMS_SOURCES.glob("*.java"))
+    stamp = STREAMS_BUILD / f"{WINDOWED_MAIN}.class"
+    if not stamp.exists() or stamp.stat().st_mtime < max(s.stat().st_mtime for s in sources):
+        STREAMS_BUILD.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            ["javac", "-d", str(STREAMS_BUILD), "-cp", libs, *map(str, sources)],
+            capture_output=True, text=True, timeout=180, check=False,
+        )
+        if done.returncode != 0:
+            pytest.fail(f"javac failed: {done.stderr.strip()[-1000:]}", pytrace=False)
+    return os.pathsep.join([str(STREAMS_BUILD), libs])
+
+
+def timed_records(seed: int, count: int, base_ms: int, windows: range) -> list[tuple[str, int]]:
+    """``count`` (key, timestamp) pairs, timestamps spread over ``windows`` (window numbers
+    from ``base_ms``) and shuffled, so records arrive out of order within the grace period."""
+    rng = random.Random(seed)
+    return [
+        (rng.choice(W_KEYS), base_ms + rng.randrange(windows.start * WINDOW_MS,
+                                                     windows.stop * WINDOW_MS))
+        for _ in range(count)
+    ]
+
+
+def window_counts(records: list[tuple[str, int]]) -> Counter[tuple[str, int]]:
+    """Plain Python's answer: records per (key, start of its tumbling window)."""
+    return Counter((key, ts - ts % WINDOW_MS) for key, ts in records)
+
+
+def produce_timed(bootstrap: str, topic: str, records: list[tuple[str, int]]) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    for key, ts in records:
+        producer.produce(topic, key=key.encode(), value=b"x", timestamp=ts)
+        producer.poll(0)
+    assert producer.flush(30) == 0, "input records not all acknowledged"
+    del producer
+
+
+class LatestWindowCounts:
+    """Reads WindowedCountApp's output from the start: the latest count per (key, window
+    start), from keys ``key@windowStartMs`` and decimal values."""
+
+    def __init__(self, bootstrap: str) -> None:
+        from confluent_kafka import Consumer, TopicPartition
+
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": "ci-windowed-reader",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+            }
+        )
+        self.consumer.assign([TopicPartition(W_OUTPUT, 0, 0)])
+        self.latest: dict[tuple[str, int], int] = {}
+
+    def poll(self) -> dict[tuple[str, int], int]:
+        for message in self.consumer.consume(10000, timeout=0.5):
+            if message.error() is None:
+                key, start = message.key().decode().rsplit("@", 1)
+                self.latest[(key, int(start))] = int(message.value())
+        return self.latest
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def test_streams_windowed_count_restores_from_compacted_changelog(
+    kafkette: tuple[str, Path], jvms: Jvms, windowed_app_classpath: str, tmp_path: Path
+) -> None:
+    bootstrap, data = kafkette
+    state = tmp_path / "state"
+    props = streams_properties(tmp_path, bootstrap, W_APP_ID, state)
+    app_args = (str(props), W_INPUT, W_OUTPUT, W_STORE, str(WINDOW_MS), str(GRACE_MS))
+    log4j = (log4j_option(tmp_path),)
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(t, 1, 1) for t in (W_INPUT, W_OUTPUT)]).values():
+        future.result(timeout=15)
+    # Recent timestamps: the changelog is also `delete` with a ~1-day retention.ms, measured
+    # from the records' timestamps. Stream time, not the clock, decides which windows are open.
+    base = (time.time_ns() // 1_000_000 // WINDOW_MS - 10) * WINDOW_MS
+    first = timed_records(11, 16000, base, range(0, 6))
+    second = timed_records(12, 2000, base, range(3, 8))  # windows 3-5 already hold counts
+    expected_first = window_counts(first)
+    expected_all = expected_first + window_counts(second)
+    reopened = set(expected_first) & set(window_counts(second))
+    assert len(reopened) > 50  # the restore check relies on windows counted in both runs
+    produce_timed(bootstrap, W_INPUT, first)
+
+    reader = LatestWindowCounts(bootstrap)
+    try:
+        app = jvms.start_java("windowed", windowed_app_classpath, WINDOWED_MAIN, *app_args,
+                              jvm_opts=log4j)
+        wait_until(
+            "WindowedCountApp's counts per (key, window) equal Python's",
+            lambda: jvms.alive(app, "windowed") and reader.poll() == dict(expected_first),
+            timeout_s=90,
+        )
+        assert topic_config(bootstrap, W_CHANGELOG, "cleanup.policy") == "compact,delete"
+        assert topic_config(bootstrap, W_CHANGELOG, "retention.ms") == str(
+            W_CHANGELOG_RETENTION_MS
+        )
+        checkpoint = data / "cleaner-offset-checkpoint"
+        wait_until(
+            "the cleaner cleans the window changelog (cleaner-offset-checkpoint names it)",
+            lambda: checkpoint.exists() and f"{W_CHANGELOG} 0" in checkpoint.read_text(),
+            timeout_s=40,
+        )
+        jvms.stop(app)
+        kept, end = readable_records(bootstrap, W_CHANGELOG)
+        assert kept < end, f"window changelog not compacted: {kept} records readable of {end}"
+        print(f"window changelog after compaction: {kept} records readable of {end}")
+
+        # The window store is in memory: after the restart its counts can only come from
+        # the changelog, and the records into windows 3-5 must add to the restored counts.
+        shutil.rmtree(state, ignore_errors=True)
+        produce_timed(bootstrap, W_INPUT, second)
+        app = jvms.start_java("windowed-restarted", windowed_app_classpath, WINDOWED_MAIN,
+                              *app_args, jvm_opts=log4j)
+        wait_until(
+            "after the restore, the counts per (key, window) equal Python's for all records",
+            lambda: jvms.alive(app, "windowed-restarted")
+            and reader.poll() == dict(expected_all),
+            timeout_s=90,
+        )
+        jvms.stop(app)
+        restored = restored_records(jvms.tail("windowed-restarted", chars=10**7))
+        from_changelog = restored.get(f"{W_CHANGELOG}-0", 0)
+        print(f"restored from the window changelog: {from_changelog} records")
+        assert from_changelog > 0, f"no restore from the window changelog: {restored}"
+        assert from_changelog <= kept, (
+            f"restored {from_changelog} records, more than the {kept} left after compaction"
+        )
+    except BaseException:
+        print(f"--- windowed app log tail ---\n{jvms.tail('windowed')}")
+        print(f"--- restarted windowed app log tail ---\n{jvms.tail('windowed-restarted')}")
+        wrong = {
+            k: (reader.latest.get(k), v) for k, v in expected_all.items()
+            if reader.latest.get(k) != v
+        }
+        print(f"--- (key, window): (read, expected in the end), where they differ: {wrong}")
         raise
     finally:
         reader.close()
