@@ -42,6 +42,7 @@ from .model import (
 )
 from .offsets_ops import OffsetsOps
 from .subscription import CONSUMER_PROTOCOL_TYPE, subscribed_topics
+from .txn_offsets import TxnOffsetsOps
 
 Protocols = Sequence[tuple[str, bytes]]
 
@@ -85,7 +86,7 @@ def random_member_id(client_id: str) -> str:
     return f"{client_id}-{uuid.uuid4()}"
 
 
-class GroupCoordinatorState(OffsetsOps):
+class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
     """All groups of one coordinator, their members, timers and committed offsets."""
 
     def __init__(
@@ -99,6 +100,8 @@ class GroupCoordinatorState(OffsetsOps):
         self._groups: dict[str, Group] = {}
         self._replies: list[Reply] = []
         self._records = []
+        self._position = 0
+        self._txn_groups: dict[int, set[str]] = {}
 
     # --- plumbing ----------------------------------------------------------------
 
@@ -212,6 +215,7 @@ class GroupCoordinatorState(OffsetsOps):
             and not group.members
             and not group.pending_members
             and not group.offsets
+            and not group.pending_offsets
             and group.generation_id == 0
         )
 
