@@ -513,14 +513,14 @@ class OffsetsOps:
             return
         group_id = decoded.group_id
         old = self._groups.get(group_id)
-        offsets = {} if old is None else old.offsets
+        # A group's offsets (committed and pending) outlive its metadata records.
         kept = {} if old is None else {
             "offsets": old.offsets,
             "offset_positions": old.offset_positions,
             "pending_offsets": old.pending_offsets,
         }
         if value is None:
-            if offsets or (old is not None and old.pending_offsets):
+            if old is not None and (old.offsets or old.pending_offsets):
                 self._groups[group_id] = Group(group_id, EMPTY, None, **kept)
             else:
                 self._groups.pop(group_id, None)

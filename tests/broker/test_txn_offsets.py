@@ -472,3 +472,21 @@ def test_cleaner_never_lets_an_aborted_offset_hide_a_committed_one(
     finally:
         gc.collect()
         second.stop(timeout=30)
+
+
+def test_pending_offsets_survive_kill_9(tmp_path, broker_process, raw_client, create_topic):
+    """A TxnOffsetCommit acknowledged just before the process dies is pending after
+    the restart: not lost, not committed (its transaction has no marker yet)."""
+    data_dir = tmp_path / "data"
+    args = ("--config", "offsets.topic.num.partitions=2")
+    first = broker_process(data_dir, *args)
+    topic = create_topic(first.bootstrap, partitions=1)
+    client = raw_client(first.bootstrap)
+    assert plain_commit(client, "crashed", topic, 4) == NONE
+    assert txn_commit(client, "crashed", {(topic, 0): 44}) == {(topic, 0): NONE}
+    first.kill()
+    second = broker_process(data_dir, *args)
+    client = raw_client(second.bootstrap)
+    assert fetch(client, "crashed", topic, stable=False) == (4, NONE)
+    assert fetch(client, "crashed", topic, stable=True) == (-1, UNSTABLE)
+    assert second.terminate() == 0

@@ -172,6 +172,17 @@ def test_reload_keeps_committed_drops_aborted_and_pending_stays_pending() -> Non
     assert {g.group_id for g in r.state.list_groups()} == {"committed", "aborted", "pending"}
     assert r.marker(True, pid=3, group="pending") == 1
     assert r.fetch("pending", stable=True) == {T0: (50, E.NONE)}
+    # A group with members: its metadata records, replayed after the pending offset,
+    # keep the offset pending.
+    member, gen = r.stable_member(group="members")
+    assert r.txn_commit({T0: 7}, pid=6, group="members", generation=gen, member=member) == {
+        T0: E.NONE}
+    r.absorb(r.state.leave_group(group_id="members", members=[(member, None)], now_ms=r.now))
+    assert r.state.group_state("members") is GroupState.EMPTY  # metadata written again
+    rr = r.reload()
+    assert rr.fetch("members", [T0], stable=True) == {T0: (-1, E.UNSTABLE_OFFSET_COMMIT)}
+    assert rr.state.generation("members") == gen + 1
+    assert rr.marker(True, pid=6, group="members") == 1
     # A group made only by a TxnOffsetCommit exists while its transaction is open.
     r.txn_commit({T1: 9}, pid=5, group="fresh")
     assert "fresh" in {g.group_id for g in r.state.list_groups()}
