@@ -16,7 +16,9 @@ Contract (see docs/groups.md):
 * Other state-changing calls return ``Outcome(result, replies, records)``; pure
   queries return their answer directly.
 * ``records`` must be appended to ``__consumer_offsets`` before ``replies``/``result``
-  are sent to clients.
+  are sent to clients; records with a producer id (TxnOffsetCommit) as a
+  transactional batch of that producer. A transaction marker is appended by the
+  broker, then reported with ``complete_transaction`` (broker/groups/txn_offsets.py).
 * Not thread-safe: drive one instance from one task.
 """
 
