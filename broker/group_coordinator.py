@@ -11,7 +11,11 @@ event loop:
 - tickets: JoinGroup and SyncGroup wait for a ``Reply`` that a later call
   (another member's, or a timer tick) produces;
 - the timer task that calls ``tick`` at ``next_deadline_ms`` and the periodic
-  offset expiry.
+  offset expiry;
+- transactions: a TxnOffsetCommit's records are appended as a transactional
+  batch of the producer, and ``write_txn_marker`` (called by the transaction
+  coordinator) appends the COMMIT/ABORT marker in order with every other write
+  before telling the state machine (see docs/groups.md).
 """
 
 from __future__ import annotations
@@ -32,7 +36,14 @@ from kafkette.broker.throttled_log import describe_error, storage_errors
 from kafkette.broker.topics import TopicError
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.record_batch import read_header
-from kafkette.wire.records import Record, build_batch, decode_batches
+from kafkette.wire.records import (
+    ControlRecordType,
+    Record,
+    build_batch,
+    build_control_batch,
+    decode_batches,
+    parse_control_record,
+)
 
 if TYPE_CHECKING:
     from kafkette.broker.groups import (
@@ -42,6 +53,7 @@ if TYPE_CHECKING:
         Outcome,
         SyncResponse,
     )
+    from kafkette.broker.groups.model import LoadedRecord
     from kafkette.broker.server import Broker
 
 log = logging.getLogger("kafkette.groups")
@@ -79,6 +91,15 @@ class CoordinatorUnavailable(Exception):
 
     def __init__(self, message: str, code: ErrorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE):
         super().__init__(message)
+        self.code = code
+
+
+class ProducerRejected(Exception):
+    """A TxnOffsetCommit refused before anything is written: the offsets partition's
+    producer state judged the producer's epoch (INVALID_PRODUCER_EPOCH...)."""
+
+    def __init__(self, code: ErrorCode):
+        super().__init__(code.name)
         self.code = code
 
 
@@ -121,6 +142,9 @@ class GroupCoordinator:
         records = await trio.to_thread.run_sync(_read_all_records, partitions)
         self.state.load(records, now_ms())
         log.info("loaded %d records from %s", len(records), OFFSETS_TOPIC)
+        pending = self.state.pending_offset_count()
+        if pending:
+            log.info("%d transactional offsets wait for their transaction's marker", pending)
 
     @property
     def state(self) -> GroupCoordinatorState:
@@ -158,21 +182,118 @@ class GroupCoordinator:
         Raises CoordinatorUnavailable if the records could not be written.
         """
         async with self._lock:
-            outcome: Outcome = call(self.state, now_ms())  # type: ignore[operator]
+            return await self._run_locked(call)
+
+    async def run_transactional(
+        self, call: object, *, group_id: str, producer_id: int, producer_epoch: int
+    ) -> Outcome:
+        """``run`` for a TxnOffsetCommit of ``producer_id``/``producer_epoch`` in ``group_id``.
+
+        Before the state machine sees it, the group's offsets partition judges the
+        producer as it judges any transactional batch (``check_sequence``: an epoch
+        older than the one the partition has seen is INVALID_PRODUCER_EPOCH), so a
+        refused commit changes nothing. Raises ProducerRejected then, or
+        CoordinatorUnavailable as ``run``.
+        """
+        async with self._lock:
+            partition = await self._offsets_partition(self.state.partition_for(group_id))
+            probe = build_batch(
+                [Record(0, 0, b"", b"")],
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                transactional=True,
+            )
+            verdict = partition.log.check_sequence(read_header(probe))
+            if verdict.error:
+                raise ProducerRejected(verdict.error)
+            return await self._run_locked(call)
+
+    async def write_txn_marker(
+        self,
+        partition_index: int,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        committed: bool,
+    ) -> ErrorCode:
+        """Write a COMMIT (``committed``) or ABORT marker of ``producer_id`` into
+        ``__consumer_offsets`` partition ``partition_index``, then commit or drop that
+        producer's pending offsets of every group on that partition.
+
+        Called by the transaction coordinator for the offsets partitions of a
+        transaction (instead of appending the marker itself): the marker is
+        appended under this coordinator's lock, so it is in order with every
+        other write to the partition, and the offsets change only once it is
+        in the log. Idempotent for the offsets (a second marker finds nothing
+        pending); each call appends a marker, as Kafka does when it retries.
+
+        Answers NONE, or the error for WriteTxnMarkers: the partition's
+        producer-state verdict (INVALID_PRODUCER_EPOCH for a marker older than
+        the producer's epoch), KAFKA_STORAGE_ERROR when the write failed,
+        UNKNOWN_TOPIC_OR_PARTITION for a partition that does not exist. With no
+        ``__consumer_offsets`` at all nothing can be pending: NONE, no write.
+        """
+        marker_type = ControlRecordType.COMMIT if committed else ControlRecordType.ABORT
+        async with self._lock:
+            topics = self.broker.topics
+            if topics.metadata(OFFSETS_TOPIC) is None:
+                return ErrorCode.NONE
+            partition = topics.partition(OFFSETS_TOPIC, partition_index)
+            if partition is None:
+                return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            now = now_ms()
+            marker = bytearray(
+                build_control_batch(
+                    marker_type,
+                    producer_id=producer_id,
+                    producer_epoch=producer_epoch,
+                    coordinator_epoch=coordinator_epoch,
+                    timestamp=now,
+                    partition_leader_epoch=0,
+                )
+            )
+            header = read_header(marker)
             try:
-                await self._persist(outcome.records)
+                async with partition.append_lock:
+                    verdict = partition.log.check_sequence(header)
+                    if verdict.error:
+                        return verdict.error
+                    await trio.to_thread.run_sync(partition.log.append, marker, [header])
             except Exception as exc:
-                failure = exc if isinstance(exc, CoordinatorUnavailable) else None
-                if failure is None:  # a bug of ours: still answer, revert, and say so
-                    storage_errors.failure("writing to", OFFSETS_TOPIC, exc)
-                    failure = CoordinatorUnavailable(str(exc), ErrorCode.NOT_COORDINATOR)
-                await self._revert(outcome, failure.code)
-                self._rearm.set()
-                if failure is exc:
-                    raise
-                raise failure from exc
-            self._deliver(outcome)
+                where = partition_name(partition_index)
+                storage_errors.failure("writing a transaction marker to", where, exc)
+                return ErrorCode.KAFKA_STORAGE_ERROR
+            partition.notify_appended()
+            outcome = self.state.complete_transaction(
+                partition=partition_index, producer_id=producer_id, committed=committed, now_ms=now
+            )
+            log.debug(
+                "%s marker of producer %d in %s: %d offsets committed",
+                marker_type.name,
+                producer_id,
+                partition_name(partition_index),
+                outcome.result,
+            )
             self._rearm.set()
+        return ErrorCode.NONE
+
+    async def _run_locked(self, call: object) -> Outcome:
+        """``run``'s body; the caller holds the lock."""
+        outcome: Outcome = call(self.state, now_ms())  # type: ignore[operator]
+        try:
+            await self._persist(outcome.records)
+        except Exception as exc:
+            failure = exc if isinstance(exc, CoordinatorUnavailable) else None
+            if failure is None:  # a bug of ours: still answer, revert, and say so
+                storage_errors.failure("writing to", OFFSETS_TOPIC, exc)
+                failure = CoordinatorUnavailable(str(exc), ErrorCode.NOT_COORDINATOR)
+            await self._revert(outcome, failure.code)
+            self._rearm.set()
+            if failure is exc:
+                raise
+            raise failure from exc
+        self._deliver(outcome)
+        self._rearm.set()
         return outcome
 
     async def _revert(self, outcome: Outcome, error: int) -> None:
@@ -238,15 +359,27 @@ class GroupCoordinator:
                 waiter.done.set()
 
     async def _persist(self, records: list[OffsetsRecord]) -> None:
+        """One batch per partition and producer: a TxnOffsetCommit's records are a
+        transactional batch of the producer (base sequence -1: the log opens or
+        extends the producer's transaction without sequence bookkeeping)."""
         if not records:
             return
-        by_partition: dict[int, list[Record]] = {}
+        by_batch: dict[tuple[int, int, int], list[Record]] = {}
         for record in records:
-            batch_records = by_partition.setdefault(record.partition, [])
+            batch_key = (record.partition, record.producer_id, record.producer_epoch)
+            batch_records = by_batch.setdefault(batch_key, [])
             batch_records.append(Record(len(batch_records), 0, record.key, record.value))
-        for index, batch_records in sorted(by_partition.items()):
+        for (index, producer_id, producer_epoch), batch_records in sorted(by_batch.items()):
             partition = await self._offsets_partition(index)
-            batch = bytearray(build_batch(batch_records, partition_leader_epoch=0))
+            batch = bytearray(
+                build_batch(
+                    batch_records,
+                    partition_leader_epoch=0,
+                    producer_id=producer_id,
+                    producer_epoch=producer_epoch,
+                    transactional=producer_id >= 0,
+                )
+            )
             try:
                 async with partition.append_lock:
                     await trio.to_thread.run_sync(
@@ -293,9 +426,17 @@ def _error_like(response: JoinResponse | SyncResponse, error: int) -> JoinRespon
     return groups.SyncResponse(error)
 
 
-def _read_all_records(partitions: list[Partition]) -> list[tuple[bytes, bytes | None]]:
-    """Worker thread: every (key, value) of ``__consumer_offsets``, partition by partition."""
-    records: list[tuple[bytes, bytes | None]] = []
+def partition_name(index: int) -> str:
+    return f"{OFFSETS_TOPIC}-{index}"
+
+
+def _read_all_records(partitions: list[Partition]) -> list[LoadedRecord]:
+    """Worker thread: every record of ``__consumer_offsets``, partition by partition,
+    in log order: ``(key, value)``, a ``TransactionalRecord`` (from a TxnOffsetCommit's
+    transactional batch) or a ``TxnMarker`` (a COMMIT/ABORT control batch)."""
+    from kafkette.broker.groups import TransactionalRecord, TxnMarker
+
+    records: list[LoadedRecord] = []
     for partition in partitions:
         log_ = partition.log
         offset = log_.log_start_offset
@@ -305,8 +446,25 @@ def _read_all_records(partitions: list[Partition]) -> list[tuple[bytes, bytes | 
             if not batches:
                 break
             for header, batch_records in batches:
+                if header.is_control:
+                    for record in batch_records:
+                        kind, _epoch = parse_control_record(record)
+                        if kind in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
+                            committed = kind == ControlRecordType.COMMIT
+                            records.append(
+                                TxnMarker(partition.index, header.producer_id, committed)
+                            )
+                    offset = header.next_offset
+                    continue
+                transactional = header.is_transactional and header.producer_id >= 0
                 for record in batch_records:
-                    if record.key is not None and (record.offset or 0) >= offset:
+                    if record.key is None or (record.offset or 0) < offset:
+                        continue
+                    if transactional:
+                        records.append(
+                            TransactionalRecord(header.producer_id, record.key, record.value)
+                        )
+                    else:
                         records.append((record.key, record.value))
                 offset = header.next_offset
     return records

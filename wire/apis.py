@@ -34,6 +34,7 @@ class ApiKey(IntEnum):
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
+    TXN_OFFSET_COMMIT = 28
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     SASL_AUTHENTICATE = 36
@@ -111,6 +112,13 @@ SUPPORTED: dict[ApiKey, ApiSpec] = {
         _api(ApiKey.DELETE_RECORDS, "DeleteRecords", 0, 2),
         _api(ApiKey.INIT_PRODUCER_ID, "InitProducerId", 0, 5),
         _api(ApiKey.OFFSET_FOR_LEADER_EPOCH, "OffsetForLeaderEpoch", 2, 4),
+        _api(
+            ApiKey.TXN_OFFSET_COMMIT,
+            "TxnOffsetCommit",
+            0,
+            5,
+            note="5 is used only with transaction.version 2, which is not advertised",
+        ),
         _api(ApiKey.DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4),
         _api(ApiKey.ALTER_CONFIGS, "AlterConfigs", 0, 2),
         _api(ApiKey.SASL_AUTHENTICATE, "SaslAuthenticate", 0, 2),

@@ -29,6 +29,8 @@ _EXPORTS = {
     "OffsetDeleteResult": "model",
     "OffsetFetchResult": "model",
     "OffsetsRecord": "model",
+    "TransactionalRecord": "model",
+    "TxnMarker": "model",
     "Outcome": "model",
     "Reply": "model",
     "SyncResponse": "model",
@@ -57,6 +59,8 @@ __all__ = [
     "Outcome",
     "Reply",
     "SyncResponse",
+    "TransactionalRecord",
+    "TxnMarker",
     "java_string_hash",
     "partition_for_group",
     "record_group_id",
@@ -90,6 +94,8 @@ if TYPE_CHECKING:
         Outcome,
         Reply,
         SyncResponse,
+        TransactionalRecord,
+        TxnMarker,
     )
     from .offsets_ops import record_group_id
     from .partitioning import java_string_hash, partition_for_group

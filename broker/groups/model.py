@@ -18,6 +18,8 @@ from .offsets_records import OffsetCommitValue as CommittedOffset
 
 TopicPartition = tuple[str, int]
 T = TypeVar("T")
+# A transactional offset and its record's position in the log (see Group.offset_positions).
+PendingOffset = tuple[CommittedOffset, int]
 
 
 class GroupState(enum.Enum):
@@ -89,11 +91,44 @@ class Reply:
 @dataclass(frozen=True)
 class OffsetsRecord:
     """One record for ``__consumer_offsets`` partition ``partition``; ``value`` None
-    is a tombstone."""
+    is a tombstone.
+
+    A TxnOffsetCommit's records carry the producer's id and epoch: the broker
+    writes them as a transactional batch of that producer (see docs/groups.md),
+    so the partition's last stable offset and the transaction markers cover
+    them as they cover any transactional data. -1 = an ordinary record."""
 
     partition: int
     key: bytes
     value: bytes | None
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+
+@dataclass(frozen=True)
+class TransactionalRecord:
+    """A record read back from a transactional batch of ``__consumer_offsets``
+    (a TxnOffsetCommit): replayed as pending until its producer's marker."""
+
+    producer_id: int
+    key: bytes
+    value: bytes | None
+
+
+@dataclass(frozen=True)
+class TxnMarker:
+    """A COMMIT (``committed``) or ABORT marker read back from ``__consumer_offsets``
+    partition ``partition``: it ends ``producer_id``'s pending offsets of the groups
+    on that partition only."""
+
+    partition: int
+    producer_id: int
+    committed: bool
+
+
+# What ``GroupCoordinatorState.load`` replays, in log order: a plain ``(key, value)``
+# record, a transactional one, or a marker.
+LoadedRecord = tuple[bytes, bytes | None] | TransactionalRecord | TxnMarker
 
 
 @dataclass
@@ -233,6 +268,20 @@ class Group:
     # Pending-sync timer (rebalance timeout after a generation is formed).
     sync_deadline_ms: int | None = None
     offsets: dict[TopicPartition, CommittedOffset] = field(default_factory=dict)
+    # Where each committed offset's record stands in the log, as a number that only
+    # grows in log order (see ``GroupCoordinatorState._position``): a transaction's
+    # offset replaces a committed one at COMMIT only if its record is the later one,
+    # as Kafka compares record offsets (a log compacted in between stays correct).
+    offset_positions: dict[TopicPartition, int] = field(default_factory=dict)
+    # TxnOffsetCommit offsets waiting for their producer's marker:
+    # producer id -> partition -> (offset, position). Never shown by OffsetFetch.
+    pending_offsets: dict[int, dict[TopicPartition, PendingOffset]] = field(
+        default_factory=dict
+    )
+
+    def has_pending(self, tp: TopicPartition) -> bool:
+        """Some open transaction committed an offset for ``tp``."""
+        return any(tp in pending for pending in self.pending_offsets.values())
 
     def is_state(self, *states: GroupState) -> bool:
         return self.state in states

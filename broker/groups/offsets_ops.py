@@ -6,7 +6,7 @@ Mixed into ``GroupCoordinatorState``; shares its groups, config and the
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from . import errors
 from . import offsets_records as rec
@@ -19,6 +19,7 @@ from .model import (
     GroupListing,
     GroupState,
     JoinResponse,
+    LoadedRecord,
     Member,
     MemberDescription,
     OffsetDeleteResult,
@@ -28,6 +29,8 @@ from .model import (
     Reply,
     SyncResponse,
     TopicPartition,
+    TransactionalRecord,
+    TxnMarker,
 )
 from .partitioning import partition_for_group
 from .subscription import CONSUMER_PROTOCOL_TYPE
@@ -58,6 +61,11 @@ class OffsetsOps:
     config: GroupConfig
     _groups: dict[str, Group]
     _records: list[OffsetsRecord]
+    # Provided by TxnOffsetsOps (broker/groups/txn_offsets.py).
+    _next_position: Callable[[], int]
+    _add_pending: Callable[[Group, int, TopicPartition, CommittedOffset], None]
+    _drop_pending: Callable[[Group, Iterable[TopicPartition]], None]
+    _apply_marker: Callable[..., int]
 
     def partition_for(self, group_id: str) -> int:
         """``__consumer_offsets`` partition holding ``group_id``'s records."""
@@ -150,6 +158,7 @@ class OffsetsOps:
                 continue
             entry = CommittedOffset(offset, leader_epoch, metadata, now_ms, expire_timestamp_ms)
             group.offsets[tp] = entry
+            group.offset_positions[tp] = self._next_position()
             self._records.append(self._offset_record(group_id, tp, entry))
             result[tp] = errors.NONE
         if created and not group.offsets:
@@ -186,17 +195,21 @@ class OffsetsOps:
     ) -> OffsetFetchResult:
         """OffsetFetch for one group (call once per group for v8+ batches).
         ``partitions`` None = every committed partition. Uncommitted partitions get
-        offset -1. Answers regardless of group state, as Kafka does; there are no
-        pending transactional commits here, so ``require_stable`` never adds
-        UNSTABLE_OFFSET_COMMIT."""
-        del require_stable
+        offset -1. Answers regardless of group state, as Kafka does.
+
+        Offsets of open transactions are never shown: without ``require_stable``
+        the last committed offset is answered; with it (v7+, KIP-447) a
+        partition with pending transactional offsets answers
+        UNSTABLE_OFFSET_COMMIT and offset -1, and the client retries."""
         group = self._groups.get(group_id)
         offsets = {} if group is None else group.offsets
         wanted = list(offsets) if partitions is None else list(partitions)
         result: dict[TopicPartition, FetchedOffset] = {}
         for tp in wanted:
             entry = offsets.get(tp)
-            if entry is None:
+            if require_stable and group is not None and group.has_pending(tp):
+                result[tp] = FetchedOffset(-1, -1, "", errors.UNSTABLE_OFFSET_COMMIT)
+            elif entry is None:
                 result[tp] = FetchedOffset(-1, -1, "")
             else:
                 result[tp] = FetchedOffset(entry.offset, entry.leader_epoch, entry.metadata)
@@ -234,7 +247,10 @@ class OffsetsOps:
         return self._done(OffsetDeleteResult(errors.NONE, partition_errors))
 
     def delete_groups(self, group_ids: Sequence[str], now_ms: int) -> Outcome[dict[str, int]]:
-        """DeleteGroups: only Empty groups go; their offsets and metadata get tombstones."""
+        """DeleteGroups: only Empty groups go; their offsets and metadata get tombstones.
+
+        Pending transactional offsets do not hold a group back (Kafka 4.0): their
+        partitions get tombstones too, and a later COMMIT marker finds nothing."""
         result: dict[str, int] = {}
         for group_id in group_ids:
             group = self._groups.get(group_id)
@@ -243,7 +259,8 @@ class OffsetsOps:
             elif group.state is not EMPTY:
                 result[group_id] = errors.NON_EMPTY_GROUP
             else:
-                self._remove_offsets(group, list(group.offsets))
+                pending = {tp for by_tp in group.pending_offsets.values() for tp in by_tp}
+                self._remove_offsets(group, [*group.offsets, *(pending - set(group.offsets))])
                 self._bury(group, now_ms)
                 result[group_id] = errors.NONE
         return self._done(result)
@@ -294,8 +311,8 @@ class OffsetsOps:
             return []
         expired = []
         for tp, entry in group.offsets.items():
-            if tp[0] in keep_topics:
-                continue
+            if tp[0] in keep_topics or group.has_pending(tp):
+                continue  # Kafka keeps an offset an open transaction is about to replace
             if entry.expire_timestamp_ms is not None:
                 gone = now_ms >= entry.expire_timestamp_ms
             else:
@@ -305,12 +322,20 @@ class OffsetsOps:
         return expired
 
     def _remove_offsets(self, group: Group, partitions: Iterable[TopicPartition]) -> None:
+        """One tombstone per partition that has a committed or a pending offset;
+        like its replay, it removes both."""
         for tp in partitions:
-            if group.offsets.pop(tp, None) is not None:
+            committed = group.offsets.pop(tp, None) is not None
+            group.offset_positions.pop(tp, None)
+            pending = group.has_pending(tp)
+            if pending:
+                self._drop_pending(group, [tp])
+            if committed or pending:
                 self._records.append(self._offset_record(group.group_id, tp, None))
 
     def _maybe_bury(self, group: Group, now_ms: int) -> None:
-        if group.state is EMPTY and not group.offsets:
+        # Kafka does not remove a group while transactions have offsets in it.
+        if group.state is EMPTY and not group.offsets and not group.pending_offsets:
             self._bury(group, now_ms)
 
     def _bury(self, group: Group, now_ms: int) -> None:
@@ -382,15 +407,18 @@ class OffsetsOps:
 
     # --- reload ----------------------------------------------------------------------
 
-    def load(self, records: Iterable[tuple[bytes, bytes | None]], now_ms: int) -> None:
+    def load(self, records: Iterable[LoadedRecord], now_ms: int) -> None:
         """Rebuild from ``__consumer_offsets`` records (all partitions this coordinator
         owns, each in log order) on a fresh instance.
 
         As in Kafka, a group whose last metadata had members comes back Stable with
         those members and assignments; each must heartbeat within its session timeout
-        (counted from ``now_ms``) or is removed, which triggers a rebalance."""
-        for key, value in records:
-            self.replay(key, value)
+        (counted from ``now_ms``) or is removed, which triggers a rebalance.
+        Transactional records come back pending; a marker commits or drops them;
+        those with no marker yet stay pending (the transaction coordinator ends
+        their transactions after its own load)."""
+        for item in records:
+            self._replay_loaded(item, None)
         for group in self._groups.values():
             self._arm_loaded_group(group, now_ms)
         self._replies, self._records = [], []
@@ -405,7 +433,7 @@ class OffsetsOps:
     def reload_groups(
         self,
         group_ids: Iterable[str],
-        records: Iterable[tuple[bytes, bytes | None]],
+        records: Iterable[LoadedRecord],
         now_ms: int,
         error: int,
     ) -> list[Reply]:
@@ -432,9 +460,8 @@ class OffsetsOps:
                     )
                 if member.sync_ticket is not None:
                     replies.append(Reply(member.sync_ticket, SyncResponse(error)))
-        for key, value in records:
-            if record_group_id(key) in wanted:
-                self.replay(key, value)
+        for item in records:
+            self._replay_loaded(item, wanted)
         for group_id in wanted:
             group = self._groups.get(group_id)
             if group is not None:
@@ -442,9 +469,23 @@ class OffsetsOps:
         self._replies, self._records = [], []
         return replies
 
-    def replay(self, key: bytes, value: bytes | None) -> None:
+    def _replay_loaded(self, item: LoadedRecord, only: set[str] | None) -> None:
+        """Replay one item of ``load``/``reload_groups`` (``only``: just those groups)."""
+        if isinstance(item, TxnMarker):
+            self._apply_marker(item.partition, item.producer_id, item.committed, only)
+            return
+        if isinstance(item, TransactionalRecord):
+            key, value, producer_id = item.key, item.value, item.producer_id
+        else:
+            (key, value), producer_id = item, -1
+        if only is None or record_group_id(key) in only:
+            self.replay(key, value, producer_id)
+
+    def replay(self, key: bytes, value: bytes | None, producer_id: int = -1) -> None:
         """Apply one record (last write wins). Unknown record versions are skipped,
-        as Kafka skips record types it does not know. Timers are armed by ``load``."""
+        as Kafka skips record types it does not know. Timers are armed by ``load``.
+        ``producer_id`` >= 0: the record came from a transactional batch of that
+        producer (a TxnOffsetCommit), so its offset is pending."""
         try:
             decoded = rec.decode_key(key)
         except rec.UnsupportedRecord:
@@ -455,6 +496,8 @@ class OffsetsOps:
             if value is None:
                 if group is not None:
                     group.offsets.pop(tp, None)
+                    group.offset_positions.pop(tp, None)
+                    self._drop_pending(group, [tp])
                     if self._replayed_group_is_gone(group):
                         del self._groups[group.group_id]
                 return
@@ -462,14 +505,23 @@ class OffsetsOps:
             if group is None:
                 group = Group(decoded.group_id, EMPTY, None)
                 self._groups[decoded.group_id] = group
-            group.offsets[tp] = committed
+            if producer_id >= 0:
+                self._add_pending(group, producer_id, tp, committed)
+            else:
+                group.offsets[tp] = committed
+                group.offset_positions[tp] = self._next_position()
             return
         group_id = decoded.group_id
         old = self._groups.get(group_id)
-        offsets = {} if old is None else old.offsets
+        # A group's offsets (committed and pending) outlive its metadata records.
+        kept = {} if old is None else {
+            "offsets": old.offsets,
+            "offset_positions": old.offset_positions,
+            "pending_offsets": old.pending_offsets,
+        }
         if value is None:
-            if offsets:
-                self._groups[group_id] = Group(group_id, EMPTY, None, offsets=offsets)
+            if old is not None and (old.offsets or old.pending_offsets):
+                self._groups[group_id] = Group(group_id, EMPTY, None, **kept)
             else:
                 self._groups.pop(group_id, None)
             return
@@ -482,7 +534,7 @@ class OffsetsOps:
             protocol_type=meta.protocol_type or None,
             protocol_name=meta.protocol,
             leader_id=meta.leader,
-            offsets=offsets,
+            **kept,
         )
         for m in meta.members:
             member = Member(
@@ -506,6 +558,7 @@ class OffsetsOps:
         return (
             group.state is EMPTY
             and not group.offsets
+            and not group.pending_offsets
             and not group.members
             and group.generation_id == 0
         )

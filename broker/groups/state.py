@@ -16,7 +16,9 @@ Contract (see docs/groups.md):
 * Other state-changing calls return ``Outcome(result, replies, records)``; pure
   queries return their answer directly.
 * ``records`` must be appended to ``__consumer_offsets`` before ``replies``/``result``
-  are sent to clients.
+  are sent to clients; records with a producer id (TxnOffsetCommit) as a
+  transactional batch of that producer. A transaction marker is appended by the
+  broker, then reported with ``complete_transaction`` (broker/groups/txn_offsets.py).
 * Not thread-safe: drive one instance from one task.
 """
 
@@ -42,6 +44,7 @@ from .model import (
 )
 from .offsets_ops import OffsetsOps
 from .subscription import CONSUMER_PROTOCOL_TYPE, subscribed_topics
+from .txn_offsets import TxnOffsetsOps
 
 Protocols = Sequence[tuple[str, bytes]]
 
@@ -85,7 +88,7 @@ def random_member_id(client_id: str) -> str:
     return f"{client_id}-{uuid.uuid4()}"
 
 
-class GroupCoordinatorState(OffsetsOps):
+class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
     """All groups of one coordinator, their members, timers and committed offsets."""
 
     def __init__(
@@ -99,6 +102,8 @@ class GroupCoordinatorState(OffsetsOps):
         self._groups: dict[str, Group] = {}
         self._replies: list[Reply] = []
         self._records = []
+        self._position = 0
+        self._txn_groups: dict[int, set[str]] = {}
 
     # --- plumbing ----------------------------------------------------------------
 
@@ -212,6 +217,7 @@ class GroupCoordinatorState(OffsetsOps):
             and not group.members
             and not group.pending_members
             and not group.offsets
+            and not group.pending_offsets
             and group.generation_id == 0
         )
 

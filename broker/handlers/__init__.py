@@ -22,6 +22,7 @@ from kafkette.broker.handlers import (
     produce,
     producer_ids,
     sasl,
+    txn_offsets,
 )
 from kafkette.wire.apis import SUPPORTED, ApiKey
 
@@ -60,6 +61,7 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DESCRIBE_GROUPS: groups.handle_describe_groups,
     ApiKey.DELETE_GROUPS: groups.handle_delete_groups,
     ApiKey.OFFSET_DELETE: groups.handle_offset_delete,
+    ApiKey.TXN_OFFSET_COMMIT: txn_offsets.handle_txn_offset_commit,
 }
 
 assert set(HANDLERS) == set(SUPPORTED), "every advertised API has a handler"

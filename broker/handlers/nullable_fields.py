@@ -41,6 +41,8 @@ NULLABLE_REQUEST_FIELDS: dict[tuple[str, str], str] = {
     ("DeleteTopics", "topics.name"): "the topic is named by its topic_id; unknown id: "
     "UNKNOWN_TOPIC_ID",
     ("InitProducerId", "transactional_id"): "an idempotent, non-transactional producer",
+    ("TxnOffsetCommit", "group_instance_id"): "a dynamic member",
+    ("TxnOffsetCommit", "topics.partitions.committed_metadata"): "no metadata: stored as ''",
     ("DescribeConfigs", "resources.configuration_keys"): "every config of the resource",
     ("AlterConfigs", "resources.configs.value"): "the config is left unset (back to its default)",
     ("CreatePartitions", "topics.assignments"): "the broker places the new partitions",

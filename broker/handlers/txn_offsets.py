@@ -1,0 +1,136 @@
+"""TxnOffsetCommit (API 28): a transactional producer commits its consumer's offsets.
+
+What ``sendOffsetsToTransaction`` sends after AddOffsetsToTxn: the offsets are
+written to the group's ``__consumer_offsets`` partition as part of the
+producer's transaction and become the group's committed offsets only when the
+transaction commits (``GroupCoordinator.write_txn_marker``). Answers as Kafka
+4.0's KafkaApis and group coordinator do:
+
+- an unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION for it, the others go on;
+- an empty group id: INVALID_GROUP_ID for every partition;
+- the transaction coordinator's verification of the offsets partition (see
+  ``verify_offsets_partition``) and the partition's producer state
+  (INVALID_PRODUCER_EPOCH for a fenced epoch): that error for every partition;
+- the group checks of ClassicGroup.validateOffsetCommit for transactional
+  commits (v3+ carry generation, member id and instance id): ILLEGAL_GENERATION,
+  UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, COORDINATOR_NOT_AVAILABLE;
+- OFFSET_METADATA_TOO_LARGE per partition;
+- a failed write: COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR (clients retry);
+- before v2, COORDINATOR_LOAD_IN_PROGRESS is answered COORDINATOR_NOT_AVAILABLE
+  (0.11-2.0 clients did not expect it, KAFKA-7296).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kafkette.broker.group_coordinator import CoordinatorUnavailable, ProducerRejected
+from kafkette.wire.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from kafkette.broker.server import Broker
+    from kafkette.wire.connection import Request
+
+TopicPartition = tuple[str, int]
+
+
+def verify_offsets_partition(
+    broker: Broker, body: dict, version: int, offsets_partition: int
+) -> ErrorCode:
+    """The transaction coordinator's check that this transaction added the group's
+    offsets partition (AddOffsetsToTxn) with this producer id and current epoch.
+
+    TRANSACTION VERIFICATION GOES HERE (the lead wires it at merge):
+    ``broker.transactions.verify_partition(body["transactional_id"],
+    body["producer_id"], body["producer_epoch"], "__consumer_offsets",
+    offsets_partition)``; ``version`` is there for Kafka's version-dependent
+    error mapping (TRANSACTION_ABORTABLE from v4). Until then only what needs no
+    transaction coordinator is checked: a TxnOffsetCommit without a producer id
+    cannot be part of any transaction (Kafka's verification answers
+    INVALID_PRODUCER_ID_MAPPING), and it must never be written as an ordinary
+    commit.
+    """
+    del broker, version, offsets_partition
+    if body["producer_id"] < 0 or body["producer_epoch"] < 0:
+        return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    return ErrorCode.NONE
+
+
+async def handle_txn_offset_commit(broker: Broker, request: Request) -> dict:
+    body = request.body
+    version = request.header.api_version
+    errors: dict[TopicPartition, int] = {}
+    offsets: dict[TopicPartition, tuple[int, int, str | None]] = {}
+    for topic in body["topics"]:
+        for p in topic["partitions"]:
+            tp = (topic["name"], p["partition_index"])
+            if broker.topics.partition(*tp) is None:
+                errors[tp] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            else:
+                epoch = p["committed_leader_epoch"] if version >= 2 else -1
+                offsets[tp] = (p["committed_offset"], epoch, p["committed_metadata"])
+    if offsets:
+        errors.update(await _commit(broker, body, version, offsets))
+    if version < 2:
+        loading = int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        unavailable = int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        errors = {tp: unavailable if e == loading else e for tp, e in errors.items()}
+    return {"throttle_time_ms": 0, "topics": _errors_by_topic(body["topics"], errors)}
+
+
+async def _commit(
+    broker: Broker,
+    body: dict,
+    version: int,
+    offsets: dict[TopicPartition, tuple[int, int, str | None]],
+) -> dict[TopicPartition, int]:
+    group_id = body["group_id"]
+    if not group_id:
+        return dict.fromkeys(offsets, int(ErrorCode.INVALID_GROUP_ID))
+    coordinator = broker.groups
+    error = verify_offsets_partition(
+        broker, body, version, coordinator.state.partition_for(group_id)
+    )
+    if error:
+        return dict.fromkeys(offsets, int(error))
+    v3 = version >= 3
+    producer_id = body["producer_id"]
+    producer_epoch = body["producer_epoch"]
+
+    def call(state, now):
+        return state.commit_txn_offsets(
+            group_id=group_id,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            generation_id=body["generation_id"] if v3 else -1,
+            member_id=body["member_id"] if v3 else "",
+            group_instance_id=body["group_instance_id"] if v3 else None,
+            offsets=offsets,
+            now_ms=now,
+        )
+
+    try:
+        outcome = await coordinator.run_transactional(
+            call, group_id=group_id, producer_id=producer_id, producer_epoch=producer_epoch
+        )
+    except (CoordinatorUnavailable, ProducerRejected) as exc:
+        return dict.fromkeys(offsets, int(exc.code))
+    return {tp: int(e) for tp, e in outcome.result.items()}
+
+
+def _errors_by_topic(topics: list[dict], errors: dict[TopicPartition, int]) -> list[dict]:
+    """The request's topics and partitions, each with its error code."""
+    return [
+        {
+            "name": topic["name"],
+            "partitions": [
+                {
+                    "partition_index": p["partition_index"],
+                    "error_code": errors.get((topic["name"], p["partition_index"]), 0),
+                }
+                for p in topic["partitions"]
+            ],
+        }
+        for topic in topics
+    ]
+
