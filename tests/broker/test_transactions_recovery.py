@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 from confluent_kafka import Producer
@@ -205,3 +206,38 @@ def test_expired_transactional_ids_stay_forgotten_after_restart(tmp_path: Path):
     with EmbeddedBroker.start(data_dir=data_dir) as embedded:
         coordinator = embedded.broker.transactions
         assert embedded.on_loop(lambda: coordinator.get(transactional_id)) is None
+
+
+def test_an_exhausted_epoch_gets_a_new_producer_id(tmp_path: Path):
+    """Epoch 32766 is Kafka's last usable one: the next InitProducerId rotates to a new
+    producer id at epoch 0. The id's record is written with that epoch while the broker is
+    down (reaching it by 32766 re-inits would take minutes)."""
+    data_dir = tmp_path / "data"
+    transactional_id = _txn_id()
+    with EmbeddedBroker.start(data_dir=data_dir) as embedded:
+        producer = _producer(embedded.bootstrap, transactional_id)
+        producer.init_transactions(TIMEOUT)
+        coordinator = embedded.broker.transactions
+        first = embedded.on_loop(lambda: coordinator.get(transactional_id))
+        index = coordinator.partition_for(transactional_id)
+        del producer
+        gc.collect()
+    worn = replace(first, producer_epoch=32766)
+    config = load_config({}, data_dir=data_dir)
+    data = DataDir.open(data_dir, config.log, now_ms)
+    try:
+        batch = bytearray(
+            build_batch([Record(0, 0, encode_key(transactional_id), encode_value(worn))])
+        )
+        data.partition(TRANSACTION_STATE_TOPIC, index).append(batch, [read_header(batch)])
+    finally:
+        data.close()
+    with EmbeddedBroker.start(data_dir=data_dir) as embedded:
+        producer = _producer(embedded.bootstrap, transactional_id)
+        producer.init_transactions(TIMEOUT)
+        coordinator = embedded.broker.transactions
+        rotated = embedded.on_loop(lambda: coordinator.get(transactional_id))
+        assert rotated.producer_id != first.producer_id
+        assert rotated.producer_epoch == 0
+        del producer
+        gc.collect()
