@@ -166,9 +166,10 @@ class TransactionMetadata:
         )
 
     def prepare_fence(self) -> TransactionMetadata:
-        """Kafka's prepareFenceProducerEpoch: the epoch goes up by one (unless exhausted),
-        so the markers of the abort that follows fence the old producer everywhere."""
-        epoch = self.producer_epoch if self.epoch_exhausted else self.producer_epoch + 1
+        """Kafka's prepareFenceProducerEpoch: the epoch goes up by one (to 32767 at most),
+        so the markers of the abort that follows fence the old producer everywhere; the
+        next InitProducerId then finds the epoch exhausted and rotates the producer id."""
+        epoch = min(self.producer_epoch + 1, MAX_EPOCH)
         return self._to(
             TxnState.PREPARE_EPOCH_FENCE,
             producer_epoch=epoch,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from dataclasses import replace
 
 import pytest
 
@@ -58,7 +59,9 @@ def test_fencing_bumps_the_epoch_and_aborts():
     assert (aborting.state, aborting.producer_epoch) == (TxnState.PREPARE_ABORT, 1)
     exhausted = TransactionMetadata("x", 7, 32766, 1000, TxnState.ONGOING, frozenset({("t", 0)}))
     assert exhausted.epoch_exhausted
-    assert exhausted.prepare_fence().producer_epoch == 32766  # cannot go higher
+    assert exhausted.prepare_fence().producer_epoch == 32767
+    last = replace(exhausted, producer_epoch=32767)
+    assert last.prepare_fence().producer_epoch == 32767  # cannot go higher
 
 
 def test_timeout_and_expiry():
