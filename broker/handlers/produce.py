@@ -36,6 +36,7 @@ from kafkette.wire.batch_validation import validate_produce_records
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.record_batch import (
     HEADER_SIZE,
+    TRANSACTIONAL_MASK,
     BatchHeader,
     InvalidBatchError,
     patch_leader_epoch,
@@ -170,14 +171,24 @@ def _peek_header(records: memoryview) -> BatchHeader | None:
         return None
 
 
+# Where a v2 batch keeps its magic byte and the low byte of its attributes.
+_MAGIC_AT = 16
+_ATTRIBUTES_LOW_AT = 22
+
+
 def _has_transactional_batch(body: dict) -> bool:
+    """Any record set flagged transactional? Two bytes read per partition (every
+    non-transactional Produce pays this, so no header is parsed)."""
     for topic in body["topic_data"]:
         for data in topic["partition_data"]:
             records = data["records"]
-            if records is not None:
-                header = _peek_header(memoryview(records))
-                if header is not None and header.is_transactional:
-                    return True
+            if (
+                records is not None
+                and len(records) > _ATTRIBUTES_LOW_AT
+                and records[_MAGIC_AT] == 2
+                and records[_ATTRIBUTES_LOW_AT] & TRANSACTIONAL_MASK
+            ):
+                return True
     return False
 
 
@@ -197,10 +208,12 @@ _VERIFICATION_ERRORS = {
 def _verified(broker: Broker, item: _Append, transactional_id: str | None) -> bool:
     """Partition verification of a transactional batch (event loop, append lock held);
     False (response filled) if the coordinator refuses it."""
-    header = _peek_header(item.records)
-    if header is None or not header.is_transactional or transactional_id is None:
+    if transactional_id is None:
         return True
     if not broker.config.transactions.transaction_partition_verification_enable:
+        return True
+    header = _peek_header(item.records)
+    if header is None or not header.is_transactional:
         return True
     error = broker.transactions.verify_partition(
         transactional_id,
