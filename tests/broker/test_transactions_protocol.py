@@ -16,7 +16,10 @@ from kafka.protocol.producer import (
     AddPartitionsToTxnRequest,
     EndTxnRequest,
     InitProducerIdRequest,
+    WriteTxnMarkersRequest,
 )
+
+from kafkette.wire.records import ControlRecordType, decode_batches, parse_control_record
 
 NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -173,3 +176,33 @@ def test_verify_only_answers_per_partition(client, txn_id, create_topic, broker)
     }
     assert codes == {0: NONE, 1: INVALID_TXN_STATE}
     assert _end(client, txn_id, producer_id, epoch, False) == NONE
+
+
+def test_write_txn_markers_appends_a_marker_per_partition(client, create_topic, broker):
+    """What ``kafka-transactions.sh abort`` sends for a hanging transaction."""
+    topic = create_topic(broker.bootstrap, partitions=1)
+    marker = WriteTxnMarkersRequest.WritableTxnMarker
+    response = client.request(
+        WriteTxnMarkersRequest(
+            markers=[
+                marker(
+                    producer_id=4242,
+                    producer_epoch=3,
+                    transaction_result=False,
+                    coordinator_epoch=0,
+                    topics=[
+                        marker.WritableTxnMarkerTopic(name=topic, partition_indexes=[0, 5])
+                    ],
+                )
+            ]
+        ),
+        1,
+    )
+    (result,) = response.markers
+    assert result.producer_id == 4242
+    codes = {p.partition_index: p.error_code for p in result.topics[0].partitions}
+    assert codes == {0: NONE, 5: UNKNOWN_TOPIC_OR_PARTITION}
+    log = broker.broker.topics.partition(topic, 0).log
+    ((header, records),) = decode_batches(log.read(0, 1 << 20).to_bytes())
+    assert header.is_control and (header.producer_id, header.producer_epoch) == (4242, 3)
+    assert parse_control_record(records[0]) == (ControlRecordType.ABORT, 0)
