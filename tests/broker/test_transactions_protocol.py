@@ -16,17 +16,26 @@ from kafka.protocol.producer import (
     AddPartitionsToTxnRequest,
     EndTxnRequest,
     InitProducerIdRequest,
+    ProduceRequest,
     WriteTxnMarkersRequest,
 )
 
-from kafkette.wire.records import ControlRecordType, decode_batches, parse_control_record
+from kafkette.wire.records import (
+    ControlRecordType,
+    Record,
+    build_batch,
+    decode_batches,
+    parse_control_record,
+)
 
 NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
 INVALID_REQUEST = 42
+INVALID_PRODUCER_EPOCH = 47
 INVALID_TXN_STATE = 48
 INVALID_PRODUCER_ID_MAPPING = 49
 INVALID_TRANSACTION_TIMEOUT = 50
+CONCURRENT_TRANSACTIONS = 51
 OPERATION_NOT_ATTEMPTED = 55
 PRODUCER_FENCED = 90
 
@@ -206,3 +215,43 @@ def test_write_txn_markers_appends_a_marker_per_partition(client, create_topic, 
     ((header, records),) = decode_batches(log.read(0, 1 << 20).to_bytes())
     assert header.is_control and (header.producer_id, header.producer_epoch) == (4242, 3)
     assert parse_control_record(records[0]) == (ControlRecordType.ABORT, 0)
+
+
+def test_a_new_instance_fences_an_ongoing_transaction(client, txn_id, create_topic, broker):
+    """InitProducerId during a transaction: answered CONCURRENT_TRANSACTIONS while the old
+    epoch's transaction is aborted, then the next epoch but one; the old epoch's produce is
+    INVALID_PRODUCER_EPOCH (Kafka's translation of the coordinator's PRODUCER_FENCED)."""
+    topic = create_topic(broker.bootstrap, partitions=1)
+    error, producer_id, epoch = _init(client, txn_id)
+    assert error == NONE
+    assert _add(client, txn_id, producer_id, epoch, {topic: [0]}) == {(topic, 0): NONE}
+    assert _init(client, txn_id)[0] == CONCURRENT_TRANSACTIONS
+    deadline = time.monotonic() + 30
+    while (answer := _init(client, txn_id))[0] == CONCURRENT_TRANSACTIONS:
+        assert time.monotonic() < deadline, "the fencing abort did not complete"
+        time.sleep(0.05)
+    assert answer == (NONE, producer_id, epoch + 2)
+    batch = build_batch(
+        [Record(0, 0, None, b"zombie")],
+        producer_id=producer_id,
+        producer_epoch=epoch,
+        base_sequence=0,
+        transactional=True,
+    )
+    data = ProduceRequest.TopicProduceData
+    response = client.request(
+        ProduceRequest(
+            transactional_id=txn_id,
+            acks=-1,
+            timeout_ms=10_000,
+            topic_data=[
+                data(name=topic, partition_data=[data.PartitionProduceData(index=0, records=batch)])
+            ],
+        ),
+        9,
+    )
+    assert response.responses[0].partition_responses[0].error_code == INVALID_PRODUCER_EPOCH
+    log = broker.broker.topics.partition(topic, 0).log
+    ((header, records),) = decode_batches(log.read(0, 1 << 20).to_bytes())
+    assert (header.is_control, header.producer_epoch) == (True, epoch + 1)
+    assert parse_control_record(records[0])[0] == ControlRecordType.ABORT
