@@ -26,7 +26,7 @@ jobs: abort of timed-out transactions and removal of expired ids.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import trio
@@ -138,10 +138,15 @@ class TransactionCoordinator:
         for key, value in records:
             try:
                 transactional_id = decode_key(key)
-                if value is None:
+                metadata = None if value is None else decode_value(transactional_id, value)
+                if metadata is None or metadata.state == TxnState.DEAD:
                     self._txns.pop(transactional_id, None)
+                elif metadata.state == TxnState.PREPARE_EPOCH_FENCE:
+                    # Never written by Kafka or kafkette (in memory only); if found, the
+                    # transaction was open: it times out or is fenced like any Ongoing one.
+                    self._txns[transactional_id] = replace(metadata, state=TxnState.ONGOING)
                 else:
-                    self._txns[transactional_id] = decode_value(transactional_id, value)
+                    self._txns[transactional_id] = metadata
             except (BadTransactionRecord, UnicodeDecodeError) as exc:
                 log.warning("skipped an unreadable %s record: %s", TRANSACTION_STATE_TOPIC, exc)
         log.info(
