@@ -266,7 +266,7 @@ class Broker:
         self.topics = TopicRegistry(self.data_dir, self.config)
         self.groups = GroupCoordinator(self)
         await self.groups.load()
-        # After the groups: C's load keeps transactional offsets pending until the
+        # After the groups: their load keeps transactional offsets pending until the
         # markers this coordinator (re)writes for prepared transactions at start.
         self.transactions = TransactionCoordinator(self)
         await self.transactions.load()
