@@ -11,6 +11,7 @@ import time
 import uuid
 
 import pytest
+from kafka.protocol.admin import ListTransactionsRequest
 from kafka.protocol.metadata import FindCoordinatorRequest
 from kafka.protocol.producer import (
     AddPartitionsToTxnRequest,
@@ -255,3 +256,26 @@ def test_a_new_instance_fences_an_ongoing_transaction(client, txn_id, create_top
     ((header, records),) = decode_batches(log.read(0, 1 << 20).to_bytes())
     assert (header.is_control, header.producer_epoch) == (True, epoch + 1)
     assert parse_control_record(records[0])[0] == ControlRecordType.ABORT
+
+
+def test_list_transactions_duration_filter(client, txn_id, create_topic, broker):
+    topic = create_topic(broker.bootstrap, partitions=1)
+    error, producer_id, epoch = _init(client, txn_id)
+    assert error == NONE
+    assert _add(client, txn_id, producer_id, epoch, {topic: [0]}) == {(topic, 0): NONE}
+
+    def listed(duration_ms: int) -> set[str]:
+        response = client.request(
+            ListTransactionsRequest(
+                state_filters=["Ongoing"], producer_id_filters=[producer_id],
+                duration_filter=duration_ms,
+            ),
+            1,
+        )
+        assert response.error_code == NONE
+        return {s.transactional_id for s in response.transaction_states}
+
+    assert listed(0) == {txn_id}
+    assert listed(3_600_000) == set()  # open for less than an hour
+    assert listed(-1) == {txn_id}
+    assert _end(client, txn_id, producer_id, epoch, False) == NONE
