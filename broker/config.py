@@ -16,6 +16,7 @@ from pathlib import Path
 
 from kafkette.broker.connection_limits import parse_ip_overrides
 from kafkette.broker.groups.config import GroupConfig
+from kafkette.broker.transactions.config import TransactionConfig
 from kafkette.log.cleaner import CleanerConfig
 from kafkette.log.config import LogConfig, log_config_from_broker_props
 
@@ -189,6 +190,38 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("offset.metadata.max.bytes", "INT", "4096", "Longest metadata of a commit."),
         _d("transaction.state.log.replication.factor", "SHORT", "3", "Ignored.", False, at_least=1),
         _d("transaction.state.log.min.isr", "INT", "2", "Ignored.", False, at_least=1),
+        _d(
+            "transaction.state.log.num.partitions", "INT", "50",
+            "Partitions of __transaction_state (used when it is created).", at_least=1,
+        ),
+        _d(
+            "transaction.state.log.segment.bytes", "INT", "104857600",
+            "segment.bytes of __transaction_state (a compacted topic).", at_least=1,
+        ),
+        _d(
+            "transaction.state.log.load.buffer.size", "INT", "5242880",
+            "Ignored: the load reads 4 MiB at a time.", False, at_least=1,
+        ),
+        _d(
+            "transaction.max.timeout.ms", "INT", "900000",
+            "Largest transaction.timeout.ms a producer may ask for.", at_least=1,
+        ),
+        _d(
+            "transactional.id.expiration.ms", "INT", "604800000",
+            "Idle time after which a transactional id is forgotten.", at_least=1,
+        ),
+        _d(
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms", "INT", "10000",
+            "How often transactions past their timeout are aborted.", at_least=1,
+        ),
+        _d(
+            "transaction.remove.expired.transaction.cleanup.interval.ms", "INT", "3600000",
+            "How often expired transactional ids are removed.", at_least=1,
+        ),
+        _d(
+            "transaction.partition.verification.enable", "BOOLEAN", "true",
+            "Refuse transactional produce to partitions not added to the transaction.",
+        ),
         _d("max.connections", "INT", str(INT_MAX), "Open connections at most.", at_least=0),
         _d(
             "max.connections.per.ip",
@@ -344,6 +377,7 @@ class BrokerConfig:
     log: LogConfig = field(default_factory=LogConfig)
     cleaner: CleanerConfig = field(default_factory=CleanerConfig)
     groups: GroupConfig = field(default_factory=GroupConfig)
+    transactions: TransactionConfig = field(default_factory=TransactionConfig)
     explicit: Mapping[str, str] = field(default_factory=dict)
 
     def value_of(self, name: str) -> str | None:
@@ -513,6 +547,7 @@ def load_config(props: Mapping[str, str], *, data_dir: Path | None = None) -> Br
         log=log,
         cleaner=cleaner,
         groups=GroupConfig.from_properties(props),
+        transactions=TransactionConfig.from_properties(props),
         explicit=dict(props),
     )
     _check_combinations(config)

@@ -43,6 +43,7 @@ from kafkette.broker.producer_ids import ProducerIdAllocator
 from kafkette.broker.request_memory import RequestMemoryPool
 from kafkette.broker.throttled_log import ThrottledLog, describe_error, storage_errors
 from kafkette.broker.topics import TopicRegistry
+from kafkette.broker.transactions.coordinator import TransactionCoordinator
 from kafkette.log import DataDir
 from kafkette.log.cleaner import CleanAborted, CleanStats
 from kafkette.log.cleaner_manager import LogCleanerManager
@@ -109,6 +110,7 @@ class Broker:
         self._throttled = ThrottledLog(log, interval_s=CONNECTION_LOG_INTERVAL_SECONDS)
         self.topics: TopicRegistry
         self.groups: GroupCoordinator
+        self.transactions: TransactionCoordinator
         self.producer_ids: ProducerIdAllocator
         self.cleaner: LogCleanerManager
         self._stop = trio.Event()
@@ -176,6 +178,7 @@ class Broker:
                     for _ in range(self.config.cleaner.threads):
                         background.start_soon(self._run_cleaner)
                 await self.groups.start(background)
+                await self.transactions.start(background)
                 task_status.started(Endpoint(self.listen.host, bound[1]))
                 await self._stop.wait()
                 background.cancel_scope.cancel()
@@ -263,6 +266,10 @@ class Broker:
         self.topics = TopicRegistry(self.data_dir, self.config)
         self.groups = GroupCoordinator(self)
         await self.groups.load()
+        # After the groups: their load keeps transactional offsets pending until the
+        # markers this coordinator (re)writes for prepared transactions at start.
+        self.transactions = TransactionCoordinator(self)
+        await self.transactions.load()
         log.info(
             "data dir %s open: %d topics in %.3fs",
             self.config.data_dir,

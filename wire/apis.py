@@ -33,6 +33,10 @@ class ApiKey(IntEnum):
     DELETE_TOPICS = 20
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    WRITE_TXN_MARKERS = 27
     OFFSET_FOR_LEADER_EPOCH = 23
     TXN_OFFSET_COMMIT = 28
     DESCRIBE_CONFIGS = 32
@@ -43,6 +47,9 @@ class ApiKey(IntEnum):
     INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
+    DESCRIBE_PRODUCERS = 61
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +134,25 @@ SUPPORTED: dict[ApiKey, ApiSpec] = {
         _api(ApiKey.INCREMENTAL_ALTER_CONFIGS, "IncrementalAlterConfigs", 0, 1),
         _api(ApiKey.OFFSET_DELETE, "OffsetDelete", 0, 0),
         _api(ApiKey.DESCRIBE_CLUSTER, "DescribeCluster", 0, 1),
+        _api(
+            ApiKey.ADD_PARTITIONS_TO_TXN,
+            "AddPartitionsToTxn",
+            0,
+            5,
+            note="4+ is the brokers' batched form (verify_only answered from the coordinator)",
+        ),
+        _api(ApiKey.ADD_OFFSETS_TO_TXN, "AddOffsetsToTxn", 0, 4),
+        _api(
+            ApiKey.END_TXN,
+            "EndTxn",
+            0,
+            4,
+            note="5 is transaction.version 2 (KIP-890), not served",
+        ),
+        _api(ApiKey.WRITE_TXN_MARKERS, "WriteTxnMarkers", 1, 1, note="2 is transaction.version 2"),
+        _api(ApiKey.DESCRIBE_PRODUCERS, "DescribeProducers", 0, 0),
+        _api(ApiKey.DESCRIBE_TRANSACTIONS, "DescribeTransactions", 0, 0),
+        _api(ApiKey.LIST_TRANSACTIONS, "ListTransactions", 0, 1, note="2 is Kafka 4.1's"),
     )
 }
 

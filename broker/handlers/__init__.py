@@ -22,6 +22,7 @@ from kafkette.broker.handlers import (
     produce,
     producer_ids,
     sasl,
+    transactions,
     txn_offsets,
 )
 from kafkette.wire.apis import SUPPORTED, ApiKey
@@ -62,6 +63,13 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DELETE_GROUPS: groups.handle_delete_groups,
     ApiKey.OFFSET_DELETE: groups.handle_offset_delete,
     ApiKey.TXN_OFFSET_COMMIT: txn_offsets.handle_txn_offset_commit,
+    ApiKey.ADD_PARTITIONS_TO_TXN: transactions.handle_add_partitions_to_txn,
+    ApiKey.ADD_OFFSETS_TO_TXN: transactions.handle_add_offsets_to_txn,
+    ApiKey.END_TXN: transactions.handle_end_txn,
+    ApiKey.WRITE_TXN_MARKERS: transactions.handle_write_txn_markers,
+    ApiKey.DESCRIBE_PRODUCERS: transactions.handle_describe_producers,
+    ApiKey.DESCRIBE_TRANSACTIONS: transactions.handle_describe_transactions,
+    ApiKey.LIST_TRANSACTIONS: transactions.handle_list_transactions,
 }
 
 assert set(HANDLERS) == set(SUPPORTED), "every advertised API has a handler"

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkette.groups")
 
 KEY_TYPE_GROUP = 0
+KEY_TYPE_TRANSACTION = 1
 # READ, DELETE and DESCRIBE: what Kafka reports for a group when everything is allowed.
 GROUP_OPERATIONS_ALL = (1 << 3) | (1 << 6) | (1 << 8)
 OPERATIONS_NOT_REQUESTED = -2147483648
@@ -41,6 +42,10 @@ async def handle_find_coordinator(broker: Broker, request: Request) -> dict:
     version = request.header.api_version
     keys = body["coordinator_keys"] if version >= 4 else [body["key"]]
     coordinators = []
+    transaction_error = ErrorCode.NONE
+    if body["key_type"] == KEY_TYPE_TRANSACTION and keys:
+        # Kafka creates __transaction_state on the first lookup of a transaction coordinator.
+        transaction_error = await broker.transactions.ensure_topic()
     for key in keys:
         entry = {
             "key": key,
@@ -50,13 +55,26 @@ async def handle_find_coordinator(broker: Broker, request: Request) -> dict:
             "error_code": 0,
             "error_message": None,
         }
-        if body["key_type"] != KEY_TYPE_GROUP:
+        if body["key_type"] == KEY_TYPE_TRANSACTION:
+            if not key:
+                transaction_key_error = ErrorCode.INVALID_REQUEST
+            else:
+                transaction_key_error = transaction_error
+            if transaction_key_error:
+                entry.update(
+                    node_id=-1,
+                    host="",
+                    port=-1,
+                    error_code=int(transaction_key_error),
+                    error_message=transaction_key_error.name,
+                )
+        elif body["key_type"] != KEY_TYPE_GROUP:
             entry.update(
                 node_id=-1,
                 host="",
                 port=-1,
                 error_code=UNAVAILABLE,
-                error_message="transactions are not supported by kafkette",
+                error_message=f"unsupported coordinator key type {body['key_type']}",
             )
         coordinators.append(entry)
     first = coordinators[0] if coordinators else {}

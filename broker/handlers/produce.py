@@ -7,6 +7,16 @@ worker thread that then appends: one thread hop per request, with the
 partitions' append locks held, so the event loop never checksums or walks
 records. Errors are per partition; nothing of a refused record set is
 written. ``acks=0`` gets no response, as in Kafka.
+
+Transactional batches are verified first, as Kafka 4.0 does (partition
+verification, KIP-890 part 1): with the partitions' append locks held, each
+one's header is asked of the transaction coordinator
+(``TransactionCoordinator.verify_partition``): only the current epoch of the
+request's transactional id, in an Ongoing transaction that added the
+partition, may write. Under the lock, a marker cannot slip in between the
+check and the append. A request with transactional batches but no
+transactional id is refused TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka's
+KafkaApis does.
 """
 
 from __future__ import annotations
@@ -25,9 +35,12 @@ from kafkette.log.producer_state import BatchMetadata
 from kafkette.wire.batch_validation import validate_produce_records
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.record_batch import (
+    HEADER_SIZE,
+    TRANSACTIONAL_MASK,
     BatchHeader,
     InvalidBatchError,
     patch_leader_epoch,
+    read_header,
 )
 
 if TYPE_CHECKING:
@@ -72,8 +85,6 @@ def _validate(item: _Append) -> bool:
             produce_version=item.produce_version,
             compacted=partition.log.config.compacts,
         )
-        if header.is_transactional:
-            raise InvalidBatchError("transactional batches are not supported", corrupt=False)
     except InvalidBatchError as exc:
         log.warning(
             "produce to %s-%d refused (%s): %s",
@@ -102,7 +113,7 @@ async def handle_produce(broker: Broker, request: Request) -> dict | None:
     work: list[_Append] = []
     if acks not in (0, 1, -1):
         error = ErrorCode.INVALID_REQUIRED_ACKS
-    elif body["transactional_id"] is not None:
+    elif body["transactional_id"] is None and _has_transactional_batch(body):
         error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     else:
         error = ErrorCode.NONE
@@ -118,7 +129,7 @@ async def handle_produce(broker: Broker, request: Request) -> dict | None:
             _prepare(broker, name, data, response, work, request.header.api_version)
         responses.append({"name": name, "partition_responses": partition_responses})
     if work:
-        await _append_all(broker, work)
+        await _append_all(broker, work, body["transactional_id"])
     if acks == 0:
         return None
     return {"responses": responses, "throttle_time_ms": 0}
@@ -150,12 +161,94 @@ def _prepare(
     work.append(_Append(partition, records, response, limit, version))
 
 
-async def _append_all(broker: Broker, work: list[_Append]) -> None:
+def _peek_header(records: memoryview) -> BatchHeader | None:
+    """The first batch's header, read on the event loop without validating (61 bytes)."""
+    if len(records) < HEADER_SIZE:
+        return None
+    try:
+        return read_header(records)
+    except Exception:  # garbage: validation refuses it with Kafka's error
+        return None
+
+
+# Where a v2 batch keeps its magic byte and the low byte of its attributes.
+_MAGIC_AT = 16
+_ATTRIBUTES_LOW_AT = 22
+
+
+def _has_transactional_batch(body: dict) -> bool:
+    """Any record set flagged transactional? Two bytes read per partition (every
+    non-transactional Produce pays this, so no header is parsed)."""
+    for topic in body["topic_data"]:
+        for data in topic["partition_data"]:
+            records = data["records"]
+            if (
+                records is not None
+                and len(records) > _ATTRIBUTES_LOW_AT
+                and records[_MAGIC_AT] == 2
+                and records[_ATTRIBUTES_LOW_AT] & TRANSACTIONAL_MASK
+            ):
+                return True
+    return False
+
+
+# The coordinator's verification answers, as Kafka's ReplicaManager turns them into
+# Produce errors that clients of every version handle (retriable ones become
+# NOT_ENOUGH_REPLICAS, which clients retry without a metadata refresh).
+_VERIFICATION_ERRORS = {
+    ErrorCode.CONCURRENT_TRANSACTIONS: ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.NOT_COORDINATOR: ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EPOCH,
+    ErrorCode.UNKNOWN_PRODUCER_ID: ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+}
+
+
+def _verified(broker: Broker, item: _Append, transactional_id: str | None) -> bool:
+    """Partition verification of a transactional batch (event loop, append lock held);
+    False (response filled) if the coordinator refuses it."""
+    if transactional_id is None:
+        return True
+    if not broker.config.transactions.transaction_partition_verification_enable:
+        return True
+    header = _peek_header(item.records)
+    if header is None or not header.is_transactional:
+        return True
+    error = broker.transactions.verify_partition(
+        transactional_id,
+        header.producer_id,
+        header.producer_epoch,
+        item.partition.topic,
+        item.partition.index,
+    )
+    if error == ErrorCode.NONE:
+        return True
+    answer = _VERIFICATION_ERRORS.get(error, error)
+    log.info(
+        "transactional produce to %s-%d by %s refused: %s",
+        item.partition.topic, item.partition.index, transactional_id, error.name,
+    )
+    item.response["error_code"] = int(answer)
+    item.response["error_message"] = (
+        "Partition was not added to the transaction"
+        if error == ErrorCode.INVALID_TXN_STATE
+        else "Unable to verify the partition has been added to the transaction."
+        f" Underlying error: {error.name}"
+    )
+    return False
+
+
+async def _append_all(
+    broker: Broker, work: list[_Append], transactional_id: str | None = None
+) -> None:
     """Take the partitions' append locks in a fixed order, then validate and append in one
     thread call (a second hop just to validate would cost more than validating)."""
     work.sort(key=lambda w: (w.partition.topic, w.partition.index))
     async with _locks([w.partition for w in work]):
-        await trio.to_thread.run_sync(_validate_and_write, work)
+        work = [w for w in work if _verified(broker, w, transactional_id)]
+        if work:
+            await trio.to_thread.run_sync(_validate_and_write, work)
         for item in work:
             if item.response["error_code"] == 0 and item.duplicate is None:
                 item.partition.notify_appended()

@@ -1,8 +1,15 @@
-"""InitProducerId for idempotent producers (transactions are not served).
+"""InitProducerId: idempotent producers here, transactional ones at the coordinator.
 
-A new producer gets a fresh id and epoch 0. A producer that sends its
+A new idempotent producer gets a fresh id and epoch 0. One that sends its
 current id and epoch (v3+, after a fatal sequence error) gets the same id with
 the epoch bumped, which resets its sequences, as Kafka does.
+
+A request with a transactional id goes to the transaction coordinator
+(``TransactionCoordinator.init_producer_id``): epoch bump of the id's producer
+id, fencing and abort of a running transaction (answered
+CONCURRENT_TRANSACTIONS until the abort is written; the client retries),
+CONCURRENT_TRANSACTIONS while markers are pending, and a new producer id once
+the epoch is exhausted, as Kafka does.
 """
 
 from __future__ import annotations
@@ -24,11 +31,17 @@ MAX_EPOCH = 32767
 async def handle_init_producer_id(broker: Broker, request: Request) -> dict:
     body = request.body
     if body["transactional_id"] is not None:
+        result = await broker.transactions.init_producer_id(
+            body["transactional_id"],
+            body["transaction_timeout_ms"],
+            body["producer_id"],
+            body["producer_epoch"],
+        )
         return {
             "throttle_time_ms": 0,
-            "error_code": int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
-            "producer_id": -1,
-            "producer_epoch": -1,
+            "error_code": int(result.error),
+            "producer_id": result.producer_id,
+            "producer_epoch": result.producer_epoch,
         }
     producer_id = body["producer_id"]
     epoch = body["producer_epoch"]

@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kafkette.broker.group_coordinator import CoordinatorUnavailable, ProducerRejected
+from kafkette.broker.groups import OFFSETS_TOPIC
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -40,20 +41,30 @@ def verify_offsets_partition(
     """The transaction coordinator's check that this transaction added the group's
     offsets partition (AddOffsetsToTxn) with this producer id and current epoch.
 
-    TRANSACTION VERIFICATION GOES HERE (the lead wires it at merge):
-    ``broker.transactions.verify_partition(body["transactional_id"],
-    body["producer_id"], body["producer_epoch"], "__consumer_offsets",
-    offsets_partition)``; ``version`` is there for Kafka's version-dependent
-    error mapping (TRANSACTION_ABORTABLE from v4). Until then only what needs no
-    transaction coordinator is checked: a TxnOffsetCommit without a producer id
-    cannot be part of any transaction (Kafka's verification answers
-    INVALID_PRODUCER_ID_MAPPING), and it must never be written as an ordinary
-    commit.
+    Kafka 4.0 verifies TxnOffsetCommit like a transactional Produce (KIP-890
+    part 1) and maps the coordinator's answer through the group coordinator's
+    error handling: a fenced producer sees INVALID_PRODUCER_EPOCH, a
+    transaction whose markers are still being written COORDINATOR_NOT_AVAILABLE
+    (clients look the coordinator up again and retry). A request without a
+    producer id cannot belong to any transaction (INVALID_PRODUCER_ID_MAPPING)
+    and is never written as an ordinary commit.
     """
-    del broker, version, offsets_partition
+    del version
     if body["producer_id"] < 0 or body["producer_epoch"] < 0:
         return ErrorCode.INVALID_PRODUCER_ID_MAPPING
-    return ErrorCode.NONE
+    if not broker.config.transactions.transaction_partition_verification_enable:
+        return ErrorCode.NONE
+    error = broker.transactions.verify_partition(
+        body["transactional_id"], body["producer_id"], body["producer_epoch"],
+        OFFSETS_TOPIC, offsets_partition,
+    )
+    return _VERIFICATION_ERRORS.get(error, error)
+
+
+_VERIFICATION_ERRORS = {
+    ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EPOCH,
+    ErrorCode.CONCURRENT_TRANSACTIONS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+}
 
 
 async def handle_txn_offset_commit(broker: Broker, request: Request) -> dict:

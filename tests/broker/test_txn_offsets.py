@@ -1,7 +1,8 @@
 """TxnOffsetCommit end to end: raw wire requests, markers, OffsetFetch, restart, compaction.
 
 The transaction coordinator (which sends the markers) is another piece of the
-broker; here the test plays it by awaiting ``broker.groups.write_txn_marker`` on
+broker (end-to-end with real transactional clients: test_transactions*.py and the
+compat suite); here the test plays it by awaiting ``broker.groups.write_txn_marker`` on
 the broker's own event loop, exactly as the coordinator does. OffsetFetch is
 checked with raw requests (with and without ``require_stable``) and with real
 clients: librdkafka asks with require_stable when ``isolation.level`` is
@@ -29,7 +30,14 @@ from kafkette.wire.records import ControlRecordType, decode_batches, parse_contr
 NONE = ErrorCode.NONE
 UNSTABLE = ErrorCode.UNSTABLE_OFFSET_COMMIT
 PRODUCER = 4242  # the producer id the tests commit with (no coordinator checks it yet)
-CONFIGS = {"num.partitions": "1", "offsets.topic.num.partitions": "3"}
+# The test plays the transaction coordinator, so the broker's partition verification
+# (which asks the real coordinator, tested in test_transactions*.py) is off, as Kafka's
+# transaction.partition.verification.enable=false allows.
+CONFIGS = {
+    "num.partitions": "1",
+    "offsets.topic.num.partitions": "3",
+    "transaction.partition.verification.enable": "false",
+}
 
 
 @pytest.fixture(scope="module")

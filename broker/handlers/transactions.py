@@ -1,0 +1,298 @@
+"""Transaction APIs: decode, call the transaction coordinator, encode.
+
+AddPartitionsToTxn (24), AddOffsetsToTxn (25), EndTxn (26), WriteTxnMarkers
+(27), DescribeProducers (61), DescribeTransactions (65), ListTransactions
+(66). The rules live in ``broker/transactions``; what depends on the
+request's version (AddPartitionsToTxn's v4+ batched form) is decided here.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from kafkette.broker.clock import now_ms
+from kafkette.broker.topics import INTERNAL_TOPICS
+from kafkette.broker.transactions.markers import write_marker
+from kafkette.broker.transactions.state import STATE_BY_NAME, TxnState
+from kafkette.wire.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from kafkette.broker.server import Broker
+    from kafkette.log.producer_state import ProducerEntry, ProducerStateTable
+    from kafkette.wire.connection import Request
+
+log = logging.getLogger("kafkette.transactions")
+
+
+# AddPartitionsToTxn ---------------------------------------------------------
+
+
+def _partition_results(topics: list[dict], errors: dict[tuple[str, int], int]) -> list[dict]:
+    return [
+        {
+            "name": topic["name"],
+            "results_by_partition": [
+                {"partition_index": index, "partition_error_code": errors[(topic["name"], index)]}
+                for index in topic["partitions"]
+            ],
+        }
+        for topic in topics
+    ]
+
+
+async def _add_one(
+    broker: Broker,
+    transactional_id: str,
+    producer_id: int,
+    producer_epoch: int,
+    topics: list[dict],
+    verify_only: bool = False,
+) -> list[dict]:
+    """One transaction's AddPartitionsToTxn: per-partition results, Kafka's rules.
+
+    Partitions that do not exist get UNKNOWN_TOPIC_OR_PARTITION and the others
+    OPERATION_NOT_ATTEMPTED (KafkaApis refuses the whole request before the
+    coordinator sees it); otherwise every partition gets the coordinator's answer.
+    """
+    wanted = [(t["name"], index) for t in topics for index in t["partitions"]]
+    unknown = {tp for tp in wanted if broker.topics.partition(*tp) is None}
+    if unknown:
+        errors = {
+            tp: int(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                if tp in unknown
+                else ErrorCode.OPERATION_NOT_ATTEMPTED
+            )
+            for tp in wanted
+        }
+        return _partition_results(topics, errors)
+    coordinator = broker.transactions
+    if verify_only:
+        errors = {
+            tp: int(
+                coordinator.verify_partition(transactional_id, producer_id, producer_epoch, *tp)
+            )
+            for tp in wanted
+        }
+    else:
+        error = await coordinator.add_partitions(
+            transactional_id, producer_id, producer_epoch, frozenset(wanted)
+        )
+        errors = dict.fromkeys(wanted, int(error))
+    return _partition_results(topics, errors)
+
+
+async def handle_add_partitions_to_txn(broker: Broker, request: Request) -> dict:
+    body = request.body
+    if request.header.api_version <= 3:
+        results = await _add_one(
+            broker,
+            body["v3_and_below_transactional_id"],
+            body["v3_and_below_producer_id"],
+            body["v3_and_below_producer_epoch"],
+            body["v3_and_below_topics"],
+        )
+        return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": results}
+    by_transaction = []
+    for txn in body["transactions"]:
+        results = await _add_one(
+            broker,
+            txn["transactional_id"],
+            txn["producer_id"],
+            txn["producer_epoch"],
+            txn["topics"],
+            verify_only=txn["verify_only"],
+        )
+        by_transaction.append(
+            {"transactional_id": txn["transactional_id"], "topic_results": results}
+        )
+    return {"throttle_time_ms": 0, "error_code": 0, "results_by_transaction": by_transaction}
+
+
+# AddOffsetsToTxn, EndTxn ------------------------------------------------------
+
+
+async def handle_add_offsets_to_txn(broker: Broker, request: Request) -> dict:
+    body = request.body
+    coordinator = broker.transactions
+    if not body["group_id"]:
+        error = ErrorCode.INVALID_REQUEST
+    else:
+        error = await coordinator.add_partitions(
+            body["transactional_id"],
+            body["producer_id"],
+            body["producer_epoch"],
+            frozenset({coordinator.offsets_partition_for(body["group_id"])}),
+        )
+    return {"throttle_time_ms": 0, "error_code": int(error)}
+
+
+async def handle_end_txn(broker: Broker, request: Request) -> dict:
+    body = request.body
+    error = await broker.transactions.end_transaction(
+        body["transactional_id"], body["producer_id"], body["producer_epoch"], body["committed"]
+    )
+    return {"throttle_time_ms": 0, "error_code": int(error)}
+
+
+# WriteTxnMarkers ----------------------------------------------------------------
+
+
+async def handle_write_txn_markers(broker: Broker, request: Request) -> dict:
+    """Markers sent to the partitions' leader: by ``kafka-transactions.sh abort`` (a
+    hanging transaction), in a cluster also by other coordinators."""
+    results = []
+    for marker in request.body["markers"]:
+        topics = []
+        for topic in marker["topics"]:
+            partitions = []
+            for index in topic["partition_indexes"]:
+                if topic["name"] in INTERNAL_TOPICS and topic["name"] != "__consumer_offsets":
+                    error = ErrorCode.INVALID_TOPIC_EXCEPTION
+                else:
+                    error = await write_marker(
+                        broker,
+                        topic["name"],
+                        index,
+                        producer_id=marker["producer_id"],
+                        producer_epoch=marker["producer_epoch"],
+                        coordinator_epoch=marker["coordinator_epoch"],
+                        committed=marker["transaction_result"],
+                    )
+                partitions.append({"partition_index": index, "error_code": int(error)})
+            topics.append({"name": topic["name"], "partitions": partitions})
+        results.append({"producer_id": marker["producer_id"], "topics": topics})
+    return {"markers": results}
+
+
+# Admin: ListTransactions, DescribeTransactions, DescribeProducers ------------------
+
+
+async def handle_list_transactions(broker: Broker, request: Request) -> dict:
+    body = request.body
+    state_names = body["state_filters"]
+    unknown = [name for name in state_names if name not in STATE_BY_NAME]
+    states = {STATE_BY_NAME[name] for name in state_names if name in STATE_BY_NAME}
+    producer_ids = set(body["producer_id_filters"])
+    duration = body["duration_filter"] if request.header.api_version >= 1 else -1
+    now = now_ms()
+    listed = []
+    for metadata in broker.transactions.all():
+        if metadata.state == TxnState.DEAD:
+            continue
+        if producer_ids and metadata.producer_id not in producer_ids:
+            continue
+        if state_names and metadata.state not in states:
+            continue
+        if duration >= 0 and now - metadata.start_ms < duration:
+            continue
+        listed.append(
+            {
+                "transactional_id": metadata.transactional_id,
+                "producer_id": metadata.producer_id,
+                "transaction_state": metadata.state.display_name,
+            }
+        )
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "unknown_state_filters": unknown,
+        "transaction_states": listed,
+    }
+
+
+async def handle_describe_transactions(broker: Broker, request: Request) -> dict:
+    states = []
+    for transactional_id in request.body["transactional_ids"]:
+        metadata = broker.transactions.get(transactional_id)
+        if metadata is None or metadata.state == TxnState.DEAD:
+            states.append(
+                {
+                    "error_code": int(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND),
+                    "transactional_id": transactional_id,
+                    "transaction_state": "",
+                    "transaction_timeout_ms": 0,
+                    "transaction_start_time_ms": -1,
+                    "producer_id": -1,
+                    "producer_epoch": -1,
+                    "topics": [],
+                }
+            )
+            continue
+        topics: dict[str, list[int]] = {}
+        for topic, index in sorted(metadata.partitions):
+            topics.setdefault(topic, []).append(index)
+        states.append(
+            {
+                "error_code": 0,
+                "transactional_id": transactional_id,
+                "transaction_state": metadata.state.display_name,
+                "transaction_timeout_ms": metadata.timeout_ms,
+                "transaction_start_time_ms": metadata.start_ms,
+                "producer_id": metadata.producer_id,
+                "producer_epoch": metadata.producer_epoch,
+                "topics": [{"topic": t, "partitions": p} for t, p in topics.items()],
+            }
+        )
+    return {"throttle_time_ms": 0, "transaction_states": states}
+
+
+def _producer_entries(table: ProducerStateTable) -> list[tuple[int, ProducerEntry]]:
+    """The table's entries, read on the event loop while a worker thread may append
+    (new entries) or expire (fewer entries): ids first, then each entry still there."""
+    entries = []
+    for producer_id in _ids(table):
+        entry = table.get(producer_id)
+        if entry is not None:
+            entries.append((producer_id, entry))
+    return entries
+
+
+def _ids(table: ProducerStateTable) -> list[int]:
+    while True:
+        try:
+            return [producer_id for producer_id, _ in table.items()]
+        except (RuntimeError, KeyError):  # changed under us by a worker thread: again
+            continue
+
+
+async def handle_describe_producers(broker: Broker, request: Request) -> dict:
+    """The producers a partition remembers (its producer table), as Kafka's
+    ``kafka-transactions.sh describe-producers`` shows them."""
+    topics = []
+    for topic in request.body["topics"]:
+        partitions = []
+        for index in topic["partition_indexes"]:
+            partition = broker.topics.partition(topic["name"], index)
+            if partition is None:
+                partitions.append(
+                    {
+                        "partition_index": index,
+                        "error_code": int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+                        "error_message": None,
+                        "active_producers": [],
+                    }
+                )
+                continue
+            producers = [
+                {
+                    "producer_id": producer_id,
+                    "producer_epoch": entry.epoch,
+                    "last_sequence": entry.batches[-1].last_sequence if entry.batches else -1,
+                    "last_timestamp": entry.last_append_ms,
+                    "coordinator_epoch": entry.coordinator_epoch,
+                    "current_txn_start_offset": entry.current_txn_first_offset,
+                }
+                for producer_id, entry in _producer_entries(partition.log.producer_state.table)
+            ]
+            partitions.append(
+                {
+                    "partition_index": index,
+                    "error_code": 0,
+                    "error_message": None,
+                    "active_producers": producers,
+                }
+            )
+        topics.append({"name": topic["name"], "partitions": partitions})
+    return {"throttle_time_ms": 0, "topics": topics}

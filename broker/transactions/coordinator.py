@@ -1,0 +1,551 @@
+"""The transaction coordinator on the event loop: decide, persist, install, write markers.
+
+Every request is decided synchronously from memory (``state.py`` rules), so
+no two decisions about one transactional id interleave. A decision that
+changes state marks the id *pending* (with the state it moves to), appends
+the new ``TransactionLogValue`` to the id's ``__transaction_state`` partition
+(persist first, as the group coordinator does) and only then installs it in
+memory and answers. While an id is pending, other requests for it get
+CONCURRENT_TRANSACTIONS, which clients retry: Kafka's pendingState rule. No
+lock is held across the write, so different ids proceed in parallel; writes
+to one partition are ordered by its append lock.
+
+Ending a transaction: PrepareCommit/PrepareAbort is persisted, the client
+is answered, then a background task writes the markers to every partition of
+the transaction (``markers.py``) and persists CompleteCommit/CompleteAbort.
+Requests for that id meanwhile get CONCURRENT_TRANSACTIONS.
+
+Start: ``load`` replays ``__transaction_state`` (last record per id wins,
+tombstones forget it); ``start`` resumes the markers of every transaction
+found prepared (marker writes are idempotent for readers: a second COMMIT of
+a closed transaction changes nothing), leaves Ongoing ones to time out or to
+be fenced by their producer's next InitProducerId, and runs the two periodic
+jobs: abort of timed-out transactions and removal of expired ids.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import trio
+
+from kafkette.broker.clock import now_ms
+from kafkette.broker.groups import OFFSETS_TOPIC
+from kafkette.broker.groups.partitioning import java_string_hash, kafka_abs
+from kafkette.broker.partition import LEADER_EPOCH
+from kafkette.broker.throttled_log import ThrottledLog, describe_error, storage_errors
+from kafkette.broker.topics import TopicError
+from kafkette.broker.transactions import TRANSACTION_STATE_TOPIC
+from kafkette.broker.transactions.log_records import (
+    BadTransactionRecord,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+)
+from kafkette.broker.transactions.markers import write_marker
+from kafkette.broker.transactions.state import (
+    PREPARED,
+    TopicPartition,
+    TransactionMetadata,
+    TxnState,
+    new_metadata,
+)
+from kafkette.wire.errors import ErrorCode
+from kafkette.wire.record_batch import read_header
+from kafkette.wire.records import Record, build_batch, decode_batches
+
+if TYPE_CHECKING:
+    from kafkette.broker.partition import Partition
+    from kafkette.broker.server import Broker
+
+log = logging.getLogger("kafkette.transactions")
+_marker_failures = ThrottledLog(log, interval_s=10.0)
+
+READ_CHUNK_BYTES = 4 * 1024 * 1024
+MARKER_RETRY_SECONDS = 0.5
+# Leader epoch of __transaction_state: the coordinator epoch every marker carries.
+COORDINATOR_EPOCH = LEADER_EPOCH
+# Marker errors after which that partition is done (Kafka's completion handler drops
+# them): the partition is gone, or the log already holds a newer epoch.
+_MARKER_FINAL = frozenset(
+    {
+        ErrorCode.NONE,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.INVALID_PRODUCER_EPOCH,
+        ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+    }
+)
+
+
+def transaction_state_configs(segment_bytes: int) -> dict[str, str]:
+    """``__transaction_state`` as Kafka makes it: compacted, uncompressed."""
+    return {
+        "cleanup.policy": "compact",
+        "segment.bytes": str(segment_bytes),
+        "compression.type": "uncompressed",
+    }
+
+
+class _WriteFailed(Exception):
+    def __init__(self, code: ErrorCode) -> None:
+        super().__init__(code.name)
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class InitResult:
+    error: ErrorCode
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+
+class TransactionCoordinator:
+    """This node's transaction coordinator (a single node coordinates every id)."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.config = broker.config.transactions
+        self.num_partitions = self.config.transaction_state_log_num_partitions
+        self._txns: dict[str, TransactionMetadata] = {}
+        self._pending: dict[str, TxnState] = {}  # id -> state being written
+        self._nursery: trio.Nursery | None = None
+
+    # Start-up ------------------------------------------------------------
+
+    def partition_for(self, transactional_id: str) -> int:
+        """Kafka's rule: ``Utils.abs(transactionalId.hashCode) % partitions``."""
+        return kafka_abs(java_string_hash(transactional_id)) % self.num_partitions
+
+    async def load(self) -> None:
+        """Rebuild every id's state from ``__transaction_state``, if it exists yet."""
+        existing = self.broker.topics.metadata(TRANSACTION_STATE_TOPIC)
+        if existing is None:
+            return
+        if existing.partitions != self.num_partitions:
+            log.info(
+                "%s has %d partitions (transaction.state.log.num.partitions=%d is used only"
+                " at creation)",
+                TRANSACTION_STATE_TOPIC,
+                existing.partitions,
+                self.num_partitions,
+            )
+            self.num_partitions = existing.partitions
+        partitions = self.broker.topics.partitions(TRANSACTION_STATE_TOPIC)
+        records = await trio.to_thread.run_sync(_read_all_records, partitions)
+        for key, value in records:
+            try:
+                transactional_id = decode_key(key)
+                metadata = None if value is None else decode_value(transactional_id, value)
+                if metadata is None or metadata.state == TxnState.DEAD:
+                    self._txns.pop(transactional_id, None)
+                elif metadata.state == TxnState.PREPARE_EPOCH_FENCE:
+                    # Never written by Kafka or kafkette (in memory only); if found, the
+                    # transaction was open: it times out or is fenced like any Ongoing one.
+                    self._txns[transactional_id] = replace(metadata, state=TxnState.ONGOING)
+                else:
+                    self._txns[transactional_id] = metadata
+            except (BadTransactionRecord, UnicodeDecodeError) as exc:
+                log.warning("skipped an unreadable %s record: %s", TRANSACTION_STATE_TOPIC, exc)
+        log.info(
+            "loaded %d transactional ids from %d records of %s",
+            len(self._txns),
+            len(records),
+            TRANSACTION_STATE_TOPIC,
+        )
+
+    async def start(self, nursery: trio.Nursery) -> None:
+        """Finish the transactions found prepared, start the periodic jobs."""
+        self._nursery = nursery
+        for metadata in list(self._txns.values()):
+            if metadata.state in PREPARED:
+                log.info(
+                    "completing %s of %s after restart",
+                    metadata.state.display_name,
+                    metadata.transactional_id,
+                )
+                self._pending[metadata.transactional_id] = metadata.state
+                nursery.start_soon(self._complete, metadata)
+        nursery.start_soon(self._abort_timed_out_periodically)
+        nursery.start_soon(self._remove_expired_periodically)
+
+    async def ensure_topic(self) -> ErrorCode:
+        """Create ``__transaction_state`` on first use (FindCoordinator, first write)."""
+        topics = self.broker.topics
+        if topics.metadata(TRANSACTION_STATE_TOPIC) is not None:
+            return ErrorCode.NONE
+        try:
+            await topics.create(
+                TRANSACTION_STATE_TOPIC,
+                self.num_partitions,
+                transaction_state_configs(self.config.transaction_state_log_segment_bytes),
+            )
+        except TopicError as exc:
+            if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                log.warning("cannot create %s: %s", TRANSACTION_STATE_TOPIC, exc.message)
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return ErrorCode.NONE
+
+    # Lookups (admin, produce verification) --------------------------------
+
+    def get(self, transactional_id: str) -> TransactionMetadata | None:
+        return self._txns.get(transactional_id)
+
+    def all(self) -> list[TransactionMetadata]:
+        return list(self._txns.values())
+
+    def verify_partition(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, topic: str,
+        partition: int,
+    ) -> ErrorCode:
+        """May this producer write a transactional batch to this partition now?
+
+        Kafka 4.0's partition verification (KIP-890 part 1) as the coordinator
+        answers it: NONE only for the current id and epoch of an Ongoing
+        transaction that added the partition. The caller translates for its
+        API (Produce maps CONCURRENT_TRANSACTIONS to NOT_ENOUGH_REPLICAS,
+        PRODUCER_FENCED to INVALID_PRODUCER_EPOCH, as Kafka's ReplicaManager).
+        Synchronous and in memory: call it from the event loop, under the
+        partition's append lock so no marker slips between check and append.
+        """
+        metadata = self._txns.get(transactional_id)
+        if metadata is None or metadata.producer_id != producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if metadata.producer_epoch != producer_epoch:
+            return ErrorCode.PRODUCER_FENCED
+        pending = self._pending.get(transactional_id)
+        if (pending is not None and pending != TxnState.ONGOING) or metadata.state in PREPARED:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        if metadata.state == TxnState.ONGOING and (topic, partition) in metadata.partitions:
+            return ErrorCode.NONE
+        return ErrorCode.INVALID_TXN_STATE
+
+    # Requests -------------------------------------------------------------
+
+    async def init_producer_id(
+        self,
+        transactional_id: str,
+        timeout_ms: int,
+        expected_producer_id: int = -1,
+        expected_epoch: int = -1,
+    ) -> InitResult:
+        """InitProducerId with a transactional id (Kafka's handleInitProducerId, v1)."""
+        if not transactional_id:
+            return InitResult(ErrorCode.INVALID_REQUEST)
+        if not 0 < timeout_ms <= self.config.transaction_max_timeout_ms:
+            return InitResult(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
+        if transactional_id in self._pending:
+            return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+        metadata = self._txns.get(transactional_id)
+        now = now_ms()
+        if metadata is None:
+            self._pending[transactional_id] = TxnState.EMPTY
+            try:
+                producer_id = await self._allocate_producer_id()
+                if producer_id is None:
+                    return InitResult(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+                fresh = new_metadata(transactional_id, producer_id, timeout_ms, now)
+                error = await self._write(fresh)
+            finally:
+                self._pending.pop(transactional_id, None)
+            if error:
+                return InitResult(error)
+            return InitResult(ErrorCode.NONE, fresh.producer_id, fresh.producer_epoch)
+        expected = expected_producer_id >= 0
+        if expected and expected_producer_id not in (
+            metadata.producer_id,
+            metadata.last_producer_id,
+        ):
+            return InitResult(ErrorCode.PRODUCER_FENCED)
+        state = metadata.state
+        if state in PREPARED:
+            return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+        if state == TxnState.ONGOING:
+            # Fence the running producer and abort its transaction; the client retries
+            # (CONCURRENT_TRANSACTIONS) and gets the next epoch once the abort completes.
+            aborting = metadata.prepare_fence().prepare_end(False, now)
+            error = await self._transition(aborting)
+            if error:
+                return InitResult(error)
+            self._spawn_completion(aborting)
+            return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+        if state not in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
+            return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+        if metadata.epoch_exhausted and (not expected or expected_epoch == metadata.producer_epoch):
+            self._pending[transactional_id] = TxnState.EMPTY
+            try:
+                producer_id = await self._allocate_producer_id()
+            finally:
+                self._pending.pop(transactional_id, None)
+            if producer_id is None:
+                return InitResult(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+            bumped = metadata.prepare_producer_id_rotation(
+                producer_id, timeout_ms, now, remember_last=expected
+            )
+        elif not expected or expected_epoch == metadata.producer_epoch:
+            bumped = metadata.prepare_epoch_bump(timeout_ms, now, remember_last=expected)
+        elif expected_epoch == metadata.last_producer_epoch:
+            # A retry of the bump that produced the current epoch (KIP-360).
+            return InitResult(ErrorCode.NONE, metadata.producer_id, metadata.producer_epoch)
+        else:
+            return InitResult(ErrorCode.PRODUCER_FENCED)
+        error = await self._transition(bumped)
+        if error:
+            return InitResult(error)
+        return InitResult(ErrorCode.NONE, bumped.producer_id, bumped.producer_epoch)
+
+    def _check_producer(
+        self, transactional_id: str, producer_id: int, producer_epoch: int
+    ) -> tuple[ErrorCode, TransactionMetadata | None]:
+        """The checks AddPartitionsToTxn, AddOffsetsToTxn and EndTxn share, in Kafka's order."""
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST, None
+        metadata = self._txns.get(transactional_id)
+        if metadata is None or metadata.producer_id != producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING, None
+        if metadata.producer_epoch != producer_epoch:
+            return ErrorCode.PRODUCER_FENCED, None
+        if transactional_id in self._pending:
+            return ErrorCode.CONCURRENT_TRANSACTIONS, None
+        return ErrorCode.NONE, metadata
+
+    async def add_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: frozenset[TopicPartition],
+    ) -> ErrorCode:
+        """AddPartitionsToTxn (and AddOffsetsToTxn's offsets partition)."""
+        error, metadata = self._check_producer(transactional_id, producer_id, producer_epoch)
+        if metadata is None:
+            return error
+        if metadata.state in PREPARED:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        if metadata.state == TxnState.ONGOING and partitions <= metadata.partitions:
+            return ErrorCode.NONE
+        if metadata.state not in (
+            TxnState.EMPTY,
+            TxnState.ONGOING,
+            TxnState.COMPLETE_COMMIT,
+            TxnState.COMPLETE_ABORT,
+        ):
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        return await self._transition(metadata.prepare_add_partitions(partitions, now_ms()))
+
+    def offsets_partition_for(self, group_id: str) -> TopicPartition:
+        """The ``__consumer_offsets`` partition of a group (AddOffsetsToTxn)."""
+        return OFFSETS_TOPIC, self.broker.groups.state.partition_for(group_id)
+
+    async def end_transaction(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+    ) -> ErrorCode:
+        """EndTxn: persist PrepareCommit/PrepareAbort, answer, write markers in the background."""
+        error, metadata = self._check_producer(transactional_id, producer_id, producer_epoch)
+        if metadata is None:
+            return error
+        state = metadata.state
+        if state == TxnState.ONGOING:
+            prepared = metadata.prepare_end(commit, now_ms())
+            error = await self._transition(prepared)
+            if not error:
+                self._spawn_completion(prepared)
+            return error
+        wanted_prepare = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+        wanted_complete = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
+        if state == wanted_complete:
+            return ErrorCode.NONE  # a retry of an EndTxn that completed
+        if state == wanted_prepare:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        return ErrorCode.INVALID_TXN_STATE
+
+    # Persisting -----------------------------------------------------------
+
+    async def _transition(self, new: TransactionMetadata) -> ErrorCode:
+        """Persist ``new`` for its id (marked pending meanwhile), then install it."""
+        transactional_id = new.transactional_id
+        self._pending[transactional_id] = new.state
+        try:
+            return await self._write(new)
+        finally:
+            self._pending.pop(transactional_id, None)
+
+    async def _write(self, new: TransactionMetadata) -> ErrorCode:
+        with trio.CancelScope(shield=True):  # written and installed, or neither
+            try:
+                await self._append(new.transactional_id, encode_value(new))
+            except _WriteFailed as exc:
+                return exc.code
+            self._txns[new.transactional_id] = new
+        return ErrorCode.NONE
+
+    async def _append(self, transactional_id: str, value: bytes | None) -> None:
+        if await self.ensure_topic():
+            raise _WriteFailed(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        index = self.partition_for(transactional_id)
+        partition = self.broker.topics.partition(TRANSACTION_STATE_TOPIC, index)
+        if partition is None:
+            raise _WriteFailed(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        record = Record(0, 0, encode_key(transactional_id), value)
+        batch = bytearray(build_batch([record], partition_leader_epoch=LEADER_EPOCH))
+        try:
+            async with partition.append_lock:
+                await trio.to_thread.run_sync(partition.log.append, batch, [read_header(batch)])
+        except Exception as exc:  # KAFKA_STORAGE_ERROR: Kafka answers NOT_COORDINATOR
+            storage_errors.failure("writing to", f"{TRANSACTION_STATE_TOPIC}-{index}", exc)
+            raise _WriteFailed(ErrorCode.NOT_COORDINATOR) from exc
+        partition.notify_appended()
+
+    async def _allocate_producer_id(self) -> int | None:
+        try:
+            return await trio.to_thread.run_sync(self.broker.producer_ids.allocate)
+        except OSError as exc:
+            storage_errors.failure("allocating a producer id block in", "the data dir", exc)
+            return None
+
+    # Completing transactions ----------------------------------------------
+
+    def _spawn_completion(self, prepared: TransactionMetadata) -> None:
+        self._pending[prepared.transactional_id] = prepared.state
+        assert self._nursery is not None, "start() runs before any request is served"
+        self._nursery.start_soon(self._complete, prepared)
+
+    async def _complete(self, prepared: TransactionMetadata) -> None:
+        """Write every marker, then persist the Complete state. Retries until both succeed
+        (a full disk); a shutdown meanwhile leaves the Prepare state for the next start."""
+        transactional_id = prepared.transactional_id
+        try:
+            await self.write_markers(
+                prepared.partitions,
+                producer_id=prepared.producer_id,
+                producer_epoch=prepared.producer_epoch,
+                committed=prepared.state == TxnState.PREPARE_COMMIT,
+            )
+            completed = prepared.prepare_complete(now_ms())
+            while await self._write(completed):
+                await trio.sleep(MARKER_RETRY_SECONDS)
+        finally:
+            self._pending.pop(transactional_id, None)
+        log.debug("%s of %s", completed.state.display_name, transactional_id)
+
+    async def write_markers(
+        self,
+        partitions: frozenset[TopicPartition],
+        *,
+        producer_id: int,
+        producer_epoch: int,
+        committed: bool,
+    ) -> None:
+        """A marker in each partition, concurrently; each retried until it is final."""
+
+        async def one(topic: str, index: int) -> None:
+            while True:
+                try:
+                    error = await write_marker(
+                        self.broker,
+                        topic,
+                        index,
+                        producer_id=producer_id,
+                        producer_epoch=producer_epoch,
+                        coordinator_epoch=COORDINATOR_EPOCH,
+                        committed=committed,
+                    )
+                except Exception as exc:  # a bug or a failed group write: retry, say so
+                    _marker_failures.log(
+                        ("marker", topic), logging.WARNING,
+                        f"transaction marker to {topic}-{index} failed: {describe_error(exc)}",
+                    )
+                    error = ErrorCode.UNKNOWN_SERVER_ERROR
+                if error in _MARKER_FINAL:
+                    if error:
+                        log.info(
+                            "transaction marker for producer %d dropped for %s-%d: %s",
+                            producer_id, topic, index, error.name,
+                        )
+                    return
+                await trio.sleep(MARKER_RETRY_SECONDS)
+
+        async with trio.open_nursery() as nursery:
+            for topic, index in sorted(partitions):
+                nursery.start_soon(one, topic, index)
+
+    # Periodic jobs ----------------------------------------------------------
+
+    async def _abort_timed_out_periodically(self) -> None:
+        interval = self.config.transaction_abort_timed_out_transaction_cleanup_interval_ms / 1000
+        while True:
+            await trio.sleep(interval)
+            await self.abort_timed_out()
+
+    async def abort_timed_out(self) -> int:
+        """Abort (fencing the producer's epoch) every Ongoing transaction past its timeout."""
+        now = now_ms()
+        due = [
+            m for m in self._txns.values()
+            if m.timed_out(now) and m.transactional_id not in self._pending
+        ]
+        for metadata in due:
+            if self._txns.get(metadata.transactional_id) is not metadata:
+                continue  # changed since the scan
+            if metadata.transactional_id in self._pending:
+                continue
+            log.info(
+                "aborting transaction of %s (producer %d): timeout of %d ms passed",
+                metadata.transactional_id, metadata.producer_id, metadata.timeout_ms,
+            )
+            aborting = metadata.prepare_fence().prepare_end(False, now)
+            if not await self._transition(aborting):
+                self._spawn_completion(aborting)
+        return len(due)
+
+    async def _remove_expired_periodically(self) -> None:
+        interval = self.config.transaction_remove_expired_transaction_cleanup_interval_ms / 1000
+        while True:
+            await trio.sleep(interval)
+            await self.remove_expired()
+
+    async def remove_expired(self) -> int:
+        """Forget ids idle for ``transactional.id.expiration.ms``: a tombstone each."""
+        now = now_ms()
+        expiration = self.config.transactional_id_expiration_ms
+        removed = 0
+        for metadata in list(self._txns.values()):
+            transactional_id = metadata.transactional_id
+            if not metadata.expired(now, expiration) or transactional_id in self._pending:
+                continue
+            if self._txns.get(transactional_id) is not metadata:
+                continue
+            self._pending[transactional_id] = TxnState.DEAD
+            try:
+                with trio.CancelScope(shield=True):
+                    await self._append(transactional_id, None)
+                    del self._txns[transactional_id]
+                    removed += 1
+            except _WriteFailed:
+                continue
+            finally:
+                self._pending.pop(transactional_id, None)
+        if removed:
+            log.info("removed %d expired transactional ids", removed)
+        return removed
+
+
+def _read_all_records(partitions: list[Partition]) -> list[tuple[bytes, bytes | None]]:
+    """Worker thread: every (key, value) of ``__transaction_state``, partition by partition."""
+    records: list[tuple[bytes, bytes | None]] = []
+    for partition in partitions:
+        log_ = partition.log
+        offset = log_.log_start_offset
+        while offset < log_.log_end_offset:
+            batches = decode_batches(log_.read(offset, READ_CHUNK_BYTES).to_bytes())
+            if not batches:
+                break
+            for header, batch_records in batches:
+                if not header.is_control:
+                    for record in batch_records:
+                        if record.key is not None and (record.offset or 0) >= offset:
+                            records.append((record.key, record.value))
+                offset = header.next_offset
+    return records

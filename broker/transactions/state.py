@@ -1,0 +1,211 @@
+"""The transaction state machine: Kafka's states, legal moves and per-id metadata.
+
+Pure and synchronous (no I/O, no trio), so every rule here is a function of
+its inputs. ``TransactionMetadata`` is what the coordinator keeps per
+transactional id and what ``__transaction_state`` records hold; a change is
+*prepared* (``prepare_*`` returns the metadata it would become, checked
+against ``LEGAL_PREVIOUS``), persisted by the coordinator, and only then
+installed: memory never shows a state the log does not have.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import IntEnum
+
+MAX_EPOCH = 32767  # Short.MAX_VALUE
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+
+
+class TxnState(IntEnum):
+    """Kafka's TransactionState ids (the byte stored in TransactionLogValue)."""
+
+    EMPTY = 0
+    ONGOING = 1
+    PREPARE_COMMIT = 2
+    PREPARE_ABORT = 3
+    COMPLETE_COMMIT = 4
+    COMPLETE_ABORT = 5
+    DEAD = 6
+    PREPARE_EPOCH_FENCE = 7
+
+    @property
+    def display_name(self) -> str:
+        """The name ListTransactions/DescribeTransactions and kafka-transactions.sh use."""
+        return _DISPLAY[self]
+
+
+_DISPLAY = {
+    TxnState.EMPTY: "Empty",
+    TxnState.ONGOING: "Ongoing",
+    TxnState.PREPARE_COMMIT: "PrepareCommit",
+    TxnState.PREPARE_ABORT: "PrepareAbort",
+    TxnState.COMPLETE_COMMIT: "CompleteCommit",
+    TxnState.COMPLETE_ABORT: "CompleteAbort",
+    TxnState.DEAD: "Dead",
+    TxnState.PREPARE_EPOCH_FENCE: "PrepareEpochFence",
+}
+STATE_BY_NAME = {name: state for state, name in _DISPLAY.items()}
+
+# Kafka's TransactionState.validPreviousStates: a move to the key is legal only from these.
+LEGAL_PREVIOUS: dict[TxnState, frozenset[TxnState]] = {
+    TxnState.EMPTY: frozenset({TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT}),
+    TxnState.ONGOING: frozenset(
+        {TxnState.ONGOING, TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT}
+    ),
+    TxnState.PREPARE_COMMIT: frozenset({TxnState.ONGOING}),
+    TxnState.PREPARE_ABORT: frozenset({TxnState.ONGOING, TxnState.PREPARE_EPOCH_FENCE}),
+    TxnState.COMPLETE_COMMIT: frozenset({TxnState.PREPARE_COMMIT}),
+    TxnState.COMPLETE_ABORT: frozenset({TxnState.PREPARE_ABORT}),
+    TxnState.DEAD: frozenset({TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT}),
+    TxnState.PREPARE_EPOCH_FENCE: frozenset({TxnState.ONGOING}),
+}
+
+PREPARED = frozenset({TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT})
+COMPLETED = frozenset({TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT})
+# States in which a transactional id may be forgotten after transactional.id.expiration.ms.
+EXPIRABLE = frozenset({TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT})
+
+
+class IllegalTransition(Exception):
+    """A move the state machine forbids; a bug of the caller, never a client's doing."""
+
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionMetadata:
+    """One transactional id's state. Immutable: a change makes a new one.
+
+    ``last_producer_id``/``last_producer_epoch`` are Kafka's memory of the id
+    and epoch before the latest bump, so a retried InitProducerId (KIP-360)
+    that carries them is answered again instead of fenced. Like Kafka's v0
+    TransactionLogValue they are not persisted.
+    """
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    state: TxnState
+    partitions: frozenset[TopicPartition] = field(default_factory=frozenset)
+    start_ms: int = -1
+    last_update_ms: int = -1
+    last_producer_id: int = NO_PRODUCER_ID
+    last_producer_epoch: int = NO_PRODUCER_EPOCH
+
+    # Queries -------------------------------------------------------------
+
+    @property
+    def epoch_exhausted(self) -> bool:
+        """Kafka's isProducerEpochExhausted: one more bump would reach Short.MAX_VALUE."""
+        return self.producer_epoch >= MAX_EPOCH - 1
+
+    def timed_out(self, now_ms: int) -> bool:
+        return self.state == TxnState.ONGOING and self.start_ms + self.timeout_ms <= now_ms
+
+    def expired(self, now_ms: int, expiration_ms: int) -> bool:
+        return self.state in EXPIRABLE and self.last_update_ms + expiration_ms <= now_ms
+
+    # Transitions (each returns the metadata to persist) --------------------
+
+    def _to(self, state: TxnState, **changes: object) -> TransactionMetadata:
+        if self.state not in LEGAL_PREVIOUS[state]:
+            raise IllegalTransition(
+                f"{self.transactional_id}: {self.state.display_name} -> {state.display_name}"
+            )
+        return replace(self, state=state, **changes)  # type: ignore[arg-type]
+
+    def prepare_epoch_bump(
+        self, timeout_ms: int, now_ms: int, *, remember_last: bool
+    ) -> TransactionMetadata:
+        """InitProducerId on an idle id: epoch + 1, same producer id, back to Empty.
+
+        ``remember_last`` (the request carried the current id and epoch, KIP-360)
+        keeps the old epoch so a retry of this very request is recognised."""
+        return self._to(
+            TxnState.EMPTY,
+            producer_epoch=self.producer_epoch + 1,
+            last_producer_id=self.producer_id,
+            last_producer_epoch=self.producer_epoch if remember_last else NO_PRODUCER_EPOCH,
+            timeout_ms=timeout_ms,
+            partitions=frozenset(),
+            start_ms=-1,
+            last_update_ms=now_ms,
+        )
+
+    def prepare_producer_id_rotation(
+        self, new_producer_id: int, timeout_ms: int, now_ms: int, *, remember_last: bool
+    ) -> TransactionMetadata:
+        """InitProducerId when the epoch is exhausted: a new producer id at epoch 0."""
+        return self._to(
+            TxnState.EMPTY,
+            producer_id=new_producer_id,
+            producer_epoch=0,
+            last_producer_id=self.producer_id,
+            last_producer_epoch=self.producer_epoch if remember_last else NO_PRODUCER_EPOCH,
+            timeout_ms=timeout_ms,
+            partitions=frozenset(),
+            start_ms=-1,
+            last_update_ms=now_ms,
+        )
+
+    def prepare_add_partitions(
+        self, partitions: frozenset[TopicPartition], now_ms: int
+    ) -> TransactionMetadata:
+        """AddPartitionsToTxn/AddOffsetsToTxn: Ongoing, with the transaction's start time
+        set when it begins (from Empty or a completed transaction)."""
+        starting = self.state != TxnState.ONGOING
+        return self._to(
+            TxnState.ONGOING,
+            partitions=(partitions if starting else self.partitions | partitions),
+            start_ms=now_ms if starting else self.start_ms,
+            last_update_ms=now_ms,
+        )
+
+    def prepare_fence(self) -> TransactionMetadata:
+        """Kafka's prepareFenceProducerEpoch: the epoch goes up by one (to 32767 at most),
+        so the markers of the abort that follows fence the old producer everywhere; the
+        next InitProducerId then finds the epoch exhausted and rotates the producer id."""
+        epoch = min(self.producer_epoch + 1, MAX_EPOCH)
+        return self._to(
+            TxnState.PREPARE_EPOCH_FENCE,
+            producer_epoch=epoch,
+            last_producer_epoch=NO_PRODUCER_EPOCH,
+        )
+
+    def prepare_end(self, commit: bool, now_ms: int) -> TransactionMetadata:
+        """EndTxn (or an abort by the coordinator): PrepareCommit/PrepareAbort."""
+        return self._to(
+            TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT,
+            last_update_ms=now_ms,
+        )
+
+    def prepare_complete(self, now_ms: int) -> TransactionMetadata:
+        """Every marker written: CompleteCommit/CompleteAbort, no partitions left."""
+        state = (
+            TxnState.COMPLETE_COMMIT
+            if self.state == TxnState.PREPARE_COMMIT
+            else TxnState.COMPLETE_ABORT
+        )
+        return self._to(state, partitions=frozenset(), last_update_ms=now_ms)
+
+    def prepare_dead(self) -> TransactionMetadata:
+        """transactional.id.expiration.ms passed: the id is forgotten (a tombstone)."""
+        return self._to(TxnState.DEAD)
+
+
+def new_metadata(
+    transactional_id: str, producer_id: int, timeout_ms: int, now_ms: int
+) -> TransactionMetadata:
+    """A transactional id seen for the first time: epoch 0, Empty."""
+    return TransactionMetadata(
+        transactional_id,
+        producer_id,
+        0,
+        timeout_ms,
+        TxnState.EMPTY,
+        last_update_ms=now_ms,
+    )
