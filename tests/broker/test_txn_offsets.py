@@ -486,7 +486,10 @@ def test_pending_offsets_survive_kill_9(tmp_path, broker_process, raw_client, cr
     """A TxnOffsetCommit acknowledged just before the process dies is pending after
     the restart: not lost, not committed (its transaction has no marker yet)."""
     data_dir = tmp_path / "data"
-    args = ("--config", "offsets.topic.num.partitions=2")
+    args = (
+        "--config", "offsets.topic.num.partitions=2",
+        "--config", "transaction.partition.verification.enable=false",
+    )
     first = broker_process(data_dir, *args)
     topic = create_topic(first.bootstrap, partitions=1)
     client = raw_client(first.bootstrap)
