@@ -203,7 +203,12 @@ class AiokafkaFamily(Family):
         return AIOKafkaConsumer(**(conf | extra))
 
     def consume(
-        self, topic: str, partition: int, start: Start, count: int, isolation: str = READ_UNCOMMITTED
+        self,
+        topic: str,
+        partition: int,
+        start: Start,
+        count: int,
+        isolation: str = READ_UNCOMMITTED,
     ) -> list[Got]:
         from aiokafka import TopicPartition
 
@@ -440,11 +445,11 @@ class AiokafkaFamily(Family):
                 send_error = commit_error = ""
                 try:
                     await asyncio.wait_for(self._send_acked(zombie, topic, [late]), TIMEOUT_S / 3)
-                except Exception as exc:  # noqa: BLE001 - what the client raised is the answer
+                except Exception as exc:
                     send_error = describe_exception(exc)
                 try:
                     await asyncio.wait_for(zombie.commit_transaction(), TIMEOUT_S / 3)
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     commit_error = describe_exception(exc)
                 return send_error, commit_error
             finally:

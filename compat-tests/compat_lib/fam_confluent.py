@@ -193,7 +193,12 @@ class ConfluentFamily(Family):
         return found.offset
 
     def consume(
-        self, topic: str, partition: int, start: Start, count: int, isolation: str = READ_UNCOMMITTED
+        self,
+        topic: str,
+        partition: int,
+        start: Start,
+        count: int,
+        isolation: str = READ_UNCOMMITTED,
     ) -> list[Got]:
         from confluent_kafka import TopicPartition
 

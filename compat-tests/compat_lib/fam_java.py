@@ -197,7 +197,12 @@ class JavaFamily(Family):
         return [tuple(a) for a in acks]
 
     def consume(
-        self, topic: str, partition: int, start: Start, count: int, isolation: str = READ_UNCOMMITTED
+        self,
+        topic: str,
+        partition: int,
+        start: Start,
+        count: int,
+        isolation: str = READ_UNCOMMITTED,
     ) -> list[Got]:
         start_arg = {"kind": start.kind, "value": start.value}
         got = self.call(

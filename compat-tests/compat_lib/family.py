@@ -111,7 +111,12 @@ class Family:
         raise Unsupported("produce")
 
     def consume(
-        self, topic: str, partition: int, start: Start, count: int, isolation: str = READ_UNCOMMITTED
+        self,
+        topic: str,
+        partition: int,
+        start: Start,
+        count: int,
+        isolation: str = READ_UNCOMMITTED,
     ) -> list[Got]:
         """Assign one partition (no group), position at ``start``, poll until ``count``
         records arrived or the timeout passed; returns what arrived. ``isolation`` is the
