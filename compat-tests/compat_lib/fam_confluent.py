@@ -404,8 +404,6 @@ class ConfluentFamily(Family):
     def txn_fencing(
         self, topic: str, transactional_id: str, first: Rec, late: Rec, successor: Rec
     ) -> tuple[str, str]:
-        from confluent_kafka import KafkaException
-
         zombie = self._txn_producer(transactional_id)
         zombie.begin_transaction()
         self._send_acked(zombie, topic, [first])
@@ -416,11 +414,14 @@ class ConfluentFamily(Family):
         send_error = commit_error = ""
         try:
             self._send_acked(zombie, topic, [late])
-        except (DeliveryError, KafkaException) as exc:
-            send_error = str(exc)
+        except Exception as exc:
+            # confluent-kafka 2.16.1 raises SystemError out of flush() here, caused by the
+            # fatal _FENCED KafkaException pending while it runs the delivery callback.
+            cause = exc.__cause__ if isinstance(exc, SystemError) and exc.__cause__ else exc
+            send_error = describe_exception(cause)
         try:
             zombie.commit_transaction(TIMEOUT_S)
-        except KafkaException as exc:
+        except Exception as exc:
             commit_error = describe_exception(exc)
         return send_error, commit_error
 
