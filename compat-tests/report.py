@@ -47,6 +47,7 @@ SCENARIOS: dict[str, str] = {
     "txn_commit_abort": "Transactions: commit, abort, commit; read_committed sees only committed",
     "txn_offsets": "Consume-transform-produce with sendOffsetsToTransaction (abort, then commit)",
     "txn_fencing": "Zombie fencing: same transactional.id fences the old producer",
+    "txn_fencing_commit": "Zombie fencing: the fenced producer's EndTxn is refused",
 }
 CELL = {"passed": "pass", "failed": "**FAIL**", "error": "**ERROR**", "skipped": "skip"}
 

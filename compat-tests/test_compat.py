@@ -392,3 +392,21 @@ def test_txn_fencing(client, topic):
     assert_txn_records([first, successor], everything, [0, 2], "read_uncommitted consumer")
     # Nothing of the zombie's after fencing: abort marker at 1, commit marker at 3.
     assert client.list_offset(topic, 0, "latest") == 4
+
+
+def test_txn_fencing_commit(client, topic):
+    """As ``txn_fencing``, but the zombie's next request is its commit (EndTxn with the old
+    epoch, which the coordinator must refuse), not a produce."""
+    client.create_topic(topic, 1)
+    first = Rec(b"zombie", b"zombie before fencing", partition=0)
+    successor = Rec(b"successor", b"successor committed", partition=0)
+    _, commit_error = client.txn_fencing(topic, txn_id(topic), first, None, successor)
+    # Kafka 4.0 answers PRODUCER_FENCED (90); every client names it "fenced".
+    assert re.search("fenc", commit_error, re.IGNORECASE), (
+        "the fenced producer's commit should fail with PRODUCER_FENCED; "
+        f"its client saw: {commit_error or 'no error'}"
+    )
+    got = client.consume(topic, 0, Start.earliest(), 1, isolation="read_committed")
+    assert_txn_records([successor], got, [2], "read_committed consumer")
+    assert client.list_offset(topic, 0, "latest") == 4
+

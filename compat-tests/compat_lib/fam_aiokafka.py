@@ -430,7 +430,7 @@ class AiokafkaFamily(Family):
         return self._admin(go)
 
     def txn_fencing(
-        self, topic: str, transactional_id: str, first: Rec, late: Rec, successor: Rec
+        self, topic: str, transactional_id: str, first: Rec, late: Rec | None, successor: Rec
     ) -> tuple[str, str]:
         async def go():
             zombie = self._txn_producer(transactional_id)
@@ -444,7 +444,9 @@ class AiokafkaFamily(Family):
                     await heir.commit_transaction()
                 send_error = commit_error = ""
                 try:
-                    await asyncio.wait_for(self._send_acked(zombie, topic, [late]), TIMEOUT_S / 3)
+                    if late is not None:
+                        sending = self._send_acked(zombie, topic, [late])
+                        await asyncio.wait_for(sending, TIMEOUT_S / 3)
                 except Exception as exc:
                     send_error = describe_exception(exc)
                 try:

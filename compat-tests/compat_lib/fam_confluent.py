@@ -402,7 +402,7 @@ class ConfluentFamily(Family):
         return None if tp.offset < 0 else tp.offset
 
     def txn_fencing(
-        self, topic: str, transactional_id: str, first: Rec, late: Rec, successor: Rec
+        self, topic: str, transactional_id: str, first: Rec, late: Rec | None, successor: Rec
     ) -> tuple[str, str]:
         zombie = self._txn_producer(transactional_id)
         zombie.begin_transaction()
@@ -413,7 +413,8 @@ class ConfluentFamily(Family):
         heir.commit_transaction(TIMEOUT_S)
         send_error = commit_error = ""
         try:
-            self._send_acked(zombie, topic, [late])
+            if late is not None:
+                self._send_acked(zombie, topic, [late])
         except Exception as exc:
             # confluent-kafka 2.16.1 raises SystemError out of flush() here, caused by the
             # fatal _FENCED KafkaException pending while it runs the delivery callback.

@@ -316,9 +316,10 @@ class JavaFamily(Family):
         return self.call("committed_offset", group=group, topic=topic, partition=partition)
 
     def txn_fencing(
-        self, topic: str, transactional_id: str, first: Rec, late: Rec, successor: Rec
+        self, topic: str, transactional_id: str, first: Rec, late: Rec | None, successor: Rec
     ) -> tuple[str, str]:
-        first_, late_, successor_ = _records([first, late, successor])
+        first_, successor_ = _records([first, successor])
+        late_ = None if late is None else _records([late])[0]
         send_error, commit_error = self.call(
             "txn_fencing",
             topic=topic,

@@ -348,7 +348,7 @@ class KafkaPythonFamily(Family):
         return None if meta is None or meta.offset < 0 else meta.offset
 
     def txn_fencing(
-        self, topic: str, transactional_id: str, first: Rec, late: Rec, successor: Rec
+        self, topic: str, transactional_id: str, first: Rec, late: Rec | None, successor: Rec
     ) -> tuple[str, str]:
         with closing(self._txn_producer(transactional_id)) as zombie:
             zombie.begin_transaction()
@@ -359,7 +359,8 @@ class KafkaPythonFamily(Family):
                 heir.commit_transaction()
             send_error = commit_error = ""
             try:
-                self._send_acked(zombie, topic, [late])
+                if late is not None:
+                    self._send_acked(zombie, topic, [late])
             except Exception as exc:
                 send_error = describe_exception(exc)
             try:

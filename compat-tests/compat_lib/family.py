@@ -46,7 +46,9 @@ ALL_SCENARIOS = frozenset(
     }
 )
 # Transactions (KIP-98/KIP-447): every family with a transactional producer declares these.
-TXN_SCENARIOS = frozenset({"txn_commit_abort", "txn_offsets", "txn_fencing"})
+TXN_SCENARIOS = frozenset(
+    {"txn_commit_abort", "txn_offsets", "txn_fencing", "txn_fencing_commit"}
+)
 ALL_SCENARIOS = ALL_SCENARIOS | TXN_SCENARIOS
 # Consumer isolation levels, as Kafka spells them (``isolation.level``).
 READ_COMMITTED = "read_committed"
@@ -194,13 +196,14 @@ class Family:
         raise Unsupported("committed_offset")
 
     def txn_fencing(
-        self, topic: str, transactional_id: str, first: Rec, late: Rec, successor: Rec
+        self, topic: str, transactional_id: str, first: Rec, late: Rec | None, successor: Rec
     ) -> tuple[str, str]:
         """Zombie fencing: producer A (``transactional_id``) begins a transaction and sends
         ``first`` (acked); producer B with the same id initialises (fencing A, aborting its
         transaction), sends ``successor`` in a transaction and commits; then A sends ``late``
-        (waiting for its ack) and, whatever that gave, calls commit. Returns what A's client
-        raised from the send and from the commit (each "" if it raised nothing)."""
+        (waiting for its ack; skipped when ``late`` is None, so that the commit is A's next
+        request) and, whatever that gave, calls commit. Returns what A's client raised from
+        the send and from the commit (each "" if it raised nothing)."""
         raise Unsupported("txn_fencing")
 
 
