@@ -170,6 +170,7 @@ def test_streams_wordcount_exactly_once_across_kill(
         # Kill -9 while the second batch is being processed: open transactions are left
         # behind (records written, no marker) and must be aborted, never read.
         produce_lines(bootstrap, second)
+
         def mid_transaction() -> bool:
             # Part of the second batch committed, and an open transaction holds records:
             # the last stable offset (ListOffsets latest, read_committed) is below the high
@@ -207,6 +208,7 @@ def test_streams_wordcount_exactly_once_across_kill(
                         f"{expected_all[w]})" for w, c in sorted(wrong.items())[:3])
         )
         assert committed.records == sum(expected_all.values())
+
         def read_all() -> bool:
             before = uncommitted.records
             uncommitted.poll()
