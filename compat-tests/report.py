@@ -44,6 +44,10 @@ SCENARIOS: dict[str, str] = {
     "delete_records": "DeleteRecords moves the log start offset",
     "list_describe_groups": "ListGroups / DescribeGroups",
     "spark_pattern": "Spark source/sink calls (describeTopics, listOffsets, assign+seek+poll)",
+    "txn_commit_abort": "Transactions: commit, abort, commit; read_committed sees only committed",
+    "txn_offsets": "Consume-transform-produce with sendOffsetsToTransaction (abort, then commit)",
+    "txn_fencing": "Zombie fencing: same transactional.id fences the old producer",
+    "txn_fencing_commit": "Zombie fencing: the fenced producer's EndTxn is refused",
 }
 CELL = {"passed": "pass", "failed": "**FAIL**", "error": "**ERROR**", "skipped": "skip"}
 

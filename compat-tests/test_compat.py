@@ -284,3 +284,129 @@ def test_spark_pattern(client, topic):
     assert ts_offset == 4, f"listOffsets(timestamp of offset 4) returned {ts_offset}"
     future = client.list_offset(topic, 0, p0[-1].timestamp_ms + 3_600_000)
     assert future == -1, f"listOffsets(timestamp after all records) returned {future}, want -1"
+
+
+# ---- transactions (KIP-98, KIP-447) ------------------------------------------------------
+# One producer on one partition lays offsets out deterministically: a transaction's records
+# take consecutive offsets and its COMMIT/ABORT marker (a control batch, never handed to the
+# application) takes the next one. Offsets below are asserted exactly, so a broker that
+# writes no marker, or two, or lets an aborted record through, fails here.
+FENCED = re.compile(r"fenc|INVALID_PRODUCER_EPOCH|InvalidProducerEpoch", re.IGNORECASE)
+
+
+def txn_id(topic: str) -> str:
+    return f"txid-{topic}"
+
+
+def tagged(recs: list[Rec], tag: bytes) -> list[Rec]:
+    return [Rec(r.key, tag + b" " + (r.value or b""), r.headers, r.partition) for r in recs]
+
+
+def data_offsets(sizes: list[int]) -> list[int]:
+    """Offsets of the data records of consecutive transactions of ``sizes`` records each
+    (each followed by its one-offset marker)."""
+    offsets, at = [], 0
+    for n in sizes:
+        offsets.extend(range(at, at + n))
+        at += n + 1
+    return offsets
+
+
+def assert_txn_records(sent: list[Rec], got: list[Got], offsets: list[int], what: str) -> None:
+    """Exactly ``sent``, in order, at exactly ``offsets`` (markers leave gaps)."""
+    note = getattr(got, "note", "")
+    assert [(g.key, g.value) for g in got] == [(s.key, s.value) for s in sent], (
+        f"{what}: got {len(got)} records {[short(g.value) for g in got][:12]}, expected "
+        f"{len(sent)} {[short(s.value) for s in sent][:12]}" + (f"; {note}" if note else "")
+    )
+    assert [g.offset for g in got] == offsets, (
+        f"{what}: records at offsets {[g.offset for g in got]}, expected {offsets}"
+    )
+
+
+def test_txn_commit_abort(client, topic):
+    """Commit, abort, commit: read_committed sees exactly the committed records (the aborted
+    ones lie between them), read_uncommitted sees all three transactions' records."""
+    client.create_topic(topic, 1)
+    one = tagged(batch(3, seed=31), b"committed-1")
+    aborted = tagged(batch(2, seed=32), b"ABORTED")
+    two = tagged(batch(4, seed=33), b"committed-2")
+    client.txn_produce(topic, txn_id(topic), [(one, True), (aborted, False), (two, True)])
+    got = client.consume(topic, 0, Start.earliest(), len(one + two), isolation="read_committed")
+    # Committed at 0-2 (marker 3), aborted at 4-5 (marker 6), committed at 7-10 (marker 11).
+    assert_txn_records(one + two, got, [0, 1, 2, 7, 8, 9, 10], "read_committed consumer")
+    everything = client.consume(topic, 0, Start.earliest(), 9, isolation="read_uncommitted")
+    assert_txn_records(one + aborted + two, everything, data_offsets([3, 2, 4]),
+                       "read_uncommitted consumer")
+    # Three markers: the log ends one past the last one.
+    assert client.list_offset(topic, 0, "latest") == 12
+
+
+def test_txn_offsets(client, topic, group):
+    """Consume-transform-produce with sendOffsetsToTransaction: an aborted round neither
+    moves the group's offset nor shows its output; two committed rounds copy every input
+    record exactly once and leave the group's committed offset after the last one."""
+    source, dest = topic, topic + "-out"
+    client.create_topic(source, 1)
+    client.create_topic(dest, 1)
+    inputs = batch(6, seed=41)
+    client.produce(source, inputs)
+    tid = txn_id(topic)
+    read = client.txn_copy(group, source, dest, tid, 3, commit=False)
+    assert_records(inputs[:3], read, what="aborted round's consumer")
+    assert client.committed_offset(group, source, 0) is None, (
+        "the group has a committed offset after its only transaction was aborted"
+    )
+    read = client.txn_copy(group, source, dest, tid, 3, commit=True)
+    assert_records(inputs[:3], read, what="retried round's consumer (must restart at 0)")
+    assert client.committed_offset(group, source, 0) == 3
+    read = client.txn_copy(group, source, dest, tid, 3, commit=True)
+    assert_records(inputs[3:], read, first_offset=3, what="second committed round's consumer")
+    assert client.committed_offset(group, source, 0) == 6
+    copies = [Rec(r.key, b"copied:" + r.value, partition=0) for r in inputs]
+    got = client.consume(dest, 0, Start.earliest(), 6, isolation="read_committed")
+    # Aborted round at 0-2 (marker 3), committed rounds at 4-6 (marker 7) and 8-10 (11).
+    assert_txn_records(copies, got, [4, 5, 6, 8, 9, 10], "read_committed consumer of the output")
+
+
+def test_txn_fencing(client, topic):
+    """A second producer with the same transactional.id fences the first: the zombie's
+    open transaction is aborted, its next send/commit fails with a fencing error, and
+    read_committed sees only the successor's record."""
+    client.create_topic(topic, 1)
+    first, late, successor = (
+        Rec(b"zombie", b"zombie before fencing", partition=0),
+        Rec(b"zombie", b"zombie after fencing", partition=0),
+        Rec(b"successor", b"successor committed", partition=0),
+    )
+    send_error, commit_error = client.txn_fencing(topic, txn_id(topic), first, late, successor)
+    seen = f"send: {send_error or 'no error'}; commit: {commit_error or 'no error'}"
+    assert commit_error, f"the fenced producer committed its transaction ({seen})"
+    assert FENCED.search(send_error + " " + commit_error), (
+        f"the fenced producer should see PRODUCER_FENCED or INVALID_PRODUCER_EPOCH; {seen}"
+    )
+    got = client.consume(topic, 0, Start.earliest(), 1, isolation="read_committed")
+    # The zombie's record at 0, the abort marker at 1, the successor's record at 2.
+    assert_txn_records([successor], got, [2], "read_committed consumer")
+    everything = client.consume(topic, 0, Start.earliest(), 2, isolation="read_uncommitted")
+    assert_txn_records([first, successor], everything, [0, 2], "read_uncommitted consumer")
+    # Nothing of the zombie's after fencing: abort marker at 1, commit marker at 3.
+    assert client.list_offset(topic, 0, "latest") == 4
+
+
+def test_txn_fencing_commit(client, topic):
+    """As ``txn_fencing``, but the zombie's next request is its commit (EndTxn with the old
+    epoch, which the coordinator must refuse), not a produce."""
+    client.create_topic(topic, 1)
+    first = Rec(b"zombie", b"zombie before fencing", partition=0)
+    successor = Rec(b"successor", b"successor committed", partition=0)
+    _, commit_error = client.txn_fencing(topic, txn_id(topic), first, None, successor)
+    # Kafka 4.0 answers PRODUCER_FENCED (90); every client names it "fenced".
+    assert re.search("fenc", commit_error, re.IGNORECASE), (
+        "the fenced producer's commit should fail with PRODUCER_FENCED; "
+        f"its client saw: {commit_error or 'no error'}"
+    )
+    got = client.consume(topic, 0, Start.earliest(), 1, isolation="read_committed")
+    assert_txn_records([successor], got, [2], "read_committed consumer")
+    assert client.list_offset(topic, 0, "latest") == 4
+

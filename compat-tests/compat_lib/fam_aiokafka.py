@@ -18,8 +18,15 @@ from compat_lib.driver_helpers import (
     kafka_python_group_settings,
     producer_settings,
 )
-from compat_lib.family import ALL_SCENARIOS, REQUEST_TIMEOUT_MS, TIMEOUT_S, Family
-from compat_lib.model import Got, GroupInfo, Rec, Start
+from compat_lib.family import (
+    ALL_SCENARIOS,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    REQUEST_TIMEOUT_MS,
+    TIMEOUT_S,
+    Family,
+)
+from compat_lib.model import Got, GroupInfo, Rec, Start, describe_exception
 
 
 class BrokerError(Exception):
@@ -195,12 +202,19 @@ class AiokafkaFamily(Family):
         conf = self._common() | {"enable_auto_commit": False, "auto_offset_reset": "earliest"}
         return AIOKafkaConsumer(**(conf | extra))
 
-    def consume(self, topic: str, partition: int, start: Start, count: int) -> list[Got]:
+    def consume(
+        self,
+        topic: str,
+        partition: int,
+        start: Start,
+        count: int,
+        isolation: str = READ_UNCOMMITTED,
+    ) -> list[Got]:
         from aiokafka import TopicPartition
 
         async def go():
             tp = TopicPartition(topic, partition)
-            async with _started(self._consumer()) as consumer:
+            async with _started(self._consumer(isolation_level=isolation)) as consumer:
                 consumer.assign([tp])
                 await self._position(consumer, tp, start)
                 return await self._poll(consumer, count)
@@ -333,3 +347,114 @@ class AiokafkaFamily(Family):
 
         return self._admin(go)
 
+    # ---- transactions -------------------------------------------------------------------
+    def _txn_producer(self, transactional_id: str):
+        from aiokafka import AIOKafkaProducer
+
+        return AIOKafkaProducer(**self._common(), transactional_id=transactional_id)
+
+    @staticmethod
+    async def _send_acked(prod, topic: str, recs: list[Rec]) -> None:
+        futures = [
+            await prod.send(
+                topic,
+                value=r.value,
+                key=r.key,
+                partition=r.partition,
+                headers=list(r.headers) or None,
+            )
+            for r in recs
+        ]
+        for f in futures:
+            await f
+
+    def txn_produce(
+        self, topic: str, transactional_id: str, txns: list[tuple[list[Rec], bool]]
+    ) -> None:
+        async def go():
+            async with _started(self._txn_producer(transactional_id)) as prod:
+                for recs, commit in txns:
+                    await prod.begin_transaction()
+                    await self._send_acked(prod, topic, recs)
+                    if commit:
+                        await prod.commit_transaction()
+                    else:
+                        await prod.abort_transaction()
+
+        _run(go)
+
+    def txn_copy(
+        self,
+        group: str,
+        source: str,
+        dest: str,
+        transactional_id: str,
+        count: int,
+        commit: bool,
+    ) -> list[Got]:
+        from aiokafka import TopicPartition
+
+        async def go():
+            tp = TopicPartition(source, 0)
+            consumer = self._consumer(group_id=group, isolation_level=READ_COMMITTED)
+            async with (
+                _started(consumer),
+                _started(self._txn_producer(transactional_id)) as prod,
+            ):
+                consumer.assign([tp])
+                read = (await self._poll(consumer, count))[:count]
+                await prod.begin_transaction()
+                copies = [Rec(g.key, b"copied:" + (g.value or b""), partition=0) for g in read]
+                await self._send_acked(prod, dest, copies)
+                if read:
+                    # aiokafka sends TxnOffsetCommit v0: the group id only (no generation).
+                    await prod.send_offsets_to_transaction({tp: read[-1].offset + 1}, group)
+                if commit:
+                    await prod.commit_transaction()
+                else:
+                    await prod.abort_transaction()
+                return read
+
+        return _run(go)
+
+    def committed_offset(self, group: str, topic: str, partition: int) -> int | None:
+        from aiokafka import TopicPartition
+
+        tp = TopicPartition(topic, partition)
+
+        async def go(admin):
+            found = await admin.list_consumer_group_offsets(group, partitions=[tp])
+            meta = found.get(tp)
+            return None if meta is None or meta.offset < 0 else meta.offset
+
+        return self._admin(go)
+
+    def txn_fencing(
+        self, topic: str, transactional_id: str, first: Rec, late: Rec | None, successor: Rec
+    ) -> tuple[str, str]:
+        async def go():
+            zombie = self._txn_producer(transactional_id)
+            await zombie.start()
+            try:
+                await zombie.begin_transaction()
+                await self._send_acked(zombie, topic, [first])
+                async with _started(self._txn_producer(transactional_id)) as heir:
+                    await heir.begin_transaction()
+                    await self._send_acked(heir, topic, [successor])
+                    await heir.commit_transaction()
+                send_error = commit_error = ""
+                try:
+                    if late is not None:
+                        sending = self._send_acked(zombie, topic, [late])
+                        await asyncio.wait_for(sending, TIMEOUT_S / 3)
+                except Exception as exc:
+                    send_error = describe_exception(exc)
+                try:
+                    await asyncio.wait_for(zombie.commit_transaction(), TIMEOUT_S / 3)
+                except Exception as exc:
+                    commit_error = describe_exception(exc)
+                return send_error, commit_error
+            finally:
+                await zombie.stop()
+
+        return _run(go)

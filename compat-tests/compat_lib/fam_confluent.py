@@ -14,12 +14,14 @@ from compat_lib.driver_helpers import (
 from compat_lib.family import (
     ALL_SCENARIOS,
     HEARTBEAT_MS,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
     REQUEST_TIMEOUT_MS,
     SESSION_TIMEOUT_MS,
     TIMEOUT_S,
     Family,
 )
-from compat_lib.model import Got, GroupInfo, Rec, Start
+from compat_lib.model import Got, GroupInfo, Rec, Start, describe_exception
 
 _OFFSET_TAIL_BASE = -2000  # librdkafka's RD_KAFKA_OFFSET_TAIL(n) == -2000 - n
 
@@ -190,10 +192,17 @@ class ConfluentFamily(Family):
             raise DeliveryError(_kafka_error(found.error))
         return found.offset
 
-    def consume(self, topic: str, partition: int, start: Start, count: int) -> list[Got]:
+    def consume(
+        self,
+        topic: str,
+        partition: int,
+        start: Start,
+        count: int,
+        isolation: str = READ_UNCOMMITTED,
+    ) -> list[Got]:
         from confluent_kafka import TopicPartition
 
-        consumer = self._consumer()
+        consumer = self._consumer(**{"isolation.level": isolation})
         try:
             offset = self._start_offset(consumer, topic, partition, start)
             consumer.assign([TopicPartition(topic, partition, offset)])
@@ -302,6 +311,120 @@ class ConfluentFamily(Family):
         tp = TopicPartition(topic, partition, before)
         (deleted,) = _results(self._admin(), "delete_records", [tp]).values()
         return deleted.low_watermark
+
+    # ---- transactions -------------------------------------------------------------------
+    def _txn_producer(self, transactional_id: str):
+        from confluent_kafka import Producer
+
+        prod = Producer(
+            self._common()
+            | {
+                "transactional.id": transactional_id,
+                "message.timeout.ms": int(TIMEOUT_S * 1000) - 2000,
+            }
+        )
+        prod.init_transactions(TIMEOUT_S)
+        return prod
+
+    @staticmethod
+    def _send_acked(prod, topic: str, recs: list[Rec]) -> None:
+        """Send ``recs`` and wait for every delivery report (raising on an error one)."""
+        acks: list = []
+        for r in recs:
+            kwargs = {"partition": r.partition} if r.partition is not None else {}
+            prod.produce(
+                topic,
+                value=r.value,
+                key=r.key,
+                headers=list(r.headers) or None,
+                on_delivery=lambda err, msg: acks.append(err),
+                **kwargs,
+            )
+        left = prod.flush(TIMEOUT_S)
+        for err in acks:
+            if err is not None:
+                raise DeliveryError(_kafka_error(err))
+        if left or len(acks) < len(recs):
+            raise DeliveryError(f"{left} records still undelivered after {TIMEOUT_S:.0f}s")
+
+    def txn_produce(
+        self, topic: str, transactional_id: str, txns: list[tuple[list[Rec], bool]]
+    ) -> None:
+        prod = self._txn_producer(transactional_id)
+        for recs, commit in txns:
+            prod.begin_transaction()
+            self._send_acked(prod, topic, recs)
+            if commit:
+                prod.commit_transaction(TIMEOUT_S)
+            else:
+                prod.abort_transaction(TIMEOUT_S)
+
+    def txn_copy(
+        self,
+        group: str,
+        source: str,
+        dest: str,
+        transactional_id: str,
+        count: int,
+        commit: bool,
+    ) -> list[Got]:
+        from confluent_kafka import TopicPartition
+
+        consumer = self._consumer(**{"group.id": group, "isolation.level": READ_COMMITTED})
+        try:
+            prod = self._txn_producer(transactional_id)
+            consumer.assign([TopicPartition(source, 0)])
+            read = self._poll(consumer, count)[:count]
+            prod.begin_transaction()
+            copies = [Rec(g.key, b"copied:" + (g.value or b""), partition=0) for g in read]
+            self._send_acked(prod, dest, copies)
+            if read:
+                offsets = [TopicPartition(source, 0, read[-1].offset + 1)]
+                prod.send_offsets_to_transaction(
+                    offsets, consumer.consumer_group_metadata(), TIMEOUT_S
+                )
+            if commit:
+                prod.commit_transaction(TIMEOUT_S)
+            else:
+                prod.abort_transaction(TIMEOUT_S)
+            return read
+        finally:
+            consumer.close()
+
+    def committed_offset(self, group: str, topic: str, partition: int) -> int | None:
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+        request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, partition)])
+        (result,) = _results(self._admin(), "list_consumer_group_offsets", [request]).values()
+        (tp,) = result.topic_partitions
+        if tp.error is not None:
+            raise DeliveryError(_kafka_error(tp.error))
+        return None if tp.offset < 0 else tp.offset
+
+    def txn_fencing(
+        self, topic: str, transactional_id: str, first: Rec, late: Rec | None, successor: Rec
+    ) -> tuple[str, str]:
+        zombie = self._txn_producer(transactional_id)
+        zombie.begin_transaction()
+        self._send_acked(zombie, topic, [first])
+        heir = self._txn_producer(transactional_id)
+        heir.begin_transaction()
+        self._send_acked(heir, topic, [successor])
+        heir.commit_transaction(TIMEOUT_S)
+        send_error = commit_error = ""
+        try:
+            if late is not None:
+                self._send_acked(zombie, topic, [late])
+        except Exception as exc:
+            # confluent-kafka 2.16.1 raises SystemError out of flush() here, caused by the
+            # fatal _FENCED KafkaException pending while it runs the delivery callback.
+            cause = exc.__cause__ if isinstance(exc, SystemError) and exc.__cause__ else exc
+            send_error = describe_exception(cause)
+        try:
+            zombie.commit_transaction(TIMEOUT_S)
+        except Exception as exc:
+            commit_error = describe_exception(exc)
+        return send_error, commit_error
 
 
 def _got(msg) -> Got:

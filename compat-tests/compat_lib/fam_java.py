@@ -21,6 +21,7 @@ from typing import Any
 from compat_lib.family import (
     ALL_SCENARIOS,
     HEARTBEAT_MS,
+    READ_UNCOMMITTED,
     SESSION_TIMEOUT_MS,
     TIMEOUT_S,
     Family,
@@ -188,24 +189,30 @@ class JavaFamily(Family):
     def produce(
         self, topic: str, recs: list[Rec], codec: str = "none", config: dict | None = None
     ) -> list[tuple[int, int]]:
-        records = [
-            {
-                "key": _b64(r.key),
-                "value": _b64(r.value),
-                "headers": [[k, _b64(v)] for k, v in r.headers],
-                "partition": r.partition,
-            }
-            for r in recs
-        ]
+        records = _records(recs)
         conf = {
             k: (str(v).lower() if isinstance(v, bool) else v) for k, v in (config or {}).items()
         }
         acks = self.call("produce", topic=topic, records=records, codec=codec, config=conf)
         return [tuple(a) for a in acks]
 
-    def consume(self, topic: str, partition: int, start: Start, count: int) -> list[Got]:
+    def consume(
+        self,
+        topic: str,
+        partition: int,
+        start: Start,
+        count: int,
+        isolation: str = READ_UNCOMMITTED,
+    ) -> list[Got]:
         start_arg = {"kind": start.kind, "value": start.value}
-        got = self.call("consume", topic=topic, partition=partition, start=start_arg, count=count)
+        got = self.call(
+            "consume",
+            topic=topic,
+            partition=partition,
+            start=start_arg,
+            count=count,
+            isolation=isolation,
+        )
         return [_got(g) for g in got]
 
     def seek_reread(
@@ -278,6 +285,62 @@ class JavaFamily(Family):
         args = {"topic": topic, "partition": partition, "from": start, "until": until}
         got = self.call("spark_read", **args)
         return tuple(got["range"]), [_got(g) for g in got["records"]]
+
+    def txn_produce(
+        self, topic: str, transactional_id: str, txns: list[tuple[list[Rec], bool]]
+    ) -> None:
+        encoded = [{"records": _records(recs), "commit": commit} for recs, commit in txns]
+        self.call("txn_produce", topic=topic, transactional_id=transactional_id, txns=encoded)
+
+    def txn_copy(
+        self,
+        group: str,
+        source: str,
+        dest: str,
+        transactional_id: str,
+        count: int,
+        commit: bool,
+    ) -> list[Got]:
+        got = self.call(
+            "txn_copy",
+            group=group,
+            source=source,
+            dest=dest,
+            transactional_id=transactional_id,
+            count=count,
+            commit=commit,
+        )
+        return [_got(g) for g in got]
+
+    def committed_offset(self, group: str, topic: str, partition: int) -> int | None:
+        return self.call("committed_offset", group=group, topic=topic, partition=partition)
+
+    def txn_fencing(
+        self, topic: str, transactional_id: str, first: Rec, late: Rec | None, successor: Rec
+    ) -> tuple[str, str]:
+        first_, successor_ = _records([first, successor])
+        late_ = None if late is None else _records([late])[0]
+        send_error, commit_error = self.call(
+            "txn_fencing",
+            topic=topic,
+            transactional_id=transactional_id,
+            first=first_,
+            late=late_,
+            successor=successor_,
+        )
+        return send_error, commit_error
+
+
+def _records(recs: list[Rec]) -> list[dict]:
+    return [
+        {
+            "key": _b64(r.key),
+            "value": _b64(r.value),
+            "headers": [[k, _b64(v)] for k, v in r.headers],
+            "partition": r.partition,
+        }
+        for r in recs
+    ]
 
 
 def _camel(state: str) -> str:

@@ -13,7 +13,14 @@ from compat_lib.driver_helpers import (
     producer_settings,
     two_members,
 )
-from compat_lib.family import ALL_SCENARIOS, REQUEST_TIMEOUT_MS, TIMEOUT_S, Family
+from compat_lib.family import (
+    ALL_SCENARIOS,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    REQUEST_TIMEOUT_MS,
+    TIMEOUT_S,
+    Family,
+)
 from compat_lib.model import Got, GroupInfo, Rec, Received, Start, describe_exception
 
 
@@ -120,11 +127,18 @@ class KafkaPythonFamily(Family):
 
         return poll_until(count, fetch)
 
-    def consume(self, topic: str, partition: int, start: Start, count: int) -> list[Got]:
+    def consume(
+        self,
+        topic: str,
+        partition: int,
+        start: Start,
+        count: int,
+        isolation: str = READ_UNCOMMITTED,
+    ) -> list[Got]:
         from kafka import TopicPartition
 
         tp = TopicPartition(topic, partition)
-        with closing(self._consumer()) as consumer:
+        with closing(self._consumer(isolation_level=isolation)) as consumer:
             consumer.assign([tp])
             self._position(consumer, tp, start)
             return self._poll(consumer, count)
@@ -261,6 +275,99 @@ class KafkaPythonFamily(Family):
             res = admin.delete_records({tp: before})
         meta = res[tp]
         return meta["low_watermark"] if isinstance(meta, dict) else meta.low_watermark
+
+    # ---- transactions -------------------------------------------------------------------
+    def _txn_producer(self, transactional_id: str):
+        from kafka import KafkaProducer
+
+        prod = KafkaProducer(
+            **self._common(), max_block_ms=REQUEST_TIMEOUT_MS, transactional_id=transactional_id
+        )
+        prod.init_transactions()
+        return prod
+
+    @staticmethod
+    def _send_acked(prod, topic: str, recs: list[Rec]) -> None:
+        futures = [
+            prod.send(
+                topic, value=r.value, key=r.key, headers=list(r.headers), partition=r.partition
+            )
+            for r in recs
+        ]
+        prod.flush(timeout=TIMEOUT_S)
+        for f in futures:
+            f.get(timeout=TIMEOUT_S)
+
+    def txn_produce(
+        self, topic: str, transactional_id: str, txns: list[tuple[list[Rec], bool]]
+    ) -> None:
+        with closing(self._txn_producer(transactional_id)) as prod:
+            for recs, commit in txns:
+                prod.begin_transaction()
+                self._send_acked(prod, topic, recs)
+                if commit:
+                    prod.commit_transaction()
+                else:
+                    prod.abort_transaction()
+
+    def txn_copy(
+        self,
+        group: str,
+        source: str,
+        dest: str,
+        transactional_id: str,
+        count: int,
+        commit: bool,
+    ) -> list[Got]:
+        from kafka import OffsetAndMetadata, TopicPartition
+
+        tp = TopicPartition(source, 0)
+        consumer = self._consumer(group_id=group, isolation_level=READ_COMMITTED)
+        with closing(consumer), closing(self._txn_producer(transactional_id)) as prod:
+            consumer.assign([tp])
+            read = self._poll(consumer, count)[:count]
+            prod.begin_transaction()
+            copies = [Rec(g.key, b"copied:" + (g.value or b""), partition=0) for g in read]
+            self._send_acked(prod, dest, copies)
+            if read:
+                offsets = {tp: OffsetAndMetadata(read[-1].offset + 1, "", -1)}
+                prod.send_offsets_to_transaction(offsets, consumer.group_metadata())
+            if commit:
+                prod.commit_transaction()
+            else:
+                prod.abort_transaction()
+            return read
+
+    def committed_offset(self, group: str, topic: str, partition: int) -> int | None:
+        from kafka import TopicPartition
+
+        tp = TopicPartition(topic, partition)
+        with closing(self._admin()) as admin:
+            found = admin.list_group_offsets({group: [tp]})
+        meta = found.get(group, {}).get(tp)
+        return None if meta is None or meta.offset < 0 else meta.offset
+
+    def txn_fencing(
+        self, topic: str, transactional_id: str, first: Rec, late: Rec | None, successor: Rec
+    ) -> tuple[str, str]:
+        with closing(self._txn_producer(transactional_id)) as zombie:
+            zombie.begin_transaction()
+            self._send_acked(zombie, topic, [first])
+            with closing(self._txn_producer(transactional_id)) as heir:
+                heir.begin_transaction()
+                self._send_acked(heir, topic, [successor])
+                heir.commit_transaction()
+            send_error = commit_error = ""
+            try:
+                if late is not None:
+                    self._send_acked(zombie, topic, [late])
+            except Exception as exc:
+                send_error = describe_exception(exc)
+            try:
+                zombie.commit_transaction()
+            except Exception as exc:
+                commit_error = describe_exception(exc)
+            return send_error, commit_error
 
 
 def _subscribe(consumer, topic: str) -> None:

@@ -45,6 +45,14 @@ ALL_SCENARIOS = frozenset(
         "spark_pattern",
     }
 )
+# Transactions (KIP-98/KIP-447): every family with a transactional producer declares these.
+TXN_SCENARIOS = frozenset(
+    {"txn_commit_abort", "txn_offsets", "txn_fencing", "txn_fencing_commit"}
+)
+ALL_SCENARIOS = ALL_SCENARIOS | TXN_SCENARIOS
+# Consumer isolation levels, as Kafka spells them (``isolation.level``).
+READ_COMMITTED = "read_committed"
+READ_UNCOMMITTED = "read_uncommitted"
 
 
 class Unsupported(Exception):
@@ -104,9 +112,17 @@ class Family:
         ``enable.idempotence``); drivers translate the names to their client's."""
         raise Unsupported("produce")
 
-    def consume(self, topic: str, partition: int, start: Start, count: int) -> list[Got]:
+    def consume(
+        self,
+        topic: str,
+        partition: int,
+        start: Start,
+        count: int,
+        isolation: str = READ_UNCOMMITTED,
+    ) -> list[Got]:
         """Assign one partition (no group), position at ``start``, poll until ``count``
-        records arrived or the timeout passed; returns what arrived."""
+        records arrived or the timeout passed; returns what arrived. ``isolation`` is the
+        consumer's ``isolation.level`` (``read_committed`` skips aborted transactions)."""
         raise Unsupported("consume")
 
     def seek_reread(
@@ -148,6 +164,47 @@ class Family:
     def delete_records(self, topic: str, partition: int, before: int) -> int:
         """Delete records before ``before``; returns the new log start offset."""
         raise Unsupported("delete_records")
+
+
+    # --- transactions ---------------------------------------------------------------------
+    def txn_produce(
+        self, topic: str, transactional_id: str, txns: list[tuple[list[Rec], bool]]
+    ) -> None:
+        """One transactional producer: ``init_transactions``, then per ``(records, commit)``
+        begin, send every record and wait for its ack, commit (True) or abort (False)."""
+        raise Unsupported("txn_produce")
+
+    def txn_copy(
+        self,
+        group: str,
+        source: str,
+        dest: str,
+        transactional_id: str,
+        count: int,
+        commit: bool,
+    ) -> list[Got]:
+        """Consume-transform-produce once: a read_committed consumer with ``group.id=group``
+        assigned partition 0 of ``source`` (starting at the group's committed offset, else
+        earliest) reads ``count`` records; in one transaction each is sent to partition 0
+        of ``dest`` with the same key and the value prefixed by ``copied:``, and the offset
+        after the last one is added with ``sendOffsetsToTransaction``; then commit or
+        abort. Returns the records read."""
+        raise Unsupported("txn_copy")
+
+    def committed_offset(self, group: str, topic: str, partition: int) -> int | None:
+        """The group's committed offset for the partition (None when it has none)."""
+        raise Unsupported("committed_offset")
+
+    def txn_fencing(
+        self, topic: str, transactional_id: str, first: Rec, late: Rec | None, successor: Rec
+    ) -> tuple[str, str]:
+        """Zombie fencing: producer A (``transactional_id``) begins a transaction and sends
+        ``first`` (acked); producer B with the same id initialises (fencing A, aborting its
+        transaction), sends ``successor`` in a transaction and commits; then A sends ``late``
+        (waiting for its ack; skipped when ``late`` is None, so that the commit is A's next
+        request) and, whatever that gave, calls commit. Returns what A's client raised from
+        the send and from the commit (each "" if it raised nothing)."""
+        raise Unsupported("txn_fencing")
 
 
 def guarded(family: Family) -> Any:

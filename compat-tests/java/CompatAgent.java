@@ -123,6 +123,10 @@ public final class CompatAgent {
             case "delete_records": return deleteRecords(r);
             case "spark_read": return sparkRead(r);
             case "group_two_members": return groupTwoMembers(r);
+            case "txn_produce": return txnProduce(r);
+            case "txn_copy": return txnCopy(r);
+            case "committed_offset": return committedOffset(r);
+            case "txn_fencing": return txnFencing(r);
             default: throw new IllegalArgumentException("unknown op " + op);
         }
     }
@@ -268,7 +272,10 @@ public final class CompatAgent {
         Map<String, Object> start = (Map<String, Object>) r.get("start");
         String kind = (String) start.get("kind");
         long value = ((Number) start.get("value")).longValue();
-        try (KafkaConsumer<byte[], byte[]> c = consumer(null, null)) {
+        Object isolation = r.get("isolation");
+        Map<String, String> extra = isolation == null ? null
+                : Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, (String) isolation);
+        try (KafkaConsumer<byte[], byte[]> c = consumer(null, extra)) {
             c.assign(List.of(tp));
             switch (kind) {
                 case "earliest": c.seekToBeginning(List.of(tp)); break;
@@ -459,6 +466,144 @@ public final class CompatAgent {
             out.put("range", List.of(earliest, latest));
             out.put("records", got);
             return out;
+        }
+    }
+
+    // ---- transactions -----------------------------------------------------------------------
+
+    private KafkaProducer<byte[], byte[]> txnProducer(String transactionalId) {
+        Map<String, Object> o = new HashMap<>();
+        o.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId);
+        return producer(o);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static ProducerRecord<byte[], byte[]> producerRecord(String topic, Object o) {
+        Map<String, Object> rec = (Map<String, Object>) o;
+        List<Header> headers = new ArrayList<>();
+        for (Object h : (List<Object>) rec.get("headers")) {
+            List<Object> kv = (List<Object>) h;
+            headers.add(new RecordHeader((String) kv.get(0), bytes(kv.get(1))));
+        }
+        Object partition = rec.get("partition");
+        Integer part = partition == null ? null : ((Number) partition).intValue();
+        return new ProducerRecord<>(topic, part, null, bytes(rec.get("key")),
+                bytes(rec.get("value")), headers);
+    }
+
+    /** init, then per {"records", "commit"}: begin, send all (acked), commit or abort. */
+    @SuppressWarnings("unchecked")
+    private Object txnProduce(Map<String, Object> r) throws Exception {
+        String topic = str(r, "topic");
+        try (KafkaProducer<byte[], byte[]> p = txnProducer(str(r, "transactional_id"))) {
+            p.initTransactions();
+            for (Object t : (List<Object>) r.get("txns")) {
+                Map<String, Object> txn = (Map<String, Object>) t;
+                p.beginTransaction();
+                List<Future<RecordMetadata>> futures = new ArrayList<>();
+                for (Object rec : (List<Object>) txn.get("records")) {
+                    futures.add(p.send(producerRecord(topic, rec)));
+                }
+                p.flush();
+                for (Future<RecordMetadata> f : futures) get(f);
+                if (Boolean.TRUE.equals(txn.get("commit"))) p.commitTransaction();
+                else p.abortTransaction();
+            }
+        }
+        return null;
+    }
+
+    /** Consume-transform-produce once, offsets through sendOffsetsToTransaction. */
+    private Object txnCopy(Map<String, Object> r) throws Exception {
+        TopicPartition src = new TopicPartition(str(r, "source"), 0);
+        String dest = str(r, "dest");
+        Map<String, String> extra =
+                Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        try (KafkaConsumer<byte[], byte[]> c = consumer(str(r, "group"), extra);
+                KafkaProducer<byte[], byte[]> p = txnProducer(str(r, "transactional_id"))) {
+            p.initTransactions();
+            c.assign(List.of(src));
+            List<ConsumerRecord<byte[], byte[]>> read = new ArrayList<>();
+            int count = num(r, "count");
+            long deadline = System.nanoTime() + POLL_BUDGET.toNanos();
+            while (read.size() < count && System.nanoTime() < deadline) {
+                for (ConsumerRecord<byte[], byte[]> rec : c.poll(Duration.ofMillis(200))) {
+                    if (read.size() < count) read.add(rec);
+                }
+            }
+            p.beginTransaction();
+            List<Object> got = new ArrayList<>();
+            List<Future<RecordMetadata>> futures = new ArrayList<>();
+            for (ConsumerRecord<byte[], byte[]> rec : read) {
+                got.add(record(rec));
+                byte[] prefix = "copied:".getBytes(StandardCharsets.UTF_8);
+                byte[] value = new byte[prefix.length + rec.value().length];
+                System.arraycopy(prefix, 0, value, 0, prefix.length);
+                System.arraycopy(rec.value(), 0, value, prefix.length, rec.value().length);
+                futures.add(p.send(new ProducerRecord<>(dest, 0, rec.key(), value)));
+            }
+            if (!read.isEmpty()) {
+                long next = read.get(read.size() - 1).offset() + 1;
+                p.sendOffsetsToTransaction(Map.of(src, new OffsetAndMetadata(next)),
+                        c.groupMetadata());
+            }
+            p.flush();
+            for (Future<RecordMetadata> f : futures) get(f);
+            if (Boolean.TRUE.equals(r.get("commit"))) p.commitTransaction();
+            else p.abortTransaction();
+            return got;
+        }
+    }
+
+    private Object committedOffset(Map<String, Object> r) throws Exception {
+        TopicPartition tp = new TopicPartition(str(r, "topic"), num(r, "partition"));
+        try (Admin a = admin()) {
+            OffsetAndMetadata m = get(a.listConsumerGroupOffsets(str(r, "group"))
+                    .partitionsToOffsetAndMetadata()).get(tp);
+            return m == null ? null : m.offset();
+        }
+    }
+
+    /**
+     * Zombie fencing: A begins and sends "first"; B (same transactional.id) initialises,
+     * which fences A and aborts its transaction, then commits "successor"; A then sends
+     * "late" (unless null) and commits. Returns [what A's send raised, what its commit
+     * raised] ("" for no error).
+     */
+    private Object txnFencing(Map<String, Object> r) throws Exception {
+        String topic = str(r, "topic");
+        String id = str(r, "transactional_id");
+        KafkaProducer<byte[], byte[]> zombie = txnProducer(id);
+        try {
+            zombie.initTransactions();
+            zombie.beginTransaction();
+            get(zombie.send(producerRecord(topic, r.get("first"))));
+            try (KafkaProducer<byte[], byte[]> successor = txnProducer(id)) {
+                successor.initTransactions();
+                successor.beginTransaction();
+                get(successor.send(producerRecord(topic, r.get("successor"))));
+                successor.commitTransaction();
+            }
+            String sendError = "";
+            String commitError = "";
+            if (r.get("late") != null) {
+                try {
+                    Future<RecordMetadata> late =
+                            zombie.send(producerRecord(topic, r.get("late")));
+                    zombie.flush();
+                    get(late);
+                } catch (Exception e) {
+                    sendError = describe(e);
+                }
+            }
+            try {
+                zombie.commitTransaction();
+            } catch (Exception e) {
+                commitError = describe(e);
+            }
+            return List.of(sendError, commitError);
+        } finally {
+            zombie.close(Duration.ofSeconds(2));
         }
     }
 
