@@ -370,16 +370,16 @@ class PartitionLog:
                 region = segment.log.region(position, stop - position)
             except FileGone:
                 return None  # replaced by a clean meanwhile: retry
-            info = ReadInfo([region], start, end, end)
+            next_offset = -1
             if max_offset is not None:
                 following = segment.first_batch_from(0, stop, max_position)
                 if following is not None:
-                    info.next_offset = following[1]
+                    next_offset = following[1]
                 elif k + 1 < len(candidates):
-                    info.next_offset = candidates[k + 1][0].base_offset
+                    next_offset = candidates[k + 1][0].base_offset
                 else:
-                    info.next_offset = end
-            return info
+                    next_offset = end
+            return ReadInfo([region], start, end, end, next_offset)
         return ReadInfo([], start, end, end, offset)
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
