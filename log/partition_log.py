@@ -52,7 +52,7 @@ from kafkette.log.retention import (
 )
 from kafkette.log.segment import AppendedBatch, LogSegment
 from kafkette.log.segment_swap import cleaned_path, commit_swap
-from kafkette.log.transaction_index import collect_aborted
+from kafkette.log.transaction_index import AbortedTxn, collect_aborted
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.record_batch import LOG_OVERHEAD, BatchHeader, set_log_append_time
 
@@ -170,6 +170,12 @@ class PartitionLog:
             if entries and collect_aborted(entries, start_offset, upper_bound, found):
                 break
         return found
+
+    def abort_index_entries(self) -> list[AbortedTxn]:
+        """Every abort index entry of every segment (the cleaner's view of aborts)."""
+        with self._state_lock:
+            indexes = [s.txn_index.entries for s in self._segments]
+        return [entry for entries in indexes for entry in list(entries)]
 
     def check_marker(
         self, producer_id: int, producer_epoch: int, coordinator_epoch: int
