@@ -188,18 +188,17 @@ class ProducerStateTable:
             return APPEND
         if header.producer_epoch < entry.epoch:
             return _INVALID_EPOCH
-        if header.base_sequence < 0 or header.is_control:
+        attributes = header.attributes
+        if header.base_sequence < 0 or attributes & CONTROL_MASK:
             # Markers, and the group coordinator's transactional offset writes.
-            if not header.is_control and not header.is_transactional and (
-                entry.current_txn_first_offset >= 0
-            ):
+            if not attributes & _TXN_OR_CONTROL and entry.current_txn_first_offset >= 0:
                 return _INVALID_TXN_STATE
             return APPEND
         verdict = self._check_sequence(header, entry)
         if (
-            verdict is APPEND
-            and entry.current_txn_first_offset >= 0
-            and not header.is_transactional
+            entry.current_txn_first_offset >= 0
+            and not attributes & TRANSACTIONAL_MASK
+            and verdict is APPEND
         ):
             return _INVALID_TXN_STATE
         return verdict
@@ -241,10 +240,12 @@ class ProducerStateTable:
         """
         if header.producer_id < 0 or header.is_control:
             return
-        transactional = header.is_transactional
+        transactional = header.attributes & TRANSACTIONAL_MASK
         if header.base_sequence < 0 and not transactional:
             return
-        entry = self._entry_for(header.producer_id, header.producer_epoch)
+        entry = self._entries.get(header.producer_id)
+        if entry is None or entry.epoch != header.producer_epoch:
+            entry = self._entry_for(header.producer_id, header.producer_epoch)
         if header.base_sequence >= 0:
             entry.batches.append(
                 BatchMetadata(
