@@ -138,7 +138,8 @@ class PartitionLog:
 
     @property
     def last_stable_offset(self) -> int:
-        """First offset of the earliest open transaction, else the high watermark.
+        """First offset of the earliest open transaction, else the high watermark
+        (never below the log start offset).
 
         read_committed consumers read below it (Kafka's LSO). The log end is
         read before the table (see the module docstring on ordering).
@@ -147,7 +148,9 @@ class PartitionLog:
         first_unstable = self._producer_state.table.first_unstable
         if first_unstable is None or first_unstable > high_watermark:
             return high_watermark
-        return first_unstable
+        # An open transaction whose start was deleted (retention, DeleteRecords):
+        # as Kafka, the LSO is then the log start offset.
+        return max(first_unstable, self._log_start_offset)
 
     def open_transactions(self) -> list[tuple[int, int]]:
         """(producer id, first offset) of every open transaction, earliest first."""

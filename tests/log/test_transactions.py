@@ -356,3 +356,16 @@ def test_markers_are_whole_batches_in_reads(tmp_path, clock):
     headers = iter_batches(log.read(0, 1 << 20, log.last_stable_offset).to_bytes())
     assert [h.is_control for h in headers] == [False, True]
     log.close()
+
+
+def test_lso_never_below_the_log_start(tmp_path, clock):
+    log = open_log(tmp_path / "t-0", clock)
+    p = TxnProducer(1)
+    first, _ = append(log, p.data(2))
+    append(log, plain(2))
+    assert log.last_stable_offset == first == 0
+    log.delete_records_before(3)  # DeleteRecords inside the open transaction
+    assert log.open_transactions() == [(1, 0)]
+    assert log.last_stable_offset == 3
+    assert log.read(3, 1 << 20, log.last_stable_offset).regions == []
+    log.close()
