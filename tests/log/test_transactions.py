@@ -8,7 +8,11 @@ replaying the log as it now is computes.
 from __future__ import annotations
 
 import os
+import random
 import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -369,3 +373,48 @@ def test_lso_never_below_the_log_start(tmp_path, clock):
     assert log.last_stable_offset == 3
     assert log.read(3, 1 << 20, log.last_stable_offset).regions == []
     log.close()
+
+
+CHILD = Path(__file__).with_name("txn_crash_child.py")
+
+
+def _run_child_until_killed(directory: Path, acks_wanted: int) -> list[tuple[str, int, int]]:
+    process = subprocess.Popen(
+        [sys.executable, str(CHILD), str(directory)], stdout=subprocess.PIPE, text=True
+    )
+    acks = []
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline().strip() == "ready"
+        for line in process.stdout:
+            kind, producer_id, offset = line.split()
+            acks.append((kind, int(producer_id), int(offset)))
+            if len(acks) >= acks_wanted:
+                break
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=30)
+    return acks
+
+
+def test_kill_9_during_transactions_leaves_state_that_replays(tmp_path, clock):
+    """Every reopen after a kill -9 holds the open transactions and abort indexes
+    that replaying the whole log computes, and every acknowledged abort is found."""
+    directory = tmp_path / "t-0"
+    rng = random.Random(11)
+    for _ in range(3):
+        acks = _run_child_until_killed(directory, rng.randint(30, 150))
+        log = open_log(directory, clock, recover=True,
+                       config=LogConfig(segment_bytes=2048, index_interval_bytes=256))
+        try:
+            live = (log.open_transactions(), index_state(log))
+            assert reference_state(directory, tmp_path, clock)[:2] == live
+            assert txn_files(directory) == live[1]
+            aborted = {(e.producer_id, e.last_offset) for v in live[1].values() for e in v}
+            for kind, producer_id, offset in acks:
+                if kind == "abort" and offset >= log.log_start_offset:
+                    assert (producer_id, offset) in aborted
+        finally:
+            log.close()
