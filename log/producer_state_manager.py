@@ -51,10 +51,17 @@ from kafkette.log.producer_snapshot import (
 from kafkette.log.producer_state import CompletedTxn, ProducerStateTable
 from kafkette.log.segment import LogSegment
 from kafkette.log.transaction_index import AbortedTxn
-from kafkette.wire.record_batch import BatchHeader, InvalidBatchError
+from kafkette.wire.record_batch import (
+    CONTROL_MASK,
+    LOG_OVERHEAD,
+    TRANSACTIONAL_MASK,
+    BatchHeader,
+    InvalidBatchError,
+)
 from kafkette.wire.records import ControlRecordType, decode_batch, parse_control_record
 
 _log = logging.getLogger(__name__)
+_TXN_OR_CONTROL = TRANSACTIONAL_MASK | CONTROL_MASK
 
 # Newest snapshots kept; older ones only shorten a rebuild after a deep
 # truncation, which a single node never does in normal operation.
@@ -166,17 +173,19 @@ class ProducerStateManager:
             if header.producer_id >= 0:
                 if now_ms < 0:
                     now_ms = clock()
-                if header.attributes & _TXN_OR_CONTROL:
+                attributes = header.attributes
+                if attributes & _TXN_OR_CONTROL:
                     if changed is None:
                         changed = []
-                    _record_transactional(
-                        table, header, offset, now_ms, changed,
-                        lambda p=position, h=header: bytes(batches[p : p + h.size]),
-                    )
+                    if attributes & CONTROL_MASK:
+                        data = bytes(batches[position : position + header.size])
+                        _record_marker(table, header, offset, now_ms, changed, data)
+                    else:
+                        table.record(header, offset, now_ms)
                 else:
                     table.record(header, offset, now_ms)
             offset += header.last_offset_delta + 1
-            position += header.batch_length + 12
+            position += header.batch_length + LOG_OVERHEAD
         return changed
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
@@ -213,9 +222,6 @@ class ProducerStateManager:
             delete_snapshot(self.directory, self._snapshots.pop(0))
 
 
-_TXN_OR_CONTROL = 0x30  # transactional | control attribute bits
-
-
 def marker_of(data: bytes) -> tuple[bool, int] | None:
     """(aborted, coordinator epoch) of the control batch ``data``; None if it holds
     no COMMIT/ABORT record (an emptied batch, or another control type)."""
@@ -233,15 +239,12 @@ def marker_of(data: bytes) -> tuple[bool, int] | None:
     return kind == ControlRecordType.ABORT, coordinator_epoch
 
 
-def _record_transactional(
+def _record_marker(
     table: ProducerStateTable, header: BatchHeader, offset: int, now_ms: int,
-    aborted: list[AbortedTxn], read_batch: Callable[[], bytes],
+    aborted: list[AbortedTxn], data: bytes,
 ) -> CompletedTxn | None:
-    """Feed one transactional or control batch; append an abort entry to ``aborted``."""
-    if not header.is_control:
-        table.record(header, offset, now_ms)
-        return None
-    marker = marker_of(read_batch())
+    """Feed one control batch (``data``); append an abort entry to ``aborted``."""
+    marker = marker_of(data)
     if marker is None:
         return None
     is_abort, coordinator_epoch = marker
@@ -295,11 +298,11 @@ def replay(
             for pos, header in scan_batches(segment.log, position, segment.size, validate=False):
                 if header.base_offset < start:
                     continue
-                if header.producer_id >= 0 and header.attributes & _TXN_OR_CONTROL:
-                    _record_transactional(
+                if header.producer_id >= 0 and header.attributes & CONTROL_MASK:
+                    _record_marker(
                         table, header, header.base_offset, now_ms,
                         aborted if aborted is not None else [],
-                        lambda s=segment, p=pos, h=header: s.log.pread(h.size, p),
+                        segment.log.pread(header.size, pos),
                     )
                 else:
                     table.record(header, header.base_offset, now_ms)
