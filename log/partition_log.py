@@ -360,11 +360,19 @@ class PartitionLog:
                 continue
             position, size, base = found
             limit = max_position
+            capped = None
             if max_offset is not None:
                 if base >= max_offset:
                     break
-                if max_offset < end:
-                    capped = segment.first_batch_from(max_offset, position + size, max_position)
+                if max_offset < end and size < max_bytes:
+                    # Where the first batch at or past the bound starts, looked for
+                    # only inside this read's window, from the index entry below it.
+                    with self._state_lock:
+                        _, indexed = segment.offset_index.lookup(max_offset)
+                    window_end = min(max_position, position + max_bytes)
+                    capped = segment.first_batch_from(
+                        max_offset, max(position + size, indexed), window_end
+                    )
                     if capped is not None:
                         limit = capped[0]
             stop = position + size
@@ -381,7 +389,10 @@ class PartitionLog:
                 return None  # replaced by a clean meanwhile: retry
             next_offset = -1
             if max_offset is not None:
-                following = segment.first_batch_from(0, stop, max_position)
+                if capped is not None and stop == capped[0]:
+                    following: tuple[int, int] | None = capped
+                else:
+                    following = segment.first_batch_from(0, stop, max_position)
                 if following is not None:
                     next_offset = following[1]
                 elif k + 1 < len(candidates):

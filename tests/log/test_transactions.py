@@ -418,3 +418,33 @@ def test_kill_9_during_transactions_leaves_state_that_replays(tmp_path, clock):
                     assert (producer_id, offset) in aborted
         finally:
             log.close()
+
+
+@pytest.mark.parametrize("max_bytes", [1, 150, 700, 5000, 1 << 20])
+def test_bounded_reads_in_chunks_stop_exactly_at_the_lso(tmp_path, clock, max_bytes):
+    log = open_log(tmp_path / "t-0", clock,
+                   config=LogConfig(segment_bytes=1 << 20, index_interval_bytes=128))
+    p, q = TxnProducer(1), TxnProducer(2)
+    bases = []
+    for i in range(40):
+        bases.append(append(log, plain(1 + i % 3))[0])
+        if i == 10:
+            bases.append(append(log, q.data(2))[0])
+            bases.append(append(log, q.abort())[0])
+    lso, _ = append(log, p.data(2))
+    for _ in range(20):
+        append(log, plain(2))
+    assert log.last_stable_offset == lso
+    seen, offset = [], 0
+    while True:
+        info = log.read(offset, max_bytes, log.last_stable_offset)
+        headers = iter_batches(info.to_bytes())
+        if not headers:
+            assert offset == lso and info.next_offset == lso
+            break
+        assert all(h.base_offset < lso for h in headers)
+        assert info.next_offset == headers[-1].next_offset
+        seen.extend(h.base_offset for h in headers)
+        offset = info.next_offset
+    assert seen == bases
+    log.close()
