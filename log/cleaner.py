@@ -4,8 +4,10 @@ A clean of a log whose ``cleanup.policy`` includes ``compact``:
 
 1. **Range.** Only closed segments are cleaned, never the active one. The
    *dirty* range starts at the cleaner checkpoint (or the log start) and ends
-   at the first uncleanable offset: the active segment's base, or the first
-   segment with records newer than ``min.compaction.lag.ms``.
+   at the first uncleanable offset: the active segment's base, the first
+   segment with records newer than ``min.compaction.lag.ms``, or the segment
+   holding the last stable offset (never clean at or above the LSO; whole
+   segments are rewritten, so the one holding it is left alone).
 2. **Offset map.** Every keyed record of the dirty range goes into a
    key -> latest offset map (:class:`~kafkette.log.offset_map.OffsetMap`,
    bounded by ``log.cleaner.dedupe.buffer.size`` / ``log.cleaner.threads``). A
@@ -27,7 +29,18 @@ A clean of a log whose ``cleanup.policy`` includes ``compact``:
    idempotence survives, as Kafka keeps a producer's last batch) and the
    group's last batch (so a cleaned segment ends where its group ended; it
    makes the crash recovery of a swap exact).
-6. Control batches (transaction markers) are kept as they are for now.
+6. **Transactions** (Kafka's CleanedTransactionMetadata). A transactional
+   data batch inside an aborted transaction (same producer, offset between
+   the transaction's first offset and its ABORT marker, from the abort
+   indexes) is dropped whole, never put in the offset map, and kept only as
+   an empty header under the rule of step 5. Markers: an ABORT marker is
+   kept, with its abort-index entry, while any batch of its transaction was
+   still seen in this pass; a COMMIT marker while any batch of its
+   transaction was. Otherwise the marker is no longer needed and is treated
+   like a tombstone: the first clean gives it a delete horizon (now +
+   ``delete.retention.ms``) and the first clean after that removes it. The
+   state spans the whole pass (all groups), so a marker in a later group
+   than its data is judged on what the pass saw.
 7. Each group is swapped in crash-safely (``log/segment_swap.py``), then the
    checkpoint moves to the range end (``cleaner-offset-checkpoint``).
 
@@ -40,6 +53,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -47,8 +61,10 @@ from kafkette.log.config import INT_MAX
 from kafkette.log.file_region import FileGone
 from kafkette.log.offset_map import OffsetMap
 from kafkette.log.partition_log import PartitionLog
+from kafkette.log.producer_state_manager import marker_of
 from kafkette.log.segment import LogSegment
-from kafkette.log.segment_swap import cleaned_path
+from kafkette.log.segment_swap import cleaned_path, cleaned_txn_index_path
+from kafkette.log.transaction_index import AbortedTxn, encode_entries
 from kafkette.wire.record_batch import (
     HEADER_SIZE,
     BatchHeader,
@@ -149,6 +165,11 @@ def measure(log: PartitionLog, checkpoint: int, now: int) -> Cleanability | None
         checkpoint = 0  # a stale entry (the topic was re-created): start over, as Kafka
     first_dirty = max(checkpoint, log_start, segments[0].base_offset)
     uncleanable = log.active_base_offset()
+    stable = log.last_stable_offset
+    for segment in segments:
+        if segment.next_offset > stable:
+            uncleanable = min(uncleanable, segment.base_offset)
+            break
     for segment in segments:
         if segment.next_offset <= first_dirty:
             continue
@@ -208,9 +229,64 @@ def _batches(
         position += offset
 
 
+class TxnCleanState:
+    """What one clean pass knows and has seen of transactions (see step 6)."""
+
+    def __init__(self, aborted: list[AbortedTxn]) -> None:
+        # producer id -> its aborted transactions, by first offset (a producer's
+        # transactions never overlap), and their first offsets for bisect
+        self._ranges: dict[int, list[AbortedTxn]] = {}
+        for entry in sorted(aborted, key=lambda e: e.first_offset):
+            self._ranges.setdefault(entry.producer_id, []).append(entry)
+        self._firsts = {pid: [e.first_offset for e in v] for pid, v in self._ranges.items()}
+        self._observed: set[tuple[int, int]] = set()  # (producer, marker offset)
+        self._committed_seen: set[int] = set()  # producers with data seen before a COMMIT
+
+    def aborted_entry(self, header: BatchHeader) -> AbortedTxn | None:
+        """The aborted transaction a transactional data batch belongs to, if any."""
+        firsts = self._firsts.get(header.producer_id)
+        if not firsts:
+            return None
+        i = bisect_right(firsts, header.base_offset) - 1
+        if i < 0:
+            return None
+        entry = self._ranges[header.producer_id][i]
+        return entry if header.base_offset <= entry.last_offset else None
+
+    def on_data(self, header: BatchHeader) -> bool:
+        """A transactional data batch read by the clean: True if it is aborted data."""
+        entry = self.aborted_entry(header)
+        if entry is not None:
+            self._observed.add((entry.producer_id, entry.last_offset))
+            return True
+        self._committed_seen.add(header.producer_id)
+        return False
+
+    def on_marker(self, header: BatchHeader, data: bytes) -> tuple[bool, AbortedTxn | None]:
+        """(still needed, abort-index entry to keep) for a control batch."""
+        marker = marker_of(data)
+        if marker is None:
+            return False, None  # emptied or not a transaction marker
+        aborted, _ = marker
+        producer_id = header.producer_id
+        if not aborted:
+            seen = producer_id in self._committed_seen
+            self._committed_seen.discard(producer_id)
+            return seen, None
+        self._committed_seen.discard(producer_id)
+        key = (producer_id, header.base_offset)
+        if key not in self._observed:
+            return False, None
+        self._observed.discard(key)
+        for entry in self._ranges.get(producer_id, ()):
+            if entry.last_offset == header.base_offset:
+                return True, entry
+        return True, None
+
+
 def _build_map(
     segments: list[LogSegment], span: Cleanability, offset_map: OffsetMap,
-    throttler: Throttler, stats: CleanStats,
+    throttler: Throttler, stats: CleanStats, txns: TxnCleanState,
 ) -> int:
     """Fill the map from the dirty range; returns the offset the clean covers up to."""
     offset_map.clear()
@@ -222,6 +298,8 @@ def _build_map(
         for header, data in _batches(segment, throttler, stats):
             if header.last_offset < span.first_dirty or header.is_control:
                 continue
+            if header.is_transactional and txns.aborted_entry(header) is not None:
+                continue  # aborted records never shadow committed ones
             _, records = decode_batch(data, check_crc=False)
             if len(offset_map) and len(offset_map) + len(records) > offset_map.capacity:
                 return header.base_offset  # full: the rest is for the next clean
@@ -262,12 +340,14 @@ def group_by_size(
 def _clean_group(
     log: PartitionLog, group: list[LogSegment], offset_map: OffsetMap, now: int,
     producer_batches: dict[int, set[int]], throttler: Throttler, stats: CleanStats,
-    truncations: int,
+    truncations: int, txns: TxnCleanState,
 ) -> None:
-    """Write the group's cleaned copy, fsync it, and swap it in."""
+    """Write the group's cleaned copy (and abort index), fsync them, and swap them in."""
     base = group[0].base_offset
     last_segment = group[-1]
     path = cleaned_path(log.directory, base)
+    txn_path = cleaned_txn_index_path(log.directory, base)
+    kept_aborts: list[AbortedTxn] = []
     retention = log.config.delete_retention_ms
     written: list[tuple[int, int, int, int]] = []
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
@@ -278,6 +358,7 @@ def _clean_group(
             for header, data in _batches(segment, throttler, stats):
                 out = _clean_batch(
                     header, data, offset_map, now, retention, producer_batches, stats,
+                    txns, kept_aborts,
                     is_last=segment is last_segment and header.next_offset == segment.next_offset,
                 )
                 if out is None:
@@ -291,6 +372,8 @@ def _clean_group(
         os.fsync(fd)
         os.close(fd)
         fd = -1
+        if kept_aborts:
+            _write_txn_index(txn_path, kept_aborts)
         if not log.replace_segments(group, written, truncations):
             raise CleanAborted(f"{log.directory}: segments changed during the clean")
         swapped = True
@@ -300,6 +383,16 @@ def _clean_group(
             os.close(fd)
         if not swapped:
             path.unlink(missing_ok=True)
+            txn_path.unlink(missing_ok=True)
+
+
+def _write_txn_index(path, entries: list[AbortedTxn]) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        _write_all(fd, encode_entries(entries))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -308,13 +401,46 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+def _clean_marker(
+    header: BatchHeader, data: bytes, now: int, retention_ms: int, stats: CleanStats,
+    txns: TxnCleanState, kept_aborts: list[AbortedTxn], *, is_last: bool,
+) -> bytes | None:
+    """A control batch: kept while needed, then after its delete horizon dropped."""
+    needed, entry = txns.on_marker(header, data)
+    if needed:
+        if entry is not None:
+            kept_aborts.append(entry)
+        return data
+    horizon = delete_horizon_of(header)
+    if horizon is not None and now >= horizon:
+        return rebuild_batch(header, []) if is_last else None
+    if horizon is None:
+        horizon = now + retention_ms
+        _, records = decode_batch(data, check_crc=False)
+        data = rebuild_batch(header, records, delete_horizon_ms=horizon)
+    if stats.next_delete_horizon_ms is None or horizon < stats.next_delete_horizon_ms:
+        stats.next_delete_horizon_ms = horizon
+    return data
+
+
 def _clean_batch(
     header: BatchHeader, data: bytes, offset_map: OffsetMap, now: int, retention_ms: int,
-    producer_batches: dict[int, set[int]], stats: CleanStats, *, is_last: bool,
+    producer_batches: dict[int, set[int]], stats: CleanStats, txns: TxnCleanState,
+    kept_aborts: list[AbortedTxn], *, is_last: bool,
 ) -> bytes | None:
     """The batch as it stays in the log, or None to drop it."""
+    if header.producer_id >= 0 and header.is_control:
+        return _clean_marker(
+            header, data, now, retention_ms, stats, txns, kept_aborts, is_last=is_last
+        )
     if header.is_control:
-        return data  # transaction markers: kept until transactions are implemented
+        return data  # not a transaction marker (no producer): left alone
+    if header.is_transactional and txns.on_data(header):
+        stats.records_read += header.records_count
+        remembered = header.last_offset in producer_batches.get(header.producer_id, ())
+        if remembered or is_last:
+            return data if header.records_count == 0 else rebuild_batch(header, [])
+        return None
     _, records = decode_batch(data, check_crc=False)
     stats.records_read += len(records)
     horizon = delete_horizon_of(header)
@@ -368,14 +494,16 @@ def clean_log(
         return None
     segments, _ = log.closed_segments()
     stats = CleanStats()
-    end = _build_map(segments, span, offset_map, throttler, stats)
+    txns = TxnCleanState(log.abort_index_entries())
+    end = _build_map(segments, span, offset_map, throttler, stats, txns)
     stats.end_offset = end
     to_clean = [s for s in segments if s.base_offset < end]
     producer_batches = log.producer_batch_offsets()
     config = log.config
     for group in group_by_size(to_clean, config.segment_bytes, config.max_index_bytes):
         _clean_group(
-            log, group, offset_map, now, producer_batches, throttler, stats, truncations
+            log, group, offset_map, now, producer_batches, throttler, stats, truncations,
+            txns,
         )
     offset_map.clear()
     return stats

@@ -316,6 +316,10 @@ class ReadInfo:
     log_start_offset: int = 0
     high_watermark: int = 0
     log_end_offset: int = 0
+    # The offset a fetch continues from after these regions (the batch after
+    # the last one returned): the upper bound of the aborted transactions a
+    # read_committed Fetch answers. Only computed when a read has max_offset.
+    next_offset: int = -1
 
     @property
     def size(self) -> int:

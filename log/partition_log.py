@@ -18,6 +18,11 @@ Threading contract (the broker calls this from worker threads):
   ``_write_lock``. ``check_sequence`` reads it without a lock: the broker
   calls it under its own per-partition append lock, so no append of this
   partition runs meanwhile, and expiration only removes whole entries.
+* Transactions: an append that closes an aborted transaction writes its abort
+  index entry (``<base>.txnindex`` of the segment holding the marker) before
+  the table publishes the new first unstable offset, and both before the log
+  end offset moves; ``last_stable_offset`` reads the log end first. So a
+  reader never sees the LSO pass aborted data whose entry it cannot find.
 
 The clock is injected (a callable returning epoch milliseconds).
 """
@@ -47,6 +52,8 @@ from kafkette.log.retention import (
 )
 from kafkette.log.segment import AppendedBatch, LogSegment
 from kafkette.log.segment_swap import cleaned_path, commit_swap
+from kafkette.log.transaction_index import AbortedTxn, collect_aborted
+from kafkette.wire.errors import ErrorCode
 from kafkette.wire.record_batch import LOG_OVERHEAD, BatchHeader, set_log_append_time
 
 Clock = Callable[[], int]
@@ -109,7 +116,9 @@ class PartitionLog:
         # its offsets move, which keeps creating 1,000 partitions cheap.
         log._written_checkpoint = loaded.checkpoint_on_disk or OffsetsCheckpoint(0, 0)
         log.write_checkpoint()  # only if recovery changed it
-        log._producer_state.load(log._segments, log._log_end_offset, clock())
+        log._producer_state.load(
+            log._segments, log._log_end_offset, clock(), loaded.replay_from
+        )
         return log
 
     # ---------------------------------------------------------------- offsets
@@ -126,6 +135,64 @@ class PartitionLog:
     def high_watermark(self) -> int:
         """Single node: every appended record is committed, so HW == LEO."""
         return self._log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """First offset of the earliest open transaction, else the high watermark
+        (never below the log start offset).
+
+        read_committed consumers read below it (Kafka's LSO). The log end is
+        read before the table (see the module docstring on ordering).
+        """
+        high_watermark = self._log_end_offset
+        first_unstable = self._producer_state.table.first_unstable
+        if first_unstable is None or first_unstable > high_watermark:
+            return high_watermark
+        # An open transaction whose start was deleted (retention, DeleteRecords):
+        # as Kafka, the LSO is then the log start offset.
+        return max(first_unstable, self._log_start_offset)
+
+    def open_transactions(self) -> list[tuple[int, int]]:
+        """(producer id, first offset) of every open transaction, earliest first."""
+        return self._producer_state.table.open_transactions()
+
+    def aborted_transactions(self, start_offset: int, upper_bound: int) -> list[tuple[int, int]]:
+        """(producer id, first offset) of the aborted transactions overlapping
+        ``[start_offset, upper_bound)``: Kafka's collectAbortedTransactions.
+
+        Entries with last offset >= ``start_offset`` and first offset <
+        ``upper_bound``, read from the abort indexes of the segment holding
+        ``start_offset`` onward, stopping at the first entry whose last stable
+        offset reaches ``upper_bound``.
+        """
+        with self._state_lock:
+            i = max(bisect_right(self._bases, start_offset) - 1, 0)
+            indexes = [s.txn_index.entries for s in self._segments[i:]]
+        found: list[tuple[int, int]] = []
+        for entries in indexes:
+            if entries and collect_aborted(entries, start_offset, upper_bound, found):
+                break
+        return found
+
+    def abort_index_entries(self) -> list[AbortedTxn]:
+        """Every abort index entry of every segment (the cleaner's view of aborts)."""
+        with self._state_lock:
+            indexes = [s.txn_index.entries for s in self._segments]
+        return [entry for entries in indexes for entry in list(entries)]
+
+    def check_marker(
+        self, producer_id: int, producer_epoch: int, coordinator_epoch: int
+    ) -> ErrorCode:
+        """May a COMMIT/ABORT marker with these epochs be appended? (Kafka's checks)
+
+        INVALID_PRODUCER_EPOCH for an epoch older than the producer's,
+        TRANSACTION_COORDINATOR_FENCED for a coordinator epoch older than the
+        one of the producer's last marker, else NONE. Call it under the
+        partition's append lock, like :meth:`check_sequence`.
+        """
+        return self._producer_state.table.check_marker(
+            producer_id, producer_epoch, coordinator_epoch
+        )
 
     @property
     def recovery_point(self) -> int:
@@ -152,7 +219,13 @@ class PartitionLog:
         return self._producer_state
 
     def check_sequence(self, header: BatchHeader) -> SequenceVerdict:
-        """Idempotence check of a batch about to be appended (see module docstring)."""
+        """Idempotence and transaction-state check of a batch about to be appended.
+
+        Data batches: duplicates, sequence gaps, an older epoch
+        (INVALID_PRODUCER_EPOCH), a non-transactional batch while the producer
+        has an open transaction (INVALID_TXN_STATE). Markers: an older epoch.
+        See the module docstring for threading.
+        """
         return self._producer_state.table.check(header)
 
     def update_config(self, config: LogConfig) -> None:
@@ -212,7 +285,13 @@ class PartitionLog:
             # arrays only grow here, and size is stored before the log end
             # offset, so a reader that sees the new end also sees the bytes.
             segment.record_append(appended, config.index_interval_bytes)
-            self._producer_state.record_appended(headers, base_offset, self._clock)
+            txn_changes = self._producer_state.record_appended(
+                headers, base_offset, self._clock, batches
+            )
+            if txn_changes is not None:  # transactional batches only: rare or cheap
+                for entry in txn_changes:
+                    segment.txn_index.append(entry)
+                self._producer_state.table.refresh_first_unstable()
             self._log_end_offset = next_offset
             if next_offset - self._recovery_point >= config.flush_interval_messages:
                 self.flush()
@@ -237,56 +316,91 @@ class PartitionLog:
 
     # ------------------------------------------------------------------- read
 
-    def read(self, offset: int, max_bytes: int) -> ReadInfo:
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None) -> ReadInfo:
         """Whole batches from the one holding ``offset``, within ``max_bytes``.
 
         The first batch is returned whole even if larger than ``max_bytes``;
         later batches only while they fit. Data comes from one segment, as in
         Kafka. ``offset == log end`` gives no regions; outside
         ``[log start, log end]`` raises OffsetOutOfRange.
+
+        ``max_offset`` (read_committed passes the LSO) keeps only batches whose
+        base offset is below it (``offset >= max_offset``: no regions), and
+        sets ``next_offset`` of the result: the upper bound for
+        :meth:`aborted_transactions`.
         """
         # A clean may swap segments between the snapshot and the scan: a
         # candidate whose file went away means "look again", never "skip it"
         # (its surviving records are in the segment that replaced it).
         for _attempt in range(8):
-            found_info = self._read_once(offset, max_bytes)
+            found_info = self._read_once(offset, max_bytes, max_offset)
             if found_info is not None:
                 return found_info
         raise LogClosed(str(self.directory))
 
-    def _read_once(self, offset: int, max_bytes: int) -> ReadInfo | None:
+    def _read_once(self, offset: int, max_bytes: int, max_offset: int | None) -> ReadInfo | None:
         with self._state_lock:
             if self._closed:
                 raise LogClosed(str(self.directory))
             start, end = self._log_start_offset, self._log_end_offset
             if offset < start or offset > end:
                 raise OffsetOutOfRange(offset, start, end)
-            if offset == end:
-                return ReadInfo([], start, end, end)
+            if offset == end or (max_offset is not None and offset >= max_offset):
+                return ReadInfo([], start, end, end, offset)
             i = max(bisect_right(self._bases, offset) - 1, 0)
             candidates = [(s, s.size) for s in self._segments[i:]]
             _, hint = candidates[0][0].offset_index.lookup(offset)
         for k, (segment, max_position) in enumerate(candidates):
+            if max_offset is not None and segment.base_offset >= max_offset:
+                break
             found = segment.find_batch(offset, hint if k == 0 else 0, max_position)
             if found is None:
                 if segment.log.is_closed:
                     return None  # replaced by a clean (or deleted) meanwhile: retry
                 continue
-            position, size, _ = found
+            position, size, base = found
+            limit = max_position
+            capped = None
+            if max_offset is not None:
+                if base >= max_offset:
+                    break
+                if max_offset < end and size < max_bytes:
+                    # Where the first batch at or past the bound starts, looked for
+                    # only inside this read's window, from the index entry below it.
+                    with self._state_lock:
+                        _, indexed = segment.offset_index.lookup(max_offset)
+                    window_end = min(max_position, position + max_bytes)
+                    capped = segment.first_batch_from(
+                        max_offset, max(position + size, indexed), window_end
+                    )
+                    if capped is not None:
+                        limit = capped[0]
             stop = position + size
-            if size < max_bytes:
+            if size < max_bytes and stop < limit:
                 bound = position + max_bytes
                 with self._state_lock:
                     boundary = segment.offset_index.floor_position(bound)
-                if boundary > max_position:
+                if boundary > limit:
                     boundary = stop
-                stop = segment.extent_within(stop, bound, boundary, max_position)
+                stop = segment.extent_within(stop, bound, boundary, limit)
             try:
                 region = segment.log.region(position, stop - position)
             except FileGone:
                 return None  # replaced by a clean meanwhile: retry
-            return ReadInfo([region], start, end, end)
-        return ReadInfo([], start, end, end)
+            next_offset = -1
+            if max_offset is not None:
+                if capped is not None and stop == capped[0]:
+                    following: tuple[int, int] | None = capped
+                else:
+                    following = segment.first_batch_from(0, stop, max_position)
+                if following is not None:
+                    next_offset = following[1]
+                elif k + 1 < len(candidates):
+                    next_offset = candidates[k + 1][0].base_offset
+                else:
+                    next_offset = end
+            return ReadInfo([region], start, end, end, next_offset)
+        return ReadInfo([], start, end, end, offset)
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first batch whose max timestamp >= ``timestamp_ms``.
@@ -394,6 +508,7 @@ class PartitionLog:
             for segment in old:
                 segment.offset_index.discard()
                 segment.time_index.discard()
+                segment.txn_index.discard()
             commit_swap(self.directory, base, [s.base_offset for s in old])
             new = LogSegment.from_cleaned(
                 self.directory, base, self._config, self._clock(), batches

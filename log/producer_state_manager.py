@@ -16,6 +16,13 @@ appended a second time. So, as Kafka does:
   them) are deleted before anything is appended, so a snapshot on disk always
   describes a prefix of the log as it is;
 * truncation rebuilds from an older snapshot plus replay;
+* transactions: appends and replays also open and close transactions
+  (``producer_state``); a replay from snapshot ``S`` recomputes every abort
+  index entry (``<base>.txnindex``) of a marker at or after ``S`` and writes
+  the segments' indexes where they differ, so a crash between a marker's
+  write and its index entry's, or a torn index, is repaired. After an unclean
+  stop the replay starts at or below the first unflushed segment (recovery's
+  ``replay_from``), never only at the newest snapshot;
 * when retention or DeleteRecords deletes segments, snapshots below the new
   first segment are deleted (the batches between them and the log are gone),
   but the table itself keeps those producers until ``producer.id.expiration.ms``
@@ -41,11 +48,20 @@ from kafkette.log.producer_snapshot import (
     read_snapshot,
     write_snapshot,
 )
-from kafkette.log.producer_state import ProducerStateTable
+from kafkette.log.producer_state import CompletedTxn, ProducerStateTable
 from kafkette.log.segment import LogSegment
-from kafkette.wire.record_batch import BatchHeader, InvalidBatchError
+from kafkette.log.transaction_index import AbortedTxn
+from kafkette.wire.record_batch import (
+    CONTROL_MASK,
+    LOG_OVERHEAD,
+    TRANSACTIONAL_MASK,
+    BatchHeader,
+    InvalidBatchError,
+)
+from kafkette.wire.records import ControlRecordType, decode_batch, parse_control_record
 
 _log = logging.getLogger(__name__)
+_TXN_OR_CONTROL = TRANSACTIONAL_MASK | CONTROL_MASK
 
 # Newest snapshots kept; older ones only shorten a rebuild after a deep
 # truncation, which a single node never does in normal operation.
@@ -69,11 +85,18 @@ class ProducerStateManager:
 
     # ------------------------------------------------------------------ loading
 
-    def load(self, segments: Sequence[LogSegment], log_end: int, now_ms: int) -> None:
-        """Rebuild the table for a log just opened (and recovered) with ``log_end``."""
+    def load(
+        self, segments: Sequence[LogSegment], log_end: int, now_ms: int,
+        replay_from: int | None = None,
+    ) -> None:
+        """Rebuild the table for a log just opened (and recovered) with ``log_end``.
+
+        ``replay_from``: replay from a snapshot at or below this offset (the
+        abort indexes from there on are recomputed), not just the newest one.
+        """
         self._snapshots = list_snapshots(self.directory)
         self.delete_snapshots_above(log_end)
-        self._rebuild(segments, now_ms)
+        self._rebuild(segments, now_ms, replay_from)
 
     def truncated(self, segments: Sequence[LogSegment], log_end: int, now_ms: int) -> None:
         """The log was truncated to ``log_end``: rebuild from an older snapshot."""
@@ -98,12 +121,16 @@ class ProducerStateManager:
         fsync_directory(self.directory)
         self._snapshots = [offset for offset in self._snapshots if offset <= log_end]
 
-    def _rebuild(self, segments: Sequence[LogSegment], now_ms: int) -> None:
+    def _rebuild(
+        self, segments: Sequence[LogSegment], now_ms: int, replay_from: int | None = None
+    ) -> None:
         first_base = segments[0].base_offset
         self.delete_snapshots_below(first_base)  # left by a crash during retention
         table: ProducerStateTable | None = None
         start = first_base
         for offset in reversed(list(self._snapshots)):
+            if replay_from is not None and offset > replay_from:
+                continue
             try:
                 table = read_snapshot(self.directory, offset)
             except (InvalidSnapshot, OSError) as exc:
@@ -117,24 +144,49 @@ class ProducerStateManager:
         self.loaded_snapshot = start if table is not None else None
         if table is None:
             table = ProducerStateTable()
-        self.replayed_batches = replay(table, segments, start, now_ms)
+        aborted: list[AbortedTxn] = []
+        self.replayed_batches = replay(table, segments, start, now_ms, aborted)
+        table.refresh_first_unstable()
+        repair_txn_indexes(segments, start, aborted)
         self.table = table
 
     # ---------------------------------------------------------------- appending
 
     def record_appended(
-        self, headers: Sequence[BatchHeader], base_offset: int, clock: Callable[[], int]
-    ) -> None:
-        """Remember the idempotent batches of an append that starts at ``base_offset``."""
+        self, headers: Sequence[BatchHeader], base_offset: int, clock: Callable[[], int],
+        batches: bytes | bytearray | memoryview = b"",
+    ) -> list[AbortedTxn] | None:
+        """Remember the producer batches of an append that starts at ``base_offset``.
+
+        ``batches`` are the appended bytes (a marker's record is read from
+        them). Returns None when no transaction opened or closed; otherwise
+        the abort index entries of the transactions it aborted (possibly
+        none). The caller writes those entries, then publishes the new
+        first unstable offset (``table.refresh_first_unstable``).
+        """
         now_ms = -1
         offset = base_offset
+        position = 0
         table = self.table
+        changed: list[AbortedTxn] | None = None
         for header in headers:
             if header.producer_id >= 0:
                 if now_ms < 0:
                     now_ms = clock()
-                table.record(header, offset, now_ms)
+                attributes = header.attributes
+                if attributes & _TXN_OR_CONTROL:
+                    if changed is None:
+                        changed = []
+                    if attributes & CONTROL_MASK:
+                        data = bytes(batches[position : position + header.size])
+                        _record_marker(table, header, offset, now_ms, changed, data)
+                    else:
+                        table.record(header, offset, now_ms)
+                else:
+                    table.record(header, offset, now_ms)
             offset += header.last_offset_delta + 1
+            position += header.batch_length + LOG_OVERHEAD
+        return changed
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
         return self.table.remove_expired(now_ms, expiration_ms)
@@ -170,8 +222,62 @@ class ProducerStateManager:
             delete_snapshot(self.directory, self._snapshots.pop(0))
 
 
+def marker_of(data: bytes) -> tuple[bool, int] | None:
+    """(aborted, coordinator epoch) of the control batch ``data``; None if it holds
+    no COMMIT/ABORT record (an emptied batch, or another control type)."""
+    try:
+        _, records = decode_batch(data, check_crc=False)
+        if not records:
+            return None
+        kind, coordinator_epoch = parse_control_record(records[0])
+    except InvalidBatchError as exc:
+        _log.warning("unreadable control batch ignored: %s", exc)
+        return None
+    if kind not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+        return None
+    assert coordinator_epoch is not None
+    return kind == ControlRecordType.ABORT, coordinator_epoch
+
+
+def _record_marker(
+    table: ProducerStateTable, header: BatchHeader, offset: int, now_ms: int,
+    aborted: list[AbortedTxn], data: bytes,
+) -> CompletedTxn | None:
+    """Feed one control batch (``data``); append an abort entry to ``aborted``."""
+    marker = marker_of(data)
+    if marker is None:
+        return None
+    is_abort, coordinator_epoch = marker
+    completed = table.record_marker(
+        header.producer_id, header.producer_epoch, coordinator_epoch, offset,
+        aborted=is_abort, now_ms=now_ms,
+    )
+    if completed is not None and completed.aborted:
+        aborted.append(
+            AbortedTxn(
+                completed.producer_id, completed.first_offset, completed.last_offset,
+                table.stable_offset_after(completed),
+            )
+        )
+    return completed
+
+
+def repair_txn_indexes(
+    segments: Sequence[LogSegment], start: int, aborted: list[AbortedTxn]
+) -> None:
+    """Make every segment's abort entries of markers at or after ``start`` be ``aborted``."""
+    for segment in segments:
+        if segment.next_offset <= start and segment.txn_index.intact:
+            continue
+        mine = [e for e in aborted if segment.base_offset <= e.last_offset < segment.next_offset]
+        if segment.txn_index.replace_from(start, mine):
+            _log.info("%s: abort index of segment %d rebuilt from offset %d (%d entries)",
+                      segment.directory, segment.base_offset, start, len(mine))
+
+
 def replay(
-    table: ProducerStateTable, segments: Sequence[LogSegment], start: int, now_ms: int
+    table: ProducerStateTable, segments: Sequence[LogSegment], start: int, now_ms: int,
+    aborted: list[AbortedTxn] | None = None,
 ) -> int:
     """Feed ``table`` every batch header from offset ``start`` to the log end.
 
@@ -189,10 +295,17 @@ def replay(
         if segment.base_offset < start:
             _, position = segment.offset_index.lookup(start)
         try:
-            for _, header in scan_batches(segment.log, position, segment.size, validate=False):
+            for pos, header in scan_batches(segment.log, position, segment.size, validate=False):
                 if header.base_offset < start:
                     continue
-                table.record(header, header.base_offset, now_ms)
+                if header.producer_id >= 0 and header.attributes & CONTROL_MASK:
+                    _record_marker(
+                        table, header, header.base_offset, now_ms,
+                        aborted if aborted is not None else [],
+                        segment.log.pread(header.size, pos),
+                    )
+                else:
+                    table.record(header, header.base_offset, now_ms)
                 count += 1
         except InvalidBatchError as exc:  # recovery validated the log: not expected
             _log.warning("%s: producer state replay stopped in segment %d: %s",

@@ -35,6 +35,7 @@ from kafkette.log.segment import (
     LogSegment,
 )
 from kafkette.log.segment_swap import complete_swaps
+from kafkette.log.transaction_index import TXN_INDEX_SUFFIX
 
 _log = logging.getLogger(__name__)
 
@@ -52,6 +53,11 @@ class LoadedLog:
     recovered_segments: int = 0
     truncated_bytes: int = 0
     deleted_segments: list[int] = field(default_factory=list)
+    # Producer state must be replayed from at or below this offset (the abort
+    # indexes of the segments from here on are recomputed from the replay):
+    # the first unflushed segment after an unclean stop, or a segment whose
+    # ``.txnindex`` was torn. None: the newest snapshot will do.
+    replay_from: int | None = None
 
 
 def _base_offset_of(path: Path) -> int | None:
@@ -75,7 +81,7 @@ def remove_leftovers(directory: Path) -> list[int]:
             continue
         if name.endswith(LOG_SUFFIX):
             bases.add(base)
-        elif name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)):
+        elif name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)):
             orphans.append(path)
     for path in orphans:
         if _base_offset_of(path) not in bases:
@@ -98,6 +104,8 @@ def load_log(directory: Path, config: LogConfig, now_ms: int, *, recover: bool) 
         segment, indexes_ok = LogSegment.open_existing(directory, base, config, now_ms)
         segments.append(segment)
         unflushed = recover and position >= first_unflushed
+        if (unflushed or not segment.txn_index.intact) and result.replay_from is None:
+            result.replay_from = base
         if indexes_ok and not unflushed and segment.load_summary():
             continue
         outcome = segment.recover(config)
@@ -111,7 +119,7 @@ def load_log(directory: Path, config: LogConfig, now_ms: int, *, recover: bool) 
         if unflushed:
             # Later segments no longer follow on: delete them, newest first.
             for later in reversed(bases[position + 1 :]):
-                for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
                     LogSegment.path_for(directory, later, suffix).unlink(missing_ok=True)
                 result.deleted_segments.append(later)
             break

@@ -1,4 +1,4 @@
-"""One log segment: a ``.log`` file of whole batches plus its two sparse indexes.
+"""One log segment: a ``.log`` file of whole batches, its two sparse indexes, its abort index.
 
 Files are named by the segment's base offset, zero-padded to 20 digits, so
 ``ls`` sorts them numerically. The segment keeps in memory what appends and
@@ -22,12 +22,13 @@ from kafkette.log.config import INT_MAX, LogConfig
 from kafkette.log.errors import CorruptIndex
 from kafkette.log.file_region import FileGone, SegmentFile
 from kafkette.log.index import OffsetIndex, TimeIndex
+from kafkette.log.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 from kafkette.wire.record_batch import InvalidBatchError
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
-SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 
 
 def segment_file_name(base_offset: int, suffix: str) -> str:
@@ -59,12 +60,17 @@ class LogSegment:
         offset_index: OffsetIndex,
         time_index: TimeIndex,
         created_ms: int,
+        txn_index: TransactionIndex | None = None,
     ) -> None:
         self.directory = directory
         self.base_offset = base_offset
         self.log = log
         self.offset_index = offset_index
         self.time_index = time_index
+        # Aborted transactions whose ABORT marker is in this segment (lazy file).
+        self.txn_index = txn_index if txn_index is not None else TransactionIndex(
+            self.path_for(directory, base_offset, TXN_INDEX_SUFFIX)
+        )
         self.created_ms = created_ms
         self.size = 0
         self.next_offset = base_offset
@@ -140,6 +146,8 @@ class LogSegment:
                 config.max_index_bytes,
             ),
             now_ms,
+            # Put in place by the swap (log/segment_swap.py), if the clean kept any.
+            TransactionIndex.load(cls.path_for(directory, base_offset, TXN_INDEX_SUFFIX)),
         )
         interval = config.index_interval_bytes
         for position, size, last_offset, max_timestamp in batches:
@@ -202,7 +210,8 @@ class LogSegment:
         if time_index is None:
             time_index = TimeIndex(time_path, base_offset, config.max_index_bytes)
             time_index.reset()
-        segment = cls(directory, base_offset, log, offset_index, time_index, now_ms)
+        txn_index = TransactionIndex.load(cls.path_for(directory, base_offset, TXN_INDEX_SUFFIX))
+        segment = cls(directory, base_offset, log, offset_index, time_index, now_ms, txn_index)
         segment.size = log_size
         return segment, ok
 
@@ -284,6 +293,9 @@ class LogSegment:
             self.log.truncate(valid)
         self.size = valid
         self.next_offset = expected
+        # Markers cut off with the tail take their abort entries along; the
+        # producer-state replay then recomputes the segment's tail entries.
+        self.txn_index.truncate_to(expected)
         return RecoveryResult(truncated, reason)
 
     # ----------------------------------------------------------------- appends
@@ -395,6 +407,21 @@ class LogSegment:
             return None
         return None
 
+    def first_batch_from(
+        self, offset: int, start_position: int, max_position: int
+    ) -> tuple[int, int] | None:
+        """(position, base offset) of the first batch at or after ``start_position``
+        whose base offset >= ``offset``; None if none below ``max_position``."""
+        try:
+            for pos, header in scan_batches(
+                self.log, start_position, max_position, validate=False
+            ):
+                if header.base_offset >= offset:
+                    return pos, header.base_offset
+        except (InvalidBatchError, FileGone):
+            return None
+        return None
+
     def extent_within(self, start: int, bound: int, hint: int, max_position: int) -> int:
         """End of the last whole batch that ends at or before ``bound`` (scan from ``hint``)."""
         end = max(start, hint)
@@ -450,6 +477,7 @@ class LogSegment:
         removed = self.size - position
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         self.recount_index_room()
         self.log.truncate(position)
         self.size = position
@@ -472,6 +500,7 @@ class LogSegment:
         self.log.fsync()
         self.offset_index.fsync()
         self.time_index.fsync()
+        self.txn_index.fsync()
 
     def close(self) -> None:
         self.log.close()
@@ -490,3 +519,4 @@ class LogSegment:
         self.log.forget()
         self.offset_index.discard()
         self.time_index.discard()
+        self.txn_index.discard()

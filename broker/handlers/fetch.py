@@ -7,6 +7,11 @@ data only while the response budget lasts. Small reads are copied in the
 worker thread; large ones travel as file regions the connection sends with
 ``os.sendfile``. Fetch sessions are not kept: every answer has session id 0,
 which tells clients to keep sending full fetch requests.
+
+``isolation_level=1`` (read_committed) reads only batches below the last
+stable offset and answers the aborted transactions overlapping the data
+returned (from the segments' abort indexes); every partition answer carries
+the LSO, for both isolation levels, as Kafka's does.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ class _Wanted:
     offset: int
     max_bytes: int
     response: dict
+    read_committed: bool
 
 
 async def handle_fetch(broker: Broker, request: Request) -> dict:
@@ -99,6 +105,7 @@ def _plan(broker: Broker, body: dict, read_committed: bool) -> tuple[list[dict],
                     fetch["fetch_offset"],
                     fetch["partition_max_bytes"],
                     response,
+                    read_committed,
                 )
             )
         topics.append({"topic": name, "partitions": partitions})
@@ -115,7 +122,12 @@ def _read_all(wanted: list[_Wanted], max_bytes: int) -> int:
             continue
         log = item.partition.log
         try:
-            info = log.read(item.offset, max(1, min(item.max_bytes, budget)))
+            # Read before the data (the LSO never passes what the read sees).
+            stable = log.last_stable_offset
+            info = log.read(
+                item.offset, max(1, min(item.max_bytes, budget)),
+                stable if item.read_committed else None,
+            )
         except OffsetOutOfRange:
             response["error_code"] = int(ErrorCode.OFFSET_OUT_OF_RANGE)
             info = None
@@ -129,16 +141,23 @@ def _read_all(wanted: list[_Wanted], max_bytes: int) -> int:
             continue
         if info is None:
             response["high_watermark"] = log.high_watermark
-            response["last_stable_offset"] = log.high_watermark
+            response["last_stable_offset"] = log.last_stable_offset
             response["log_start_offset"] = log.log_start_offset
             continue
         response["high_watermark"] = info.high_watermark
-        response["last_stable_offset"] = info.high_watermark
+        response["last_stable_offset"] = stable
         response["log_start_offset"] = info.log_start_offset
         size = info.size
         if size == 0 or (total > 0 and size > budget):
             response["records"] = b""
             continue
+        if item.read_committed:
+            response["aborted_transactions"] = [
+                {"producer_id": producer_id, "first_offset": first_offset}
+                for producer_id, first_offset in log.aborted_transactions(
+                    item.offset, info.next_offset
+                )
+            ]
         response["records"] = info.to_bytes() if size < COPY_BELOW_BYTES else info.regions
         total += size
         budget -= size

@@ -1,6 +1,7 @@
 """ListOffsets, OffsetForLeaderEpoch and DeleteRecords: questions about a log's offsets.
 
-"Latest" is the log end offset (last offset + 1); "earliest" the log start
+"Latest" is the log end offset (last offset + 1), or the last stable offset
+for ``isolation_level=1`` (read_committed, as Kafka); "earliest" the log start
 offset. A timestamp query finds the first batch whose max timestamp reaches it
 through the time index, then decodes that one batch to answer the exact first
 record, as Kafka does (ListOffsets is not on the produce/fetch hot path); the
@@ -34,22 +35,36 @@ EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
 
 
-def _lookup(partition: Partition, timestamp: int) -> tuple[int, int]:
+READ_COMMITTED = 1
+
+
+def _lookup(partition: Partition, timestamp: int, isolation_level: int = 0) -> tuple[int, int]:
     """Worker thread: (timestamp, offset) for one ListOffsets query."""
     log_ = partition.log
-    if timestamp == LATEST or timestamp == LATEST_TIERED:
+    if timestamp == LATEST:
+        if isolation_level == READ_COMMITTED:
+            return -1, log_.last_stable_offset
+        return -1, log_.high_watermark
+    if timestamp == LATEST_TIERED:
         return -1, log_.high_watermark
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return -1, log_.log_start_offset
+    # As Kafka: a timestamp answer at or past what the isolation level may
+    # fetch (the LSO for read_committed) is "none".
+    fetchable = log_.last_stable_offset if isolation_level == READ_COMMITTED else None
     if timestamp == MAX_TIMESTAMP:
         found = log_.max_timestamp_offset()
         if found is None:
             return -1, -1
-        return _exact_record(partition, found[0], found[1], at_least=False)
-    found = log_.offset_for_timestamp(timestamp)
-    if found is None:
+        answer = _exact_record(partition, found[0], found[1], at_least=False)
+    else:
+        found = log_.offset_for_timestamp(timestamp)
+        if found is None:
+            return -1, -1
+        answer = _exact_record(partition, found[0], timestamp, at_least=True)
+    if fetchable is not None and answer[1] >= fetchable:
         return -1, -1
-    return _exact_record(partition, found[0], timestamp, at_least=True)
+    return answer
 
 
 def _exact_record(
@@ -75,6 +90,7 @@ def _exact_record(
 
 
 async def handle_list_offsets(broker: Broker, request: Request) -> dict:
+    isolation_level = request.body.get("isolation_level", 0)
     queries: list[tuple[Partition, int, dict]] = []
     topics = []
     for topic in request.body["topics"]:
@@ -100,7 +116,9 @@ async def handle_list_offsets(broker: Broker, request: Request) -> dict:
     def run() -> None:
         for partition, timestamp, result in queries:
             try:
-                result["timestamp"], result["offset"] = _lookup(partition, timestamp)
+                result["timestamp"], result["offset"] = _lookup(
+                    partition, timestamp, isolation_level
+                )
             except OSError as exc:
                 subject = f"{partition.topic}-{partition.index}"
                 storage_errors.failure("ListOffsets on", subject, exc)

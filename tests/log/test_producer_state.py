@@ -189,6 +189,11 @@ def test_crash_rebuilds_from_newest_snapshot_plus_replay(tmp_path, clock) -> Non
     live = state_of(log.producer_state.table)
     active_base = log.segment_base_offsets[-1]
     batches_in_active = sum(1 for _ in log_batches_in(log, active_base))
+    # The housekeeping tick flushed the rolled segments (as it does at least
+    # once a minute): only the active segment is unflushed. (Recovery replays
+    # from a snapshot at or below the first unflushed segment, as Kafka's
+    # recoverSegment, so that its abort index is recomputed.)
+    log.maybe_flush()
     # The process dies: no close, no snapshot at the log end.
     reopened = open_log(directory, clock, recover=True)
     assert reopened.producer_state.loaded_snapshot == active_base
