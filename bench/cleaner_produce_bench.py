@@ -79,7 +79,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="python -m bench.cleaner_produce_bench", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--quick", action="store_true",
-                        help="--mb 24 --seconds 8 --warmup 1 (about 30 s per broker)")
+                        help="--mb 24 --seconds 8 --warmup 1 (25-40 s per broker)")
     parser.add_argument("--brokers", default="kafkette",
                         help="comma-separated, from: kafkette, kafka (needs KAFKA_HOME)")
     parser.add_argument("--rounds", type=int, default=1)
