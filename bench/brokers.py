@@ -220,6 +220,9 @@ class ApacheKafka(Broker):
     name = "kafka"
     label = "Apache Kafka"
 
+    def __init__(self, configs: dict[str, str] | None = None) -> None:
+        self.configs = configs or {}  # extra server.properties lines, over the defaults below
+
     def home(self) -> Path | None:
         home = os.environ.get("KAFKA_HOME")
         return Path(home) if home else None
@@ -264,6 +267,7 @@ class ApacheKafka(Broker):
             "share.coordinator.state.topic.replication.factor": "1",
             "share.coordinator.state.topic.min.isr": "1",
             "group.initial.rebalance.delay.ms": "0",
+            **self.configs,
         }
         config.write_text("".join(f"{key}={value}\n" for key, value in lines.items()))
         return config

@@ -66,6 +66,24 @@ def _catalogue() -> list[Metric]:
         Metric("connections.produce_p99_ms", "produce latency p99, 1,000 idle connections", "ms",
                False),
     ]
+    metrics += [  # bench/cleaner_produce_bench.py
+        Metric("cleaner.clean_s", "clean of the compacted topic (alter to last shrink)", "s",
+               False),
+        Metric("cleaner.mb_per_s", "cleaner throughput (MB of log cleaned)", "MB/s", True),
+        Metric("cleaner.after_mb", "compacted topic after cleaning", "MB", False),
+    ]
+    for state, words in (("on", "cleaner running"), ("off", "cleaner off")):
+        for quantile in ("p50", "p99", "p99.9", "max"):
+            metrics.append(Metric(
+                f"cleaner.{state}.produce_{quantile}_ms",
+                f"produce latency {quantile}, acks=all, {words}", "ms", False,
+            ))
+        for quantile in ("p50", "p99"):
+            metrics.append(Metric(
+                f"cleaner.{state}.e2e_{quantile}_ms",
+                f"produce-to-consume latency {quantile}, {words}", "ms", False,
+            ))
+        metrics.append(Metric(f"cleaner.{state}.peak_rss_mb", f"peak RSS, {words}", "MB", False))
     return metrics
 
 

@@ -96,7 +96,8 @@ def markdown(
     header = [labels.get(cell, cell) for cell in header]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
-    lines += ["", "| target | kafkette | status |", "|---|---|---|"]
+    if verdicts:
+        lines += ["", "| target | kafkette | status |", "|---|---|---|"]
     for verdict in verdicts:
         metric = CATALOGUE[verdict["metric"]]
         ratio = f" ({verdict['ratio']:.2f}x)" if "ratio" in verdict else ""
@@ -136,7 +137,8 @@ def print_report(
             verdict["target"], fmt(verdict["kafkette"], metric.unit) + ratio,
             f"[{style}]{status}[/{style}]",
         )
-    console.print(targets)
+    if verdicts:
+        console.print(targets)
     for note in notes:
         console.print(f"- {note}")
 

@@ -110,8 +110,11 @@ def _client_config(ctx: Context, **extra: object) -> dict[str, object]:
     }
 
 
-def create_topic(ctx: Context, name: str, partitions: int = 1, timeout_s: float = 120.0) -> float:
-    """Create ``name`` and wait until Metadata shows every partition with a leader.
+def create_topic(
+    ctx: Context, name: str, partitions: int = 1, timeout_s: float = 120.0,
+    config: dict[str, str] | None = None,
+) -> float:
+    """Create ``name`` (topic ``config`` if given) and wait until every partition has a leader.
 
     Returns seconds from the CreateTopics call to that moment.
     """
@@ -119,7 +122,7 @@ def create_topic(ctx: Context, name: str, partitions: int = 1, timeout_s: float 
     started = time.perf_counter()
     deadline = started + timeout_s
     futures = admin.create_topics(
-        [NewTopic(name, num_partitions=partitions, replication_factor=1)],
+        [NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})],
         request_timeout=timeout_s, operation_timeout=timeout_s,
     )
     answered = False
@@ -153,10 +156,12 @@ def _produce_confluent(
     config: dict[str, object],
     cap_s: float,
     values: list[bytes] | None = None,
+    keys: list[bytes] | None = None,
 ) -> tuple[int, float]:
     """Produce ``count`` records of ``size`` bytes; returns (delivered, seconds to last ack).
 
-    Values are zeros unless ``values`` is given (cycled through, for codecs to have work).
+    Values are zeros unless ``values`` is given (cycled through, for codecs to have work);
+    keys are null unless ``keys`` is given (cycled through, e.g. for a compacted topic).
     """
     failures: list[str] = []
 
@@ -172,6 +177,7 @@ def _produce_confluent(
         on_delivery=on_error,
     )
     next_value = itertools.cycle(values or [bytes(size)]).__next__
+    next_key = itertools.cycle(keys).__next__ if keys else None
     started = time.perf_counter()
     deadline = started + cap_s
     sent = 0
@@ -183,7 +189,10 @@ def _produce_confluent(
             if sent % 50_000 == 0:
                 _require_alive(ctx)
         try:
-            producer.produce(topic, next_value(), partition=0)
+            if next_key is None:
+                producer.produce(topic, next_value(), partition=0)
+            else:
+                producer.produce(topic, next_value(), next_key(), partition=0)
             sent += 1
         except BufferError:
             producer.poll(0.001)
@@ -352,6 +361,7 @@ class _LatencyConsumer(threading.Thread):
         self.consumer.assign([TopicPartition(topic, 0, 0)])
         self.measure_from_ns = measure_from_ns
         self.latencies_ms: list[float] = []
+        self.scheduled_ns: list[int] = []  # the scheduled send time of each latency, in order
         self.received = 0
         self.error: str | None = None
         self.stop = threading.Event()
@@ -375,6 +385,7 @@ class _LatencyConsumer(threading.Thread):
                     self.received += 1
                     if scheduled >= self.measure_from_ns:
                         self.latencies_ms.append((now - scheduled) / 1e6)
+                        self.scheduled_ns.append(scheduled)
         finally:
             self.consumer.close()
 
