@@ -34,13 +34,13 @@ from kafkette.broker.groups.config import GroupConfig
 from kafkette.broker.partition import Partition
 from kafkette.broker.throttled_log import describe_error, storage_errors
 from kafkette.broker.topics import TopicError
+from kafkette.broker.transactions.markers import append_marker
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.record_batch import read_header
 from kafkette.wire.records import (
     ControlRecordType,
     Record,
     build_batch,
-    build_control_batch,
     decode_batches,
     parse_control_record,
 )
@@ -242,28 +242,21 @@ class GroupCoordinator:
             if partition is None:
                 return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             now = now_ms()
-            marker = bytearray(
-                build_control_batch(
-                    marker_type,
+            try:
+                verdict = await append_marker(
+                    partition,
                     producer_id=producer_id,
                     producer_epoch=producer_epoch,
                     coordinator_epoch=coordinator_epoch,
+                    committed=committed,
                     timestamp=now,
-                    partition_leader_epoch=0,
                 )
-            )
-            header = read_header(marker)
-            try:
-                async with partition.append_lock:
-                    verdict = partition.log.check_sequence(header)
-                    if verdict.error:
-                        return verdict.error
-                    await trio.to_thread.run_sync(partition.log.append, marker, [header])
             except Exception as exc:
                 where = partition_name(partition_index)
                 storage_errors.failure("writing a transaction marker to", where, exc)
                 return ErrorCode.KAFKA_STORAGE_ERROR
-            partition.notify_appended()
+            if verdict != ErrorCode.NONE:
+                return verdict
             outcome = self.state.complete_transaction(
                 partition=partition_index, producer_id=producer_id, committed=committed, now_ms=now
             )

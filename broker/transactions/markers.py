@@ -2,8 +2,9 @@
 
 Used by the coordinator to finish a transaction and by WriteTxnMarkers
 (``kafka-transactions.sh abort``). A data partition gets the marker under its
-``append_lock``, after the log's own check (``check_sequence``: a marker from
-an epoch older than the producer's is refused), so it lands in order with
+``append_lock``, after the log's own check (``check_marker``: a marker from
+an epoch older than the producer's is refused INVALID_PRODUCER_EPOCH, one from
+an older coordinator epoch TRANSACTION_COORDINATOR_FENCED), so it lands in order with
 produce appends: a transactional batch verified under the same lock is either
 before the marker or refused. A ``__consumer_offsets`` partition is the group
 coordinator's: its ``write_txn_marker`` appends the marker in order with its
@@ -18,7 +19,7 @@ import trio
 
 from kafkette.broker.clock import now_ms
 from kafkette.broker.groups import OFFSETS_TOPIC
-from kafkette.broker.partition import LEADER_EPOCH
+from kafkette.broker.partition import LEADER_EPOCH, Partition
 from kafkette.broker.throttled_log import storage_errors
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.record_batch import read_header
@@ -51,28 +52,51 @@ async def write_marker(
     partition = broker.topics.partition(topic, index)
     if partition is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    try:
+        return await append_marker(
+            partition,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            coordinator_epoch=coordinator_epoch,
+            committed=committed,
+            timestamp=now_ms(),
+        )
+    except Exception as exc:  # a full disk: the caller retries
+        storage_errors.failure("writing a transaction marker to", f"{topic}-{index}", exc)
+        del exc
+        return ErrorCode.KAFKA_STORAGE_ERROR
+
+
+async def append_marker(
+    partition: Partition,
+    *,
+    producer_id: int,
+    producer_epoch: int,
+    coordinator_epoch: int,
+    committed: bool,
+    timestamp: int,
+) -> ErrorCode:
+    """The one way a marker enters a partition log, for data and offsets partitions.
+
+    Under the partition's append lock: the log's ``check_marker``, then the
+    append (a storage failure raises), then long-polling fetches are woken
+    (a read_committed consumer waits for exactly this: the LSO moving on).
+    """
     batch = bytearray(
         build_control_batch(
             ControlRecordType.COMMIT if committed else ControlRecordType.ABORT,
             producer_id=producer_id,
             producer_epoch=producer_epoch,
             coordinator_epoch=coordinator_epoch,
-            timestamp=now_ms(),
+            timestamp=timestamp,
             partition_leader_epoch=LEADER_EPOCH,
         )
     )
     header = read_header(batch)
     async with partition.append_lock:
-        verdict = partition.log.check_sequence(header)
-        if verdict.error:
-            return ErrorCode(verdict.error)
-        try:
-            await trio.to_thread.run_sync(partition.log.append, batch, [header])
-        except Exception as exc:  # a full disk: the caller retries
-            storage_errors.failure("writing a transaction marker to", f"{topic}-{index}", exc)
-            del exc
-            return ErrorCode.KAFKA_STORAGE_ERROR
+        verdict = partition.log.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        if verdict != ErrorCode.NONE:
+            return verdict
+        await trio.to_thread.run_sync(partition.log.append, batch, [header])
     partition.notify_appended()
     return ErrorCode.NONE
-
-

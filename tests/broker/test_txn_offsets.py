@@ -434,11 +434,6 @@ def test_compacted_offsets_topic_reloads_transactional_offsets(
         second.stop(timeout=30)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the transactional cleaner (TXN-DESIGN.md part A): an aborted batch "
-    "must not hide the committed record of its key, and is dropped itself",
-)
 def test_cleaner_never_lets_an_aborted_offset_hide_a_committed_one(
     tmp_path, raw_client, create_topic
 ):

@@ -196,8 +196,8 @@ def test_frame_bytes_are_owned_by_the_request(trailing: bytes) -> None:
 
 def test_unknown_api_key() -> None:
     with pytest.raises(UnknownApiKeyError) as caught:
-        only_request(raw_frame(24, 0, b""))  # AddPartitionsToTxn: Kafka has it, we do not
-    assert caught.value.api_key == 24
+        only_request(raw_frame(48, 0, b""))  # DescribeClientQuotas: Kafka has it, we do not
+    assert caught.value.api_key == 48
     with pytest.raises(UnknownApiKeyError):
         only_request(raw_frame(-1, 0, b""))
 
