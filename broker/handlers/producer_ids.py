@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from kafkette.broker.handlers.transactions import for_version
 from kafkette.broker.throttled_log import storage_errors
 from kafkette.wire.errors import ErrorCode
 
@@ -39,7 +40,7 @@ async def handle_init_producer_id(broker: Broker, request: Request) -> dict:
         )
         return {
             "throttle_time_ms": 0,
-            "error_code": int(result.error),
+            "error_code": for_version(result.error, request.header.api_version, 4),
             "producer_id": result.producer_id,
             "producer_epoch": result.producer_epoch,
         }

@@ -25,6 +25,18 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkette.transactions")
 
 
+def for_version(error: ErrorCode | int, version: int, fenced_since: int) -> int:
+    """PRODUCER_FENCED as a request of ``version`` understands it.
+
+    KIP-588 added PRODUCER_FENCED (InitProducerId v4, AddPartitionsToTxn,
+    AddOffsetsToTxn and EndTxn v2); older versions get INVALID_PRODUCER_EPOCH,
+    which their clients treat as fencing, as Kafka's KafkaApis answers them.
+    """
+    if error == ErrorCode.PRODUCER_FENCED and version < fenced_since:
+        return int(ErrorCode.INVALID_PRODUCER_EPOCH)
+    return int(error)
+
+
 # AddPartitionsToTxn ---------------------------------------------------------
 
 
@@ -85,7 +97,8 @@ async def _add_one(
 
 async def handle_add_partitions_to_txn(broker: Broker, request: Request) -> dict:
     body = request.body
-    if request.header.api_version <= 3:
+    version = request.header.api_version
+    if version <= 3:
         results = await _add_one(
             broker,
             body["v3_and_below_transactional_id"],
@@ -93,6 +106,10 @@ async def handle_add_partitions_to_txn(broker: Broker, request: Request) -> dict
             body["v3_and_below_producer_epoch"],
             body["v3_and_below_topics"],
         )
+        for topic in results:
+            for result in topic["results_by_partition"]:
+                code = result["partition_error_code"]
+                result["partition_error_code"] = for_version(code, version, 2)
         return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": results}
     by_transaction = []
     for txn in body["transactions"]:
@@ -125,7 +142,7 @@ async def handle_add_offsets_to_txn(broker: Broker, request: Request) -> dict:
             body["producer_epoch"],
             frozenset({coordinator.offsets_partition_for(body["group_id"])}),
         )
-    return {"throttle_time_ms": 0, "error_code": int(error)}
+    return {"throttle_time_ms": 0, "error_code": for_version(error, request.header.api_version, 2)}
 
 
 async def handle_end_txn(broker: Broker, request: Request) -> dict:
@@ -133,7 +150,7 @@ async def handle_end_txn(broker: Broker, request: Request) -> dict:
     error = await broker.transactions.end_transaction(
         body["transactional_id"], body["producer_id"], body["producer_epoch"], body["committed"]
     )
-    return {"throttle_time_ms": 0, "error_code": int(error)}
+    return {"throttle_time_ms": 0, "error_code": for_version(error, request.header.api_version, 2)}
 
 
 # WriteTxnMarkers ----------------------------------------------------------------

@@ -42,7 +42,7 @@ PRODUCER_FENCED = 90
 
 
 def _init(client, transactional_id: str, producer_id: int = -1, epoch: int = -1,
-          timeout_ms: int = 60000) -> tuple[int, int, int]:
+          timeout_ms: int = 60000, version: int = 4) -> tuple[int, int, int]:
     response = client.request(
         InitProducerIdRequest(
             transactional_id=transactional_id,
@@ -50,13 +50,13 @@ def _init(client, transactional_id: str, producer_id: int = -1, epoch: int = -1,
             producer_id=producer_id,
             producer_epoch=epoch,
         ),
-        4,
+        version,
     )
     return response.error_code, response.producer_id, response.producer_epoch
 
 
 def _add(client, transactional_id: str, producer_id: int, epoch: int,
-         topics: dict[str, list[int]]) -> dict[tuple[str, int], int]:
+         topics: dict[str, list[int]], version: int = 3) -> dict[tuple[str, int], int]:
     topic_class = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
     response = client.request(
         AddPartitionsToTxnRequest(
@@ -67,7 +67,7 @@ def _add(client, transactional_id: str, producer_id: int, epoch: int,
                 topic_class(name=name, partitions=indexes) for name, indexes in topics.items()
             ],
         ),
-        3,
+        version,
     )
     return {
         (topic.name, p.partition_index): p.partition_error_code
@@ -76,7 +76,8 @@ def _add(client, transactional_id: str, producer_id: int, epoch: int,
     }
 
 
-def _end(client, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> int:
+def _end(client, transactional_id: str, producer_id: int, epoch: int, commit: bool,
+         version: int = 3) -> int:
     response = client.request(
         EndTxnRequest(
             transactional_id=transactional_id,
@@ -84,7 +85,7 @@ def _end(client, transactional_id: str, producer_id: int, epoch: int, commit: bo
             producer_epoch=epoch,
             committed=commit,
         ),
-        3,
+        version,
     )
     return response.error_code
 
@@ -156,6 +157,26 @@ def test_add_partitions_and_end_txn_errors(client, txn_id, create_topic, broker)
         time.sleep(0.05)
     assert _end(client, txn_id, producer_id, epoch, True) == NONE  # a retry of the commit
     assert _end(client, txn_id, producer_id, epoch, False) == INVALID_TXN_STATE
+
+
+def test_versions_before_kip_588_hear_invalid_producer_epoch(client, txn_id, create_topic, broker):
+    """PRODUCER_FENCED exists from InitProducerId v4 and AddPartitionsToTxn/EndTxn v2;
+    older requests get INVALID_PRODUCER_EPOCH, as Kafka answers them (aiokafka speaks
+    EndTxn v1 and fails with UnknownError on a code it does not know)."""
+    topic = create_topic(broker.bootstrap, partitions=1)
+    error, producer_id, epoch = _init(client, txn_id)
+    assert error == NONE
+    assert _init(client, txn_id, producer_id, epoch + 5, version=3)[0] == INVALID_PRODUCER_EPOCH
+    assert _init(client, txn_id, producer_id, epoch + 5, version=4)[0] == PRODUCER_FENCED
+    fenced = epoch + 1
+    assert _add(client, txn_id, producer_id, fenced, {topic: [0]}, version=1) == {
+        (topic, 0): INVALID_PRODUCER_EPOCH
+    }
+    assert _add(client, txn_id, producer_id, fenced, {topic: [0]}, version=2) == {
+        (topic, 0): PRODUCER_FENCED
+    }
+    assert _end(client, txn_id, producer_id, fenced, True, version=1) == INVALID_PRODUCER_EPOCH
+    assert _end(client, txn_id, producer_id, fenced, True, version=2) == PRODUCER_FENCED
 
 
 def test_verify_only_answers_per_partition(client, txn_id, create_topic, broker):
