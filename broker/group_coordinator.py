@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -185,18 +186,27 @@ class GroupCoordinator:
             return await self._run_locked(call)
 
     async def run_transactional(
-        self, call: object, *, group_id: str, producer_id: int, producer_epoch: int
+        self, call: object, *, group_id: str, producer_id: int, producer_epoch: int,
+        verify: Callable[[int], ErrorCode],
     ) -> Outcome:
         """``run`` for a TxnOffsetCommit of ``producer_id``/``producer_epoch`` in ``group_id``.
 
-        Before the state machine sees it, the group's offsets partition judges the
-        producer as it judges any transactional batch (``check_sequence``: an epoch
-        older than the one the partition has seen is INVALID_PRODUCER_EPOCH), so a
-        refused commit changes nothing. Raises ProducerRejected then, or
+        Under this coordinator's lock, before the state machine sees it: the
+        transaction coordinator's verification of the offsets partition
+        (``verify(partition index)``; under the lock, so a marker written by
+        ``write_txn_marker`` is either before the check or after the commit,
+        never between them), then the partition's judgement of the producer as
+        for any transactional batch (``check_sequence``: an epoch older than the
+        one the partition has seen is INVALID_PRODUCER_EPOCH), so a refused
+        commit changes nothing. Raises ProducerRejected then, or
         CoordinatorUnavailable as ``run``.
         """
         async with self._lock:
-            partition = await self._offsets_partition(self.state.partition_for(group_id))
+            index = self.state.partition_for(group_id)
+            error = verify(index)
+            if error != ErrorCode.NONE:
+                raise ProducerRejected(error)
+            partition = await self._offsets_partition(index)
             probe = build_batch(
                 [Record(0, 0, b"", b"")],
                 producer_id=producer_id,

@@ -1,8 +1,11 @@
 """InitProducerId: idempotent producers here, transactional ones at the coordinator.
 
-A new idempotent producer gets a fresh id and epoch 0. One that sends its
-current id and epoch (v3+, after a fatal sequence error) gets the same id with
-the epoch bumped, which resets its sequences, as Kafka does.
+Without a transactional id every request gets a fresh producer id and epoch
+0, whatever id and epoch it carries, as Kafka's coordinator "blindly accepts"
+it: idempotent clients bump their epoch locally (KIP-360) and ask for a new id
+only when the epoch is exhausted. Handing out the sent id with a higher epoch
+would let any client take over another producer's id (a transactional one's
+included) and fence it on partitions it writes.
 
 A request with a transactional id goes to the transaction coordinator
 (``TransactionCoordinator.init_producer_id``): epoch bump of the id's producer
@@ -26,7 +29,6 @@ if TYPE_CHECKING:
     from kafkette.broker.server import Broker
     from kafkette.wire.connection import Request
 
-MAX_EPOCH = 32767
 
 
 async def handle_init_producer_id(broker: Broker, request: Request) -> dict:
@@ -43,15 +45,6 @@ async def handle_init_producer_id(broker: Broker, request: Request) -> dict:
             "error_code": for_version(result.error, request.header.api_version, 4),
             "producer_id": result.producer_id,
             "producer_epoch": result.producer_epoch,
-        }
-    producer_id = body["producer_id"]
-    epoch = body["producer_epoch"]
-    if producer_id >= 0 and 0 <= epoch < MAX_EPOCH - 1:
-        return {
-            "throttle_time_ms": 0,
-            "error_code": 0,
-            "producer_id": producer_id,
-            "producer_epoch": epoch + 1,
         }
     try:
         producer_id = await trio.to_thread.run_sync(broker.producer_ids.allocate)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from kafkette.broker.clock import now_ms
 from kafkette.broker.topics import INTERNAL_TOPICS
+from kafkette.broker.transactions.coordinator import COORDINATOR_EPOCH
 from kafkette.broker.transactions.markers import write_marker
 from kafkette.broker.transactions.state import STATE_BY_NAME, TxnState
 from kafkette.wire.errors import ErrorCode
@@ -167,6 +168,15 @@ async def handle_write_txn_markers(broker: Broker, request: Request) -> dict:
             for index in topic["partition_indexes"]:
                 if topic["name"] in INTERNAL_TOPICS and topic["name"] != "__consumer_offsets":
                     error = ErrorCode.INVALID_TOPIC_EXCEPTION
+                elif marker["coordinator_epoch"] > COORDINATOR_EPOCH:
+                    # No coordinator has a higher epoch than this node's own: such a
+                    # marker would be remembered by the partition and fence every
+                    # later marker of the real coordinator (a stuck LSO for ever).
+                    log.warning(
+                        "WriteTxnMarkers for %s-%d refused: coordinator epoch %d above %d",
+                        topic["name"], index, marker["coordinator_epoch"], COORDINATOR_EPOCH,
+                    )
+                    error = ErrorCode.INVALID_REQUEST
                 else:
                     error = await write_marker(
                         broker,

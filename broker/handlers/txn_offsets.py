@@ -99,11 +99,6 @@ async def _commit(
     if not group_id:
         return dict.fromkeys(offsets, int(ErrorCode.INVALID_GROUP_ID))
     coordinator = broker.groups
-    error = verify_offsets_partition(
-        broker, body, version, coordinator.state.partition_for(group_id)
-    )
-    if error:
-        return dict.fromkeys(offsets, int(error))
     v3 = version >= 3
     producer_id = body["producer_id"]
     producer_epoch = body["producer_epoch"]
@@ -122,7 +117,8 @@ async def _commit(
 
     try:
         outcome = await coordinator.run_transactional(
-            call, group_id=group_id, producer_id=producer_id, producer_epoch=producer_epoch
+            call, group_id=group_id, producer_id=producer_id, producer_epoch=producer_epoch,
+            verify=lambda partition: verify_offsets_partition(broker, body, version, partition),
         )
     except (CoordinatorUnavailable, ProducerRejected) as exc:
         return dict.fromkeys(offsets, int(exc.code))

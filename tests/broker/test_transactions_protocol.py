@@ -239,6 +239,75 @@ def test_write_txn_markers_appends_a_marker_per_partition(client, create_topic, 
     assert parse_control_record(records[0]) == (ControlRecordType.ABORT, 0)
 
 
+def test_markers_from_a_coordinator_epoch_above_ours_are_refused(
+    client, txn_id, create_topic, broker, raw_client
+):
+    """A WriteTxnMarkers with a coordinator epoch no coordinator here has would be
+    remembered by the partition and fence the real coordinator's markers: the committed
+    transaction would stay invisible to read_committed for ever. It is refused, and the
+    producer's next transaction commits and moves the LSO."""
+    topic = create_topic(broker.bootstrap, partitions=1)
+    error, producer_id, epoch = _init(client, txn_id)
+    assert error == NONE
+    marker = WriteTxnMarkersRequest.WritableTxnMarker
+    response = client.request(
+        WriteTxnMarkersRequest(
+            markers=[
+                marker(
+                    producer_id=producer_id,
+                    producer_epoch=epoch,
+                    transaction_result=False,
+                    coordinator_epoch=5,
+                    topics=[marker.WritableTxnMarkerTopic(name=topic, partition_indexes=[0])],
+                )
+            ]
+        ),
+        1,
+    )
+    assert response.markers[0].topics[0].partitions[0].error_code == INVALID_REQUEST
+    log = broker.broker.topics.partition(topic, 0).log
+    assert log.log_end_offset == 0
+    assert _add(client, txn_id, producer_id, epoch, {topic: [0]}) == {(topic, 0): NONE}
+    batch = build_batch(
+        [Record(0, 0, b"k", b"v")], producer_id=producer_id, producer_epoch=epoch,
+        base_sequence=0, transactional=True,
+    )
+    data = ProduceRequest.TopicProduceData
+    produced = client.request(
+        ProduceRequest(
+            transactional_id=txn_id, acks=-1, timeout_ms=10_000,
+            topic_data=[
+                data(name=topic, partition_data=[data.PartitionProduceData(index=0, records=batch)])
+            ],
+        ),
+        9,
+    )
+    assert produced.responses[0].partition_responses[0].error_code == NONE
+    assert _end(client, txn_id, producer_id, epoch, True) == NONE
+    deadline = time.monotonic() + 30
+    while broker.on_loop(lambda: log.last_stable_offset) != 2:
+        assert time.monotonic() < deadline, "the commit marker never moved the LSO"
+        time.sleep(0.05)
+
+
+def test_idempotent_init_producer_id_never_hands_out_a_sent_id(client, txn_id):
+    """Without a transactional id, InitProducerId always allocates a new producer id (as
+    Kafka's coordinator does), even when the request names an existing id and epoch: a
+    client must not be able to take over (and fence) a transactional producer's id."""
+    error, producer_id, epoch = _init(client, txn_id)
+    assert error == NONE
+    response = client.request(
+        InitProducerIdRequest(
+            transactional_id=None, transaction_timeout_ms=-1,
+            producer_id=producer_id, producer_epoch=epoch,
+        ),
+        4,
+    )
+    assert response.error_code == NONE
+    assert response.producer_id not in (-1, producer_id)
+    assert response.producer_epoch == 0
+
+
 def test_a_new_instance_fences_an_ongoing_transaction(client, txn_id, create_topic, broker):
     """InitProducerId during a transaction: answered CONCURRENT_TRANSACTIONS while the old
     epoch's transaction is aborted, then the next epoch but one; the old epoch's produce is
