@@ -47,6 +47,7 @@ from kafkette.broker.transactions.log_records import (
 )
 from kafkette.broker.transactions.markers import write_marker
 from kafkette.broker.transactions.state import (
+    MAX_EPOCH,
     PREPARED,
     TopicPartition,
     TransactionMetadata,
@@ -254,9 +255,14 @@ class TransactionCoordinator:
                 return InitResult(error)
             return InitResult(ErrorCode.NONE, fresh.producer_id, fresh.producer_epoch)
         expected = expected_producer_id >= 0
-        if expected and expected_producer_id not in (
-            metadata.producer_id,
-            metadata.last_producer_id,
+        # Kafka's isValidProducerId: the current id, or the previous one only for the
+        # retry of a rotation (its epoch was exhausted), never a zombie of the old id.
+        if expected and not (
+            expected_producer_id == metadata.producer_id
+            or (
+                expected_producer_id == metadata.last_producer_id
+                and expected_epoch >= MAX_EPOCH - 1
+            )
         ):
             return InitResult(ErrorCode.PRODUCER_FENCED)
         state = metadata.state

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 from kafka.protocol.admin import DescribeTransactionsRequest
+from kafka.protocol.producer import InitProducerIdRequest
 
 from kafkette.broker.clock import now_ms
 from kafkette.broker.config import load_config
@@ -208,10 +209,12 @@ def test_expired_transactional_ids_stay_forgotten_after_restart(tmp_path: Path):
         assert embedded.on_loop(lambda: coordinator.get(transactional_id)) is None
 
 
-def test_an_exhausted_epoch_gets_a_new_producer_id(tmp_path: Path):
+def test_an_exhausted_epoch_gets_a_new_producer_id(tmp_path: Path, raw_client):
     """Epoch 32766 is Kafka's last usable one: the next InitProducerId rotates to a new
     producer id at epoch 0. The id's record is written with that epoch while the broker is
-    down (reaching it by 32766 re-inits would take minutes)."""
+    down (reaching it by 32766 re-inits would take minutes). A retry of the rotating
+    request gets the same answer; a zombie of the old id (any other epoch) is fenced,
+    never bumped onto the new id (Kafka's isValidProducerId)."""
     data_dir = tmp_path / "data"
     transactional_id = _txn_id()
     with EmbeddedBroker.start(data_dir=data_dir) as embedded:
@@ -233,11 +236,27 @@ def test_an_exhausted_epoch_gets_a_new_producer_id(tmp_path: Path):
     finally:
         data.close()
     with EmbeddedBroker.start(data_dir=data_dir) as embedded:
+        client = raw_client(embedded.bootstrap)
+
+        def init(producer_id: int, epoch: int) -> tuple[int, int, int]:
+            answer = client.request(
+                InitProducerIdRequest(
+                    transactional_id=transactional_id, transaction_timeout_ms=60000,
+                    producer_id=producer_id, producer_epoch=epoch,
+                ),
+                4,
+            )
+            return answer.error_code, answer.producer_id, answer.producer_epoch
+
+        error, new_id, new_epoch = init(first.producer_id, 32766)
+        assert (error, new_epoch) == (0, 0) and new_id != first.producer_id
+        assert init(first.producer_id, 32766) == (0, new_id, 0)  # a retry: same answer
+        assert init(first.producer_id, 0)[0] == 90  # PRODUCER_FENCED, not a bump
         producer = _producer(embedded.bootstrap, transactional_id)
         producer.init_transactions(TIMEOUT)
         coordinator = embedded.broker.transactions
         rotated = embedded.on_loop(lambda: coordinator.get(transactional_id))
-        assert rotated.producer_id != first.producer_id
-        assert rotated.producer_epoch == 0
+        assert rotated.producer_id == new_id
+        assert rotated.producer_epoch == 1
         del producer
         gc.collect()
