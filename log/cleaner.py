@@ -44,8 +44,15 @@ A clean of a log whose ``cleanup.policy`` includes ``compact``:
 7. Each group is swapped in crash-safely (``log/segment_swap.py``), then the
    checkpoint moves to the range end (``cleaner-offset-checkpoint``).
 
-Runs in a worker thread: it reads only closed segments without any lock,
-and the swap takes the log's write lock only for renames and list updates.
+Split in two so the heavy part never holds the broker's GIL:
+:func:`clean_log_with` runs in a broker worker thread and does what needs
+the live log (range, groups, producer table and abort index snapshots, each
+group's swap under the log's write lock, for renames and list updates only);
+a :class:`CleanSession` does steps 2-6 from plain data (segment paths and
+sizes), reading closed segments by path without any lock and writing
+fsynced ``.cleaned`` files, never swapping. The broker runs the session in
+its cleaner process (``log/cleaner_process.py``); :func:`clean_log` runs it
+in the calling thread (tests, benches).
 """
 
 from __future__ import annotations
