@@ -68,11 +68,6 @@ class LogCleanerManager:
             else:
                 self._idle.append(process)
 
-    def cleaner_pids(self) -> list[int]:
-        """Pids of the running cleaner processes (for tests and logs)."""
-        with self._lock:
-            return [pid for p in self._all if (pid := p.pid) is not None]
-
     def close(self) -> None:
         """Stop every cleaner process; call once no clean runs (after the broker's cleaners)."""
         with self._lock:

@@ -27,6 +27,7 @@ The child never renames or deletes log files: only the broker swaps.
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import select
@@ -46,6 +47,7 @@ from kafkette.log.cleaner import (
 from kafkette.log.file_region import FileGone
 from kafkette.log.offset_map import OffsetMap
 
+_log = logging.getLogger(__name__)
 _LENGTH = struct.Struct(">Q")
 # How often a waiting broker thread looks at its abort flag.
 ABORT_POLL_S = 0.05
@@ -108,6 +110,7 @@ class CleanerProcess:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True,
         )
         self._proc = proc
+        _log.info("cleaner process %d started", proc.pid)
         return proc
 
     def session(self, job: CleanJob, map_memory_bytes: int, io_max_bytes_per_second: float,
