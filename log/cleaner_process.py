@@ -122,6 +122,10 @@ class CleanerProcess:
         """Send ``request``, wait for the reply; on ``abort`` kill the child, raise CleanAborted."""
         if abort.is_set():
             raise CleanAborted("cleaner stopping")
+        if request[0] != "map" and self.pid is None:
+            # A new child has no session: only a clean's first request may start one.
+            self.kill()
+            raise CleanerDied("the cleaner process exited")
         proc = self._running()
         assert proc.stdin is not None and proc.stdout is not None
         try:
@@ -251,15 +255,14 @@ def _serve(requests: int, replies: int) -> None:
                 reply: object = (session.build_map(), session.stats)
             elif kind == "group":
                 _, first, count, producer_batches = request  # type: ignore[misc]
-                assert session is not None, "group before map"
+                if session is None:
+                    raise ValueError("cleaner request 'group' before 'map'")
                 reply = (session.write_group(first, count, producer_batches), session.stats)
             elif kind == "end":
                 if session is not None:
                     session.close()
                 session = None
                 reply = None
-            elif kind == "pid":
-                reply = os.getpid()
             else:
                 raise ValueError(f"unknown cleaner request {kind!r}")
             _write_frame(replies, ("ok", reply))
