@@ -10,8 +10,13 @@ distinct keys, default 10,000; ``--value-size`` default 200; ``--codec`` 0-4).
 2. *Appends while cleaning*: another partition log takes one 16 KiB batch every 2 ms
    from the main thread (as the broker's append worker would) for the same duration,
    once with the cleaner idle and once while a cleaner thread cleans a fresh copy of the
-   log above; prints p50 / p99 / max append latency. The cleaner holds the GIL while it
-   decodes records, so this is the figure that says whether produce stays flat.
+   log above; prints p50 / p99 / max append latency: the figure that says whether produce
+   stays flat.
+
+Both clean as the broker does: this process keeps the pick, grouping and swaps, and a
+cleaner process (``log/cleaner_process.py``) reads, decodes and writes, so it never holds
+this process's GIL. ``--in-thread`` runs the whole clean in a thread of this process
+instead (``clean_log``), as the broker did before.
 
 A script, not a test: figures depend on the machine.
 """
@@ -28,7 +33,8 @@ import time
 from pathlib import Path
 
 from kafkette.log import LogConfig, PartitionLog
-from kafkette.log.cleaner import Throttler, clean_log
+from kafkette.log.cleaner import Throttler, clean_log, clean_log_with
+from kafkette.log.cleaner_process import CleanerProcess
 from kafkette.log.offset_map import OffsetMap
 from kafkette.wire.record_batch import validate_batch
 from kafkette.wire.records import Record, build_batch
@@ -61,10 +67,16 @@ def fill(directory: Path, mb: int, keys: int, value_size: int, codec: int) -> Pa
     return log
 
 
-def clean_once(log: PartitionLog, abort: threading.Event | None = None) -> tuple[float, int]:
+def clean_once(log: PartitionLog, process: CleanerProcess | None) -> tuple[float, int]:
+    """One clean, in ``process`` (None: in this thread); (seconds, bytes read)."""
     started = time.perf_counter()
-    throttler = Throttler(1e308, abort or threading.Event())
-    stats = clean_log(log, 0, OffsetMap(128 * MB), now_ms(), throttler)
+    abort = threading.Event()
+    if process is None:
+        stats = clean_log(log, 0, OffsetMap(128 * MB), now_ms(), Throttler(1e308, abort))
+    else:
+        stats = clean_log_with(
+            log, 0, now_ms(), lambda job: process.session(job, 128 * MB, 1e308, abort)
+        )
     assert stats is not None
     return time.perf_counter() - started, stats.bytes_read
 
@@ -100,8 +112,13 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=10_000)
     parser.add_argument("--value-size", type=int, default=200)
     parser.add_argument("--codec", type=int, default=0)
+    parser.add_argument("--in-thread", action="store_true",
+                        help="clean in a thread of this process (the broker's old way)")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="cleaner-bench-"))
+    process = None if args.in_thread else CleanerProcess()
+    if process is not None:
+        process.start()
     try:
         source = root / "t-0"
         log = fill(source, args.mb, args.keys, args.value_size, args.codec)
@@ -111,11 +128,12 @@ def main() -> None:
         shutil.copytree(source, copy)
         log = PartitionLog.open(copy, LogConfig(segment_bytes=8 * MB, cleanup_policy="compact"),
                                 now_ms, recover=False)
-        took, read = clean_once(log)
+        took, read = clean_once(log, process)
         after = log.size_bytes
         log.close()
-        print(f"clean of {before / MB:.1f} MiB ({args.keys} keys, {args.value_size} B values, "
-              f"codec {args.codec}): {took:.2f} s, {read / MB / took:.1f} MB/s read, "
+        where = "in a thread" if process is None else "in the cleaner process"
+        print(f"clean {where} of {before / MB:.1f} MiB ({args.keys} keys, {args.value_size} B "
+              f"values, codec {args.codec}): {took:.2f} s, {read / MB / took:.1f} MB/s read, "
               f"{after / MB:.2f} MiB after")
         quiet = append_latencies(root / "quiet-0", took)
         print(f"appends, cleaner idle:    {summary(quiet)}")
@@ -123,13 +141,15 @@ def main() -> None:
         shutil.copytree(source, copy)
         log = PartitionLog.open(copy, LogConfig(segment_bytes=8 * MB, cleanup_policy="compact"),
                                 now_ms, recover=False)
-        cleaner = threading.Thread(target=clean_once, args=(log,))
+        cleaner = threading.Thread(target=clean_once, args=(log, process))
         cleaner.start()
         busy = append_latencies(root / "busy-0", took)
         cleaner.join()
         log.close()
         print(f"appends, cleaner running: {summary(busy)}")
     finally:
+        if process is not None:
+            process.close()
         shutil.rmtree(root, ignore_errors=True)
 
 

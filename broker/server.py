@@ -279,6 +279,9 @@ class Broker:
 
     async def _close_storage(self) -> None:
         """Flush and mark a clean shutdown: only a data dir this broker locked and opened."""
+        cleaner = getattr(self, "cleaner", None)
+        if cleaner is not None:  # the cleaners have stopped: their processes go now
+            await trio.to_thread.run_sync(cleaner.close)
         if self.data_dir is not None:
             with trio.move_on_after(30):
                 try:
@@ -313,8 +316,10 @@ class Broker:
     async def _run_cleaner(self) -> None:
         """One ``log.cleaner.threads`` worker: clean the dirtiest log, else back off.
 
-        Each clean runs in a worker thread. On cancellation (shutdown) the
-        abort flag stops it at its next I/O step; the group being written is
+        Each clean runs in a worker thread, which hands the reading, decoding
+        and writing to a cleaner process (log/cleaner_process.py) so they never
+        hold this process's GIL. On cancellation (shutdown) the abort flag
+        makes the thread kill that process; the group being written is
         discarded and nothing already swapped is undone, so the data dir closes
         with every log whole. The event loop never waits on the cleaner: the
         only lock it shares with it is taken by worker threads.
@@ -343,7 +348,8 @@ async def _abortable_in_thread(
     """Run ``fn(logs, abort)`` in a worker thread; cancellation sets ``abort`` and waits.
 
     The thread cannot be abandoned (it may be renaming files); it notices the
-    flag within one read chunk and raises CleanAborted.
+    flag within ``ABORT_POLL_S`` (it kills the cleaner process) and raises
+    CleanAborted.
     """
     abort = threading.Event()
     result: list[CleanStats | None] = []

@@ -44,8 +44,15 @@ A clean of a log whose ``cleanup.policy`` includes ``compact``:
 7. Each group is swapped in crash-safely (``log/segment_swap.py``), then the
    checkpoint moves to the range end (``cleaner-offset-checkpoint``).
 
-Runs in a worker thread: it reads only closed segments without any lock,
-and the swap takes the log's write lock only for renames and list updates.
+Split in two so the heavy part never holds the broker's GIL:
+:func:`clean_log_with` runs in a broker worker thread and does what needs
+the live log (range, groups, producer table and abort index snapshots, each
+group's swap under the log's write lock, for renames and list updates only);
+a :class:`CleanSession` does steps 2-6 from plain data (segment paths and
+sizes), reading closed segments by path without any lock and writing
+fsynced ``.cleaned`` files, never swapping. The broker runs the session in
+its cleaner process (``log/cleaner_process.py``); :func:`clean_log` runs it
+in the calling thread (tests, benches).
 """
 
 from __future__ import annotations
@@ -56,6 +63,8 @@ import time
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
 
 from kafkette.log.config import INT_MAX
 from kafkette.log.file_region import FileGone
@@ -76,6 +85,20 @@ from kafkette.wire.records import decode_batch, delete_horizon_of, rebuild_batch
 
 DOUBLE_MAX = 1.7976931348623157e308
 READ_CHUNK_BYTES = 1024 * 1024
+
+
+class Session(Protocol):
+    """What :func:`clean_log_with` needs of a clean session (local or in the cleaner process)."""
+
+    stats: CleanStats
+
+    def build_map(self) -> int: ...
+
+    def write_group(
+        self, first: int, count: int, producer_batches: dict[int, set[int]]
+    ) -> list[tuple[int, int, int, int]]: ...
+
+    def close(self) -> None: ...
 
 
 class CleanAborted(Exception):
@@ -198,35 +221,71 @@ def measure(log: PartitionLog, checkpoint: int, now: int) -> Cleanability | None
     return Cleanability(first_dirty, uncleanable, clean, dirty, lag_exceeded)
 
 
+@dataclass(frozen=True)
+class SegmentSource:
+    """A closed segment as plain data: what a clean reads, in this or another process.
+
+    ``size`` is the segment's size when the clean was picked: closed segments
+    only shrink by truncation, which the swap detects (truncation count).
+    """
+
+    path: str
+    base_offset: int
+    next_offset: int
+    size: int
+
+
+def source_of(segment: LogSegment) -> SegmentSource:
+    return SegmentSource(segment.log.path, segment.base_offset, segment.next_offset, segment.size)
+
+
+def _open_for_reading(path: str) -> int:
+    try:
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise FileGone(f"{path} was deleted") from None
+
+
+def _pread(fd: int, length: int, position: int) -> bytes:
+    data = os.pread(fd, length, position)
+    while len(data) < length:
+        more = os.pread(fd, length - len(data), position + len(data))
+        if not more:
+            break
+        data += more
+    return data
+
+
 def _batches(
-    segment: LogSegment, throttler: Throttler, stats: CleanStats
+    segment: SegmentSource, throttler: Throttler, stats: CleanStats
 ) -> Iterator[tuple[BatchHeader, bytes]]:
-    """Every batch of a closed segment, read in large chunks (raises FileGone if deleted)."""
-    position, end = 0, segment.size
-    while position < end:
-        chunk = segment.log.pread(min(READ_CHUNK_BYTES, end - position), position)
-        throttler.account(len(chunk))
-        stats.bytes_read += len(chunk)
-        offset = 0
-        while True:
-            size = batch_size_at(chunk, offset)
-            if size is None or offset + size > len(chunk):
-                break
-            yield read_header(chunk, offset), chunk[offset : offset + size]
-            offset += size
-            # Decoding holds the GIL: hand it over after each batch, so an append
-            # or fetch thread waits for one batch's work, not the 5 ms switch interval.
-            time.sleep(0)
-        if offset == 0:
-            size = batch_size_at(chunk, 0)
-            if size is None or size < HEADER_SIZE or position + size > end:
-                raise InvalidBatchError(f"{segment.log.path}: bad batch at {position}")
-            data = segment.log.pread(size, position)
-            throttler.account(len(data))
-            stats.bytes_read += len(data)
-            yield read_header(data, 0), data
-            offset = size
-        position += offset
+    """Every batch of a closed segment, read in large chunks (FileGone if it was deleted)."""
+    fd = _open_for_reading(segment.path)
+    try:
+        position, end = 0, segment.size
+        while position < end:
+            chunk = _pread(fd, min(READ_CHUNK_BYTES, end - position), position)
+            throttler.account(len(chunk))
+            stats.bytes_read += len(chunk)
+            offset = 0
+            while True:
+                size = batch_size_at(chunk, offset)
+                if size is None or offset + size > len(chunk):
+                    break
+                yield read_header(chunk, offset), chunk[offset : offset + size]
+                offset += size
+            if offset == 0:
+                size = batch_size_at(chunk, 0)
+                if size is None or size < HEADER_SIZE or position + size > end:
+                    raise InvalidBatchError(f"{segment.path}: bad batch at {position}")
+                data = _pread(fd, size, position)
+                throttler.account(len(data))
+                stats.bytes_read += len(data)
+                yield read_header(data, 0), data
+                offset = size
+            position += offset
+    finally:
+        os.close(fd)
 
 
 class TxnCleanState:
@@ -285,18 +344,18 @@ class TxnCleanState:
 
 
 def _build_map(
-    segments: list[LogSegment], span: Cleanability, offset_map: OffsetMap,
-    throttler: Throttler, stats: CleanStats, txns: TxnCleanState,
+    segments: list[SegmentSource], first_dirty: int, first_uncleanable: int,
+    offset_map: OffsetMap, throttler: Throttler, stats: CleanStats, txns: TxnCleanState,
 ) -> int:
     """Fill the map from the dirty range; returns the offset the clean covers up to."""
     offset_map.clear()
     for segment in segments:
-        if segment.next_offset <= span.first_dirty:
+        if segment.next_offset <= first_dirty:
             continue
-        if segment.base_offset >= span.first_uncleanable:
+        if segment.base_offset >= first_uncleanable:
             break
         for header, data in _batches(segment, throttler, stats):
-            if header.last_offset < span.first_dirty or header.is_control:
+            if header.last_offset < first_dirty or header.is_control:
                 continue
             if header.is_transactional and txns.aborted_entry(header) is not None:
                 continue  # aborted records never shadow committed ones
@@ -304,9 +363,9 @@ def _build_map(
             if len(offset_map) and len(offset_map) + len(records) > offset_map.capacity:
                 return header.base_offset  # full: the rest is for the next clean
             for record in records:
-                if record.key is not None and record.offset >= span.first_dirty:  # type: ignore[operator]
+                if record.key is not None and record.offset >= first_dirty:  # type: ignore[operator]
                     offset_map.put(record.key, record.offset)  # type: ignore[arg-type]
-    return span.first_uncleanable
+    return first_uncleanable
 
 
 def group_by_size(
@@ -337,27 +396,34 @@ def group_by_size(
     return groups
 
 
-def _clean_group(
-    log: PartitionLog, group: list[LogSegment], offset_map: OffsetMap, now: int,
-    producer_batches: dict[int, set[int]], throttler: Throttler, stats: CleanStats,
-    truncations: int, txns: TxnCleanState,
-) -> None:
-    """Write the group's cleaned copy (and abort index), fsync them, and swap them in."""
+def _write_cleaned(
+    directory: Path, group: list[SegmentSource], offset_map: OffsetMap, now: int,
+    retention_ms: int, producer_batches: dict[int, set[int]], throttler: Throttler,
+    stats: CleanStats, txns: TxnCleanState,
+) -> list[tuple[int, int, int, int]]:
+    """Write the group's cleaned copy (and abort index) and fsync them.
+
+    Returns (position, size, last offset, max timestamp) of every batch
+    written, what ``PartitionLog.replace_segments`` needs. On any failure
+    the files are removed.
+    """
     base = group[0].base_offset
     last_segment = group[-1]
-    path = cleaned_path(log.directory, base)
-    txn_path = cleaned_txn_index_path(log.directory, base)
+    path = cleaned_path(directory, base)
+    txn_path = cleaned_txn_index_path(directory, base)
     kept_aborts: list[AbortedTxn] = []
-    retention = log.config.delete_retention_ms
     written: list[tuple[int, int, int, int]] = []
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-    swapped = False
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    except FileNotFoundError:
+        raise FileGone(f"{directory} was deleted") from None
+    done = False
     try:
         position = 0
         for segment in group:
             for header, data in _batches(segment, throttler, stats):
                 out = _clean_batch(
-                    header, data, offset_map, now, retention, producer_batches, stats,
+                    header, data, offset_map, now, retention_ms, producer_batches, stats,
                     txns, kept_aborts,
                     is_last=segment is last_segment and header.next_offset == segment.next_offset,
                 )
@@ -374,14 +440,12 @@ def _clean_group(
         fd = -1
         if kept_aborts:
             _write_txn_index(txn_path, kept_aborts)
-        if not log.replace_segments(group, written, truncations):
-            raise CleanAborted(f"{log.directory}: segments changed during the clean")
-        swapped = True
-        stats.groups += 1
+        done = True
+        return written
     finally:
         if fd >= 0:
             os.close(fd)
-        if not swapped:
+        if not done:
             path.unlink(missing_ok=True)
             txn_path.unlink(missing_ok=True)
 
@@ -474,11 +538,82 @@ def _clean_batch(
     return None
 
 
+@dataclass(frozen=True)
+class CleanJob:
+    """Everything the reading and writing part of one clean needs, as plain data.
+
+    Picklable: the broker hands it to its cleaner process
+    (``log/cleaner_process.py``), which never touches the live log.
+    """
+
+    directory: str
+    segments: list[SegmentSource]  # the closed segments, from the log start
+    first_dirty: int
+    first_uncleanable: int
+    aborted: list[AbortedTxn]
+    now: int
+    delete_retention_ms: int
+
+
+class CleanSession:
+    """The CPU-heavy part of one clean: build the offset map, write each group's copy.
+
+    It reads segment files by path and writes ``.cleaned`` files; it never
+    swaps, so it can run anywhere (this process, or the cleaner process).
+    Groups must be written in log order (the transaction state spans the pass).
+    """
+
+    def __init__(self, job: CleanJob, offset_map: OffsetMap, throttler: Throttler) -> None:
+        self.job = job
+        self.stats = CleanStats()
+        self._offset_map = offset_map
+        self._throttler = throttler
+        self._txns = TxnCleanState(job.aborted)
+
+    def build_map(self) -> int:
+        """Fill the offset map; returns the end of the range this clean covers."""
+        job = self.job
+        return _build_map(
+            job.segments, job.first_dirty, job.first_uncleanable, self._offset_map,
+            self._throttler, self.stats, self._txns,
+        )
+
+    def write_group(
+        self, first: int, count: int, producer_batches: dict[int, set[int]]
+    ) -> list[tuple[int, int, int, int]]:
+        """Write the cleaned copy of ``job.segments[first : first + count]``."""
+        job = self.job
+        return _write_cleaned(
+            Path(job.directory), job.segments[first : first + count], self._offset_map,
+            job.now, job.delete_retention_ms, producer_batches, self._throttler, self.stats,
+            self._txns,
+        )
+
+    def close(self) -> None:
+        self._offset_map.clear()
+
+
 def clean_log(
     log: PartitionLog, checkpoint: int, offset_map: OffsetMap, now: int, throttler: Throttler,
     *, expire_tombstones: bool = False,
 ) -> CleanStats | None:
+    """One clean of ``log`` from ``checkpoint``, all of it in this thread (see clean_log_with)."""
+    return clean_log_with(
+        log, checkpoint, now, lambda job: CleanSession(job, offset_map, throttler),
+        expire_tombstones=expire_tombstones,
+    )
+
+
+def clean_log_with(
+    log: PartitionLog, checkpoint: int, now: int, open_session: Callable[[CleanJob], Session],
+    *, expire_tombstones: bool = False,
+) -> CleanStats | None:
     """One clean of ``log`` from ``checkpoint``; None if there was nothing to clean.
+
+    This part needs the live log: it picks the range, groups the segments,
+    snapshots the producer table and the abort index, and swaps each group in
+    as soon as ``open_session``'s session has written it, so a long clean
+    makes progress group by group.
 
     With ``expire_tombstones`` a log with no dirty range is still rewritten
     (with an empty map): the pass that drops tombstones whose delete horizon
@@ -493,30 +628,52 @@ def clean_log(
     if span is None or (span.first_dirty >= span.first_uncleanable and not expire_tombstones):
         return None
     segments, _ = log.closed_segments()
-    stats = CleanStats()
-    txns = TxnCleanState(log.abort_index_entries())
-    end = _build_map(segments, span, offset_map, throttler, stats, txns)
-    stats.end_offset = end
-    to_clean = [s for s in segments if s.base_offset < end]
-    producer_batches = log.producer_batch_offsets()
     config = log.config
-    for group in group_by_size(to_clean, config.segment_bytes, config.max_index_bytes):
-        _clean_group(
-            log, group, offset_map, now, producer_batches, throttler, stats, truncations,
-            txns,
-        )
-    offset_map.clear()
-    return stats
+    job = CleanJob(
+        str(log.directory), [source_of(s) for s in segments], span.first_dirty,
+        span.first_uncleanable, log.abort_index_entries(), now, config.delete_retention_ms,
+    )
+    session = open_session(job)
+    try:
+        end = session.build_map()
+        to_clean = [s for s in segments if s.base_offset < end]
+        producer_batches = log.producer_batch_offsets()
+        groups = 0
+        first = 0
+        for group in group_by_size(to_clean, config.segment_bytes, config.max_index_bytes):
+            base = group[0].base_offset
+            swapped = False
+            try:
+                written = session.write_group(first, len(group), producer_batches)
+                if not log.replace_segments(group, written, truncations):
+                    raise CleanAborted(f"{log.directory}: segments changed during the clean")
+                swapped = True
+            finally:
+                if not swapped:
+                    cleaned_path(log.directory, base).unlink(missing_ok=True)
+                    cleaned_txn_index_path(log.directory, base).unlink(missing_ok=True)
+            groups += 1
+            first += len(group)
+        stats = session.stats
+        stats.end_offset = end
+        stats.groups = groups
+        return stats
+    finally:
+        session.close()
 
 
 __all__ = [
     "CleanAborted",
+    "CleanJob",
+    "CleanSession",
     "CleanStats",
     "Cleanability",
     "CleanerConfig",
     "FileGone",
+    "SegmentSource",
     "Throttler",
     "clean_log",
+    "clean_log_with",
     "group_by_size",
     "measure",
 ]

@@ -5,6 +5,11 @@ the dirtiest one whose dirty ratio reaches ``min.cleanable.dirty.ratio`` (or
 whose ``max.compaction.lag.ms`` or a tombstone's delete horizon is due),
 cleans it, and moves its ``cleaner-offset-checkpoint`` entry. The caller
 (the broker) backs off ``log.cleaner.backoff.ms`` when nothing was cleanable.
+
+The clean's reading, decoding and writing run in a cleaner process
+(log/cleaner_process.py), one per concurrent ``clean_one`` (so at most
+``log.cleaner.threads``), started on first use and kept until :meth:`close`;
+this thread keeps the parts that need the live log, swaps included.
 """
 
 from __future__ import annotations
@@ -18,14 +23,13 @@ from kafkette.log.cleaner import (
     CleanAborted,
     CleanerConfig,
     CleanStats,
-    Throttler,
-    clean_log,
+    clean_log_with,
     measure,
 )
 from kafkette.log.cleaner_checkpoint import CleanerCheckpoints
+from kafkette.log.cleaner_process import CleanerProcess
 from kafkette.log.errors import LogClosed
 from kafkette.log.file_region import FileGone
-from kafkette.log.offset_map import OffsetMap
 from kafkette.log.partition_log import PartitionLog
 
 _log = logging.getLogger(__name__)
@@ -43,6 +47,34 @@ class LogCleanerManager:
         self._lock = threading.Lock()
         self._in_progress: set[tuple[str, int]] = set()
         self._horizons: dict[tuple[str, int], int] = {}
+        self._idle: list[CleanerProcess] = []  # cleaner processes not in a clean now
+        self._all: list[CleanerProcess] = []
+        self._closed = False
+
+    def _take_process(self) -> CleanerProcess:
+        with self._lock:
+            if self._closed:
+                raise CleanAborted("cleaner closed")
+            if self._idle:
+                return self._idle.pop()
+            process = CleanerProcess()
+            self._all.append(process)
+            return process
+
+    def _give_back(self, process: CleanerProcess) -> None:
+        with self._lock:
+            if self._closed:
+                process.kill()
+            else:
+                self._idle.append(process)
+
+    def close(self) -> None:
+        """Stop every cleaner process; call once no clean runs (after the broker's cleaners)."""
+        with self._lock:
+            self._closed = True
+            processes, self._all, self._idle = self._all, [], []
+        for process in processes:
+            process.close()
 
     def _pick(
         self, logs: Iterable[LogEntry], now: int
@@ -84,12 +116,16 @@ class LogCleanerManager:
         if picked is None:
             return None
         topic, index, log, horizon_due = picked
+        process: CleanerProcess | None = None
         try:
-            offset_map = OffsetMap(self.config.map_memory_bytes)
-            throttler = Throttler(self.config.io_max_bytes_per_second, abort)
+            process = self._take_process()
+            config = self.config
             try:
-                stats = clean_log(
-                    log, self.checkpoints.get(topic, index), offset_map, now, throttler,
+                stats = clean_log_with(
+                    log, self.checkpoints.get(topic, index), now,
+                    lambda job: process.session(  # type: ignore[union-attr]
+                        job, config.map_memory_bytes, config.io_max_bytes_per_second, abort
+                    ),
                     expire_tombstones=horizon_due,
                 )
             except (FileGone, LogClosed):
@@ -116,5 +152,7 @@ class LogCleanerManager:
             )
             return stats
         finally:
+            if process is not None:
+                self._give_back(process)
             with self._lock:
                 self._in_progress.discard((topic, index))

@@ -153,6 +153,24 @@ class DescriptorCache:
             if len(self._ring) > 2 * self._open + 64:
                 self._ring = deque(f for f in self._ring if not f._gone and f._handle)
 
+    def retire(self, file: SegmentFile) -> None:
+        """Like ``release(keep_handle=True)``, but first opens ``file`` if it has no descriptor.
+
+        For a file whose path is about to name another file (a clean's swap):
+        a reader that still holds the old segment must read the old inode,
+        never reopen the path and find the new file there.
+        """
+        with self._lock:
+            if file._gone:
+                return
+            if file._handle is None:  # not counted: it is never evicted, goes with the file
+                fd = os.open(file.path, file._flags & ~os.O_CREAT)
+                file._handle = OpenFile(fd, file.path)
+                self.opens += 1
+            else:
+                self._open -= 1
+            file._gone = True
+
     def _evict_one(self) -> bool:
         """Drop one descriptor (second chance for recently used ones). Caller holds the lock."""
         ring = self._ring
@@ -286,6 +304,10 @@ class SegmentFile:
     def forget(self) -> None:
         """The file was deleted: never reopen, but readers already holding it keep reading."""
         DESCRIPTORS.release(self, keep_handle=True)
+
+    def retire(self) -> None:
+        """Its path is about to name another file: keep reading this inode, never reopen."""
+        DESCRIPTORS.retire(self)
 
 
 @dataclass(frozen=True, slots=True)

@@ -505,10 +505,13 @@ class PartitionLog:
                     return False
             base = old[0].base_offset
             # Old indexes must never write again: their paths are about to be reused.
+            # Nor may a reader still holding an old segment reopen its .log path
+            # once the swap has put the cleaned file there: it keeps the old inode.
             for segment in old:
                 segment.offset_index.discard()
                 segment.time_index.discard()
                 segment.txn_index.discard()
+                segment.log.retire()
             commit_swap(self.directory, base, [s.base_offset for s in old])
             new = LogSegment.from_cleaned(
                 self.directory, base, self._config, self._clock(), batches

@@ -165,3 +165,20 @@ def test_a_segment_deleted_after_eviction_reads_as_empty(tmp_path, clock, small_
     assert list(tmp_path.glob("0000*")) == []  # nothing recreated
     for other in others:
         other.close()
+
+
+def test_a_retired_file_reads_its_old_inode_after_its_path_is_replaced(tmp_path):
+    """A clean's swap puts another file at a segment's path: holders of the old
+    segment must keep reading the old bytes, even if it had no descriptor."""
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(b"old bytes")
+    file = SegmentFile(path, create=False)
+    assert not file.is_open
+    file.retire()
+    replacement = tmp_path / "swap"
+    replacement.write_bytes(b"new bytes, longer")
+    os.replace(replacement, path)
+    assert file.pread(9, 0) == b"old bytes"
+    assert file.size() == 9
+    assert file.is_closed
+    file.close()

@@ -1,0 +1,121 @@
+"""The cleaner process: same result as an in-thread clean, abortable, restarted when it died."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+from compaction_data import COMPACT, all_records, clean, latest, write_rounds
+
+from kafkette.log import PartitionLog
+from kafkette.log.cleaner import CleanAborted, clean_log_with
+from kafkette.log.cleaner_process import CleanerDied, CleanerProcess
+
+MAP_BYTES = 1 << 20
+UNLIMITED = 1.7976931348623157e308
+
+
+def clean_in_child(
+    process: CleanerProcess, log: PartitionLog, now: int, abort: threading.Event | None = None,
+    rate: float = UNLIMITED,
+):
+    abort = abort or threading.Event()
+    return clean_log_with(
+        log, 0, now, lambda job: process.session(job, MAP_BYTES, rate, abort)
+    )
+
+
+def segment_files(log: PartitionLog) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(log.directory.glob("*.log"))}
+
+
+@pytest.fixture
+def process():
+    process = CleanerProcess()
+    yield process
+    process.close()
+
+
+def test_child_clean_equals_in_thread_clean(tmp_path, clock, process):
+    here = PartitionLog.open(tmp_path / "here-0", COMPACT, clock, recover=False)
+    there = PartitionLog.open(tmp_path / "there-0", COMPACT, clock, recover=False)
+    written = write_rounds(here, rounds=10, keys=12)
+    assert write_rounds(there, rounds=10, keys=12) == written
+    now = clock()
+    expected = clean(here, now, memory=MAP_BYTES)
+    stats = clean_in_child(process, there, now)
+    assert process.pid is not None and process.pid != os.getpid()
+    assert stats == expected and stats is not None and stats.groups >= 1
+    assert segment_files(there) == segment_files(here)
+    assert latest(all_records(there)) == latest((o, k, v) for o, (k, v) in written.items())
+    there.close()
+    reopened = PartitionLog.open(tmp_path / "there-0", COMPACT, clock, recover=True)
+    assert all_records(reopened) == all_records(here)
+    reopened.close()
+    here.close()
+
+
+def test_abort_kills_a_throttled_child_and_leaves_the_log_alone(tmp_path, clock, process):
+    log = PartitionLog.open(tmp_path / "t-0", COMPACT, clock, recover=False)
+    write_rounds(log, rounds=20, keys=12)
+    before = segment_files(log)
+    abort = threading.Event()
+    outcome: list[Exception] = []
+
+    def run() -> None:
+        try:
+            clean_in_child(process, log, clock(), abort, rate=2000.0)  # minutes at 2 kB/s
+        except Exception as exc:  # checked below
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    deadline = time.monotonic() + 20
+    while process.pid is None:
+        assert time.monotonic() < deadline, "the cleaner process did not start"
+        time.sleep(0.01)
+    pid = process.pid
+    time.sleep(0.5)
+    abort.set()
+    worker.join(5)
+    assert not worker.is_alive(), "abort did not stop the clean promptly"
+    assert len(outcome) == 1 and isinstance(outcome[0], CleanAborted)
+    assert process.pid is None
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # killed and reaped
+    assert not list(log.directory.glob("*.cleaned"))
+    assert segment_files(log) == before
+    log.close()
+
+
+def test_a_dead_child_fails_one_clean_and_is_replaced(tmp_path, clock, process):
+    log = PartitionLog.open(tmp_path / "t-0", COMPACT, clock, recover=False)
+    written = write_rounds(log, rounds=20, keys=12)
+    abort = threading.Event()
+    outcome: list[Exception] = []
+
+    def run() -> None:
+        try:
+            clean_in_child(process, log, clock(), abort, rate=2000.0)
+        except Exception as exc:  # checked below
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    deadline = time.monotonic() + 20
+    while process.pid is None:
+        assert time.monotonic() < deadline, "the cleaner process did not start"
+        time.sleep(0.01)
+    first_pid = process.pid
+    time.sleep(0.3)
+    os.kill(first_pid, signal.SIGKILL)  # e.g. the OOM killer
+    worker.join(10)
+    assert len(outcome) == 1 and isinstance(outcome[0], CleanerDied)
+    assert not list(log.directory.glob("*.cleaned"))
+    stats = clean_in_child(process, log, clock())  # a new child takes over
+    assert stats is not None and process.pid not in (None, first_pid)
+    assert latest(all_records(log)) == latest((o, k, v) for o, (k, v) in written.items())
+    log.close()
