@@ -383,6 +383,12 @@ class PartitionLog:
                 if boundary > limit:
                     boundary = stop
                 stop = segment.extent_within(stop, bound, boundary, limit)
+            if (
+                stop == max_position
+                and k + 1 < len(candidates)
+                and segment.only_empty_batches(position, stop)
+            ):
+                continue  # a cleaned segment's tail of empty batches: read on
             try:
                 region = segment.log.region(position, stop - position)
             except FileGone:

@@ -23,7 +23,10 @@ from kafkette.log.errors import CorruptIndex
 from kafkette.log.file_region import FileGone, SegmentFile
 from kafkette.log.index import OffsetIndex, TimeIndex
 from kafkette.log.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
-from kafkette.wire.record_batch import InvalidBatchError
+from kafkette.wire.record_batch import HEADER_SIZE, InvalidBatchError
+
+# Longest span of header-only batches a read looks through (64 empty batches).
+EMPTY_SPAN_SCAN_BYTES = 64 * HEADER_SIZE
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -406,6 +409,27 @@ class LogSegment:
         except (InvalidBatchError, FileGone):  # deleted under a reader: nothing here
             return None
         return None
+
+    def only_empty_batches(self, start: int, end: int) -> bool:
+        """True if ``[start, end)`` holds nothing but record-less batches.
+
+        A cleaned segment can end in such batches (the cleaner keeps a
+        group's last batch, and producers' remembered batches, as headers).
+        A Fetch answered with nothing else makes librdkafka report
+        MSG_SIZE_TOO_LARGE, so the read moves on past them, as Kafka's read
+        moves past a segment with nothing to return. Only short spans are
+        looked at (an empty batch is exactly a header, 61 bytes).
+        """
+        length = end - start
+        if length <= 0 or length % HEADER_SIZE or length > EMPTY_SPAN_SCAN_BYTES:
+            return False
+        try:
+            return all(
+                header.size == HEADER_SIZE
+                for _, header in scan_batches(self.log, start, end, validate=False)
+            )
+        except (InvalidBatchError, FileGone):
+            return False
 
     def first_batch_from(
         self, offset: int, start_position: int, max_position: int

@@ -210,11 +210,13 @@ def test_retention_delete_records_and_list_offsets_on_compacted_logs(tmp_path, c
     log = PartitionLog.open(tmp_path / "t-0", config, clock, recover=False)
     write_rounds(log, rounds=30, keys=6)
     clean(log, clock())
-    # ListOffsets by timestamp answers the first batch at or after it; offsets stay.
+    # ListOffsets by timestamp answers the first batch at or after it (a kept empty
+    # batch too: the broker then reads on to the first record); offsets stay. A read
+    # moves past a segment's tail of empty batches, so the first batch read may be later.
     first_batch = decode_batches(log.read(log.log_start_offset, 1).to_bytes())[0][0]
     assert first_batch.base_offset > log.log_start_offset  # the clean left a gap at the start
     found = log.offset_for_timestamp(0)
-    assert found is not None and found[0] == first_batch.base_offset
+    assert found is not None and log.log_start_offset < found[0] <= first_batch.base_offset
     write_rounds(log, rounds=20, keys=6)  # not cleaned yet: over retention.bytes
     assert log.size_bytes > 4096
     assert log.apply_retention() > 0  # delete still applies to compact,delete
