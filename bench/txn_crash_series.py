@@ -53,7 +53,11 @@ def run_mode(load, mode: str, rounds: int, seed: int, workdir: Path) -> bool:
     started = time.monotonic()
     try:
         result = load.run_series(
-            broker.start, broker.kill, TOPIC_CONFIGS, rounds, seed,
+            broker.start,
+            broker.kill,
+            TOPIC_CONFIGS,
+            rounds,
+            seed,
             log=lambda line: print(f"  [{mode}] {line}", flush=True),
         )
     finally:
@@ -76,8 +80,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=30, help="kill -9 rounds per mode")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--mode", choices=sorted(MODES), action="append",
-                        help="default: every mode")
+    parser.add_argument(
+        "--mode", choices=sorted(MODES), action="append", help="default: every mode"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the data dirs and logs")
     args = parser.parse_args()
     load = load_module()

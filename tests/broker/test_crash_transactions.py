@@ -32,9 +32,12 @@ ROUNDS = int(os.environ.get("KAFKETTE_CRASH_ROUNDS", "4"))
 SEED = int(os.environ.get("KAFKETTE_CRASH_SEED", "20261123"))
 TOPIC_CONFIGS = {"segment.bytes": "16384", "retention.ms": "-1"}
 BROKER_CONFIGS = (
-    "--config", "num.partitions=3",
-    "--config", "group.initial.rebalance.delay.ms=0",
-    "--config", "transaction.state.log.segment.bytes=65536",
+    "--config",
+    "num.partitions=3",
+    "--config",
+    "group.initial.rebalance.delay.ms=0",
+    "--config",
+    "transaction.state.log.segment.bytes=65536",
 )
 
 

@@ -78,8 +78,13 @@ class TxnLoad(threading.Thread):
     """Numbered transactions from one ``transactional.id``, new instances as needed."""
 
     def __init__(
-        self, bootstrap: str, index: int, data_targets: list[Target], input_topic: str,
-        seed: int, commit_ratio: float = 0.6,
+        self,
+        bootstrap: str,
+        index: int,
+        data_targets: list[Target],
+        input_topic: str,
+        seed: int,
+        commit_ratio: float = 0.6,
     ) -> None:
         super().__init__(daemon=True, name=f"txn-load-{index}")
         self.bootstrap = bootstrap
@@ -203,7 +208,11 @@ class TxnLoad(threading.Thread):
                 else:
                     error = exc.args[0]
                     self.errors[f"{self.phase}: {error.name()}"] += 1
-                    if error.txn_requires_abort() and not error.fatal() and not self._reinit.is_set():
+                    if (
+                        error.txn_requires_abort()
+                        and not error.fatal()
+                        and not self._reinit.is_set()
+                    ):
                         try:
                             producer.abort_transaction(TIMEOUT)
                             number += 1
@@ -267,11 +276,25 @@ def raw_fetch(bootstrap: str, topic: str, partition: int, offset: int) -> tuple[
 
     fetch_topic = FetchRequest.FetchTopic
     request = FetchRequest(
-        replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=4 << 20, isolation_level=0,
-        session_id=0, session_epoch=-1,
-        topics=[fetch_topic(topic=topic, partitions=[fetch_topic.FetchPartition(
-            partition=partition, fetch_offset=offset, partition_max_bytes=4 << 20)])],
-        forgotten_topics_data=[], rack_id="",
+        replica_id=-1,
+        max_wait_ms=0,
+        min_bytes=0,
+        max_bytes=4 << 20,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=[
+            fetch_topic(
+                topic=topic,
+                partitions=[
+                    fetch_topic.FetchPartition(
+                        partition=partition, fetch_offset=offset, partition_max_bytes=4 << 20
+                    )
+                ],
+            )
+        ],
+        forgotten_topics_data=[],
+        rack_id="",
     )
     data = _raw_request(bootstrap, request, 11).responses[0].partitions[0]
     assert data.error_code == 0, (topic, partition, offset, data.error_code)
@@ -287,7 +310,9 @@ def raw_batches(bootstrap: str, topic: str, partition: int):
         decoded = decode_batches(data)
         if not decoded:
             if offset < high_watermark:
-                raise AssertionError(f"{topic}/{partition}: no batch at {offset} < {high_watermark}")
+                raise AssertionError(
+                    f"{topic}/{partition}: no batch at {offset} < {high_watermark}"
+                )
             break
         batches.extend(decoded)
         offset = decoded[-1][0].next_offset
@@ -297,8 +322,10 @@ def raw_batches(bootstrap: str, topic: str, partition: int):
 # --- end state ----------------------------------------------------------------
 
 
-def end_offsets(bootstrap: str, targets: list[Target]) -> tuple[dict[Target, int], dict[Target, int]]:
-    """(high watermarks, last stable offsets): ListOffsets latest, read_uncommitted and read_committed."""
+def end_offsets(
+    bootstrap: str, targets: list[Target]
+) -> tuple[dict[Target, int], dict[Target, int]]:
+    """(high watermarks, last stable offsets): ListOffsets latest, uncommitted and committed."""
     from kafka import KafkaConsumer
     from kafka import TopicPartition as KafkaTopicPartition
 
@@ -307,7 +334,9 @@ def end_offsets(bootstrap: str, targets: list[Target]) -> tuple[dict[Target, int
         consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation)
         try:
             tps = [KafkaTopicPartition(t, p) for t, p in targets]
-            result.append({(tp.topic, tp.partition): o for tp, o in consumer.end_offsets(tps).items()})
+            result.append(
+                {(tp.topic, tp.partition): o for tp, o in consumer.end_offsets(tps).items()}
+            )
         finally:
             consumer.close()
     return result[0], result[1]
@@ -331,13 +360,18 @@ def wait_until_settled(
         time.sleep(0.2)
 
 
-def read_committed_confluent(bootstrap: str, targets: list[Target], ends: dict[Target, int],
-                             timeout: float = 60.0) -> list[bytes]:
+def read_committed_confluent(
+    bootstrap: str, targets: list[Target], ends: dict[Target, int], timeout: float = 60.0
+) -> list[bytes]:
     consumer = Consumer(
         {
-            "bootstrap.servers": bootstrap, "group.id": f"{GROUP}-reader",
-            "enable.auto.commit": False, "enable.partition.eof": True,
-            "isolation.level": "read_committed", "fetch.wait.max.ms": 100, "log_level": QUIET,
+            "bootstrap.servers": bootstrap,
+            "group.id": f"{GROUP}-reader",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+            "fetch.wait.max.ms": 100,
+            "log_level": QUIET,
         }
     )
     try:
@@ -366,13 +400,16 @@ def read_committed_confluent(bootstrap: str, targets: list[Target], ends: dict[T
         consumer.close()
 
 
-def read_committed_kafka_python(bootstrap: str, targets: list[Target], ends: dict[Target, int],
-                                timeout: float = 60.0) -> list[bytes]:
+def read_committed_kafka_python(
+    bootstrap: str, targets: list[Target], ends: dict[Target, int], timeout: float = 60.0
+) -> list[bytes]:
     from kafka import KafkaConsumer
     from kafka import TopicPartition as KafkaTopicPartition
 
     consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap, isolation_level="read_committed", enable_auto_commit=False,
+        bootstrap_servers=bootstrap,
+        isolation_level="read_committed",
+        enable_auto_commit=False,
     )
     try:
         tps = [KafkaTopicPartition(t, p) for t, p in targets]
@@ -434,11 +471,17 @@ class SeriesResult:
 
     def failures(self) -> dict[str, object]:
         named = {
-            "stalled": self.stalled, "unsettled": self.unsettled, "unmarked": self.unmarked,
-            "split": self.split, "incomplete": self.incomplete,
-            "wrongly_committed": self.wrongly_committed, "lost_commits": self.lost_commits,
-            "duplicated": self.duplicated, "bad_batches": self.bad_batches,
-            "read_mismatch": self.read_mismatch, "offset_mismatch": self.offset_mismatch,
+            "stalled": self.stalled,
+            "unsettled": self.unsettled,
+            "unmarked": self.unmarked,
+            "split": self.split,
+            "incomplete": self.incomplete,
+            "wrongly_committed": self.wrongly_committed,
+            "lost_commits": self.lost_commits,
+            "duplicated": self.duplicated,
+            "bad_batches": self.bad_batches,
+            "read_mismatch": self.read_mismatch,
+            "offset_mismatch": self.offset_mismatch,
         }
         return {name: value for name, value in named.items() if value}
 
@@ -512,8 +555,7 @@ def run_series(
     input_topic = f"{prefix}-in"
     data_targets = [(t, p) for t, n in topics.items() if t != input_topic for p in range(n)]
     loads = [
-        TxnLoad(bootstrap, i, data_targets, input_topic, seed * 100 + i)
-        for i in range(loads_count)
+        TxnLoad(bootstrap, i, data_targets, input_topic, seed * 100 + i) for i in range(loads_count)
     ]
     for load in loads:
         load.start()
@@ -557,8 +599,13 @@ def run_series(
     return result
 
 
-def check(bootstrap: str, loads: list[TxnLoad], targets: list[Target], input_topic: str,
-          result: SeriesResult) -> None:
+def check(
+    bootstrap: str,
+    loads: list[TxnLoad],
+    targets: list[Target],
+    input_topic: str,
+    result: SeriesResult,
+) -> None:
     """Compare the partitions (raw and read_committed) with what the clients were told."""
     outcomes: dict[TxnKey, Outcome] = {
         (load.index, number): outcome for load in loads for number, outcome in load.outcomes.items()
@@ -592,7 +639,9 @@ def check(bootstrap: str, loads: list[TxnLoad], targets: list[Target], input_top
                 open_by_producer[header.producer_id].add(key)
                 in_log[key][record_key] += 1
         for producer_id, keys in open_by_producer.items():
-            result.unmarked.append(f"{target}: producer {producer_id} txns {sorted(keys)} no marker")
+            result.unmarked.append(
+                f"{target}: producer {producer_id} txns {sorted(keys)} no marker"
+            )
 
     committed: set[TxnKey] = set()
     for key, by_target in decided.items():
@@ -612,23 +661,27 @@ def check(bootstrap: str, loads: list[TxnLoad], targets: list[Target], input_top
         stored = set(in_log.get(key, ()))
         if key in committed:
             if outcome.plan == "abort" or not outcome.commit_called:
-                result.wrongly_committed.append(f"txn {key}: {outcome.status}, committed in the log")
+                result.wrongly_committed.append(
+                    f"txn {key}: {outcome.status}, committed in the log"
+                )
             if stored != outcome.records:
                 missing = sorted(outcome.records - stored)[:3]
                 result.incomplete.append(f"txn {key}: committed, missing {missing}")
         elif outcome.status == "committed":
-            result.lost_commits.append(f"txn {key}: commit acknowledged, log has {decided.get(key)}")
+            result.lost_commits.append(
+                f"txn {key}: commit acknowledged, log has {decided.get(key)}"
+            )
     unknown_keys = set(decided) - set(outcomes)
     if unknown_keys:
         result.bad_batches.append(f"transactions no client ran: {sorted(unknown_keys)[:5]}")
 
     # read_committed readers: exactly the committed transactions' records, once each.
-    expected = Counter(
-        (key, record) for key in committed for record in in_log[key]
-    )
+    expected = Counter((key, record) for key in committed for record in in_log[key])
     high, _stable = end_offsets(bootstrap, targets)
-    for name, reader in (("confluent-kafka", read_committed_confluent),
-                         ("kafka-python", read_committed_kafka_python)):
+    for name, reader in (
+        ("confluent-kafka", read_committed_confluent),
+        ("kafka-python", read_committed_kafka_python),
+    ):
         seen = Counter()
         for value in reader(bootstrap, targets, high):
             key, _plan, record = decode_value(value)
