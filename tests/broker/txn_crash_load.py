@@ -160,6 +160,24 @@ class TxnLoad(threading.Thread):
             pass
         self._dropped.append(producer)  # destroyed at the end: destroy can block
 
+    def _end(self, producer: Producer, *, commit: bool) -> None:
+        """EndTxn in short steps, so a reinit request can drop the instance mid-commit.
+
+        librdkafka lets the application call commit/abort again after a timeout;
+        when the driver asks for a new instance meanwhile, the instance is
+        dropped with its EndTxn unanswered (the client died during the commit).
+        """
+        end = producer.commit_transaction if commit else producer.abort_transaction
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            try:
+                end(0.5)
+                return
+            except KafkaException as exc:
+                again = exc.args[0].retriable() and not self._reinit.is_set()
+                if not again or time.monotonic() > deadline:
+                    raise
+
     def run(self) -> None:
         producer = None
         metadata = None
@@ -192,11 +210,11 @@ class TxnLoad(threading.Thread):
                 if outcome.plan == "commit":
                     self.phase = "committing"
                     outcome.commit_called = True
-                    producer.commit_transaction(TIMEOUT)
+                    self._end(producer, commit=True)
                     outcome.status = "committed"
                 else:
                     self.phase = "aborting"
-                    producer.abort_transaction(TIMEOUT)
+                    self._end(producer, commit=False)
                     outcome.status = "aborted"
                 self.phase = "between"
                 with self._lock:
