@@ -1,8 +1,10 @@
 """kill -9 during transactions: commits complete, everything else aborts, markers everywhere.
 
-A ``kafkette serve`` subprocess is killed with SIGKILL at seeded random moments
-(some aimed at a producer's commit or abort: EndTxn, PrepareCommit/PrepareAbort,
-then the markers) while two confluent-kafka transactional producers run
+A ``kafkette serve`` subprocess is killed with SIGKILL at seeded random moments,
+each round aimed at one of: anytime, a producer's produce phase, its commit or
+abort (EndTxn, PrepareCommit/PrepareAbort), or just after a commit or abort was
+answered (the markers being written), while two confluent-kafka transactional
+producers run
 numbered transactions over five partitions of two topics, each also committing a
 group offset with ``send_offsets_to_transaction``. The broker restarts on the
 same data dir and port; each producer either carries on with its instance or
@@ -28,7 +30,7 @@ import socket
 import sys
 from pathlib import Path
 
-ROUNDS = int(os.environ.get("KAFKETTE_CRASH_ROUNDS", "4"))
+ROUNDS = int(os.environ.get("KAFKETTE_CRASH_ROUNDS", "5"))
 SEED = int(os.environ.get("KAFKETTE_CRASH_SEED", "20261123"))
 TOPIC_CONFIGS = {"segment.bytes": "16384", "retention.ms": "-1"}
 BROKER_CONFIGS = (

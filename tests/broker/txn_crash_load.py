@@ -528,15 +528,22 @@ def _wait_settled_count(loads: list[TxnLoad], count: int, timeout: float) -> boo
 
 
 def _wait_phase(loads: list[TxnLoad], phase: str, timeout: float) -> bool:
+    """Wait until a load is in ``phase`` ("between": until one has just settled one)."""
     deadline = time.monotonic() + timeout
+    settled = [load.settled() for load in loads]
     while time.monotonic() < deadline:
-        if any(load.phase == phase for load in loads):
+        if phase == "between":
+            if any(load.settled() != n for load, n in zip(loads, settled, strict=True)):
+                return True
+        elif any(load.phase == phase for load in loads):
             return True
-        time.sleep(0.002)
+        time.sleep(0.001)
     return False
 
 
-KILL_AIMS = ("anytime", "producing", "committing", "aborting")
+# "between": just after a commit or abort was answered, while the coordinator
+# writes the markers and then CompleteCommit/CompleteAbort.
+KILL_AIMS = ("anytime", "producing", "committing", "aborting", "between")
 
 
 def run_series(
@@ -577,6 +584,9 @@ def run_series(
     ]
     for load in loads:
         load.start()
+    # Every aim equally often (each once in five rounds), in a seeded order.
+    aims = [KILL_AIMS[i % len(KILL_AIMS)] for i in range(rounds)]
+    rng.shuffle(aims)
     try:
         for round_number in range(rounds):
             if not _wait_settled_count(loads, progress_per_round, round_timeout):
@@ -587,7 +597,7 @@ def run_series(
                 )
                 faulthandler.dump_traceback(all_threads=True)
                 break
-            aim = rng.choice(KILL_AIMS)
+            aim = aims[round_number]
             if aim == "anytime" or not _wait_phase(loads, aim, 5.0):
                 aim = "anytime" if aim == "anytime" else f"anytime (no {aim} seen)"
                 time.sleep(rng.uniform(0.0, 0.4))
