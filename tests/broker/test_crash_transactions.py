@@ -4,9 +4,8 @@ A ``kafkette serve`` subprocess is killed with SIGKILL at seeded random moments,
 each round aimed at one of: anytime, a producer's produce phase, its commit or
 abort (EndTxn, PrepareCommit/PrepareAbort), or just after a commit or abort was
 answered (the markers being written), while two confluent-kafka transactional
-producers run
-numbered transactions over five partitions of two topics, each also committing a
-group offset with ``send_offsets_to_transaction``. The broker restarts on the
+producers run numbered transactions over five partitions of two topics, each
+also committing a group offset with ``send_offsets_to_transaction``. The broker restarts on the
 same data dir and port; each producer either carries on with its instance or
 (seeded) is replaced by a new one with the same ``transactional.id``, whose
 InitProducerId makes the coordinator finish or abort what was left.
