@@ -32,7 +32,7 @@ import struct
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -446,6 +446,47 @@ def read_committed_kafka_python(
         consumer.close()
 
 
+class LiveReader(threading.Thread):
+    """A read_committed consumer running through the whole series, kills included.
+
+    Whatever it sees must belong to a transaction the log finally commits: the
+    LSO may never expose records of an open or aborted transaction, before or
+    after a restart.
+    """
+
+    def __init__(self, bootstrap: str, targets: list[Target]) -> None:
+        super().__init__(daemon=True, name="live-reader")
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"{GROUP}-live",
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+                "fetch.wait.max.ms": 100,
+                "reconnect.backoff.ms": 20,
+                "reconnect.backoff.max.ms": 200,
+                "metadata.recovery.strategy": "none",
+                "log_level": QUIET,
+            }
+        )
+        self.consumer.assign([TopicPartition(t, p, 0) for t, p in targets])
+        self.seen: list[bytes] = []
+        self._stopping = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self._stopping.is_set():
+                for message in self.consumer.consume(500, 0.2):
+                    if message.error() is None:
+                        self.seen.append(message.value())
+        finally:
+            self.consumer.close()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.join(30)
+
+
 def group_offsets(bootstrap: str, input_topic: str, partitions: int) -> dict[int, int]:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "log_level": QUIET})
     try:
@@ -475,6 +516,7 @@ class SeriesResult:
     instances: int = 0
     client_errors: Counter[str] = field(default_factory=Counter)
     records_visible: int = 0
+    live_seen: int = 0  # records the read_committed consumer saw during the series
     stalled: str = ""
     unsettled: str = ""  # open transactions or LSO < HW at the end
     unmarked: list[str] = field(default_factory=list)  # data with no marker after it
@@ -485,6 +527,7 @@ class SeriesResult:
     duplicated: list[str] = field(default_factory=list)
     bad_batches: list[str] = field(default_factory=list)
     read_mismatch: list[str] = field(default_factory=list)  # a read_committed reader disagrees
+    live_saw_uncommitted: list[str] = field(default_factory=list)  # seen during the series
     offset_mismatch: list[str] = field(default_factory=list)
 
     def failures(self) -> dict[str, object]:
@@ -499,6 +542,7 @@ class SeriesResult:
             "duplicated": self.duplicated,
             "bad_batches": self.bad_batches,
             "read_mismatch": self.read_mismatch,
+            "live_saw_uncommitted": self.live_saw_uncommitted,
             "offset_mismatch": self.offset_mismatch,
         }
         return {name: value for name, value in named.items() if value}
@@ -513,6 +557,7 @@ class SeriesResult:
             f"acked_commits={self.acked_commits} acked_aborts={self.acked_aborts} "
             f"unknown={self.unknown} log_commit={self.committed_in_log} "
             f"log_abort={self.aborted_in_log} visible_records={self.records_visible} "
+            f"live_seen={self.live_seen} "
             f"instances={self.instances} failures={sorted(self.failures())}"
         )
 
@@ -582,6 +627,8 @@ def run_series(
     loads = [
         TxnLoad(bootstrap, i, data_targets, input_topic, seed * 100 + i) for i in range(loads_count)
     ]
+    live = LiveReader(bootstrap, data_targets)
+    live.start()
     for load in loads:
         load.start()
     # Every aim equally often (each once in five rounds), in a seeded order.
@@ -623,7 +670,8 @@ def run_series(
     result.unsettled = wait_until_settled(
         bootstrap, [x.transactional_id for x in loads], data_targets
     )
-    check(bootstrap, loads, data_targets, input_topic, result)
+    live.stop()
+    check(bootstrap, loads, data_targets, input_topic, result, live.seen)
     return result
 
 
@@ -633,6 +681,7 @@ def check(
     targets: list[Target],
     input_topic: str,
     result: SeriesResult,
+    live_seen: Sequence[bytes] = (),
 ) -> None:
     """Compare the partitions (raw and read_committed) with what the clients were told."""
     outcomes: dict[TxnKey, Outcome] = {
@@ -719,6 +768,12 @@ def check(
             missing = sorted((expected - seen).elements())[:3]
             result.read_mismatch.append(f"{name}: extra {extra} missing {missing}")
         result.records_visible = sum(seen.values())
+
+    result.live_seen = len(live_seen)
+    for value in live_seen:
+        key, _plan, record = decode_value(value)
+        if key not in committed:
+            result.live_saw_uncommitted.append(f"txn {key} {record}: seen, not committed")
 
     # Offsets committed inside the transactions: the last committed one's (number + 1).
     offsets = group_offsets(bootstrap, input_topic, len(loads))
