@@ -1,0 +1,89 @@
+"""kill -9 during transactions: commits complete, everything else aborts, markers everywhere.
+
+A ``kafkette serve`` subprocess is killed with SIGKILL at seeded random moments,
+each round aimed at one of: anytime, a producer's produce phase, its commit or
+abort (EndTxn, PrepareCommit/PrepareAbort), or just after a commit or abort was
+answered (the markers being written), while two confluent-kafka transactional
+producers run numbered transactions over five partitions of two topics, each
+also committing a group offset with ``send_offsets_to_transaction``. The broker restarts on the
+same data dir and port; each producer either carries on with its instance or
+(seeded) is replaced by a new one with the same ``transactional.id``, whose
+InitProducerId makes the coordinator finish or abort what was left.
+
+At the end, once the coordinator is idle and LSO == high watermark everywhere:
+every partition read raw has a marker after each transaction's records, each
+transaction is committed in every partition it wrote or aborted in all of them,
+acknowledged commits are complete, nothing the client aborted is committed,
+read_committed readers (confluent-kafka and kafka-python) see exactly the
+committed records once, and the group's offset is the last committed one's.
+
+``KAFKETTE_CRASH_ROUNDS`` / ``KAFKETTE_CRASH_SEED`` run a longer or different
+series; ``bench/txn_crash_series.py`` runs many rounds outside pytest.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import socket
+import sys
+from pathlib import Path
+
+ROUNDS = int(os.environ.get("KAFKETTE_CRASH_ROUNDS", "5"))
+SEED = int(os.environ.get("KAFKETTE_CRASH_SEED", "20261123"))
+TOPIC_CONFIGS = {"segment.bytes": "16384", "retention.ms": "-1"}
+BROKER_CONFIGS = (
+    "--config",
+    "num.partitions=3",
+    "--config",
+    "group.initial.rebalance.delay.ms=0",
+    "--config",
+    "transaction.state.log.segment.bytes=65536",
+)
+
+
+def _txn_crash_load():
+    path = Path(__file__).with_name("txn_crash_load.py")
+    spec = importlib.util.spec_from_file_location("kafkette_txn_crash_load", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_kill_9_during_transactions_commits_or_aborts_each_whole(tmp_path, broker_process) -> None:
+    load = _txn_crash_load()
+    data_dir = tmp_path / "data"
+    port = _free_port()
+    running = []
+
+    def start() -> str:
+        # Every other broker fsyncs each append, which widens the window between
+        # a write and its answer (and between PrepareCommit and the markers).
+        flush = ("--config", "log.flush.interval.messages=1") if len(running) % 2 else ()
+        process = broker_process(data_dir, "--listen", f"127.0.0.1:{port}", *BROKER_CONFIGS, *flush)
+        assert process.port == port
+        running.append(process)
+        return process.bootstrap
+
+    def kill() -> None:
+        running[-1].kill()
+        assert not (data_dir / ".kafka_cleanshutdown").exists()
+
+    result = load.run_series(start, kill, TOPIC_CONFIGS, ROUNDS, SEED, log=print)
+    print(result.summary())
+    print(dict(result.client_errors))
+
+    assert result.rounds == ROUNDS, result.summary()
+    assert result.ok, (result.summary(), result.failures())
+    # The series did something: commits acknowledged and aborts on both sides of the kills.
+    assert result.acked_commits >= ROUNDS and result.acked_aborts >= ROUNDS, result.summary()
+    assert result.committed_in_log >= result.acked_commits, result.summary()
+    assert result.records_visible > 0, result.summary()
+    assert running[-1].terminate() == 0
