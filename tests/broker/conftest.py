@@ -32,10 +32,15 @@ from types import ModuleType
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka.protocol.consumer import FetchRequest
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
 
 from kafkette.broker.embedded import EmbeddedBroker
+
+# raw_wire.py beside this file loads the other siblings (see its docstring). A
+# private copy is fine: plain functions, no state, no dataclasses.
+_spec = importlib.util.spec_from_file_location("raw_wire", Path(__file__).with_name("raw_wire.py"))
+raw_wire = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(raw_wire)
 
 READY_LINE = re.compile(r"^kafkette ready on (127\.0\.0\.1):(\d+)$")
 
@@ -242,27 +247,8 @@ class RawClient:
         max_bytes: int = 1 << 20,
     ) -> object:
         """Fetch v11 from one partition; returns its partition data (``records`` is bytes)."""
-        fetch_topic = FetchRequest.FetchTopic
-        request = FetchRequest(
-            replica_id=-1,
-            max_wait_ms=max_wait_ms,
-            min_bytes=min_bytes,
-            max_bytes=max_bytes,
-            isolation_level=0,
-            session_id=0,
-            session_epoch=-1,
-            topics=[
-                fetch_topic(
-                    topic=topic,
-                    partitions=[
-                        fetch_topic.FetchPartition(
-                            partition=partition, fetch_offset=offset, partition_max_bytes=max_bytes
-                        )
-                    ],
-                )
-            ],
-            forgotten_topics_data=[],
-            rack_id="",
+        request = raw_wire.fetch_request(
+            topic, partition, offset, max_wait_ms, min_bytes, max_bytes
         )
         response = self.request(request, 11)
         return response.responses[0].partitions[0]  # type: ignore[attr-defined]
@@ -358,19 +344,19 @@ def create_topic() -> Callable[..., str]:
     return create_topic_with_admin
 
 
-def _load_topic_reader() -> ModuleType:
-    path = Path(__file__).with_name("topic_reader.py")
-    spec = importlib.util.spec_from_file_location("kafkette_topic_reader", path)
-    assert spec is not None and spec.loader is not None
-    if spec.name in sys.modules:  # conftest and crash_load share one copy
-        return sys.modules[spec.name]
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # registered first: its dataclasses look it up
-    spec.loader.exec_module(module)
-    return module
+@pytest.fixture
+def free_port() -> int:
+    """A TCP port free now on 127.0.0.1, for a broker restarted on the same port."""
+    return raw_wire.free_port()
 
 
-_topic_reader = _load_topic_reader()
+@pytest.fixture
+def load_beside() -> Callable[[str], ModuleType]:
+    """``load_beside("crash_load.py")``: a support module of this folder, loaded by path."""
+    return raw_wire.load_beside
+
+
+_topic_reader = raw_wire.load_beside("topic_reader.py")
 ReadRecord = _topic_reader.ReadRecord
 read_topic = _topic_reader.read_topic
 

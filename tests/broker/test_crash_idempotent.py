@@ -19,35 +19,17 @@ More rounds, with and without ``log.flush.interval.messages=1``:
 
 from __future__ import annotations
 
-import importlib.util
-import socket
-import sys
-from pathlib import Path
-
 ROUNDS = 4
 SEED = 20261123
 TOPIC_CONFIGS = {"segment.bytes": "65536", "retention.ms": "-1"}
 
 
-def _crash_load():
-    path = Path(__file__).with_name("crash_load.py")
-    spec = importlib.util.spec_from_file_location("kafkette_crash_load", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def test_kill_9_under_idempotent_load_stores_each_value_once(tmp_path, broker_process) -> None:
-    crash_load = _crash_load()
+def test_kill_9_under_idempotent_load_stores_each_value_once(
+    tmp_path, broker_process, load_beside, free_port
+) -> None:
+    crash_load = load_beside("crash_load.py")
     data_dir = tmp_path / "data"
-    port = _free_port()
+    port = free_port
     args = (
         "--listen", f"127.0.0.1:{port}",
         "--config", "num.partitions=3",

@@ -23,11 +23,7 @@ series; ``bench/txn_crash_series.py`` runs many rounds outside pytest.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import socket
-import sys
-from pathlib import Path
 
 ROUNDS = int(os.environ.get("KAFKETTE_CRASH_ROUNDS", "5"))
 SEED = int(os.environ.get("KAFKETTE_CRASH_SEED", "20261123"))
@@ -42,25 +38,12 @@ BROKER_CONFIGS = (
 )
 
 
-def _txn_crash_load():
-    path = Path(__file__).with_name("txn_crash_load.py")
-    spec = importlib.util.spec_from_file_location("kafkette_txn_crash_load", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def test_kill_9_during_transactions_commits_or_aborts_each_whole(tmp_path, broker_process) -> None:
-    load = _txn_crash_load()
+def test_kill_9_during_transactions_commits_or_aborts_each_whole(
+    tmp_path, broker_process, load_beside, free_port
+) -> None:
+    load = load_beside("txn_crash_load.py")
     data_dir = tmp_path / "data"
-    port = _free_port()
+    port = free_port
     running = []
 
     def start() -> str:
