@@ -175,6 +175,52 @@ def broker_process(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
         process.kill()
 
 
+@pytest.fixture
+def kill_9_broker(
+    broker_process: Callable[..., BrokerProcess], free_port: int
+) -> Callable[..., Kill9Broker]:
+    """Factory: ``kill_9_broker(data_dir, "--config", "k=v")`` -> ``Kill9Broker`` on a
+    fixed free port, for the kill -9 series (``crash_load.run_series`` and
+    ``txn_crash_load.run_series`` take its ``start`` and ``kill``)."""
+
+    def make(data_dir: Path, *args: str) -> Kill9Broker:
+        return Kill9Broker(broker_process, data_dir, free_port, args)
+
+    return make
+
+
+class Kill9Broker:
+    """``kafkette serve`` restarted on the same data dir and port after each kill -9.
+
+    Every other broker fsyncs each append (``log.flush.interval.messages=1``): its
+    answers leave later, so more batches are written but unanswered when the kill
+    lands (and PrepareCommit and its markers lie further apart); the others run
+    with Kafka's defaults. ``kill`` also checks that no clean-shutdown marker was
+    left, so the restart really recovers.
+    """
+
+    def __init__(
+        self, broker_process: Callable[..., BrokerProcess], data_dir: Path, port: int,
+        args: tuple[str, ...],
+    ) -> None:
+        self._broker_process = broker_process
+        self.data_dir = data_dir
+        self.port = port
+        self.args = ("--listen", f"127.0.0.1:{port}", *args)
+        self.running: list[BrokerProcess] = []
+
+    def start(self) -> str:
+        flush = ("--config", "log.flush.interval.messages=1") if len(self.running) % 2 else ()
+        process = self._broker_process(self.data_dir, *self.args, *flush)
+        assert process.port == self.port
+        self.running.append(process)
+        return process.bootstrap
+
+    def kill(self) -> None:
+        self.running[-1].kill()
+        assert not (self.data_dir / ".kafka_cleanshutdown").exists()
+
+
 # --- raw protocol client --------------------------------------------------------
 
 

@@ -25,33 +25,17 @@ TOPIC_CONFIGS = {"segment.bytes": "65536", "retention.ms": "-1"}
 
 
 def test_kill_9_under_idempotent_load_stores_each_value_once(
-    tmp_path, broker_process, load_beside, free_port
+    tmp_path, kill_9_broker, load_beside
 ) -> None:
     crash_load = load_beside("crash_load.py")
-    data_dir = tmp_path / "data"
-    port = free_port
-    args = (
-        "--listen", f"127.0.0.1:{port}",
+    broker = kill_9_broker(
+        tmp_path / "data",
         "--config", "num.partitions=3",
         "--config", "group.initial.rebalance.delay.ms=0",
     )
-    running = []
-
-    def start() -> str:
-        # Every other broker fsyncs each append (log.flush.interval.messages=1):
-        # its answers leave later, so more batches are written but unanswered
-        # when the kill lands. The others run with Kafka's defaults.
-        flush = ("--config", "log.flush.interval.messages=1") if len(running) % 2 else ()
-        process = broker_process(data_dir, *args, *flush)
-        assert process.port == port
-        running.append(process)
-        return process.bootstrap
-
-    def kill() -> None:
-        running[-1].kill()
-        assert not (data_dir / ".kafka_cleanshutdown").exists()
-
-    result = crash_load.run_series(start, kill, TOPIC_CONFIGS, ROUNDS, SEED, log=print)
+    result = crash_load.run_series(
+        broker.start, broker.kill, TOPIC_CONFIGS, ROUNDS, SEED, log=print
+    )
     print(result.summary())
 
     assert not result.stalled, result.stalled
@@ -66,4 +50,4 @@ def test_kill_9_under_idempotent_load_stores_each_value_once(
     assert result.stored == result.produced == result.acked, result.summary()
     assert not result.commit_regressions, result.commit_regressions
     assert not result.producer_id_reuse, result.producer_id_reuse
-    assert running[-1].terminate() == 0
+    assert broker.running[-1].terminate() == 0

@@ -39,27 +39,11 @@ BROKER_CONFIGS = (
 
 
 def test_kill_9_during_transactions_commits_or_aborts_each_whole(
-    tmp_path, broker_process, load_beside, free_port
+    tmp_path, kill_9_broker, load_beside
 ) -> None:
     load = load_beside("txn_crash_load.py")
-    data_dir = tmp_path / "data"
-    port = free_port
-    running = []
-
-    def start() -> str:
-        # Every other broker fsyncs each append, which widens the window between
-        # a write and its answer (and between PrepareCommit and the markers).
-        flush = ("--config", "log.flush.interval.messages=1") if len(running) % 2 else ()
-        process = broker_process(data_dir, "--listen", f"127.0.0.1:{port}", *BROKER_CONFIGS, *flush)
-        assert process.port == port
-        running.append(process)
-        return process.bootstrap
-
-    def kill() -> None:
-        running[-1].kill()
-        assert not (data_dir / ".kafka_cleanshutdown").exists()
-
-    result = load.run_series(start, kill, TOPIC_CONFIGS, ROUNDS, SEED, log=print)
+    broker = kill_9_broker(tmp_path / "data", *BROKER_CONFIGS)
+    result = load.run_series(broker.start, broker.kill, TOPIC_CONFIGS, ROUNDS, SEED, log=print)
     print(result.summary())
     print(dict(result.client_errors))
 
@@ -69,4 +53,4 @@ def test_kill_9_during_transactions_commits_or_aborts_each_whole(
     assert result.acked_commits >= ROUNDS and result.acked_aborts >= ROUNDS, result.summary()
     assert result.committed_in_log >= result.acked_commits, result.summary()
     assert result.records_visible > 0, result.summary()
-    assert running[-1].terminate() == 0
+    assert broker.running[-1].terminate() == 0
