@@ -57,10 +57,12 @@ from .workloads import (
     QUICK,
     Context,
     WorkloadError,
+    _await_drained,
     _client_config,
     _LatencyConsumer,
     _produce_confluent,
     _require_alive,
+    _send_due,
     create_topic,
 )
 
@@ -238,15 +240,9 @@ def measured_produce(
                                          daemon=True)
                 alter.start()
                 altered_ns = now_ns
-            due = (now_ns - started_ns) * rate // 1_000_000_000
-            while sent < due:
-                scheduled = started_ns + sent * 1_000_000_000 // rate
-                try:
-                    producer.produce(LATENCY, scheduled.to_bytes(8, "big") + padding, partition=0)
-                    sent += 1
-                except BufferError:
-                    producer.poll(0.001)
-            producer.poll(0)
+            sent = _send_due(
+                producer, LATENCY, padding, started_ns, rate, sent, now_ns - started_ns
+            )
             _require_alive(ctx)
             time.sleep(0.0005)
         if alter is None:
@@ -254,11 +250,7 @@ def measured_produce(
         alter.join(timeout=30)
         if producer.flush(60):
             raise WorkloadError("latency producer could not flush in 60 s")
-        drain_deadline = time.perf_counter() + 30
-        while consumer.received < sent and time.perf_counter() < drain_deadline:
-            if consumer.error or not consumer.is_alive():
-                break
-            time.sleep(0.01)
+        _await_drained(consumer, sent)
     finally:
         consumer.stop.set()
         consumer.join(timeout=10)

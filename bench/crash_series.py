@@ -39,12 +39,21 @@ MODES = {
 TOPIC_CONFIGS = {"segment.bytes": "262144", "retention.ms": "-1"}
 
 
-def load_crash_module():
-    spec = importlib.util.spec_from_file_location("kafkette_crash_load", LOAD_MODULE)
+def load_module_at(path: Path, name: str):
+    """Import a load module from ``tests/broker`` by path.
+
+    The series share their load code with the CI crash tests, which live outside
+    any package, so the benches import the file directly.
+    """
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def load_crash_module():
+    return load_module_at(LOAD_MODULE, "kafkette_crash_load")
 
 
 def free_port() -> int:
@@ -106,6 +115,15 @@ class BrokerProcess:
                 self.proc.kill()
 
 
+def print_restart_times(mode: str, restarts: list[float]) -> None:
+    """One line of kill-to-ready figures; both series print it the same way."""
+    if restarts:
+        print(
+            f"{mode:8s} kill-to-ready restart: median {statistics.median(restarts):.2f}s "
+            f"max {max(restarts):.2f}s over {len(restarts)} restarts"
+        )
+
+
 def run_mode(crash_load, mode: str, rounds: int, seed: int, workdir: Path) -> bool:
     data_dir = workdir / f"data-{mode}"
     broker = BrokerProcess(data_dir, free_port(), MODES[mode], workdir / f"broker-{mode}.log")
@@ -118,13 +136,8 @@ def run_mode(crash_load, mode: str, rounds: int, seed: int, workdir: Path) -> bo
     finally:
         broker.stop()
     elapsed = time.monotonic() - started
-    restarts = broker.restart_seconds
     print(f"{mode:8s} {result.summary()} seconds={elapsed:.0f}")
-    if restarts:
-        print(
-            f"{mode:8s} kill-to-ready restart: median {statistics.median(restarts):.2f}s "
-            f"max {max(restarts):.2f}s over {len(restarts)} restarts"
-        )
+    print_restart_times(mode, broker.restart_seconds)
     for label, items in (
         ("lost", result.lost), ("duplicated", result.duplicated), ("gaps", result.gaps),
         ("failed", result.failed), ("commit regressions", result.commit_regressions),
@@ -136,26 +149,42 @@ def run_mode(crash_load, mode: str, rounds: int, seed: int, workdir: Path) -> bo
     return result.ok
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=10, help="kill -9 rounds per mode")
+def series_main(
+    description: str, default_rounds: int, modes: dict, workdir_prefix: str,
+    load_module, run_mode,
+) -> int:
+    """Command line shared by the kill -9 series: rounds, seed, modes, keep.
+
+    Each mode runs on its own data dir under one temporary workdir, which is
+    kept when asked or when anything failed (its broker logs are the evidence).
+    """
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--rounds", type=int, default=default_rounds,
+                        help="kill -9 rounds per mode")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--mode", choices=sorted(MODES), action="append",
+    parser.add_argument("--mode", choices=sorted(modes), action="append",
                         help="default: every mode")
     parser.add_argument("--keep", action="store_true", help="keep the data dirs and logs")
     args = parser.parse_args()
-    crash_load = load_crash_module()
-    workdir = Path(tempfile.mkdtemp(prefix="kafkette-crash-series-"))
+    load = load_module()
+    workdir = Path(tempfile.mkdtemp(prefix=workdir_prefix))
     ok = True
     try:
-        for mode in args.mode or list(MODES):
-            ok &= run_mode(crash_load, mode, args.rounds, args.seed, workdir)
+        for mode in args.mode or list(modes):
+            ok &= run_mode(load, mode, args.rounds, args.seed, workdir)
     finally:
         if args.keep or not ok:
             print(f"data dirs and broker logs kept in {workdir}")
         else:
             shutil.rmtree(workdir, ignore_errors=True)
     return 0 if ok else 1
+
+
+def main() -> int:
+    return series_main(
+        __doc__.split("\n\n")[0], 10, MODES, "kafkette-crash-series-",
+        load_crash_module, run_mode,
+    )
 
 
 if __name__ == "__main__":

@@ -17,16 +17,17 @@ read_committed, restart times, and every failure found (goal: none).
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
-import shutil
-import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from crash_series import BrokerProcess, free_port
+from crash_series import (
+    BrokerProcess,
+    free_port,
+    load_module_at,
+    print_restart_times,
+    series_main,
+)
 
 LOAD_MODULE = Path(__file__).resolve().parent.parent / "tests" / "broker" / "txn_crash_load.py"
 MODES = {
@@ -38,11 +39,7 @@ EXTRA = ("--config", "transaction.state.log.segment.bytes=65536")
 
 
 def load_module():
-    spec = importlib.util.spec_from_file_location("kafkette_txn_crash_load", LOAD_MODULE)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_module_at(LOAD_MODULE, "kafkette_txn_crash_load")
 
 
 def run_mode(load, mode: str, rounds: int, seed: int, workdir: Path) -> bool:
@@ -65,38 +62,17 @@ def run_mode(load, mode: str, rounds: int, seed: int, workdir: Path) -> bool:
     elapsed = time.monotonic() - started
     print(f"{mode:8s} {result.summary()} seconds={elapsed:.0f}")
     print(f"{mode:8s} client errors: {dict(result.client_errors)}")
-    restarts = broker.restart_seconds
-    if restarts:
-        print(
-            f"{mode:8s} kill-to-ready restart: median {statistics.median(restarts):.2f}s "
-            f"max {max(restarts):.2f}s over {len(restarts)} restarts"
-        )
+    print_restart_times(mode, broker.restart_seconds)
     for name, items in result.failures().items():
         print(f"{mode:8s}   {name}: {items if isinstance(items, str) else items[:5]}")
     return result.ok
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=30, help="kill -9 rounds per mode")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument(
-        "--mode", choices=sorted(MODES), action="append", help="default: every mode"
+    return series_main(
+        __doc__.split("\n\n")[0], 30, MODES, "kafkette-txn-crash-series-",
+        load_module, run_mode,
     )
-    parser.add_argument("--keep", action="store_true", help="keep the data dirs and logs")
-    args = parser.parse_args()
-    load = load_module()
-    workdir = Path(tempfile.mkdtemp(prefix="kafkette-txn-crash-series-"))
-    ok = True
-    try:
-        for mode in args.mode or list(MODES):
-            ok &= run_mode(load, mode, args.rounds, args.seed, workdir)
-    finally:
-        if args.keep or not ok:
-            print(f"data dirs and broker logs kept in {workdir}")
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
-    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -390,6 +390,45 @@ class _LatencyConsumer(threading.Thread):
             self.consumer.close()
 
 
+def _send_due(
+    producer: Producer,
+    topic: str,
+    padding: bytes,
+    started_ns: int,
+    rate: int,
+    sent: int,
+    elapsed_ns: int,
+) -> int:
+    """Produce to partition 0 the records due by ``elapsed_ns`` at ``rate`` per second;
+    returns the new count sent.
+
+    Open-loop pacing shared by the latency workloads: each value starts with the
+    time it was *scheduled* (not sent), so a stall on the client side counts in
+    the latency instead of hiding it (coordinated omission). A full local queue
+    is waited out with short polls.
+    """
+    due = elapsed_ns * rate // 1_000_000_000
+    while sent < due:
+        scheduled = started_ns + sent * 1_000_000_000 // rate
+        try:
+            producer.produce(topic, scheduled.to_bytes(8, "big") + padding, partition=0)
+            sent += 1
+        except BufferError:
+            producer.poll(0.001)
+    producer.poll(0)
+    return sent
+
+
+def _await_drained(consumer: _LatencyConsumer, sent: int, timeout: float = 30) -> None:
+    """Until the latency consumer has ``sent`` records, fails or ``timeout`` passes;
+    the caller checks which (its error names the workload)."""
+    drain_deadline = time.perf_counter() + timeout
+    while consumer.received < sent and time.perf_counter() < drain_deadline:
+        if consumer.error or not consumer.is_alive():
+            break
+        time.sleep(0.01)
+
+
 def end_to_end_latency(ctx: Context) -> dict[str, float]:
     """Produce at a fixed offered rate, consume concurrently; latency = receive - *scheduled* send.
 
@@ -416,25 +455,13 @@ def end_to_end_latency(ctx: Context) -> dict[str, float]:
             elapsed_ns = time.monotonic_ns() - started_ns
             if elapsed_ns >= total_ns:
                 break
-            due = elapsed_ns * rate // 1_000_000_000
-            while sent < due:
-                scheduled = started_ns + sent * 1_000_000_000 // rate
-                try:
-                    producer.produce(topic, scheduled.to_bytes(8, "big") + padding, partition=0)
-                    sent += 1
-                except BufferError:
-                    producer.poll(0.001)
-            producer.poll(0)
+            sent = _send_due(producer, topic, padding, started_ns, rate, sent, elapsed_ns)
             _require_alive(ctx)  # one waitpid() per loop: microseconds
             time.sleep(0.0005)
         offered_per_s = sent / ((time.monotonic_ns() - started_ns) / 1e9)
         if producer.flush(30):
             raise WorkloadError("e2e producer could not flush")
-        drain_deadline = time.perf_counter() + 30
-        while consumer.received < sent and time.perf_counter() < drain_deadline:
-            if consumer.error or not consumer.is_alive():
-                break
-            time.sleep(0.01)
+        _await_drained(consumer, sent)
     finally:
         consumer.stop.set()
         consumer.join(timeout=10)

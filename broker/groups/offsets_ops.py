@@ -133,14 +133,9 @@ class OffsetsOps:
         def every(error: int) -> Outcome[dict[TopicPartition, int]]:
             return self._done(dict.fromkeys(offsets, error))
 
-        group = self._groups.get(group_id)
-        created = group is None
+        group, created = self._group_for_commit(group_id, generation_id, now_ms)
         if group is None:
-            if generation_id >= 0:
-                # Either an old generation of a vanished group or a bogus one.
-                return every(errors.ILLEGAL_GENERATION)
-            group = Group(group_id, EMPTY, now_ms)
-            self._groups[group_id] = group
+            return every(errors.ILLEGAL_GENERATION)
         error = self._validate_commit(group, generation_id, member_id, group_instance_id)
         if error is not None:
             return every(error)
@@ -149,6 +144,53 @@ class OffsetsOps:
             return every(action)
         if action == "store_and_touch_member":
             self._schedule_heartbeat(group.members[member_id], now_ms)
+
+        def store(tp: TopicPartition, entry: CommittedOffset) -> None:
+            group.offsets[tp] = entry
+            group.offset_positions[tp] = self._next_position()
+            self._records.append(self._offset_record(group_id, tp, entry))
+
+        result = self._commit_each(offsets, now_ms, expire_timestamp_ms, store)
+        if created and not group.offsets:
+            del self._groups[group_id]  # every partition refused: no phantom group
+        return self._done(result)
+
+    def _group_for_commit(
+        self, group_id: str, generation_id: int, now_ms: int
+    ) -> tuple[Group | None, bool]:
+        """The group an OffsetCommit or TxnOffsetCommit writes to, and whether it
+        was created for it.
+
+        Both commits create a missing group (a "simple" group) when they carry
+        no generation (-1), as Kafka does; with a generation the commit comes
+        from an old generation of a vanished group or a bogus one: None, which
+        the caller answers with ILLEGAL_GENERATION. A created group is removed
+        again by the caller if nothing was stored in it.
+        """
+        group = self._groups.get(group_id)
+        if group is not None:
+            return group, False
+        if generation_id >= 0:
+            return None, False
+        group = Group(group_id, EMPTY, now_ms)
+        self._groups[group_id] = group
+        return group, True
+
+    def _commit_each(
+        self,
+        offsets: OffsetCommits,
+        now_ms: int,
+        expire_timestamp_ms: int | None,
+        store: Callable[[TopicPartition, CommittedOffset], None],
+    ) -> dict[TopicPartition, int]:
+        """Error code per partition of a validated (Txn)OffsetCommit; ``store``
+        keeps each accepted offset.
+
+        Both commits refuse metadata longer than ``offset.metadata.max.bytes``
+        per partition (OFFSET_METADATA_TOO_LARGE) and accept the others; only
+        where the offset goes differs (committed at once, or pending until the
+        transaction's marker).
+        """
         result: dict[TopicPartition, int] = {}
         max_metadata = self.config.offset_metadata_max_bytes
         for tp, (offset, leader_epoch, metadata) in offsets.items():
@@ -156,14 +198,24 @@ class OffsetsOps:
             if len(metadata) > max_metadata:
                 result[tp] = errors.OFFSET_METADATA_TOO_LARGE
                 continue
-            entry = CommittedOffset(offset, leader_epoch, metadata, now_ms, expire_timestamp_ms)
-            group.offsets[tp] = entry
-            group.offset_positions[tp] = self._next_position()
-            self._records.append(self._offset_record(group_id, tp, entry))
+            store(tp, CommittedOffset(offset, leader_epoch, metadata, now_ms, expire_timestamp_ms))
             result[tp] = errors.NONE
-        if created and not group.offsets:
-            del self._groups[group_id]  # every partition refused: no phantom group
-        return self._done(result)
+        return result
+
+    @staticmethod
+    def _is_unused(group: Group) -> bool:
+        """True for a group that holds nothing: no members, offsets or pending
+        offsets, never rebalanced. Such a group, created only by a request that
+        then failed or by offsets that were all aborted, must not stay behind.
+        """
+        return (
+            group.state is EMPTY
+            and not group.members
+            and not group.pending_members
+            and not group.offsets
+            and not group.pending_offsets
+            and group.generation_id == 0
+        )
 
     @staticmethod
     def _validate_commit(

@@ -210,17 +210,6 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
             del self._groups[group_id]
         return self._done(None)
 
-    @staticmethod
-    def _is_unused(group: Group) -> bool:
-        return (
-            group.state is EMPTY
-            and not group.members
-            and not group.pending_members
-            and not group.offsets
-            and not group.pending_offsets
-            and group.generation_id == 0
-        )
-
     def _accept_joining_member(self, group: Group, member_id: str) -> bool:
         max_size = self.config.group_max_size
         if group.state in (EMPTY, DEAD):

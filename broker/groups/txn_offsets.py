@@ -16,7 +16,7 @@ the marker; ``complete_transaction`` is told about a marker once it is in the lo
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from . import errors
 from .config import GroupConfig
@@ -42,6 +42,10 @@ class TxnOffsetsOps:
     _groups: dict[str, Group]
     _records: list[OffsetsRecord]
     _position: int
+    # Provided by OffsetsOps (broker/groups/offsets_ops.py): shared with OffsetCommit.
+    _group_for_commit: Callable[[str, int, int], tuple[Group | None, bool]]
+    _commit_each: Callable[..., dict[TopicPartition, int]]
+    _is_unused: Callable[[Group], bool]
     # producer id -> groups that may hold its pending offsets (cleaned lazily).
     _txn_groups: dict[int, set[str]]
 
@@ -71,24 +75,14 @@ class TxnOffsetsOps:
         def every(error: int) -> Outcome[dict[TopicPartition, int]]:
             return self._done(dict.fromkeys(offsets, error))  # type: ignore[attr-defined]
 
-        group = self._groups.get(group_id)
-        created = group is None
+        group, created = self._group_for_commit(group_id, generation_id, now_ms)
         if group is None:
-            if generation_id >= 0:
-                return every(errors.ILLEGAL_GENERATION)
-            group = Group(group_id, EMPTY, now_ms)
-            self._groups[group_id] = group
+            return every(errors.ILLEGAL_GENERATION)
         error = _validate_txn_commit(group, generation_id, member_id, group_instance_id)
         if error is not None:
             return every(error)
-        result: dict[TopicPartition, int] = {}
-        max_metadata = self.config.offset_metadata_max_bytes
-        for tp, (offset, leader_epoch, metadata) in offsets.items():
-            metadata = metadata or ""
-            if len(metadata) > max_metadata:
-                result[tp] = errors.OFFSET_METADATA_TOO_LARGE
-                continue
-            entry = CommittedOffset(offset, leader_epoch, metadata, now_ms)
+
+        def store(tp: TopicPartition, entry: CommittedOffset) -> None:
             record = self._offset_record(group_id, tp, entry)  # type: ignore[attr-defined]
             self._records.append(
                 OffsetsRecord(
@@ -96,7 +90,8 @@ class TxnOffsetsOps:
                 )
             )
             self._add_pending(group, producer_id, tp, entry)
-            result[tp] = errors.NONE
+
+        result = self._commit_each(offsets, now_ms, None, store)
         if created and not group.pending_offsets:
             del self._groups[group_id]  # every partition refused: no phantom group
         return self._done(result)  # type: ignore[attr-defined]
@@ -197,22 +192,11 @@ class TxnOffsetsOps:
                     group.offsets[tp] = entry
                     group.offset_positions[tp] = position
                     materialised += 1
-            if _is_unused(group):
+            if self._is_unused(group):
                 del self._groups[group_id]  # only aborted offsets ever named it
         if not group_ids:
             del self._txn_groups[producer_id]
         return materialised
-
-
-def _is_unused(group: Group) -> bool:
-    return (
-        group.state is EMPTY
-        and not group.members
-        and not group.pending_members
-        and not group.offsets
-        and not group.pending_offsets
-        and group.generation_id == 0
-    )
 
 
 def _validate_txn_commit(

@@ -241,19 +241,7 @@ async def handle_leave_group(broker: Broker, request: Request) -> dict:
 async def handle_offset_commit(broker: Broker, request: Request) -> dict:
     body = request.body
     version = request.header.api_version
-    errors: dict[tuple[str, int], int] = {}
-    offsets = {}
-    for topic in body["topics"]:
-        for p in topic["partitions"]:
-            tp = (topic["name"], p["partition_index"])
-            if broker.topics.partition(*tp) is None:
-                errors[tp] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-            else:
-                offsets[tp] = (
-                    p["committed_offset"],
-                    p["committed_leader_epoch"],
-                    p["committed_metadata"],
-                )
+    offsets, errors = offset_commits(broker, body["topics"], with_leader_epoch=True)
     retention = body["retention_time_ms"] if 2 <= version <= 4 else -1
     generation = body["generation_id_or_member_epoch"] if version >= 1 else -1
     if offsets:
@@ -274,11 +262,38 @@ async def handle_offset_commit(broker: Broker, request: Request) -> dict:
             errors.update(outcome.result)
         except CoordinatorUnavailable as exc:
             errors.update(dict.fromkeys(offsets, int(exc.code)))
-    return {"throttle_time_ms": 0, "topics": _errors_by_topic(body["topics"], errors)}
+    return {"throttle_time_ms": 0, "topics": errors_by_topic(body["topics"], errors)}
 
 
-def _errors_by_topic(topics: list[dict], errors: dict[tuple[str, int], int]) -> list[dict]:
-    """The request's topics and partitions, each with its error code (0 if none)."""
+def offset_commits(
+    broker: Broker, topics: list[dict], *, with_leader_epoch: bool
+) -> tuple[dict[tuple[str, int], tuple[int, int, str | None]], dict[tuple[str, int], int]]:
+    """``(offsets, errors)`` of an OffsetCommit or TxnOffsetCommit request's topics.
+
+    Both requests answer UNKNOWN_TOPIC_OR_PARTITION for a partition the broker
+    does not have and commit the others: ``offsets`` maps those to
+    ``(offset, leader_epoch, metadata)`` for the group state, ``errors`` holds
+    the unknown ones. Without ``with_leader_epoch`` (a version that has no such
+    field) the epoch is -1.
+    """
+    errors: dict[tuple[str, int], int] = {}
+    offsets: dict[tuple[str, int], tuple[int, int, str | None]] = {}
+    for topic in topics:
+        for p in topic["partitions"]:
+            tp = (topic["name"], p["partition_index"])
+            if broker.topics.partition(*tp) is None:
+                errors[tp] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            else:
+                epoch = p["committed_leader_epoch"] if with_leader_epoch else -1
+                offsets[tp] = (p["committed_offset"], epoch, p["committed_metadata"])
+    return offsets, errors
+
+
+def errors_by_topic(topics: list[dict], errors: dict[tuple[str, int], int]) -> list[dict]:
+    """The request's topics and partitions, each with its error code (0 if none).
+
+    The answer shape of OffsetCommit and TxnOffsetCommit alike.
+    """
     return [
         {
             "name": topic["name"],
@@ -427,5 +442,5 @@ async def handle_offset_delete(broker: Broker, request: Request) -> dict:
     return {
         "error_code": result.error,
         "throttle_time_ms": 0,
-        "topics": _errors_by_topic(body["topics"], errors),
+        "topics": errors_by_topic(body["topics"], errors),
     }

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from kafkette.broker.group_coordinator import CoordinatorUnavailable, ProducerRejected
 from kafkette.broker.groups import OFFSETS_TOPIC
+from kafkette.broker.handlers.groups import errors_by_topic, offset_commits
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -70,23 +71,14 @@ _VERIFICATION_ERRORS = {
 async def handle_txn_offset_commit(broker: Broker, request: Request) -> dict:
     body = request.body
     version = request.header.api_version
-    errors: dict[TopicPartition, int] = {}
-    offsets: dict[TopicPartition, tuple[int, int, str | None]] = {}
-    for topic in body["topics"]:
-        for p in topic["partitions"]:
-            tp = (topic["name"], p["partition_index"])
-            if broker.topics.partition(*tp) is None:
-                errors[tp] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-            else:
-                epoch = p["committed_leader_epoch"] if version >= 2 else -1
-                offsets[tp] = (p["committed_offset"], epoch, p["committed_metadata"])
+    offsets, errors = offset_commits(broker, body["topics"], with_leader_epoch=version >= 2)
     if offsets:
         errors.update(await _commit(broker, body, version, offsets))
     if version < 2:
         loading = int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
         unavailable = int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         errors = {tp: unavailable if e == loading else e for tp, e in errors.items()}
-    return {"throttle_time_ms": 0, "topics": _errors_by_topic(body["topics"], errors)}
+    return {"throttle_time_ms": 0, "topics": errors_by_topic(body["topics"], errors)}
 
 
 async def _commit(
@@ -123,21 +115,3 @@ async def _commit(
     except (CoordinatorUnavailable, ProducerRejected) as exc:
         return dict.fromkeys(offsets, int(exc.code))
     return {tp: int(e) for tp, e in outcome.result.items()}
-
-
-def _errors_by_topic(topics: list[dict], errors: dict[TopicPartition, int]) -> list[dict]:
-    """The request's topics and partitions, each with its error code."""
-    return [
-        {
-            "name": topic["name"],
-            "partitions": [
-                {
-                    "partition_index": p["partition_index"],
-                    "error_code": errors.get((topic["name"], p["partition_index"]), 0),
-                }
-                for p in topic["partitions"]
-            ],
-        }
-        for topic in topics
-    ]
-

@@ -125,25 +125,33 @@ class TransactionMetadata:
 
         ``remember_last`` (the request carried the current id and epoch, KIP-360)
         keeps the old epoch so a retry of this very request is recognised."""
-        return self._to(
-            TxnState.EMPTY,
-            producer_epoch=self.producer_epoch + 1,
-            last_producer_id=self.producer_id,
-            last_producer_epoch=self.producer_epoch if remember_last else NO_PRODUCER_EPOCH,
-            timeout_ms=timeout_ms,
-            partitions=frozenset(),
-            start_ms=-1,
-            last_update_ms=now_ms,
+        return self._reinit(
+            self.producer_id, self.producer_epoch + 1, timeout_ms, now_ms, remember_last
         )
 
     def prepare_producer_id_rotation(
         self, new_producer_id: int, timeout_ms: int, now_ms: int, *, remember_last: bool
     ) -> TransactionMetadata:
         """InitProducerId when the epoch is exhausted: a new producer id at epoch 0."""
+        return self._reinit(new_producer_id, 0, timeout_ms, now_ms, remember_last)
+
+    def _reinit(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        timeout_ms: int,
+        now_ms: int,
+        remember_last: bool,
+    ) -> TransactionMetadata:
+        """Back to Empty with no partitions under ``producer_id``/``producer_epoch``.
+
+        An epoch bump and a producer id rotation are the same re-init but for the
+        id and epoch they move to; both remember the current ones as the last.
+        """
         return self._to(
             TxnState.EMPTY,
-            producer_id=new_producer_id,
-            producer_epoch=0,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
             last_producer_id=self.producer_id,
             last_producer_epoch=self.producer_epoch if remember_last else NO_PRODUCER_EPOCH,
             timeout_ms=timeout_ms,

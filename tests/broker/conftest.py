@@ -32,10 +32,15 @@ from types import ModuleType
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka.protocol.consumer import FetchRequest
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
 
 from kafkette.broker.embedded import EmbeddedBroker
+
+# raw_wire.py beside this file loads the other siblings (see its docstring). A
+# private copy is fine: plain functions, no state, no dataclasses.
+_spec = importlib.util.spec_from_file_location("raw_wire", Path(__file__).with_name("raw_wire.py"))
+raw_wire = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(raw_wire)
 
 READY_LINE = re.compile(r"^kafkette ready on (127\.0\.0\.1):(\d+)$")
 
@@ -170,6 +175,52 @@ def broker_process(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
         process.kill()
 
 
+@pytest.fixture
+def kill_9_broker(
+    broker_process: Callable[..., BrokerProcess], free_port: int
+) -> Callable[..., Kill9Broker]:
+    """Factory: ``kill_9_broker(data_dir, "--config", "k=v")`` -> ``Kill9Broker`` on a
+    fixed free port, for the kill -9 series (``crash_load.run_series`` and
+    ``txn_crash_load.run_series`` take its ``start`` and ``kill``)."""
+
+    def make(data_dir: Path, *args: str) -> Kill9Broker:
+        return Kill9Broker(broker_process, data_dir, free_port, args)
+
+    return make
+
+
+class Kill9Broker:
+    """``kafkette serve`` restarted on the same data dir and port after each kill -9.
+
+    Every other broker fsyncs each append (``log.flush.interval.messages=1``): its
+    answers leave later, so more batches are written but unanswered when the kill
+    lands (and PrepareCommit and its markers lie further apart); the others run
+    with Kafka's defaults. ``kill`` also checks that no clean-shutdown marker was
+    left, so the restart really recovers.
+    """
+
+    def __init__(
+        self, broker_process: Callable[..., BrokerProcess], data_dir: Path, port: int,
+        args: tuple[str, ...],
+    ) -> None:
+        self._broker_process = broker_process
+        self.data_dir = data_dir
+        self.port = port
+        self.args = ("--listen", f"127.0.0.1:{port}", *args)
+        self.running: list[BrokerProcess] = []
+
+    def start(self) -> str:
+        flush = ("--config", "log.flush.interval.messages=1") if len(self.running) % 2 else ()
+        process = self._broker_process(self.data_dir, *self.args, *flush)
+        assert process.port == self.port
+        self.running.append(process)
+        return process.bootstrap
+
+    def kill(self) -> None:
+        self.running[-1].kill()
+        assert not (self.data_dir / ".kafka_cleanshutdown").exists()
+
+
 # --- raw protocol client --------------------------------------------------------
 
 
@@ -242,27 +293,8 @@ class RawClient:
         max_bytes: int = 1 << 20,
     ) -> object:
         """Fetch v11 from one partition; returns its partition data (``records`` is bytes)."""
-        fetch_topic = FetchRequest.FetchTopic
-        request = FetchRequest(
-            replica_id=-1,
-            max_wait_ms=max_wait_ms,
-            min_bytes=min_bytes,
-            max_bytes=max_bytes,
-            isolation_level=0,
-            session_id=0,
-            session_epoch=-1,
-            topics=[
-                fetch_topic(
-                    topic=topic,
-                    partitions=[
-                        fetch_topic.FetchPartition(
-                            partition=partition, fetch_offset=offset, partition_max_bytes=max_bytes
-                        )
-                    ],
-                )
-            ],
-            forgotten_topics_data=[],
-            rack_id="",
+        request = raw_wire.fetch_request(
+            topic, partition, offset, max_wait_ms, min_bytes, max_bytes
         )
         response = self.request(request, 11)
         return response.responses[0].partitions[0]  # type: ignore[attr-defined]
@@ -358,19 +390,19 @@ def create_topic() -> Callable[..., str]:
     return create_topic_with_admin
 
 
-def _load_topic_reader() -> ModuleType:
-    path = Path(__file__).with_name("topic_reader.py")
-    spec = importlib.util.spec_from_file_location("kafkette_topic_reader", path)
-    assert spec is not None and spec.loader is not None
-    if spec.name in sys.modules:  # conftest and crash_load share one copy
-        return sys.modules[spec.name]
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # registered first: its dataclasses look it up
-    spec.loader.exec_module(module)
-    return module
+@pytest.fixture
+def free_port() -> int:
+    """A TCP port free now on 127.0.0.1, for a broker restarted on the same port."""
+    return raw_wire.free_port()
 
 
-_topic_reader = _load_topic_reader()
+@pytest.fixture
+def load_beside() -> Callable[[str], ModuleType]:
+    """``load_beside("crash_load.py")``: a support module of this folder, loaded by path."""
+    return raw_wire.load_beside
+
+
+_topic_reader = raw_wire.load_beside("topic_reader.py")
 ReadRecord = _topic_reader.ReadRecord
 read_topic = _topic_reader.read_topic
 

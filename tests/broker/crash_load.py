@@ -18,34 +18,21 @@ from __future__ import annotations
 
 import importlib.util
 import random
-import socket
-import struct
-import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-
-def _load_topic_reader() -> ModuleType:
-    """``topic_reader.py`` beside this file (loaded by path, as this module is)."""
-    path = Path(__file__).with_name("topic_reader.py")
-    spec = importlib.util.spec_from_file_location("kafkette_topic_reader", path)
-    assert spec is not None and spec.loader is not None
-    if spec.name in sys.modules:  # conftest and crash_load share one copy
-        return sys.modules[spec.name]
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # registered first: its dataclasses look it up
-    spec.loader.exec_module(module)
-    return module
-
-
-_topic_reader = _load_topic_reader()
+# raw_wire.py beside this file loads the other siblings (see its docstring). A
+# private copy is fine: plain functions, no state, no dataclasses.
+_spec = importlib.util.spec_from_file_location("raw_wire", Path(__file__).with_name("raw_wire.py"))
+raw_wire = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(raw_wire)
+_topic_reader = raw_wire.load_beside("topic_reader.py")
 
 PARTITIONS = 3
 GROUP = "crash-series"
@@ -268,28 +255,12 @@ def new_producer_id(bootstrap: str) -> int:
     """
     from kafka.protocol.producer import InitProducerIdRequest
 
-    host, _, port = bootstrap.rpartition(":")
     request = InitProducerIdRequest(
         transactional_id=None, transaction_timeout_ms=-1, producer_id=-1, producer_epoch=-1
     )
-    request.with_header(correlation_id=1, client_id="crash-series")
-    with socket.create_connection((host, int(port)), timeout=10) as sock:
-        sock.sendall(request.encode(version=4, header=True, framed=True))
-        (size,) = struct.unpack(">i", _read_exactly(sock, 4))
-        frame = _read_exactly(sock, size)
-    response = request.header.get_response_class().decode(frame, version=4, header=True)
+    response = raw_wire.raw_request(bootstrap, request, 4, "crash-series")
     assert response.error_code == 0, response
     return response.producer_id
-
-
-def _read_exactly(sock: socket.socket, size: int) -> bytes:
-    data = bytearray()
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise ConnectionError(f"EOF after {len(data)} of {size} bytes")
-        data += chunk
-    return bytes(data)
 
 
 def _await_acks(load: ProducerLoad, count: int, timeout: float) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import time
@@ -93,6 +94,29 @@ def latest(records) -> dict:
     for offset, key, value in records:
         out[key] = (offset, value)
     return out
+
+
+@contextlib.contextmanager
+def restarted_without_cleaner(data_dir: Path) -> Iterator[EmbeddedBroker]:
+    """A broker restarted on ``data_dir`` with the cleaner off, so that what the test
+    reads is what recovery left of an interrupted clean, not a fresh clean's output."""
+    embedded = EmbeddedBroker.start(
+        data_dir=data_dir, configs={**CLEANER, "log.cleaner.enable": "false"}
+    )
+    try:
+        yield embedded
+    finally:
+        gc.collect()
+        embedded.stop(timeout=30)
+
+
+def assert_latest_of_acked(bootstrap: str, topic: str, acked: dict) -> None:
+    """Partition 0 holds the latest acknowledged value of every key, each record at the
+    offset it was acknowledged at: an interrupted clean lost and changed nothing."""
+    records = consume_from(bootstrap, topic, 0, max(acked) + 1)
+    assert latest(records) == latest((o, k, v) for o, (k, v) in sorted(acked.items()))
+    for offset, key, value in records:
+        assert acked[offset] == (key, value)
 
 
 def test_compacted_topic_keeps_latest_value_per_key(compacting_broker, create_topic):
@@ -239,17 +263,8 @@ def test_shutdown_abandons_a_clean_in_progress_safely(tmp_path, create_topic):
         first.stop(timeout=30)
     assert time.monotonic() - started < 15
     assert not list(directory.glob("*.cleaned")) and not list(directory.glob("*.swap"))
-    no_cleaner = {**CLEANER, "log.cleaner.enable": "false"}
-    second = EmbeddedBroker.start(data_dir=tmp_path, configs=no_cleaner)
-    try:
-        end = max(acked) + 1
-        records = consume_from(second.bootstrap, topic, 0, end)
-        assert latest(records) == latest((o, k, v) for o, (k, v) in sorted(acked.items()))
-        for offset, key, value in records:
-            assert acked[offset] == (key, value)
-    finally:
-        gc.collect()
-        second.stop(timeout=30)
+    with restarted_without_cleaner(tmp_path) as second:
+        assert_latest_of_acked(second.bootstrap, topic, acked)
 
 
 def test_kafka_python_and_aiokafka_read_a_compacted_log_with_empty_batches(
@@ -418,18 +433,9 @@ def test_kill_9_of_the_broker_mid_clean_ends_its_cleaner_and_loses_nothing(
     # The orphan must not go on writing .cleaned files into a directory a restarted
     # broker recovers: it exits as soon as the broker's end of its pipe closes.
     assert wait_gone(children[0], timeout=10)
-    no_cleaner = {**CLEANER, "log.cleaner.enable": "false"}
-    second = EmbeddedBroker.start(data_dir=data_dir, configs=no_cleaner)
-    try:
+    with restarted_without_cleaner(data_dir) as second:
         assert not list(directory.glob("*.cleaned")) and not list(directory.glob("*.swap"))
-        end = max(acked) + 1
-        records = consume_from(second.bootstrap, topic, 0, end)
-        assert latest(records) == latest((o, k, v) for o, (k, v) in sorted(acked.items()))
-        for offset, key, value in records:
-            assert acked[offset] == (key, value)
-    finally:
-        gc.collect()
-        second.stop(timeout=30)
+        assert_latest_of_acked(second.bootstrap, topic, acked)
 
 
 def test_shutdown_mid_clean_stops_the_cleaner_process_promptly(tmp_path, create_topic):

@@ -19,57 +19,23 @@ More rounds, with and without ``log.flush.interval.messages=1``:
 
 from __future__ import annotations
 
-import importlib.util
-import socket
-import sys
-from pathlib import Path
-
 ROUNDS = 4
 SEED = 20261123
 TOPIC_CONFIGS = {"segment.bytes": "65536", "retention.ms": "-1"}
 
 
-def _crash_load():
-    path = Path(__file__).with_name("crash_load.py")
-    spec = importlib.util.spec_from_file_location("kafkette_crash_load", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def test_kill_9_under_idempotent_load_stores_each_value_once(tmp_path, broker_process) -> None:
-    crash_load = _crash_load()
-    data_dir = tmp_path / "data"
-    port = _free_port()
-    args = (
-        "--listen", f"127.0.0.1:{port}",
+def test_kill_9_under_idempotent_load_stores_each_value_once(
+    tmp_path, kill_9_broker, load_beside
+) -> None:
+    crash_load = load_beside("crash_load.py")
+    broker = kill_9_broker(
+        tmp_path / "data",
         "--config", "num.partitions=3",
         "--config", "group.initial.rebalance.delay.ms=0",
     )
-    running = []
-
-    def start() -> str:
-        # Every other broker fsyncs each append (log.flush.interval.messages=1):
-        # its answers leave later, so more batches are written but unanswered
-        # when the kill lands. The others run with Kafka's defaults.
-        flush = ("--config", "log.flush.interval.messages=1") if len(running) % 2 else ()
-        process = broker_process(data_dir, *args, *flush)
-        assert process.port == port
-        running.append(process)
-        return process.bootstrap
-
-    def kill() -> None:
-        running[-1].kill()
-        assert not (data_dir / ".kafka_cleanshutdown").exists()
-
-    result = crash_load.run_series(start, kill, TOPIC_CONFIGS, ROUNDS, SEED, log=print)
+    result = crash_load.run_series(
+        broker.start, broker.kill, TOPIC_CONFIGS, ROUNDS, SEED, log=print
+    )
     print(result.summary())
 
     assert not result.stalled, result.stalled
@@ -84,4 +50,4 @@ def test_kill_9_under_idempotent_load_stores_each_value_once(tmp_path, broker_pr
     assert result.stored == result.produced == result.acked, result.summary()
     assert not result.commit_regressions, result.commit_regressions
     assert not result.producer_id_reuse, result.producer_id_reuse
-    assert running[-1].terminate() == 0
+    assert broker.running[-1].terminate() == 0

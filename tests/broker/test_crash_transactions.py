@@ -23,11 +23,7 @@ series; ``bench/txn_crash_series.py`` runs many rounds outside pytest.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import socket
-import sys
-from pathlib import Path
 
 ROUNDS = int(os.environ.get("KAFKETTE_CRASH_ROUNDS", "5"))
 SEED = int(os.environ.get("KAFKETTE_CRASH_SEED", "20261123"))
@@ -42,41 +38,12 @@ BROKER_CONFIGS = (
 )
 
 
-def _txn_crash_load():
-    path = Path(__file__).with_name("txn_crash_load.py")
-    spec = importlib.util.spec_from_file_location("kafkette_txn_crash_load", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def test_kill_9_during_transactions_commits_or_aborts_each_whole(tmp_path, broker_process) -> None:
-    load = _txn_crash_load()
-    data_dir = tmp_path / "data"
-    port = _free_port()
-    running = []
-
-    def start() -> str:
-        # Every other broker fsyncs each append, which widens the window between
-        # a write and its answer (and between PrepareCommit and the markers).
-        flush = ("--config", "log.flush.interval.messages=1") if len(running) % 2 else ()
-        process = broker_process(data_dir, "--listen", f"127.0.0.1:{port}", *BROKER_CONFIGS, *flush)
-        assert process.port == port
-        running.append(process)
-        return process.bootstrap
-
-    def kill() -> None:
-        running[-1].kill()
-        assert not (data_dir / ".kafka_cleanshutdown").exists()
-
-    result = load.run_series(start, kill, TOPIC_CONFIGS, ROUNDS, SEED, log=print)
+def test_kill_9_during_transactions_commits_or_aborts_each_whole(
+    tmp_path, kill_9_broker, load_beside
+) -> None:
+    load = load_beside("txn_crash_load.py")
+    broker = kill_9_broker(tmp_path / "data", *BROKER_CONFIGS)
+    result = load.run_series(broker.start, broker.kill, TOPIC_CONFIGS, ROUNDS, SEED, log=print)
     print(result.summary())
     print(dict(result.client_errors))
 
@@ -86,4 +53,4 @@ def test_kill_9_during_transactions_commits_or_aborts_each_whole(tmp_path, broke
     assert result.acked_commits >= ROUNDS and result.acked_aborts >= ROUNDS, result.summary()
     assert result.committed_in_log >= result.acked_commits, result.summary()
     assert result.records_visible > 0, result.summary()
-    assert running[-1].terminate() == 0
+    assert broker.running[-1].terminate() == 0

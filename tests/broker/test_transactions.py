@@ -102,6 +102,21 @@ def _wait_for(predicate, what: str, timeout: float = TIMEOUT) -> None:
         time.sleep(0.05)
 
 
+def _open_transaction(
+    bootstrap: str, transactional_id: str, topic: str, value: bytes, partition: int,
+    **extra: object,
+) -> Producer:
+    """A transactional producer whose transaction is open with ``value`` written to
+    ``partition`` (flushed, so the broker holds it, uncommitted): the start of every
+    test about what ends a transaction (abort, fencing, timeout, admin listing)."""
+    producer = _producer(bootstrap, transactional_id, **extra)
+    producer.init_transactions(TIMEOUT)
+    producer.begin_transaction()
+    producer.produce(topic, value=value, partition=partition)
+    producer.flush(TIMEOUT)
+    return producer
+
+
 def _txn_id() -> str:
     return f"txn-{uuid.uuid4().hex[:10]}"
 
@@ -126,11 +141,7 @@ def test_commit_writes_a_commit_marker_in_every_partition(txn_broker, create_top
 
 def test_abort_then_commit_with_the_same_producer(txn_broker, create_topic):
     topic = create_topic(txn_broker.bootstrap, partitions=1)
-    producer = _producer(txn_broker.bootstrap, _txn_id())
-    producer.init_transactions(TIMEOUT)
-    producer.begin_transaction()
-    producer.produce(topic, value=b"aborted", partition=0)
-    producer.flush(TIMEOUT)
+    producer = _open_transaction(txn_broker.bootstrap, _txn_id(), topic, b"aborted", 0)
     producer.abort_transaction(TIMEOUT)
     producer.begin_transaction()
     producer.produce(topic, value=b"committed", partition=0)
@@ -146,11 +157,7 @@ def test_abort_then_commit_with_the_same_producer(txn_broker, create_topic):
 def test_a_new_instance_fences_the_zombie_and_aborts_its_transaction(txn_broker, create_topic):
     topic = create_topic(txn_broker.bootstrap, partitions=1)
     transactional_id = _txn_id()
-    zombie = _producer(txn_broker.bootstrap, transactional_id)
-    zombie.init_transactions(TIMEOUT)
-    zombie.begin_transaction()
-    zombie.produce(topic, value=b"zombie", partition=0)
-    zombie.flush(TIMEOUT)
+    zombie = _open_transaction(txn_broker.bootstrap, transactional_id, topic, b"zombie", 0)
 
     successor = _producer(txn_broker.bootstrap, transactional_id)
     successor.init_transactions(TIMEOUT)  # fences the zombie, aborts its transaction
@@ -175,11 +182,10 @@ def test_a_new_instance_fences_the_zombie_and_aborts_its_transaction(txn_broker,
 def test_a_transaction_past_its_timeout_is_aborted(txn_broker, create_topic):
     topic = create_topic(txn_broker.bootstrap, partitions=1)
     transactional_id = _txn_id()
-    producer = _producer(txn_broker.bootstrap, transactional_id, **{"transaction.timeout.ms": 1000})
-    producer.init_transactions(TIMEOUT)
-    producer.begin_transaction()
-    producer.produce(topic, value=b"slow", partition=0)
-    producer.flush(TIMEOUT)
+    producer = _open_transaction(
+        txn_broker.bootstrap, transactional_id, topic, b"slow", 0,
+        **{"transaction.timeout.ms": 1000},
+    )
     _wait_for(lambda: _markers(txn_broker, topic, 0), "the coordinator's abort marker")
     assert [m[0] for m in _markers(txn_broker, topic, 0)] == [int(ControlRecordType.ABORT)]
     with pytest.raises(KafkaException):
@@ -227,11 +233,7 @@ def test_transactional_produce_to_a_partition_not_in_the_transaction_is_refused(
 def test_admin_apis_list_and_describe(txn_broker, create_topic, raw_client):
     topic = create_topic(txn_broker.bootstrap, partitions=2)
     transactional_id = _txn_id()
-    producer = _producer(txn_broker.bootstrap, transactional_id)
-    producer.init_transactions(TIMEOUT)
-    producer.begin_transaction()
-    producer.produce(topic, value=b"x", partition=1)
-    producer.flush(TIMEOUT)
+    producer = _open_transaction(txn_broker.bootstrap, transactional_id, topic, b"x", 1)
     client = raw_client(txn_broker.bootstrap)
 
     listed = client.request(

@@ -42,6 +42,21 @@ def _txn_id() -> str:
     return f"txn-{uuid.uuid4().hex[:10]}"
 
 
+def _append_txn_state(data_dir, index: int, transactional_id: str, metadata) -> None:
+    """Append ``metadata`` as ``transactional_id``'s latest record to
+    ``__transaction_state`` partition ``index`` of a stopped broker's data dir:
+    the state a broker killed at that moment would have left for the next one."""
+    config = load_config({}, data_dir=data_dir)
+    data = DataDir.open(data_dir, config.log, now_ms)
+    try:
+        batch = bytearray(
+            build_batch([Record(0, 0, encode_key(transactional_id), encode_value(metadata))])
+        )
+        data.partition(TRANSACTION_STATE_TOPIC, index).append(batch, [read_header(batch)])
+    finally:
+        data.close()
+
+
 def _producer(bootstrap: str, transactional_id: str, **extra: object) -> Producer:
     config = {"bootstrap.servers": bootstrap, "transactional.id": transactional_id}
     config.update(extra)
@@ -148,15 +163,7 @@ def test_a_crash_between_prepare_commit_and_the_markers_is_completed_on_start(
     assert ongoing is not None and ongoing.state.display_name == "Ongoing"
 
     prepared = ongoing.prepare_end(True, now_ms())
-    config = load_config({}, data_dir=data_dir)
-    data = DataDir.open(data_dir, config.log, now_ms)
-    try:
-        batch = bytearray(
-            build_batch([Record(0, 0, encode_key(transactional_id), encode_value(prepared))])
-        )
-        data.partition(TRANSACTION_STATE_TOPIC, index).append(batch, [read_header(batch)])
-    finally:
-        data.close()
+    _append_txn_state(data_dir, index, transactional_id, prepared)
 
     with EmbeddedBroker.start(data_dir=data_dir) as embedded:
         coordinator = embedded.broker.transactions
@@ -226,15 +233,7 @@ def test_an_exhausted_epoch_gets_a_new_producer_id(tmp_path: Path, raw_client):
         del producer
         gc.collect()
     worn = replace(first, producer_epoch=32766)
-    config = load_config({}, data_dir=data_dir)
-    data = DataDir.open(data_dir, config.log, now_ms)
-    try:
-        batch = bytearray(
-            build_batch([Record(0, 0, encode_key(transactional_id), encode_value(worn))])
-        )
-        data.partition(TRANSACTION_STATE_TOPIC, index).append(batch, [read_header(batch)])
-    finally:
-        data.close()
+    _append_txn_state(data_dir, index, transactional_id, worn)
     with EmbeddedBroker.start(data_dir=data_dir) as embedded:
         client = raw_client(embedded.bootstrap)
 

@@ -11,6 +11,7 @@ read_committed (its default), kafka-python likewise.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import time
 from collections.abc import Iterator
@@ -43,12 +44,8 @@ CONFIGS = {
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
     data_dir = tmp_path_factory.mktemp("txn-offsets")
-    embedded = EmbeddedBroker.start(data_dir=data_dir, configs=CONFIGS)
-    try:
+    with _running(data_dir, CONFIGS) as embedded:
         yield embedded
-    finally:
-        gc.collect()
-        embedded.stop(timeout=30)
 
 
 # --- helpers -----------------------------------------------------------------------------
@@ -207,6 +204,40 @@ def librdkafka_committed(bootstrap: str, group: str, topic: str, timeout: float,
 # --- tests --------------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def _running(data_dir, configs: dict[str, str]) -> Iterator[EmbeddedBroker]:
+    """An embedded broker on ``data_dir``, stopped at the end so that the next one
+    reloads the same dir (the restart tests run two in turn). The clients the test
+    made are collected first, so none of them is left talking to a stopped broker."""
+    embedded = EmbeddedBroker.start(data_dir=data_dir, configs=configs)
+    try:
+        yield embedded
+    finally:
+        gc.collect()
+        embedded.stop(timeout=30)
+
+
+def _compacting_configs(segment_bytes: int) -> dict[str, str]:
+    """One small-segment ``__consumer_offsets`` partition that the cleaner compacts
+    eagerly, so that a test reaches cleaned segments within seconds."""
+    return {
+        **CONFIGS,
+        "offsets.topic.num.partitions": "1",
+        "offsets.topic.segment.bytes": str(segment_bytes),
+        "log.cleaner.backoff.ms": "100",
+        "log.cleaner.min.cleanable.ratio": "0.01",
+    }
+
+
+def _wait_cleaned(data_dir, offset: int, timeout: float = 30) -> None:
+    """Until the cleaner's checkpoint for ``__consumer_offsets``-0 reaches ``offset``."""
+    deadline = time.monotonic() + timeout
+    checkpoint = data_dir / CLEANER_CHECKPOINT_FILE
+    while read_cleaner_checkpoint(checkpoint).get((OFFSETS_TOPIC, 0), 0) < offset:
+        assert time.monotonic() < deadline, "__consumer_offsets was not cleaned"
+        time.sleep(0.1)
+
+
 def test_pending_until_commit_marker(broker, raw_client, create_topic, unique_name):
     topic = create_topic(broker.bootstrap, partitions=2)
     client = raw_client(broker.bootstrap)
@@ -348,8 +379,7 @@ def test_errors_as_kafka(broker, raw_client, create_topic, unique_name):
 def test_restart_keeps_committed_drops_aborted_and_pending_stays_pending(
     tmp_path, raw_client, create_topic
 ):
-    first = EmbeddedBroker.start(data_dir=tmp_path, configs=CONFIGS)
-    try:
+    with _running(tmp_path, CONFIGS) as first:
         topic = create_topic(first.bootstrap, partitions=1)
         client = raw_client(first.bootstrap)
         for group, producer in (("committed", 1), ("aborted", 2), ("pending", 3)):
@@ -358,11 +388,7 @@ def test_restart_keeps_committed_drops_aborted_and_pending_stays_pending(
                 (topic, 0): NONE}
         assert marker(first, "committed", True, producer_id=1) == NONE
         assert marker(first, "aborted", False, producer_id=2) == NONE
-    finally:
-        gc.collect()
-        first.stop(timeout=30)
-    second = EmbeddedBroker.start(data_dir=tmp_path, configs=CONFIGS)
-    try:
+    with _running(tmp_path, CONFIGS) as second:
         client = raw_client(second.bootstrap)
         assert fetch(client, "committed", topic, stable=True) == (50, NONE)
         assert fetch(client, "aborted", topic, stable=True) == (1, NONE)
@@ -371,9 +397,6 @@ def test_restart_keeps_committed_drops_aborted_and_pending_stays_pending(
         # The transaction coordinator finishes it after its own load.
         assert marker(second, "pending", True, producer_id=3) == NONE
         assert fetch(client, "pending", topic, stable=True) == (50, NONE)
-    finally:
-        gc.collect()
-        second.stop(timeout=30)
 
 
 def test_compacted_offsets_topic_reloads_transactional_offsets(
@@ -381,16 +404,9 @@ def test_compacted_offsets_topic_reloads_transactional_offsets(
 ):
     """The cleaner compacts ``__consumer_offsets`` (small segments) while transactions
     commit into it; after a restart every group has what it had."""
-    configs = {
-        **CONFIGS,
-        "offsets.topic.num.partitions": "1",
-        "offsets.topic.segment.bytes": "2048",
-        "log.cleaner.backoff.ms": "100",
-        "log.cleaner.min.cleanable.ratio": "0.01",
-    }
-    first = EmbeddedBroker.start(data_dir=tmp_path, configs=configs)
+    configs = _compacting_configs(segment_bytes=2048)
     expected: dict[str, int] = {}
-    try:
+    with _running(tmp_path, configs) as first:
         topic = create_topic(first.bootstrap, partitions=1)
         client = raw_client(first.bootstrap)
         for round_ in range(1, 41):
@@ -407,16 +423,8 @@ def test_compacted_offsets_topic_reloads_transactional_offsets(
         # One transaction left open across the restart.
         assert txn_commit(client, "txn-a", {(topic, 0): 999}, producer_id=10) == {
             (topic, 0): NONE}
-        deadline = time.monotonic() + 30
-        checkpoint = tmp_path / CLEANER_CHECKPOINT_FILE
-        while read_cleaner_checkpoint(checkpoint).get((OFFSETS_TOPIC, 0), 0) < 100:
-            assert time.monotonic() < deadline, "__consumer_offsets was not cleaned"
-            time.sleep(0.1)
-    finally:
-        gc.collect()
-        first.stop(timeout=30)
-    second = EmbeddedBroker.start(data_dir=tmp_path, configs=configs)
-    try:
+        _wait_cleaned(tmp_path, 100)
+    with _running(tmp_path, configs) as second:
         client = raw_client(second.bootstrap)
         kept = sum(
             len(records) for h, records in offsets_partition_batches(second, "plain")
@@ -429,9 +437,6 @@ def test_compacted_offsets_topic_reloads_transactional_offsets(
         assert fetch(client, "txn-a", topic, stable=True) == (-1, UNSTABLE)
         assert marker(second, "txn-a", True, producer_id=10) == NONE
         assert fetch(client, "txn-a", topic, stable=True) == (999, NONE)
-    finally:
-        gc.collect()
-        second.stop(timeout=30)
 
 
 def test_cleaner_never_lets_an_aborted_offset_hide_a_committed_one(
@@ -440,15 +445,8 @@ def test_cleaner_never_lets_an_aborted_offset_hide_a_committed_one(
     """The latest record of a key is an aborted transaction's: compaction must keep the
     committed one before it (Kafka's cleaner leaves aborted batches out of its offset
     map and removes them), or a reload would lose the group's committed offset."""
-    configs = {
-        **CONFIGS,
-        "offsets.topic.num.partitions": "1",
-        "offsets.topic.segment.bytes": "1024",
-        "log.cleaner.backoff.ms": "100",
-        "log.cleaner.min.cleanable.ratio": "0.01",
-    }
-    first = EmbeddedBroker.start(data_dir=tmp_path, configs=configs)
-    try:
+    configs = _compacting_configs(segment_bytes=1024)
+    with _running(tmp_path, configs) as first:
         topic = create_topic(first.bootstrap, partitions=1)
         client = raw_client(first.bootstrap)
         assert plain_commit(client, "shadowed", topic, 7) == NONE
@@ -460,21 +458,10 @@ def test_cleaner_never_lets_an_aborted_offset_hide_a_committed_one(
         end = first.on_loop(
             lambda: first.broker.topics.partition(OFFSETS_TOPIC, 0).log.log_end_offset
         )
-        deadline = time.monotonic() + 30
-        checkpoint = tmp_path / CLEANER_CHECKPOINT_FILE
-        while read_cleaner_checkpoint(checkpoint).get((OFFSETS_TOPIC, 0), 0) < end - 10:
-            assert time.monotonic() < deadline, "__consumer_offsets was not cleaned"
-            time.sleep(0.1)
-    finally:
-        gc.collect()
-        first.stop(timeout=30)
-    second = EmbeddedBroker.start(data_dir=tmp_path, configs=configs)
-    try:
+        _wait_cleaned(tmp_path, end - 10)
+    with _running(tmp_path, configs) as second:
         client = raw_client(second.bootstrap)
         assert fetch(client, "shadowed", topic, stable=True) == (7, NONE)
-    finally:
-        gc.collect()
-        second.stop(timeout=30)
 
 
 def test_pending_offsets_survive_kill_9(tmp_path, broker_process, raw_client, create_topic):

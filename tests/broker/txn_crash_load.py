@@ -26,18 +26,24 @@ Shared by ``test_crash_transactions.py`` (a few rounds in CI) and
 from __future__ import annotations
 
 import faulthandler
+import importlib.util
 import random
-import socket
-import struct
 import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from kafkette.wire.records import ControlRecordType, decode_batches, parse_control_record
+
+# raw_wire.py beside this file loads the other siblings (see its docstring). A
+# private copy is fine: plain functions, no state, no dataclasses.
+_spec = importlib.util.spec_from_file_location("raw_wire", Path(__file__).with_name("raw_wire.py"))
+raw_wire = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(raw_wire)
 
 QUIET = 2  # librdkafka log level: no line per refused reconnect
 GROUP = "txn-crash-series"
@@ -260,23 +266,7 @@ class _Dropped(Exception):
 
 
 def _raw_request(bootstrap: str, request, version: int):
-    host, _, port = bootstrap.rpartition(":")
-    request.with_header(correlation_id=1, client_id="txn-crash-series")
-    with socket.create_connection((host, int(port)), timeout=10) as sock:
-        sock.sendall(request.encode(version=version, header=True, framed=True))
-        (size,) = struct.unpack(">i", _read_exactly(sock, 4))
-        frame = _read_exactly(sock, size)
-    return request.header.get_response_class().decode(frame, version=version, header=True)
-
-
-def _read_exactly(sock: socket.socket, size: int) -> bytes:
-    data = bytearray()
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise ConnectionError(f"EOF after {len(data)} of {size} bytes")
-        data += chunk
-    return bytes(data)
+    return raw_wire.raw_request(bootstrap, request, version, "txn-crash-series")
 
 
 def describe_transactions(bootstrap: str, ids: list[str]) -> dict[str, str]:
@@ -292,30 +282,7 @@ def describe_transactions(bootstrap: str, ids: list[str]) -> dict[str, str]:
 
 def raw_fetch(bootstrap: str, topic: str, partition: int, offset: int) -> tuple[int, bytes]:
     """(high watermark, record bytes) of one read_uncommitted Fetch v11."""
-    from kafka.protocol.consumer import FetchRequest
-
-    fetch_topic = FetchRequest.FetchTopic
-    request = FetchRequest(
-        replica_id=-1,
-        max_wait_ms=0,
-        min_bytes=0,
-        max_bytes=4 << 20,
-        isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
-        topics=[
-            fetch_topic(
-                topic=topic,
-                partitions=[
-                    fetch_topic.FetchPartition(
-                        partition=partition, fetch_offset=offset, partition_max_bytes=4 << 20
-                    )
-                ],
-            )
-        ],
-        forgotten_topics_data=[],
-        rack_id="",
-    )
+    request = raw_wire.fetch_request(topic, partition, offset, max_bytes=4 << 20)
     data = _raw_request(bootstrap, request, 11).responses[0].partitions[0]
     assert data.error_code == 0, (topic, partition, offset, data.error_code)
     return data.high_watermark, bytes(data.records or b"")

@@ -58,17 +58,19 @@ def test_child_clean_equals_in_thread_clean(tmp_path, clock, process):
     here.close()
 
 
-def test_abort_kills_a_throttled_child_and_leaves_the_log_alone(tmp_path, clock, process):
-    log = PartitionLog.open(tmp_path / "t-0", COMPACT, clock, recover=False)
-    write_rounds(log, rounds=20, keys=12)
-    before = segment_files(log)
+def _start_slow_clean(
+    process, log, clock
+) -> tuple[threading.Event, list[Exception], threading.Thread]:
+    """A clean throttled to 2 kB/s (minutes for these logs) in a thread, once its child
+    process runs: (abort event, the exception it ended with, the thread). Lets a test
+    abort or kill the child while it is surely mid-clean."""
     abort = threading.Event()
     outcome: list[Exception] = []
 
     def run() -> None:
         try:
-            clean_in_child(process, log, clock(), abort, rate=2000.0)  # minutes at 2 kB/s
-        except Exception as exc:  # checked below
+            clean_in_child(process, log, clock(), abort, rate=2000.0)
+        except Exception as exc:  # the test checks it
             outcome.append(exc)
 
     worker = threading.Thread(target=run)
@@ -77,6 +79,14 @@ def test_abort_kills_a_throttled_child_and_leaves_the_log_alone(tmp_path, clock,
     while process.pid is None:
         assert time.monotonic() < deadline, "the cleaner process did not start"
         time.sleep(0.01)
+    return abort, outcome, worker
+
+
+def test_abort_kills_a_throttled_child_and_leaves_the_log_alone(tmp_path, clock, process):
+    log = PartitionLog.open(tmp_path / "t-0", COMPACT, clock, recover=False)
+    write_rounds(log, rounds=20, keys=12)
+    before = segment_files(log)
+    abort, outcome, worker = _start_slow_clean(process, log, clock)
     pid = process.pid
     time.sleep(0.5)
     abort.set()
@@ -94,21 +104,7 @@ def test_abort_kills_a_throttled_child_and_leaves_the_log_alone(tmp_path, clock,
 def test_a_dead_child_fails_one_clean_and_is_replaced(tmp_path, clock, process):
     log = PartitionLog.open(tmp_path / "t-0", COMPACT, clock, recover=False)
     written = write_rounds(log, rounds=20, keys=12)
-    abort = threading.Event()
-    outcome: list[Exception] = []
-
-    def run() -> None:
-        try:
-            clean_in_child(process, log, clock(), abort, rate=2000.0)
-        except Exception as exc:  # checked below
-            outcome.append(exc)
-
-    worker = threading.Thread(target=run)
-    worker.start()
-    deadline = time.monotonic() + 20
-    while process.pid is None:
-        assert time.monotonic() < deadline, "the cleaner process did not start"
-        time.sleep(0.01)
+    _abort, outcome, worker = _start_slow_clean(process, log, clock)
     first_pid = process.pid
     time.sleep(0.3)
     os.kill(first_pid, signal.SIGKILL)  # e.g. the OOM killer
