@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 import uuid
 from collections import Counter
@@ -130,6 +131,16 @@ class CountSequences:
         self.consumer.close()
 
 
+def produce_paced(
+    bootstrap: str, lines: list[str], chunks: int = 20, pause_s: float = 0.25
+) -> None:
+    """``lines`` in ``chunks`` acknowledged pieces, ``pause_s`` apart."""
+    size = max(1, len(lines) // chunks)
+    for start in range(0, len(lines), size):
+        produce_lines(bootstrap, lines[start : start + size])
+        time.sleep(pause_s)
+
+
 def test_streams_wordcount_exactly_once_across_kill(
     bootstrap: str, jvms: Jvms, tmp_path: Path
 ) -> None:
@@ -168,8 +179,14 @@ def test_streams_wordcount_exactly_once_across_kill(
             timeout_s=120,
         )
         # Kill -9 while the second batch is being processed: open transactions are left
-        # behind (records written, no marker) and must be aborted, never read.
-        produce_lines(bootstrap, second)
+        # behind (records written, no marker) and must be aborted, never read. The batch
+        # arrives in paced chunks, so its processing spans several commit intervals (one
+        # burst could be counted in one transaction, leaving no moment that is both part
+        # committed and inside an open transaction).
+        feeder = threading.Thread(
+            target=produce_paced, args=(bootstrap, second), name="second-batch", daemon=True
+        )
+        feeder.start()
 
         def mid_transaction() -> bool:
             # Part of the second batch committed, and an open transaction holds records:
@@ -189,6 +206,8 @@ def test_streams_wordcount_exactly_once_across_kill(
         # Informational: a kill that landed while the commit was completing leaves nothing
         # open (the coordinator finishes a prepared commit), which is exactly-once too.
         print(f"after the kill: LSO {committed.end_offset()}, HW {uncommitted.end_offset()}")
+        feeder.join(60)
+        assert not feeder.is_alive(), "the second batch was not all produced within 60 s"
         app = jvms.start("restarted", "kafka-run-class.sh", DEMO, str(props), env=streams_env)
         wait_until(
             "after the kill and restart, the counts equal Python's for all lines",
