@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from kafkette.wire.connection import Request
 
 
-
 async def handle_init_producer_id(broker: Broker, request: Request) -> dict:
     body = request.body
     if body["transactional_id"] is not None:
