@@ -32,6 +32,7 @@ from kafkette.broker import groups
 from kafkette.broker.clock import now_ms
 from kafkette.broker.groups import OFFSETS_TOPIC
 from kafkette.broker.groups.config import GroupConfig
+from kafkette.broker.internal_topic_reader import replay_batches
 from kafkette.broker.partition import Partition
 from kafkette.broker.throttled_log import describe_error, storage_errors
 from kafkette.broker.topics import TopicError
@@ -42,7 +43,6 @@ from kafkette.wire.records import (
     ControlRecordType,
     Record,
     build_batch,
-    decode_batches,
     parse_control_record,
 )
 
@@ -59,7 +59,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kafkette.groups")
 
-READ_CHUNK_BYTES = 4 * 1024 * 1024
 
 
 def offsets_topic_configs(config: GroupConfig) -> dict[str, str]:
@@ -441,33 +440,22 @@ def _read_all_records(partitions: list[Partition]) -> list[LoadedRecord]:
 
     records: list[LoadedRecord] = []
     for partition in partitions:
-        log_ = partition.log
-        offset = log_.log_start_offset
-        while offset < log_.log_end_offset:
-            data = log_.read(offset, READ_CHUNK_BYTES).to_bytes()
-            batches = decode_batches(data)
-            if not batches:
-                break
-            for header, batch_records in batches:
-                if header.is_control:
-                    for record in batch_records:
-                        kind, _epoch = parse_control_record(record)
-                        if kind in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
-                            committed = kind == ControlRecordType.COMMIT
-                            records.append(
-                                TxnMarker(partition.index, header.producer_id, committed)
-                            )
-                    offset = header.next_offset
-                    continue
-                transactional = header.is_transactional and header.producer_id >= 0
+        for header, batch_records in replay_batches(partition.log):
+            if header.is_control:
                 for record in batch_records:
-                    if record.key is None or (record.offset or 0) < offset:
-                        continue
-                    if transactional:
-                        records.append(
-                            TransactionalRecord(header.producer_id, record.key, record.value)
-                        )
-                    else:
-                        records.append((record.key, record.value))
-                offset = header.next_offset
+                    kind, _epoch = parse_control_record(record)
+                    if kind in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
+                        committed = kind == ControlRecordType.COMMIT
+                        records.append(TxnMarker(partition.index, header.producer_id, committed))
+                continue
+            transactional = header.is_transactional and header.producer_id >= 0
+            for record in batch_records:
+                if record.key is None:
+                    continue
+                if transactional:
+                    records.append(
+                        TransactionalRecord(header.producer_id, record.key, record.value)
+                    )
+                else:
+                    records.append((record.key, record.value))
     return records

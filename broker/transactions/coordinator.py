@@ -34,6 +34,7 @@ import trio
 from kafkette.broker.clock import now_ms
 from kafkette.broker.groups import OFFSETS_TOPIC
 from kafkette.broker.groups.partitioning import java_string_hash, kafka_abs
+from kafkette.broker.internal_topic_reader import replay_batches
 from kafkette.broker.partition import LEADER_EPOCH
 from kafkette.broker.throttled_log import ThrottledLog, describe_error, storage_errors
 from kafkette.broker.topics import TopicError
@@ -56,7 +57,7 @@ from kafkette.broker.transactions.state import (
 )
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.record_batch import read_header
-from kafkette.wire.records import Record, build_batch, decode_batches
+from kafkette.wire.records import Record, build_batch
 
 if TYPE_CHECKING:
     from kafkette.broker.partition import Partition
@@ -65,7 +66,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkette.transactions")
 _marker_failures = ThrottledLog(log, interval_s=10.0)
 
-READ_CHUNK_BYTES = 4 * 1024 * 1024
 MARKER_RETRY_SECONDS = 0.5
 # Leader epoch of __transaction_state: the coordinator epoch every marker carries.
 COORDINATOR_EPOCH = LEADER_EPOCH
@@ -540,18 +540,11 @@ class TransactionCoordinator:
 
 def _read_all_records(partitions: list[Partition]) -> list[tuple[bytes, bytes | None]]:
     """Worker thread: every (key, value) of ``__transaction_state``, partition by partition."""
-    records: list[tuple[bytes, bytes | None]] = []
-    for partition in partitions:
-        log_ = partition.log
-        offset = log_.log_start_offset
-        while offset < log_.log_end_offset:
-            batches = decode_batches(log_.read(offset, READ_CHUNK_BYTES).to_bytes())
-            if not batches:
-                break
-            for header, batch_records in batches:
-                if not header.is_control:
-                    for record in batch_records:
-                        if record.key is not None and (record.offset or 0) >= offset:
-                            records.append((record.key, record.value))
-                offset = header.next_offset
-    return records
+    return [
+        (record.key, record.value)
+        for partition in partitions
+        for header, records in replay_batches(partition.log)
+        if not header.is_control
+        for record in records
+        if record.key is not None
+    ]
