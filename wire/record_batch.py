@@ -37,6 +37,9 @@ HEADER_SIZE = 61
 LOG_OVERHEAD = 12
 MAGIC_V2 = 2
 CRC_START = 21
+# Field positions inside a v2 batch (baseOffset 8, batchLength 4, leaderEpoch 4).
+MAGIC_AT = 16
+ATTRIBUTES_AT = 21  # int16; CRC_START is where the CRC'd part begins, the same place
 
 COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08
@@ -158,6 +161,19 @@ def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeade
     return header
 
 
+def flagged_transactional(buf: bytes | bytearray | memoryview) -> bool:
+    """Does ``buf`` start with a v2 batch whose transactional bit is set?
+
+    Two bytes read, nothing validated: the cheap question a Produce asks of
+    every record set before it knows whether a transactional id is needed.
+    """
+    return (
+        len(buf) > ATTRIBUTES_AT + 1
+        and buf[MAGIC_AT] == MAGIC_V2
+        and bool(buf[ATTRIBUTES_AT + 1] & TRANSACTIONAL_MASK)
+    )
+
+
 def batch_size_at(buf: bytes | bytearray | memoryview, pos: int = 0) -> int | None:
     """Total size of the batch starting at ``pos``, or None if fewer than 12 bytes remain."""
     if len(buf) - pos < LOG_OVERHEAD:
@@ -235,6 +251,6 @@ def set_log_append_time(buf: bytearray | memoryview, timestamp_ms: int, pos: int
     attributes' timestamp-type bit is set, so both must change together.
     """
     header = read_header(buf, pos)
-    _ATTRIBUTES.pack_into(buf, pos + 21, header.attributes | TIMESTAMP_TYPE_MASK)
+    _ATTRIBUTES.pack_into(buf, pos + ATTRIBUTES_AT, header.attributes | TIMESTAMP_TYPE_MASK)
     _MAX_TS.pack_into(buf, pos + 35, timestamp_ms)
     struct.pack_into(">I", buf, pos + 17, compute_crc(buf, pos, header.size))

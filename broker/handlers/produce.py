@@ -36,9 +36,9 @@ from kafkette.wire.batch_validation import validate_produce_records
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.record_batch import (
     HEADER_SIZE,
-    TRANSACTIONAL_MASK,
     BatchHeader,
     InvalidBatchError,
+    flagged_transactional,
     patch_leader_epoch,
     read_header,
 )
@@ -171,25 +171,14 @@ def _peek_header(records: memoryview) -> BatchHeader | None:
         return None
 
 
-# Where a v2 batch keeps its magic byte and the low byte of its attributes.
-_MAGIC_AT = 16
-_ATTRIBUTES_LOW_AT = 22
-
-
 def _has_transactional_batch(body: dict) -> bool:
     """Any record set flagged transactional? Two bytes read per partition (every
     non-transactional Produce pays this, so no header is parsed)."""
-    for topic in body["topic_data"]:
-        for data in topic["partition_data"]:
-            records = data["records"]
-            if (
-                records is not None
-                and len(records) > _ATTRIBUTES_LOW_AT
-                and records[_MAGIC_AT] == 2
-                and records[_ATTRIBUTES_LOW_AT] & TRANSACTIONAL_MASK
-            ):
-                return True
-    return False
+    return any(
+        data["records"] is not None and flagged_transactional(data["records"])
+        for topic in body["topic_data"]
+        for data in topic["partition_data"]
+    )
 
 
 # The coordinator's verification answers, as Kafka's ReplicaManager turns them into

@@ -247,3 +247,21 @@ def test_every_flipped_bit_in_crc_range_is_corrupt(plain_batch: bytes) -> None:
             with pytest.raises(InvalidBatchError) as excinfo:
                 validate_batch(broken)
             assert excinfo.value.corrupt, (position, bit, str(excinfo.value))
+
+
+def test_flagged_transactional_reads_the_attribute_bit() -> None:
+    from kafkette.wire.record_batch import flagged_transactional
+    from kafkette.wire.records import Record, build_batch
+
+    record = Record(0, 0, b"k", b"v")
+    plain = build_batch([record], producer_id=7, producer_epoch=0, base_sequence=0)
+    txn = build_batch(
+        [record], producer_id=7, producer_epoch=0, base_sequence=0, transactional=True
+    )
+    assert not flagged_transactional(plain)
+    assert flagged_transactional(txn)
+    assert flagged_transactional(memoryview(txn))
+    assert not flagged_transactional(txn[:22])  # too short to hold the attributes
+    not_v2 = bytearray(txn)
+    not_v2[16] = 1
+    assert not flagged_transactional(not_v2)
