@@ -383,15 +383,11 @@ class GroupCoordinator:
                 )
             )
             try:
-                async with partition.append_lock:
-                    await trio.to_thread.run_sync(
-                        partition.log.append, batch, [read_header(batch)]
-                    )
+                await partition.append_batch(batch)
             except Exception as exc:  # KAFKA_STORAGE_ERROR, which Kafka answers NOT_COORDINATOR
                 storage_errors.failure("writing to", f"{OFFSETS_TOPIC}-{index}", exc)
                 message = describe_error(exc)
                 raise CoordinatorUnavailable(message, ErrorCode.NOT_COORDINATOR) from exc
-            partition.notify_appended()
 
     # Timers -------------------------------------------------------------------
 

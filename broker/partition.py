@@ -9,9 +9,13 @@ table belongs to the log (it is snapshotted and rebuilt with it).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import trio
+
+from kafkette.wire.errors import ErrorCode
+from kafkette.wire.record_batch import read_header
 
 if TYPE_CHECKING:
     from kafkette.log import PartitionLog
@@ -37,6 +41,24 @@ class Partition:
 
     def remove_waiter(self, event: trio.Event) -> None:
         self._waiters.discard(event)
+
+    async def append_batch(
+        self, batch: bytearray, check: Callable[[], ErrorCode] | None = None
+    ) -> ErrorCode:
+        """Append one batch the broker built itself (coordinators' records, markers).
+
+        In order with produce appends (under the append lock), after ``check``
+        if given (its error is returned and nothing is written), in a worker
+        thread; then long-polling fetches are woken. A storage failure raises.
+        """
+        async with self.append_lock:
+            if check is not None:
+                error = check()
+                if error != ErrorCode.NONE:
+                    return error
+            await trio.to_thread.run_sync(self.log.append, batch, [read_header(batch)])
+        self.notify_appended()
+        return ErrorCode.NONE
 
     def notify_appended(self) -> None:
         waiters, self._waiters = self._waiters, set()

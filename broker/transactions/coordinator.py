@@ -56,7 +56,6 @@ from kafkette.broker.transactions.state import (
     new_metadata,
 )
 from kafkette.wire.errors import ErrorCode
-from kafkette.wire.record_batch import read_header
 from kafkette.wire.records import Record, build_batch
 
 if TYPE_CHECKING:
@@ -397,12 +396,10 @@ class TransactionCoordinator:
         record = Record(0, 0, encode_key(transactional_id), value)
         batch = bytearray(build_batch([record], partition_leader_epoch=LEADER_EPOCH))
         try:
-            async with partition.append_lock:
-                await trio.to_thread.run_sync(partition.log.append, batch, [read_header(batch)])
+            await partition.append_batch(batch)
         except Exception as exc:  # KAFKA_STORAGE_ERROR: Kafka answers NOT_COORDINATOR
             storage_errors.failure("writing to", f"{TRANSACTION_STATE_TOPIC}-{index}", exc)
             raise _WriteFailed(ErrorCode.NOT_COORDINATOR) from exc
-        partition.notify_appended()
 
     async def _allocate_producer_id(self) -> int | None:
         try:

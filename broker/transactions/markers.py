@@ -15,14 +15,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import trio
-
 from kafkette.broker.clock import now_ms
 from kafkette.broker.groups import OFFSETS_TOPIC
 from kafkette.broker.partition import LEADER_EPOCH, Partition
 from kafkette.broker.throttled_log import storage_errors
 from kafkette.wire.errors import ErrorCode
-from kafkette.wire.record_batch import read_header
 from kafkette.wire.records import ControlRecordType, build_control_batch
 
 if TYPE_CHECKING:
@@ -92,11 +89,7 @@ async def append_marker(
             partition_leader_epoch=LEADER_EPOCH,
         )
     )
-    header = read_header(batch)
-    async with partition.append_lock:
-        verdict = partition.log.check_marker(producer_id, producer_epoch, coordinator_epoch)
-        if verdict != ErrorCode.NONE:
-            return verdict
-        await trio.to_thread.run_sync(partition.log.append, batch, [header])
-    partition.notify_appended()
-    return ErrorCode.NONE
+    return await partition.append_batch(
+        batch,
+        check=lambda: partition.log.check_marker(producer_id, producer_epoch, coordinator_epoch),
+    )
