@@ -38,7 +38,6 @@ from kafkette.broker.throttled_log import describe_error, storage_errors
 from kafkette.broker.topics import TopicError
 from kafkette.broker.transactions.markers import append_marker
 from kafkette.wire.errors import ErrorCode
-from kafkette.wire.record_batch import read_header
 from kafkette.wire.records import (
     ControlRecordType,
     Record,
@@ -194,9 +193,9 @@ class GroupCoordinator:
         transaction coordinator's verification of the offsets partition
         (``verify(partition index)``; under the lock, so a marker written by
         ``write_txn_marker`` is either before the check or after the commit,
-        never between them), then the partition's judgement of the producer as
-        for any transactional batch (``check_sequence``: an epoch older than the
-        one the partition has seen is INVALID_PRODUCER_EPOCH), so a refused
+        never between them), then the partition's judgement of the producer's epoch
+        (``check_producer_epoch``: one older than the partition has seen is
+        INVALID_PRODUCER_EPOCH), so a refused
         commit changes nothing. Raises ProducerRejected then, or
         CoordinatorUnavailable as ``run``.
         """
@@ -206,15 +205,9 @@ class GroupCoordinator:
             if error != ErrorCode.NONE:
                 raise ProducerRejected(error)
             partition = await self._offsets_partition(index)
-            probe = build_batch(
-                [Record(0, 0, b"", b"")],
-                producer_id=producer_id,
-                producer_epoch=producer_epoch,
-                transactional=True,
-            )
-            verdict = partition.log.check_sequence(read_header(probe))
-            if verdict.error:
-                raise ProducerRejected(verdict.error)
+            error = partition.log.check_producer_epoch(producer_id, producer_epoch)
+            if error != ErrorCode.NONE:
+                raise ProducerRejected(error)
             return await self._run_locked(call)
 
     async def write_txn_marker(
@@ -267,7 +260,7 @@ class GroupCoordinator:
             if verdict != ErrorCode.NONE:
                 return verdict
             outcome = self.state.complete_transaction(
-                partition=partition_index, producer_id=producer_id, committed=committed, now_ms=now
+                partition=partition_index, producer_id=producer_id, committed=committed
             )
             log.debug(
                 "%s marker of producer %d in %s: %d offsets committed",

@@ -51,7 +51,7 @@ from kafkette.log.retention import (
     retention_time_breached,
 )
 from kafkette.log.segment import AppendedBatch, LogSegment
-from kafkette.log.segment_swap import cleaned_path, commit_swap
+from kafkette.log.segment_swap import commit_swap
 from kafkette.log.transaction_index import AbortedTxn, collect_aborted
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.record_batch import LOG_OVERHEAD, BatchHeader, set_log_append_time
@@ -179,6 +179,11 @@ class PartitionLog:
         with self._state_lock:
             indexes = [s.txn_index.entries for s in self._segments]
         return [entry for entries in indexes for entry in list(entries)]
+
+    def check_producer_epoch(self, producer_id: int, producer_epoch: int) -> ErrorCode:
+        """INVALID_PRODUCER_EPOCH if this partition saw a newer epoch of the producer
+        (what a TxnOffsetCommit is judged on); call it under the append lock."""
+        return self._producer_state.table.check_epoch(producer_id, producer_epoch)
 
     def check_marker(
         self, producer_id: int, producer_epoch: int, coordinator_epoch: int
@@ -528,9 +533,6 @@ class PartitionLog:
             for segment in old:
                 segment.log.forget()  # readers holding its descriptor keep reading
             return True
-
-    def discard_cleaned(self, base_offset: int) -> None:
-        cleaned_path(self.directory, base_offset).unlink(missing_ok=True)
 
     # -------------------------------------------------------------- deletion
 

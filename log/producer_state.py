@@ -30,7 +30,6 @@ bounds the last stable offset.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from kafkette.wire.errors import ErrorCode
@@ -124,10 +123,14 @@ class ProducerStateTable:
     def get(self, producer_id: int) -> ProducerEntry | None:
         return self._entries.get(producer_id)
 
-    def items(self) -> Iterator[tuple[int, ProducerEntry]]:
-        """(producer id, entry) in producer id order (snapshots are deterministic)."""
-        for producer_id in sorted(self._entries):
-            yield producer_id, self._entries[producer_id]
+    def items(self) -> list[tuple[int, ProducerEntry]]:
+        """(producer id, entry) in producer id order (snapshots are deterministic).
+
+        From a copy of the dict (one C-level step under the GIL), so a reader on
+        the event loop (DescribeProducers) is safe while a worker thread appends
+        or expires producers.
+        """
+        return sorted(dict(self._entries).items())
 
     def put(self, producer_id: int, entry: ProducerEntry) -> None:
         """Install an entry as read from a snapshot."""
@@ -156,16 +159,22 @@ class ProducerStateTable:
         others = [first for pid, first in self._open.items() if pid != completed.producer_id]
         return min(others) if others else completed.last_offset + 1
 
+    def check_epoch(self, producer_id: int, producer_epoch: int) -> ErrorCode:
+        """INVALID_PRODUCER_EPOCH for an epoch older than the one this partition saw."""
+        entry = self._entries.get(producer_id)
+        if entry is not None and producer_epoch < entry.epoch:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        return ErrorCode.NONE
+
     def check_marker(
         self, producer_id: int, producer_epoch: int, coordinator_epoch: int
     ) -> ErrorCode:
         """May a COMMIT/ABORT marker with these epochs be written? (Kafka's appendEndTxnMarker)."""
+        error = self.check_epoch(producer_id, producer_epoch)
+        if error != ErrorCode.NONE:
+            return error
         entry = self._entries.get(producer_id)
-        if entry is None:
-            return ErrorCode.NONE
-        if producer_epoch < entry.epoch:
-            return ErrorCode.INVALID_PRODUCER_EPOCH
-        if coordinator_epoch < entry.coordinator_epoch:
+        if entry is not None and coordinator_epoch < entry.coordinator_epoch:
             return ErrorCode.TRANSACTION_COORDINATOR_FENCED
         return ErrorCode.NONE
 
@@ -298,6 +307,3 @@ class ProducerStateTable:
             del self._entries[producer_id]
         return len(expired)
 
-    def max_producer_id(self) -> int:
-        """Largest producer id known here, -1 if none."""
-        return max(self._entries, default=-1)

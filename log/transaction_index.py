@@ -193,10 +193,6 @@ class TransactionIndex:
         """The file is deleted or replaced: never write it again."""
         self._discarded = True
 
-    def delete(self) -> None:
-        self.path.unlink(missing_ok=True)
-        self.discard()
-
 
 def collect_aborted(
     entries: list[AbortedTxn], start_offset: int, upper_bound: int, out: list[tuple[int, int]]

@@ -99,7 +99,7 @@ class TxnOffsetsOps:
     # --- markers -----------------------------------------------------------------------
 
     def complete_transaction(
-        self, *, partition: int, producer_id: int, committed: bool, now_ms: int
+        self, *, partition: int, producer_id: int, committed: bool
     ) -> Outcome[int]:
         """A COMMIT (``committed``) or ABORT marker of ``producer_id`` is now in
         ``__consumer_offsets`` partition ``partition``: materialise or drop that
@@ -107,7 +107,6 @@ class TxnOffsetsOps:
 
         Result: how many offsets became committed. No records (the marker is
         the broker's write, done before this call)."""
-        del now_ms
         return self._done(self._apply_marker(partition, producer_id, committed))  # type: ignore[attr-defined]
 
     def has_pending_offsets(self, group_id: str, tp: TopicPartition | None = None) -> bool:

@@ -20,7 +20,6 @@ from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
     from kafkette.broker.server import Broker
-    from kafkette.log.producer_state import ProducerEntry, ProducerStateTable
     from kafkette.wire.connection import Request
 
 log = logging.getLogger("kafkette.transactions")
@@ -265,25 +264,6 @@ async def handle_describe_transactions(broker: Broker, request: Request) -> dict
     return {"throttle_time_ms": 0, "transaction_states": states}
 
 
-def _producer_entries(table: ProducerStateTable) -> list[tuple[int, ProducerEntry]]:
-    """The table's entries, read on the event loop while a worker thread may append
-    (new entries) or expire (fewer entries): ids first, then each entry still there."""
-    entries = []
-    for producer_id in _ids(table):
-        entry = table.get(producer_id)
-        if entry is not None:
-            entries.append((producer_id, entry))
-    return entries
-
-
-def _ids(table: ProducerStateTable) -> list[int]:
-    while True:
-        try:
-            return [producer_id for producer_id, _ in table.items()]
-        except (RuntimeError, KeyError):  # changed under us by a worker thread: again
-            continue
-
-
 async def handle_describe_producers(broker: Broker, request: Request) -> dict:
     """The producers a partition remembers (its producer table), as Kafka's
     ``kafka-transactions.sh describe-producers`` shows them."""
@@ -311,7 +291,7 @@ async def handle_describe_producers(broker: Broker, request: Request) -> dict:
                     "coordinator_epoch": entry.coordinator_epoch,
                     "current_txn_start_offset": entry.current_txn_first_offset,
                 }
-                for producer_id, entry in _producer_entries(partition.log.producer_state.table)
+                for producer_id, entry in partition.log.producer_state.table.items()
             ]
             partitions.append(
                 {

@@ -37,7 +37,7 @@ TopicPartition = tuple[str, int]
 
 
 def verify_offsets_partition(
-    broker: Broker, body: dict, version: int, offsets_partition: int
+    broker: Broker, body: dict, offsets_partition: int
 ) -> ErrorCode:
     """The transaction coordinator's check that this transaction added the group's
     offsets partition (AddOffsetsToTxn) with this producer id and current epoch.
@@ -50,7 +50,6 @@ def verify_offsets_partition(
     producer id cannot belong to any transaction (INVALID_PRODUCER_ID_MAPPING)
     and is never written as an ordinary commit.
     """
-    del version
     if body["producer_id"] < 0 or body["producer_epoch"] < 0:
         return ErrorCode.INVALID_PRODUCER_ID_MAPPING
     if not broker.config.transactions.transaction_partition_verification_enable:
@@ -110,7 +109,7 @@ async def _commit(
     try:
         outcome = await coordinator.run_transactional(
             call, group_id=group_id, producer_id=producer_id, producer_epoch=producer_epoch,
-            verify=lambda partition: verify_offsets_partition(broker, body, version, partition),
+            verify=lambda partition: verify_offsets_partition(broker, body, partition),
         )
     except (CoordinatorUnavailable, ProducerRejected) as exc:
         return dict.fromkeys(offsets, int(exc.code))

@@ -61,7 +61,7 @@ class Coordinator:
         partition = self.state.partition_for(group)
         self.log.append(TxnMarker(partition, pid, committed))
         return self.absorb(self.state.complete_transaction(
-            partition=partition, producer_id=pid, committed=committed, now_ms=self.now))
+            partition=partition, producer_id=pid, committed=committed))
 
     def fetch(self, group="g", partitions=None, stable=False) -> dict:
         result = self.state.fetch_offsets(group, partitions, stable)
