@@ -67,9 +67,12 @@ def _base_offset_of(path: Path) -> int | None:
     return None
 
 
-def remove_leftovers(directory: Path) -> list[int]:
-    """Delete interrupted-operation files; return base offsets of the ``.log`` files."""
+def remove_leftovers(directory: Path) -> tuple[list[int], set[int]]:
+    """Delete interrupted-operation files; return the base offsets of the ``.log``
+    files and those of the ``.txnindex`` files (from the same listing: most segments
+    have none, and opening 10,000 partitions must not try to open each)."""
     bases: set[int] = set()
+    txn_indexed: set[int] = set()
     orphans: list[Path] = []
     for path in directory.iterdir():
         name = path.name
@@ -83,10 +86,12 @@ def remove_leftovers(directory: Path) -> list[int]:
             bases.add(base)
         elif name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)):
             orphans.append(path)
+            if name.endswith(TXN_INDEX_SUFFIX):
+                txn_indexed.add(base)
     for path in orphans:
         if _base_offset_of(path) not in bases:
             path.unlink(missing_ok=True)
-    return sorted(bases)
+    return sorted(bases), txn_indexed & bases
 
 
 def load_log(directory: Path, config: LogConfig, now_ms: int, *, recover: bool) -> LoadedLog:
@@ -94,14 +99,16 @@ def load_log(directory: Path, config: LogConfig, now_ms: int, *, recover: bool) 
     directory.mkdir(parents=True, exist_ok=True)
     checkpoint = OffsetsCheckpoint.read(directory)
     complete_swaps(directory)
-    bases = remove_leftovers(directory)
+    bases, txn_indexed = remove_leftovers(directory)
     segments: list[LogSegment] = []
     result = LoadedLog(segments, checkpoint.log_start_offset, checkpoint.recovery_point)
     if (directory / CHECKPOINT_FILE_NAME).exists():
         result.checkpoint_on_disk = checkpoint
     first_unflushed = _first_unflushed_index(bases, checkpoint.recovery_point)
     for position, base in enumerate(bases):
-        segment, indexes_ok = LogSegment.open_existing(directory, base, config, now_ms)
+        segment, indexes_ok = LogSegment.open_existing(
+            directory, base, config, now_ms, has_txn_index=base in txn_indexed
+        )
         segments.append(segment)
         unflushed = recover and position >= first_unflushed
         if (unflushed or not segment.txn_index.intact) and result.replay_from is None:

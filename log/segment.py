@@ -168,9 +168,13 @@ class LogSegment:
 
     @classmethod
     def open_existing(
-        cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int
+        cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int,
+        *, has_txn_index: bool = True,
     ) -> tuple[LogSegment, bool]:
         """Open a segment's files; returns (segment, indexes_ok).
+
+        ``has_txn_index=False`` (the caller's directory listing shows no
+        ``.txnindex``) skips trying to read one.
 
         When ``indexes_ok`` is False the indexes are empty and the caller must
         :meth:`recover` the segment (which rebuilds them).
@@ -213,7 +217,8 @@ class LogSegment:
         if time_index is None:
             time_index = TimeIndex(time_path, base_offset, config.max_index_bytes)
             time_index.reset()
-        txn_index = TransactionIndex.load(cls.path_for(directory, base_offset, TXN_INDEX_SUFFIX))
+        txn_path = cls.path_for(directory, base_offset, TXN_INDEX_SUFFIX)
+        txn_index = TransactionIndex.load(txn_path) if has_txn_index else TransactionIndex(txn_path)
         segment = cls(directory, base_offset, log, offset_index, time_index, now_ms, txn_index)
         segment.size = log_size
         return segment, ok
