@@ -117,7 +117,7 @@ class PartitionLog:
         log._written_checkpoint = loaded.checkpoint_on_disk or OffsetsCheckpoint(0, 0)
         log.write_checkpoint()  # only if recovery changed it
         log._producer_state.load(
-            log._segments, log._log_end_offset, clock(), loaded.replay_from
+            log._segments, log._log_end_offset, clock(), loaded.replay_from, loaded.snapshots
         )
         return log
 

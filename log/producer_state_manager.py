@@ -87,14 +87,18 @@ class ProducerStateManager:
 
     def load(
         self, segments: Sequence[LogSegment], log_end: int, now_ms: int,
-        replay_from: int | None = None,
+        replay_from: int | None = None, snapshots: list[int] | None = None,
     ) -> None:
         """Rebuild the table for a log just opened (and recovered) with ``log_end``.
 
         ``replay_from``: replay from a snapshot at or below this offset (the
         abort indexes from there on are recomputed), not just the newest one.
+        ``snapshots``: the snapshot offsets, if the caller's directory listing
+        has them already (else the directory is listed).
         """
-        self._snapshots = list_snapshots(self.directory)
+        self._snapshots = (
+            sorted(snapshots) if snapshots is not None else list_snapshots(self.directory)
+        )
         self.delete_snapshots_above(log_end)
         self._rebuild(segments, now_ms, replay_from)
 

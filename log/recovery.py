@@ -28,18 +28,20 @@ from pathlib import Path
 
 from kafkette.log.checkpoint import CHECKPOINT_FILE_NAME, TEMP_SUFFIX, OffsetsCheckpoint
 from kafkette.log.config import LogConfig
+from kafkette.log.producer_snapshot import SNAPSHOT_SUFFIX
 from kafkette.log.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,
     LogSegment,
 )
-from kafkette.log.segment_swap import complete_swaps
+from kafkette.log.segment_swap import SWAP_SUFFIX, complete_swaps
 from kafkette.log.transaction_index import TXN_INDEX_SUFFIX
 
 _log = logging.getLogger(__name__)
 
 LEFTOVER_SUFFIXES = (".deleted", ".swap", ".cleaned", TEMP_SUFFIX)
+SWAP_LOG_SUFFIX = LOG_SUFFIX + SWAP_SUFFIX
 
 
 @dataclass
@@ -58,6 +60,8 @@ class LoadedLog:
     # the first unflushed segment after an unclean stop, or a segment whose
     # ``.txnindex`` was torn. None: the newest snapshot will do.
     replay_from: int | None = None
+    # Offsets of the producer snapshot files found (ascending).
+    snapshots: list[int] = field(default_factory=list)
 
 
 def _base_offset_of(path: Path) -> int | None:
@@ -67,14 +71,28 @@ def _base_offset_of(path: Path) -> int | None:
     return None
 
 
-def remove_leftovers(directory: Path) -> tuple[list[int], set[int]]:
-    """Delete interrupted-operation files; return the base offsets of the ``.log``
-    files and those of the ``.txnindex`` files (from the same listing: most segments
-    have none, and opening 10,000 partitions must not try to open each)."""
+@dataclass
+class DirectoryListing:
+    """What one listing of a partition directory tells the open of its log, so that
+    opening 10,000 partitions lists each directory once and tries no absent file."""
+
+    bases: list[int]  # of the .log files, ascending
+    txn_indexed: set[int]  # segments that have a .txnindex
+    snapshots: list[int]  # offsets of the producer snapshots, ascending
+
+
+def remove_leftovers(directory: Path) -> DirectoryListing:
+    """Finish interrupted swaps, delete interrupted-operation files and orphan
+    indexes; return what the directory then holds."""
+    paths = list(directory.iterdir())
+    if any(path.name.endswith(SWAP_LOG_SUFFIX) for path in paths):
+        complete_swaps(directory)
+        paths = list(directory.iterdir())
     bases: set[int] = set()
     txn_indexed: set[int] = set()
+    snapshots: list[int] = []
     orphans: list[Path] = []
-    for path in directory.iterdir():
+    for path in paths:
         name = path.name
         if any(name.endswith(suffix) for suffix in LEFTOVER_SUFFIXES):
             path.unlink(missing_ok=True)
@@ -88,20 +106,25 @@ def remove_leftovers(directory: Path) -> tuple[list[int], set[int]]:
             orphans.append(path)
             if name.endswith(TXN_INDEX_SUFFIX):
                 txn_indexed.add(base)
+        elif name.endswith(SNAPSHOT_SUFFIX):
+            snapshots.append(base)
     for path in orphans:
         if _base_offset_of(path) not in bases:
             path.unlink(missing_ok=True)
-    return sorted(bases), txn_indexed & bases
+    return DirectoryListing(sorted(bases), txn_indexed & bases, sorted(snapshots))
 
 
 def load_log(directory: Path, config: LogConfig, now_ms: int, *, recover: bool) -> LoadedLog:
     """Open (and if needed recover) the segments of one partition directory."""
     directory.mkdir(parents=True, exist_ok=True)
     checkpoint = OffsetsCheckpoint.read(directory)
-    complete_swaps(directory)
-    bases, txn_indexed = remove_leftovers(directory)
+    listing = remove_leftovers(directory)
+    bases, txn_indexed = listing.bases, listing.txn_indexed
     segments: list[LogSegment] = []
-    result = LoadedLog(segments, checkpoint.log_start_offset, checkpoint.recovery_point)
+    result = LoadedLog(
+        segments, checkpoint.log_start_offset, checkpoint.recovery_point,
+        snapshots=listing.snapshots,
+    )
     if (directory / CHECKPOINT_FILE_NAME).exists():
         result.checkpoint_on_disk = checkpoint
     first_unflushed = _first_unflushed_index(bases, checkpoint.recovery_point)
