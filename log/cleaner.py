@@ -67,7 +67,7 @@ from pathlib import Path
 from typing import Protocol
 
 from kafkette.log.config import INT_MAX
-from kafkette.log.file_region import FileGone
+from kafkette.log.file_region import FileGone, OpenFile
 from kafkette.log.offset_map import OffsetMap
 from kafkette.log.partition_log import PartitionLog
 from kafkette.log.producer_state_manager import marker_of
@@ -246,46 +246,34 @@ def _open_for_reading(path: str) -> int:
         raise FileGone(f"{path} was deleted") from None
 
 
-def _pread(fd: int, length: int, position: int) -> bytes:
-    data = os.pread(fd, length, position)
-    while len(data) < length:
-        more = os.pread(fd, length - len(data), position + len(data))
-        if not more:
-            break
-        data += more
-    return data
-
-
 def _batches(
     segment: SegmentSource, throttler: Throttler, stats: CleanStats
 ) -> Iterator[tuple[BatchHeader, bytes]]:
     """Every batch of a closed segment, read in large chunks (FileGone if it was deleted)."""
-    fd = _open_for_reading(segment.path)
-    try:
-        position, end = 0, segment.size
-        while position < end:
-            chunk = _pread(fd, min(READ_CHUNK_BYTES, end - position), position)
-            throttler.account(len(chunk))
-            stats.bytes_read += len(chunk)
-            offset = 0
-            while True:
-                size = batch_size_at(chunk, offset)
-                if size is None or offset + size > len(chunk):
-                    break
-                yield read_header(chunk, offset), chunk[offset : offset + size]
-                offset += size
-            if offset == 0:
-                size = batch_size_at(chunk, 0)
-                if size is None or size < HEADER_SIZE or position + size > end:
-                    raise InvalidBatchError(f"{segment.path}: bad batch at {position}")
-                data = _pread(fd, size, position)
-                throttler.account(len(data))
-                stats.bytes_read += len(data)
-                yield read_header(data, 0), data
-                offset = size
-            position += offset
-    finally:
-        os.close(fd)
+    # Closed when the generator ends or is dropped (OpenFile owns the descriptor).
+    handle = OpenFile(_open_for_reading(segment.path), segment.path)
+    position, end = 0, segment.size
+    while position < end:
+        chunk = handle.pread(min(READ_CHUNK_BYTES, end - position), position)
+        throttler.account(len(chunk))
+        stats.bytes_read += len(chunk)
+        offset = 0
+        while True:
+            size = batch_size_at(chunk, offset)
+            if size is None or offset + size > len(chunk):
+                break
+            yield read_header(chunk, offset), chunk[offset : offset + size]
+            offset += size
+        if offset == 0:
+            size = batch_size_at(chunk, 0)
+            if size is None or size < HEADER_SIZE or position + size > end:
+                raise InvalidBatchError(f"{segment.path}: bad batch at {position}")
+            data = handle.pread(size, position)
+            throttler.account(len(data))
+            stats.bytes_read += len(data)
+            yield read_header(data, 0), data
+            offset = size
+        position += offset
 
 
 class TxnCleanState:
