@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
+
+from kafkette.broker.config_section import from_kafka_properties, kafka_names
 
 INT32_MAX = 2**31 - 1
 
@@ -36,12 +38,7 @@ class GroupConfig:
     def from_properties(cls, props: Mapping[str, str | int]) -> GroupConfig:
         """Build from Kafka-named properties (``group.max.size`` ...); unknown
         names are ignored so a whole ``server.properties`` can be passed."""
-        values = {
-            field_name: int(props[kafka_name])
-            for kafka_name, field_name in KAFKA_NAMES.items()
-            if kafka_name in props
-        }
-        return cls(**values)
+        return from_kafka_properties(cls, props)
 
 
-KAFKA_NAMES: dict[str, str] = {f.name.replace("_", "."): f.name for f in fields(GroupConfig)}
+KAFKA_NAMES: dict[str, str] = kafka_names(GroupConfig)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
+
+from kafkette.broker.config_section import from_kafka_properties, kafka_names
 
 
 @dataclass(frozen=True)
@@ -22,18 +24,7 @@ class TransactionConfig:
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> TransactionConfig:
         """Build from Kafka-named properties; other names are ignored."""
-        values: dict[str, object] = {}
-        for kafka_name, field_name in KAFKA_NAMES.items():
-            if kafka_name in props:
-                raw = str(props[kafka_name]).strip()
-                values[field_name] = (
-                    raw.lower() == "true"
-                    if field_name == "transaction_partition_verification_enable"
-                    else int(raw)
-                )
-        return cls(**values)  # type: ignore[arg-type]
+        return from_kafka_properties(cls, props)
 
 
-KAFKA_NAMES: dict[str, str] = {
-    f.name.replace("_", "."): f.name for f in fields(TransactionConfig)
-}
+KAFKA_NAMES: dict[str, str] = kafka_names(TransactionConfig)
