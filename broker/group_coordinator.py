@@ -32,7 +32,7 @@ from kafkette.broker import groups
 from kafkette.broker.clock import now_ms
 from kafkette.broker.groups import OFFSETS_TOPIC
 from kafkette.broker.groups.config import GroupConfig
-from kafkette.broker.internal_topic_reader import replay_batches
+from kafkette.broker.internal_topics import create_if_missing, partitions_in_use, replay_batches
 from kafkette.broker.partition import Partition
 from kafkette.broker.throttled_log import describe_error, storage_errors
 from kafkette.broker.topics import TopicError
@@ -121,17 +121,15 @@ class GroupCoordinator:
         The topic is created on the first write (as Kafka creates it on first
         use), so a fresh broker starts without making 50 partitions.
         """
-        existing = self.broker.topics.metadata(OFFSETS_TOPIC)
-        if existing is None:
+        in_use = partitions_in_use(
+            self.broker.topics, OFFSETS_TOPIC, self.config.offsets_topic_num_partitions,
+            "offsets.topic.num.partitions",
+        )
+        if in_use is None:
             return
-        if existing.partitions != self.config.offsets_topic_num_partitions:
-            log.info(
-                "%s has %d partitions (offsets.topic.num.partitions=%d is used only at creation)",
-                OFFSETS_TOPIC,
-                existing.partitions,
-                self.config.offsets_topic_num_partitions,
-            )
-            self.config = replace(self.config, offsets_topic_num_partitions=existing.partitions)
+        self.config = replace(self.config, offsets_topic_num_partitions=in_use)
+        existing = self.broker.topics.metadata(OFFSETS_TOPIC)
+        assert existing is not None
         if existing.configs.get("cleanup.policy") != "compact":
             # Made by a kafkette that did not compact it yet (retention.ms=-1): compact it now.
             await self.broker.topics.set_configs(
@@ -154,16 +152,13 @@ class GroupCoordinator:
 
     async def _offsets_partition(self, index: int) -> Partition:
         topics = self.broker.topics
-        if topics.metadata(OFFSETS_TOPIC) is None:
-            try:
-                await topics.create(
-                    OFFSETS_TOPIC,
-                    self.config.offsets_topic_num_partitions,
-                    offsets_topic_configs(self.config),
-                )
-            except TopicError as exc:
-                if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
-                    raise CoordinatorUnavailable(exc.message) from exc
+        try:
+            await create_if_missing(
+                topics, OFFSETS_TOPIC, self.config.offsets_topic_num_partitions,
+                offsets_topic_configs(self.config),
+            )
+        except TopicError as exc:
+            raise CoordinatorUnavailable(exc.message) from exc
         partition = topics.partition(OFFSETS_TOPIC, index)
         if partition is None:
             raise CoordinatorUnavailable(f"{OFFSETS_TOPIC}-{index} does not exist")

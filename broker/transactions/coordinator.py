@@ -34,7 +34,7 @@ import trio
 from kafkette.broker.clock import now_ms
 from kafkette.broker.groups import OFFSETS_TOPIC
 from kafkette.broker.groups.partitioning import java_string_hash, kafka_abs
-from kafkette.broker.internal_topic_reader import replay_batches
+from kafkette.broker.internal_topics import create_if_missing, partitions_in_use, replay_batches
 from kafkette.broker.partition import LEADER_EPOCH
 from kafkette.broker.throttled_log import ThrottledLog, describe_error, storage_errors
 from kafkette.broker.topics import TopicError
@@ -121,18 +121,13 @@ class TransactionCoordinator:
 
     async def load(self) -> None:
         """Rebuild every id's state from ``__transaction_state``, if it exists yet."""
-        existing = self.broker.topics.metadata(TRANSACTION_STATE_TOPIC)
-        if existing is None:
+        in_use = partitions_in_use(
+            self.broker.topics, TRANSACTION_STATE_TOPIC, self.num_partitions,
+            "transaction.state.log.num.partitions",
+        )
+        if in_use is None:
             return
-        if existing.partitions != self.num_partitions:
-            log.info(
-                "%s has %d partitions (transaction.state.log.num.partitions=%d is used only"
-                " at creation)",
-                TRANSACTION_STATE_TOPIC,
-                existing.partitions,
-                self.num_partitions,
-            )
-            self.num_partitions = existing.partitions
+        self.num_partitions = in_use
         partitions = self.broker.topics.partitions(TRANSACTION_STATE_TOPIC)
         records = await trio.to_thread.run_sync(_read_all_records, partitions)
         for key, value in records:
@@ -173,19 +168,16 @@ class TransactionCoordinator:
 
     async def ensure_topic(self) -> ErrorCode:
         """Create ``__transaction_state`` on first use (FindCoordinator, first write)."""
-        topics = self.broker.topics
-        if topics.metadata(TRANSACTION_STATE_TOPIC) is not None:
-            return ErrorCode.NONE
         try:
-            await topics.create(
+            await create_if_missing(
+                self.broker.topics,
                 TRANSACTION_STATE_TOPIC,
                 self.num_partitions,
                 transaction_state_configs(self.config.transaction_state_log_segment_bytes),
             )
         except TopicError as exc:
-            if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
-                log.warning("cannot create %s: %s", TRANSACTION_STATE_TOPIC, exc.message)
-                return ErrorCode.COORDINATOR_NOT_AVAILABLE
+            log.warning("cannot create %s: %s", TRANSACTION_STATE_TOPIC, exc.message)
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
         return ErrorCode.NONE
 
     # Lookups (admin, produce verification) --------------------------------

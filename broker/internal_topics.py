@@ -1,0 +1,70 @@
+"""What the group and transaction coordinators do alike with their internal topic.
+
+``__consumer_offsets`` and ``__transaction_state`` are created on first use,
+with the partition count configured then (a later change of
+``offsets.topic.num.partitions`` / ``transaction.state.log.num.partitions``
+is ignored, as in Kafka), and replayed on start: whole batches from the log
+start to the log end, decoded, records below the log start (a batch
+straddling a DeleteRecords) left out.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from kafkette.broker.topics import TopicError
+from kafkette.wire.errors import ErrorCode
+from kafkette.wire.records import Record, decode_batches
+
+if TYPE_CHECKING:
+    from kafkette.broker.topics import TopicRegistry
+    from kafkette.log import PartitionLog
+    from kafkette.wire.record_batch import BatchHeader
+
+log = logging.getLogger("kafkette.server")
+
+READ_CHUNK_BYTES = 4 * 1024 * 1024
+
+
+def partitions_in_use(
+    topics: TopicRegistry, name: str, configured: int, config_name: str
+) -> int | None:
+    """The topic's partition count (None if it does not exist yet); says so once
+    when the configured count differs, which only applies at creation."""
+    existing = topics.metadata(name)
+    if existing is None:
+        return None
+    if existing.partitions != configured:
+        log.info("%s has %d partitions (%s=%d is used only at creation)",
+                 name, existing.partitions, config_name, configured)
+    return existing.partitions
+
+
+async def create_if_missing(
+    topics: TopicRegistry, name: str, partitions: int, configs: dict[str, str]
+) -> None:
+    """Create the topic unless it exists (a concurrent creation is fine); raises
+    TopicError for any other failure."""
+    if topics.metadata(name) is not None:
+        return
+    try:
+        await topics.create(name, partitions, configs)
+    except TopicError as exc:
+        if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+            raise
+
+
+def replay_batches(partition_log: PartitionLog) -> Iterator[tuple[BatchHeader, list[Record]]]:
+    """Every batch of the log in order, with its records at or above the log start."""
+    start = offset = partition_log.log_start_offset
+    while offset < partition_log.log_end_offset:
+        batches = decode_batches(partition_log.read(offset, READ_CHUNK_BYTES).to_bytes())
+        if not batches:
+            return
+        for header, records in batches:
+            if header.base_offset < start:
+                records = [r for r in records if (r.offset or 0) >= start]
+            yield header, records
+            offset = header.next_offset
