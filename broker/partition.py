@@ -20,18 +20,22 @@ from kafkette.wire.record_batch import read_header
 if TYPE_CHECKING:
     from kafkette.log import PartitionLog
 
-LEADER_EPOCH = 0  # one node, never re-elected: every batch carries epoch 0
+LEADER_EPOCH = 0  # one node, never re-elected: every batch carries epoch 0 (single-node mode)
 
 
 class Partition:
     """A topic partition served by this broker. Not thread-safe: event loop only."""
 
-    __slots__ = ("_waiters", "append_lock", "index", "log", "topic")
+    __slots__ = ("_waiters", "append_lock", "index", "leader_epoch", "log", "topic")
 
     def __init__(self, topic: str, index: int, log: PartitionLog) -> None:
         self.topic = topic
         self.index = index
         self.log = log
+        # The epoch this broker knows for the partition: stamped into produced batches
+        # and checked against requests' current_leader_epoch. Always 0 on a single node;
+        # in cluster mode the replica manager sets it from ZooKeeper's partition state.
+        self.leader_epoch = LEADER_EPOCH
         self.append_lock = trio.Lock()
         self._waiters: set[trio.Event] = set()
 
