@@ -26,7 +26,7 @@ LEADER_EPOCH = 0  # one node, never re-elected: every batch carries epoch 0 (sin
 class Partition:
     """A topic partition served by this broker. Not thread-safe: event loop only."""
 
-    __slots__ = ("_waiters", "append_lock", "index", "leader_epoch", "log", "topic")
+    __slots__ = ("_waiters", "append_lock", "index", "leader_epoch", "log", "on_append", "topic")
 
     def __init__(self, topic: str, index: int, log: PartitionLog) -> None:
         self.topic = topic
@@ -36,6 +36,10 @@ class Partition:
         # and checked against requests' current_leader_epoch. Always 0 on a single node;
         # in cluster mode the replica manager sets it from ZooKeeper's partition state.
         self.leader_epoch = LEADER_EPOCH
+        # Cluster mode, while this broker leads the partition: the replica manager's
+        # hook that moves the high watermark after any append (produce, coordinators,
+        # markers). None on a single node, where the HW is the log end offset.
+        self.on_append: Callable[[Partition], None] | None = None
         self.append_lock = trio.Lock()
         self._waiters: set[trio.Event] = set()
 
@@ -65,6 +69,8 @@ class Partition:
         return ErrorCode.NONE
 
     def notify_appended(self) -> None:
+        if self.on_append is not None:
+            self.on_append(self)
         waiters, self._waiters = self._waiters, set()
         for event in waiters:
             event.set()

@@ -13,10 +13,10 @@ end of the epoch the leader answered), so a tail the old leader never
 replicated cannot survive beside the new leader's records. A follower with no
 epoch recorded falls back to its high watermark, as Kafka does.
 
-Errors: NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH mean the metadata here
-is stale: the partition waits for the replica manager to hand it over again
-with the next snapshot. Anything else (connection, UNKNOWN_LEADER_EPOCH:
-the leader has not learned its epoch yet) is retried after
+Errors: FENCED_LEADER_EPOCH means the metadata here is stale: the partition
+waits for the replica manager to hand it over again with the next snapshot.
+Anything else (connection, UNKNOWN_LEADER_EPOCH or NOT_LEADER_OR_FOLLOWER: the
+leader has not applied the snapshot that makes it leader yet) is retried after
 ``replica.fetch.backoff.ms``.
 """
 
@@ -43,7 +43,8 @@ log = logging.getLogger("kafkette.replica_fetcher")
 
 FETCH_VERSION = 12
 OFFSET_FOR_LEADER_EPOCH_VERSION = 3
-_STALE_METADATA = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
+# Our epoch is older than the leader's: only newer metadata can help.
+_STALE_METADATA = (ErrorCode.FENCED_LEADER_EPOCH,)
 
 
 @dataclass(slots=True)

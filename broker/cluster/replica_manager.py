@@ -61,6 +61,10 @@ class LeaderState:
     partition: Partition
     replication: LeaderReplication
     state: PartitionState  # the state znode as last known (zk_version for conditional writes)
+    # Same number while this broker leads without a break, across epoch bumps that keep
+    # it leader (the controller removing a dead follower from the ISR): acks=all waits
+    # survive those, not a leadership that went elsewhere and came back.
+    tenure: int
     changed: trio.Event = field(default_factory=trio.Event)
     isr_update_pending: bool = False
 
@@ -93,6 +97,7 @@ class ReplicaManager:
         self._checkpointed_hws: dict[Key, int] = {}
         self._metadata_lock = trio.Lock()
         self._nursery: trio.Nursery | None = None
+        self._tenures = 0
 
     # --- lifecycle -------------------------------------------------------------------
 
@@ -196,9 +201,15 @@ class ReplicaManager:
                 log_.high_watermark,
                 _now_ms(),
             )
-            lead = LeaderState(partition, replication, state)
             old = self._leading.get(key)
+            if old is not None and old.partition is partition:
+                tenure = old.tenure
+            else:
+                self._tenures += 1
+                tenure = self._tenures
+            lead = LeaderState(partition, replication, state, tenure)
             self._leading[key] = lead
+            partition.on_append = self.on_leader_append
         if old is not None:
             old.notify()
         log.info(
@@ -216,6 +227,7 @@ class ReplicaManager:
         self, key: Key, partition: Partition, state: PartitionState, leader: BrokerInfo
     ) -> None:
         old = self._leading.pop(key, None)
+        partition.on_append = None
         if old is not None or partition.leader_epoch != state.leader_epoch:
             async with partition.append_lock:  # no produce append straddles the change
                 partition.leader_epoch = state.leader_epoch
@@ -240,6 +252,7 @@ class ReplicaManager:
     async def _become_neither(self, key: Key) -> None:
         old = self._leading.pop(key, None)
         if old is not None:
+            old.partition.on_append = None
             old.notify()
             log.info("no longer leader of %s-%d", key[0], key[1])
         self._stop_following(key)
@@ -329,15 +342,13 @@ class ReplicaManager:
         below min.insync.replicas meanwhile, NOT_LEADER_OR_FOLLOWER if leadership
         moved, REQUEST_TIMED_OUT when ``timeout_s`` runs out."""
         key = (partition.topic, partition.index)
-        epoch = partition.leader_epoch
+        first = self._leading.get(key)
+        if first is None or first.partition is not partition:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
         with trio.move_on_after(max(timeout_s, 0)):
             while True:
                 lead = self._leading.get(key)
-                if (
-                    lead is None
-                    or lead.partition is not partition
-                    or lead.replication.leader_epoch != epoch
-                ):
+                if lead is None or lead.partition is not partition or lead.tenure != first.tenure:
                     return ErrorCode.NOT_LEADER_OR_FOLLOWER
                 if lead.replication.high_watermark > last_offset:
                     if len(lead.replication.isr) < self.min_insync_replicas(partition.topic):
@@ -347,7 +358,8 @@ class ReplicaManager:
         return ErrorCode.REQUEST_TIMED_OUT
 
     def on_leader_append(self, partition: Partition) -> None:
-        """After a produce append: with the leader alone in the ISR the HW moves now."""
+        """``Partition.on_append`` while leading: after any append the HW may move now
+        (at once when the leader is alone in the ISR)."""
         lead = self._leading.get((partition.topic, partition.index))
         if lead is not None and lead.partition is partition:
             self._advance_high_watermark(lead)

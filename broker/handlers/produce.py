@@ -278,9 +278,7 @@ async def _append_all(
             await trio.to_thread.run_sync(_validate_and_write, work)
         for item in work:
             if item.response["error_code"] == 0 and item.duplicate is None:
-                item.partition.notify_appended()
-                if replicas is not None:
-                    replicas.on_leader_append(item.partition)
+                item.partition.notify_appended()  # in cluster mode this moves the HW too
 
 
 def _still_leader(replicas: ReplicaManager, item: _Append) -> bool:
