@@ -1,0 +1,1 @@
+"""kafkette as a cluster: brokers coordinated through ZooKeeper (only with zookeeper.connect)."""
