@@ -8,6 +8,13 @@ and say ``apt-get install zookeeper`` in one line when there is nothing to run.
 
 from __future__ import annotations
 
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -81,3 +88,126 @@ def test_missing_zookeeper_says_how_to_install_it(tmp_path: Path) -> None:
         assert "\n" not in message
     assert str(empty) in str(missing_jars.value)
     assert "java" in str(missing_java.value)
+
+
+# --- kafkette cluster ------------------------------------------------------------
+
+CLUSTER_READY = re.compile(r"^kafkette cluster ready on (\S+)$")
+
+
+class Launcher:
+    """``kafkette cluster`` as a child process; stdout lines collected by a thread."""
+
+    def __init__(self, data_dir: Path, *args: str, env: dict[str, str] | None = None) -> None:
+        self.data_dir = data_dir
+        self.stderr_path = data_dir.parent / f"{data_dir.name}-launcher.log"
+        self.stdout_lines: list[str] = []
+        self._ready = threading.Event()
+        with self.stderr_path.open("w") as stderr:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "kafkette", "cluster", "--data-dir", str(data_dir), *args],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr, text=True,
+                env={**os.environ, **(env or {})},
+            )
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.stdout_lines.append(line.rstrip("\n"))
+            if CLUSTER_READY.match(line.rstrip("\n")):
+                self._ready.set()
+        self._ready.set()
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+    def wait_ready(self, timeout: float = 180.0) -> list[str]:
+        """The brokers' addresses from the ready line."""
+        self._ready.wait(timeout)
+        for line in self.stdout_lines:
+            if match := CLUSTER_READY.match(line):
+                return match.group(1).split(",")
+        raise AssertionError(
+            f"no ready line within {timeout:g}s (exit {self.process.poll()}, "
+            f"stdout {self.stdout_lines!r}):\n{self.stderr()[-5000:]}"
+        )
+
+    def wait_exit(self, timeout: float = 90.0) -> int:
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"kafkette cluster still running after {timeout:g}s") from None
+
+    def zookeeper_port(self) -> int:
+        config = (self.data_dir / "zookeeper" / "zoo.cfg").read_text()
+        return int(re.search(r"^clientPort=(\d+)$", config, re.M).group(1))  # type: ignore[union-attr]
+
+    def cleanup(self) -> None:
+        """Whatever is left (the launcher, or children it left behind): SIGTERM, then SIGKILL."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        for pid in _pids_mentioning(str(self.data_dir)):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _pids_mentioning(text: str) -> list[int]:
+    """Processes whose command line names ``text`` (this test's own data dir)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline:
+            pids.append(int(entry.name))
+    return pids
+
+
+@pytest.fixture
+def launcher(tmp_path: Path) -> Iterator[Callable[..., Launcher]]:
+    started: list[Launcher] = []
+
+    def start(*args: str, env: dict[str, str] | None = None) -> Launcher:
+        process = Launcher(tmp_path / f"cluster-{len(started)}", *args, env=env)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.cleanup()
+
+
+def test_cluster_command_without_zookeeper_says_how_to_install_it(
+    tmp_path: Path, launcher
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    process = launcher("--brokers", "1", env={"ZOOKEEPER_HOME": str(empty)})
+    assert process.wait_exit() == 1
+    assert process.stdout_lines == []
+    lines = process.stderr().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("kafkette: ZooKeeper is not installed")
+    assert "apt-get install zookeeper" in lines[0]
+
+
+def test_broker_that_cannot_start_stops_the_cluster_and_its_zookeeper(
+    zookeeper, launcher
+) -> None:
+    # zookeeper: skips here too when ZooKeeper is not installed.
+    process = launcher("--brokers", "2", "--config", "no.such.config=1")
+    assert process.wait_exit() == 1
+    assert process.stdout_lines == []
+    last = process.stderr().splitlines()[-1]
+    assert last.startswith("kafkette: broker "), last
+    assert "before it was ready" in last and "no.such.config" in last
+    assert not ruok("127.0.0.1", process.zookeeper_port())
+    assert _pids_mentioning(str(process.data_dir)) == []
