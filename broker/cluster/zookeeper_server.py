@@ -271,7 +271,7 @@ class ZooKeeperServer:
         """``start`` for Trio: sleeps with trio between probes, each probe in a thread."""
         import trio
 
-        with trio.fail_after(timeout):
+        with trio.move_on_after(timeout):
             for attempt in range(3):
                 await trio.to_thread.run_sync(self.launch)
                 while not await trio.to_thread.run_sync(self._probe_once):
@@ -282,7 +282,8 @@ class ZooKeeperServer:
                     return self
                 if not self._retry_port(attempt):
                     raise ZooKeeperStartError(self._failure("the server exited"))
-        raise AssertionError("unreachable")  # pragma: no cover
+        await self.stop_async()
+        raise ZooKeeperStartError(self._failure(f"no imok within {timeout:g}s"))
 
     async def stop_async(self, grace: float = STOP_GRACE_SECONDS) -> int | None:
         """``stop`` in a worker thread; shielded, so a cancelled caller never leaks the JVM."""

@@ -14,10 +14,14 @@ import signal
 import subprocess
 import sys
 import threading
+import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkette.broker.cluster.zookeeper_server import (
     ZooKeeperNotInstalled,
@@ -88,6 +92,23 @@ def test_missing_zookeeper_says_how_to_install_it(tmp_path: Path) -> None:
         assert "\n" not in message
     assert str(empty) in str(missing_jars.value)
     assert "java" in str(missing_java.value)
+
+
+def test_tarball_layout_runs_every_jar_of_its_lib_folder(tmp_path: Path) -> None:
+    home = tmp_path / "apache-zookeeper-3.9.2-bin"
+    (home / "lib").mkdir(parents=True)
+    for name in ("zookeeper-jute-3.9.2.jar", "zookeeper-3.9.2.jar", "netty-handler-4.1.jar"):
+        (home / "lib" / name).write_bytes(b"")  # no manifest: its dependencies sit beside it
+    java_home = tmp_path / "jdk"
+    (java_home / "bin").mkdir(parents=True)
+    (java_home / "bin" / "java").write_text("#!/bin/sh\n")
+    (java_home / "bin" / "java").chmod(0o755)
+    install = find_zookeeper(environ={"ZOOKEEPER_HOME": str(home), "JAVA_HOME": str(java_home)})
+    assert install.java == str(java_home / "bin" / "java")
+    assert install.classpath == (str(home / "lib" / "*"),)
+    command = install.command(tmp_path / "zoo.cfg")
+    assert command[-2:] == ["org.apache.zookeeper.server.quorum.QuorumPeerMain",
+                            str(tmp_path / "zoo.cfg")]
 
 
 # --- kafkette cluster ------------------------------------------------------------
@@ -199,10 +220,18 @@ def test_cluster_command_without_zookeeper_says_how_to_install_it(
     assert "apt-get install zookeeper" in lines[0]
 
 
+@pytest.fixture
+def zookeeper_installed() -> None:
+    """Skip (with the install hint) where ``kafkette cluster`` has no ZooKeeper to start."""
+    try:
+        find_zookeeper()
+    except ZooKeeperNotInstalled as exc:
+        pytest.skip(str(exc))
+
+
 def test_broker_that_cannot_start_stops_the_cluster_and_its_zookeeper(
-    zookeeper, launcher
+    zookeeper_installed, launcher
 ) -> None:
-    # zookeeper: skips here too when ZooKeeper is not installed.
     process = launcher("--brokers", "2", "--config", "no.such.config=1")
     assert process.wait_exit() == 1
     assert process.stdout_lines == []
@@ -211,3 +240,66 @@ def test_broker_that_cannot_start_stops_the_cluster_and_its_zookeeper(
     assert "before it was ready" in last and "no.such.config" in last
     assert not ruok("127.0.0.1", process.zookeeper_port())
     assert _pids_mentioning(str(process.data_dir)) == []
+
+
+def test_three_brokers_serve_a_replicated_topic_and_stop_on_sigterm(
+    zookeeper_installed, launcher, wait_until
+) -> None:
+    process = launcher("--brokers", "3", "--config", "min.insync.replicas=2")
+    addresses = process.wait_ready()
+    assert len(addresses) == 3
+    assert process.stdout_lines == [f"kafkette cluster ready on {','.join(addresses)}"]
+    bootstrap = ",".join(addresses)
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    brokers = admin.list_topics(timeout=30).brokers
+    assert sorted(f"{b.host}:{b.port}" for b in brokers.values()) == sorted(addresses)
+    assert sorted(brokers) == [1, 2, 3]
+    topic = f"local-cluster-{uuid.uuid4().hex[:8]}"
+    admin.create_topics([NewTopic(topic, 3, 3)], operation_timeout=30)[topic].result(timeout=60)
+
+    def fully_replicated() -> bool:
+        partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions
+        return len(partitions) == 3 and all(
+            sorted(p.replicas) == sorted(p.isrs) == [1, 2, 3] and p.leader in (1, 2, 3)
+            for p in partitions.values()
+        )
+
+    wait_until(fully_replicated, timeout=60, what="3 partitions with 3 replicas in sync")
+
+    values = {f"value-{i}".encode() for i in range(300)}
+    errors: list[object] = []
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True}
+    )
+    for i, value in enumerate(sorted(values)):
+        producer.produce(
+            topic, key=str(i).encode(), value=value,
+            on_delivery=lambda err, _msg: errors.append(err) if err else None,
+        )
+    assert producer.flush(60) == 0
+    assert errors == []
+
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"reader-{topic}", "enable.auto.commit": False}
+    )
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(3)])
+        seen: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(seen) < len(values) and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is not None and message.error() is None:
+                seen.append(message.value())
+    finally:
+        consumer.close()
+    assert sorted(seen) == sorted(values)
+
+    process.process.send_signal(signal.SIGTERM)
+    assert process.wait_exit() == 0
+    assert process.stdout_lines == [f"kafkette cluster ready on {','.join(addresses)}"]
+    assert _pids_mentioning(str(process.data_dir)) == []
+    assert not ruok("127.0.0.1", process.zookeeper_port())
+    # The brokers shut down cleanly: each left Kafka's clean-shutdown marker.
+    for broker_id in (1, 2, 3):
+        assert (process.data_dir / f"broker-{broker_id}" / ".kafka_cleanshutdown").exists()
