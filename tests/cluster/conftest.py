@@ -14,7 +14,9 @@ so everything reaches them as fixtures:
   wait=True) -> Cluster``: N ``kafkette serve`` processes with broker ids 1..N, each
   with its own free port and data dir, all on their own ZooKeeper chroot. See
   ``Cluster`` for ``bootstrap``, ``brokers``, ``kill``/``stop``/``freeze``/``thaw``/
-  ``start`` and ``zk()``. Every broker still running at teardown is killed.
+  ``start``, ``zk()``, and ZooKeeper's view: ``partition_state(topic, p)``,
+  ``controller()``, ``wait_leader(topic, p, exclude=(...))``. Every broker still
+  running at teardown is killed.
 - ``wait_until``: ``wait_until(predicate, timeout=30, what="...")``, a bounded poll.
 
 Each broker logs to ``<tmp>/broker-<id>.log`` (appended across restarts); a test
@@ -24,6 +26,7 @@ Every wait has a deadline: a test that hits one fails, it never hangs.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -307,6 +310,50 @@ class Cluster:
         client = _start_kazoo(self.zookeeper_connect, timeout)
         self._kazoo_clients.append(client)
         return client
+
+    def _reader(self) -> Any:
+        if not self._kazoo_clients:
+            self.zk()
+        return self._kazoo_clients[0]
+
+    def partition_state(self, topic: str, partition: int) -> dict[str, Any] | None:
+        """Kafka's state znode of a partition as a dict (leader, leader_epoch, isr, ...), or
+        None while it does not exist."""
+        from kazoo.exceptions import NoNodeError
+
+        path = f"/brokers/topics/{topic}/partitions/{partition}/state"
+        try:
+            data, _ = self._reader().get(path)
+        except NoNodeError:
+            return None
+        return json.loads(data)
+
+    def controller(self) -> int | None:
+        """The controller's broker id from ``/controller``, None while there is none."""
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            data, _ = self._reader().get("/controller")
+        except NoNodeError:
+            return None
+        return int(json.loads(data)["brokerid"])
+
+    def wait_leader(
+        self, topic: str, partition: int, exclude: tuple[int, ...] = (), timeout: float = 60.0
+    ) -> int:
+        """The partition's leader once ZooKeeper names one not in ``exclude`` (e.g. the
+        broker just killed); AssertionError with the brokers' logs at the deadline."""
+        deadline = time.monotonic() + timeout
+        state = None
+        while time.monotonic() < deadline:
+            state = self.partition_state(topic, partition)
+            if state is not None and state["leader"] >= 0 and state["leader"] not in exclude:
+                return int(state["leader"])
+            time.sleep(0.2)
+        raise AssertionError(
+            f"{topic}-{partition}: no leader outside {list(exclude)} within {timeout:g}s "
+            f"(state {state}):\n{self.logs()}"
+        )
 
     def logs(self, lines: int = LOG_TAIL_LINES) -> str:
         """Every broker's log tail, for an assertion message."""
