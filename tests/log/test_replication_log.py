@@ -161,7 +161,7 @@ def test_follower_copies_a_compacted_log_with_offset_gaps(tmp_path, clock):
     assert log_bytes(follower) == log_bytes(leader)
     assert all_records(follower) == all_records(leader)
     # A consumer positioned inside a gap gets the next batch, as from the leader.
-    for offset in gaps[:20]:
+    for offset in gaps:
         assert (
             follower.read(offset, 1).to_bytes() == leader.read(offset, 1).to_bytes()
         )
@@ -196,6 +196,36 @@ def test_follower_append_below_the_log_end_is_refused(tmp_path, clock):
     assert follower.log_end_offset == 41
 
 
+def test_a_follower_rolls_at_the_first_offset_after_a_gap(tmp_path, clock):
+    config = LogConfig(segment_bytes=300, index_interval_bytes=64)
+    follower = open_log(tmp_path / "t-0", clock, config)
+    expected: dict[int, bytes] = {}  # base offset -> batch bytes
+    offset = 0
+    for i in range(12):
+        batch = build_batch([b"r%d" % i] * 2)
+        offset += 5  # five offsets compacted away before each batch
+        patch_base_offset(batch, offset)
+        patch_leader_epoch(batch, i // 4)
+        follower.append_as_follower(batch)
+        expected[offset] = bytes(batch)
+        offset += 2
+    bases = follower.segment_base_offsets
+    assert len(bases) > 3
+    assert set(bases[1:]) <= set(expected)  # each new segment begins at a batch, not the gap
+
+    def check(log: PartitionLog) -> None:
+        assert log.log_end_offset == offset
+        for wanted in range(offset):
+            owner = min(b for b in expected if b + 1 >= wanted)
+            assert log.read(wanted, 1).to_bytes() == expected[owner], wanted
+        assert log.leader_epoch_cache.entries() == [(0, 5), (1, 33), (2, 61)]
+
+    check(follower)
+    follower.close()
+    (tmp_path / "t-0" / CHECKPOINT_FILE_NAME).unlink()
+    check(open_log(tmp_path / "t-0", clock, config, recover=True))
+
+
 def test_a_gap_beyond_int_max_starts_a_new_segment_at_the_first_offset(tmp_path, clock):
     follower = open_log(tmp_path / "t-0", clock)
     batch = build_batch([b"far"])
@@ -205,6 +235,7 @@ def test_a_gap_beyond_int_max_starts_a_new_segment_at_the_first_offset(tmp_path,
     assert follower.segment_base_offsets == [0, far]
     assert follower.log_end_offset == far + 1
     assert follower.read(far, 100).to_bytes() == bytes(batch)
+    assert follower.read(5, 100).to_bytes() == bytes(batch)  # inside the gap
     follower.close()
     follower = open_log(tmp_path / "t-0", clock)
     assert follower.log_end_offset == far + 1
