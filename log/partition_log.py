@@ -359,9 +359,11 @@ class PartitionLog:
         headers' own base offsets are ignored.
 
         A batch whose partition leader epoch (read from the bytes, where the
-        broker stamps it) differs from the cache's latest is recorded in the
+        broker stamps it) is newer than the cache's latest is recorded in the
         leader-epoch cache, persisted before the write: one int compare per
-        batch on the common path.
+        batch on the common path. An older stamp (a caller bug: a leader
+        stamps its current epoch) records nothing, so it cannot wipe the
+        cache as Kafka's assign rule would.
         """
         if not headers:
             raise ValueError("append needs at least one batch")
@@ -386,7 +388,7 @@ class PartitionLog:
             for header in headers:
                 _BASE_OFFSET.pack_into(batches, position, next_offset)
                 epoch = _LEADER_EPOCH.unpack_from(batches, position + _LEADER_EPOCH_AT)[0]
-                if epoch != latest_epoch and epoch >= 0:
+                if epoch > latest_epoch:
                     if new_epochs is None:
                         new_epochs = []
                     new_epochs.append((epoch, next_offset))

@@ -588,3 +588,14 @@ def test_kill_9_during_replication_work_leaves_files_that_load(tmp_path, clock):
         finally:
             data_dir.close()
     assert len(seen_epochs) > 1  # the checks above were not about empty caches
+
+
+def test_a_leader_append_never_records_an_older_epoch(tmp_path, clock):
+    log = open_log(tmp_path / "t-0", clock)
+    lead(log, build_batch([b"a"]), 0)
+    assert log.assign_leader_epoch(4) == 1
+    lead(log, build_batch([b"b"]), 4)
+    lead(log, build_batch([b"stale"]), 2)  # a stale stamp must not wipe epoch 4
+    lead(log, build_batch([b"c"]), -1)
+    assert log.leader_epoch_cache.entries() == [(0, 0), (4, 1)]
+    assert log.end_offset_for_epoch(4) == (4, 4)
