@@ -93,8 +93,9 @@ class LeaderEpochCache:
     def __init__(self, path: Path, *, load: bool = True) -> None:
         """Load ``path`` if present (``load=False``: the caller knows it is absent).
 
-        An unreadable file is logged once and reads as empty; ``needs_rebuild``
-        then tells the owner to rebuild the cache from the log.
+        An unreadable file reads as empty; ``needs_rebuild`` then tells the
+        owner to rebuild the cache from the log, and ``load_error`` says why
+        (the owner logs it, once, with what it did about it).
         """
         self.path = Path(path)
         self._lock = threading.Lock()
@@ -104,6 +105,7 @@ class LeaderEpochCache:
         self.latest_epoch = UNDEFINED_EPOCH
         self.file_exists = False
         self.needs_rebuild = False
+        self.load_error: str | None = None
         if load:
             self._load()
 
@@ -113,13 +115,13 @@ class LeaderEpochCache:
         except FileNotFoundError:
             return
         except (OSError, UnicodeDecodeError) as exc:
-            _log.warning("%s unreadable (%s): rebuilt from the log", self.path, exc)
+            self.load_error = f"unreadable ({exc})"
             self.needs_rebuild = True
             return
         try:
             self._set(parse_epoch_checkpoint(text))
         except InvalidEpochCheckpoint as exc:
-            _log.warning("%s malformed (%s): rebuilt from the log", self.path, exc)
+            self.load_error = f"malformed ({exc})"
             self.needs_rebuild = True
             return
         self.file_exists = True

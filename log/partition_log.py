@@ -169,7 +169,11 @@ class PartitionLog:
         ):
             entries = epoch_starts(self._batch_epochs())
             cache.replace(entries)
-            _log.info("%s: leader epochs rebuilt from the log: %s", self.directory, entries)
+            if cache.load_error is not None:
+                _log.warning("%s %s: rebuilt from the log: %s",
+                             cache.path, cache.load_error, entries)
+            else:
+                _log.info("%s missing: rebuilt from the log: %s", cache.path, entries)
         cache.truncate_from_end(self._log_end_offset)
         cache.truncate_from_start(self._log_start_offset)
 
