@@ -162,8 +162,9 @@ class PartitionLog:
         torn or missing file of a non-empty log is rebuilt from the batch
         headers (a one-time scan, logged).
         """
-        cache = LeaderEpochCache(self.directory / LEADER_EPOCH_CHECKPOINT_FILE, load=file_listed)
-        self.leader_epoch_cache = cache
+        cache = self.leader_epoch_cache
+        if file_listed:
+            cache.load()
         if cache.needs_rebuild or (
             not cache.file_exists and any(s.size for s in self._segments)
         ):
