@@ -366,9 +366,11 @@ class PartitionLog:
         A batch whose partition leader epoch (read from the bytes, where the
         broker stamps it) is newer than the cache's latest is recorded in the
         leader-epoch cache, persisted before the write: one int compare per
-        batch on the common path. An older stamp (a caller bug: a leader
-        stamps its current epoch) records nothing, so it cannot wipe the
-        cache as Kafka's assign rule would.
+        batch on the common path. A batch stamped older (or not at all, -1)
+        is restamped with the latest epoch, as Kafka's log stamps every
+        leader append with the leader's epoch: a leader writes in its current
+        epoch, and a stale stamp copied by followers would make their epoch
+        caches (and OffsetForLeaderEpoch answers) differ from the leader's.
         """
         if not headers:
             raise ValueError("append needs at least one batch")
@@ -393,11 +395,14 @@ class PartitionLog:
             for header in headers:
                 _BASE_OFFSET.pack_into(batches, position, next_offset)
                 epoch = _LEADER_EPOCH.unpack_from(batches, position + _LEADER_EPOCH_AT)[0]
-                if epoch > latest_epoch:
-                    if new_epochs is None:
-                        new_epochs = []
-                    new_epochs.append((epoch, next_offset))
-                    latest_epoch = epoch
+                if epoch != latest_epoch:
+                    if epoch > latest_epoch:
+                        if new_epochs is None:
+                            new_epochs = []
+                        new_epochs.append((epoch, next_offset))
+                        latest_epoch = epoch
+                    else:  # outside the CRC: no checksum to redo
+                        _LEADER_EPOCH.pack_into(batches, position + _LEADER_EPOCH_AT, latest_epoch)
                 timestamp = header.max_timestamp
                 if append_time >= 0:
                     set_log_append_time(batches, append_time, position)

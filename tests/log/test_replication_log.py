@@ -590,12 +590,26 @@ def test_kill_9_during_replication_work_leaves_files_that_load(tmp_path, clock):
     assert len(seen_epochs) > 1  # the checks above were not about empty caches
 
 
-def test_a_leader_append_never_records_an_older_epoch(tmp_path, clock):
+def test_a_leader_writes_in_its_latest_epoch_whatever_the_stamp(tmp_path, clock):
+    leader = open_log(tmp_path / "leader" / "t-0", clock)
+    lead(leader, build_batch([b"a"]), 0)
+    assert leader.assign_leader_epoch(4) == 1
+    lead(leader, build_batch([b"b"]), 4)
+    lead(leader, build_batch([b"stale"]), 2)  # e.g. a marker built with epoch 0
+    lead(leader, build_batch([b"c"]), -1)
+    lead(leader, build_batch([b"d"]), 4)
+    assert leader.leader_epoch_cache.entries() == [(0, 0), (4, 1)]
+    assert batch_epochs(leader) == [(0, 0), (4, 1), (4, 2), (4, 3), (4, 4)]
+    assert iter_batches(log_bytes(leader))  # CRCs still right
+    follower = open_log(tmp_path / "follower" / "t-0", clock)
+    replicate(leader, follower)
+    assert_same_log(leader, follower)
+    assert follower.end_offset_for_epoch(0) == (0, 1)
+
+
+def test_a_log_that_never_saw_an_epoch_leaves_batches_unstamped(tmp_path, clock):
     log = open_log(tmp_path / "t-0", clock)
-    lead(log, build_batch([b"a"]), 0)
-    assert log.assign_leader_epoch(4) == 1
-    lead(log, build_batch([b"b"]), 4)
-    lead(log, build_batch([b"stale"]), 2)  # a stale stamp must not wipe epoch 4
-    lead(log, build_batch([b"c"]), -1)
-    assert log.leader_epoch_cache.entries() == [(0, 0), (4, 1)]
-    assert log.end_offset_for_epoch(4) == (4, 4)
+    batch = build_batch([b"a"])
+    log.append(batch, [read_header(batch)])
+    assert batch_epochs(log) == [(-1, 0)]
+    assert log.leader_epoch_cache.entries() == []
