@@ -32,6 +32,7 @@ import trio
 from kafkette.broker.cluster.peer_client import PeerClient, PeerError
 from kafkette.broker.partition import Partition
 from kafkette.broker.throttled_log import ThrottledLog
+from kafkette.log.errors import OffsetMismatch
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.record_batch import HEADER_SIZE, BatchHeader, InvalidBatchError, read_header
@@ -228,7 +229,7 @@ class ReplicaFetcher:
                 if answer["end_offset"] < 0:
                     target = log_.high_watermark
                 else:
-                    _, own_end = log_.leader_epoch_cache.end_offset_for(answer["leader_epoch"], leo)
+                    _, own_end = log_.end_offset_for_epoch(answer["leader_epoch"])
                     target = min(answer["end_offset"], own_end if own_end >= 0 else leo)
                 await self._truncate_to(state, state.leader_epoch, target)
                 if self._current(key, epochs) is state:
@@ -355,10 +356,12 @@ class ReplicaFetcher:
                     )
                     return False
                 if headers:
-                    data = bytearray(records[start:end])
+                    # Headers None: the log reads them again and checks every CRC, as
+                    # Kafka's follower validates what it is sent.
+                    data = bytes(records[start:end])
                     try:
-                        await trio.to_thread.run_sync(log_.append_as_follower, data, headers)
-                    except ValueError as exc:  # OffsetMismatch: our log moved under us
+                        await trio.to_thread.run_sync(log_.append_as_follower, data, None)
+                    except OffsetMismatch as exc:  # our log moved under us: ask again
                         log.warning(
                             "follower append to %s-%d refused: %s",
                             partition.topic,
@@ -366,6 +369,15 @@ class ReplicaFetcher:
                             exc,
                         )
                         state.truncated = False
+                        return False
+                    except Exception as exc:  # corrupt bytes, full disk: retry later
+                        self._warn(
+                            "append",
+                            "follower append to %s-%d failed: %r",
+                            partition.topic,
+                            partition.index,
+                            exc,
+                        )
                         return False
                     appended = True
             log_.set_high_watermark(min(answer["high_watermark"], log_.log_end_offset))

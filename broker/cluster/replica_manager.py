@@ -188,10 +188,9 @@ class ReplicaManager:
         log_ = partition.log
         async with partition.append_lock:
             partition.leader_epoch = state.leader_epoch
+            if state.leader_epoch > log_.leader_epoch_cache.latest_epoch:
+                await trio.to_thread.run_sync(log_.assign_leader_epoch, state.leader_epoch)
             leo = log_.log_end_offset
-            cache = log_.leader_epoch_cache
-            if state.leader_epoch > cache.latest_epoch:
-                await trio.to_thread.run_sync(cache.assign, state.leader_epoch, leo)
             replication = LeaderReplication(
                 self.broker_id,
                 replicas,

@@ -212,11 +212,8 @@ def _offsets_for_leader_epochs(replicas: ReplicaManager, body: dict) -> dict:
             if isinstance(led, ErrorCode):
                 result["error_code"] = int(led)
             else:
-                log_ = led.log
-                result["leader_epoch"], result["end_offset"] = (
-                    log_.leader_epoch_cache.end_offset_for(
-                        query["leader_epoch"], log_.log_end_offset
-                    )
+                result["leader_epoch"], result["end_offset"] = led.log.end_offset_for_epoch(
+                    query["leader_epoch"]
                 )
             results.append(result)
         topics.append({"topic": topic["topic"], "partitions": results})
