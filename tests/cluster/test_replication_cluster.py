@@ -108,14 +108,21 @@ def one_batch(values: list[bytes]) -> bytes:
     return bytes(builder.build())
 
 
-def produce_raw(address: str, topic: str, partition: int, acks: int, values: list[bytes]) -> dict:
+def produce_raw(
+    address: str,
+    topic: str,
+    partition: int,
+    acks: int,
+    values: list[bytes],
+    timeout_ms: int = 10000,
+) -> dict:
     response = raw_call(
         address,
         ApiKey.PRODUCE,
         8,
         {
             "acks": acks,
-            "timeout_ms": 10000,
+            "timeout_ms": timeout_ms,
             "topic_data": [
                 {
                     "name": topic,
@@ -224,11 +231,10 @@ def test_min_insync_replicas_refuses_acks_all_and_leader_only_serves(cluster, wa
     # A follower answers NOT_LEADER_OR_FOLLOWER (6) to produce and consumer fetch alike.
     answer = produce_raw(c.brokers[followers[0]].address, topic, 0, -1, [b"x"])
     assert answer["error_code"] == 6
-    # Stale and future leader epochs are fenced (74 / 75) by the leader.
+    # A future leader epoch is unknown to the leader (75).
     epoch = partition_leader_epoch(leader_address, topic)
-    for sent, code in ((epoch + 1, 75), (epoch - 1, 74) if epoch > 0 else (epoch + 2, 75)):
-        fetched = raw_call(leader_address, ApiKey.FETCH, 12, fetch_body(topic, 0, sent))
-        assert fetched.body["responses"][0]["partitions"][0]["error_code"] == code
+    assert fetch_error(leader_address, topic, epoch + 1) == 75
+    assert fetch_error(leader_address, topic, epoch) == 0
 
     assert produce_raw(leader_address, topic, 0, -1, [b"a", b"b"])["error_code"] == 0
     # Two followers gone: the ISR falls to the leader alone, below min.insync.replicas.
@@ -239,6 +245,9 @@ def test_min_insync_replicas_refuses_acks_all_and_leader_only_serves(cluster, wa
         timeout=TIMEOUT,
         what="the ISR shrinks to the leader",
     )
+    # The controller bumped the epoch when it removed them: the old one is fenced (74).
+    assert partition_leader_epoch(leader_address, topic) > epoch
+    assert fetch_error(leader_address, topic, epoch) == 74
     refused = produce_raw(leader_address, topic, 0, -1, [b"c"])
     assert refused["error_code"] == 19  # NOT_ENOUGH_REPLICAS
     accepted = produce_raw(leader_address, topic, 0, 1, [b"d"])
@@ -263,6 +272,11 @@ def test_min_insync_replicas_refuses_acks_all_and_leader_only_serves(cluster, wa
 def partition_leader_epoch(address: str, topic: str) -> int:
     response = raw_call(address, ApiKey.METADATA, 9, {"topics": [{"name": topic}]})
     return response.body["topics"][0]["partitions"][0]["leader_epoch"]
+
+
+def fetch_error(address: str, topic: str, current_leader_epoch: int) -> int:
+    fetched = raw_call(address, ApiKey.FETCH, 12, fetch_body(topic, 0, current_leader_epoch))
+    return fetched.body["responses"][0]["partitions"][0]["error_code"]
 
 
 def fetch_body(topic: str, partition: int, current_leader_epoch: int) -> dict:
@@ -420,3 +434,50 @@ def test_kill_9_leader_under_idempotent_acks_all_load_loses_and_duplicates_nothi
         timeout=TIMEOUT,
         what="all three replicas identical after the old leader returns",
     )
+
+
+def test_leader_shrinks_the_isr_of_a_stalled_follower_and_takes_it_back(
+    cluster, wait_until
+) -> None:
+    """A follower frozen (SIGSTOP) but still registered: acks=all times out while it is in
+    the ISR, the leader drops it after replica.lag.time.max.ms, then acks=all works with
+    the two left; thawed, it catches up and the leader puts it back."""
+    c = cluster(
+        3, configs={"zookeeper.session.timeout.ms": "30000", "replica.lag.time.max.ms": "4000"}
+    )
+    topic = create_topic(c.bootstrap, 1, 3, {"min.insync.replicas": "2"})
+    leader = wait_full_isr(wait_until, c.bootstrap, topic, 3)[0].leader
+    stalled, other = [i for i in (1, 2, 3) if i != leader]
+    leader_address = c.brokers[leader].address
+    assert produce_raw(leader_address, topic, 0, -1, [b"a"])["error_code"] == 0
+
+    c.freeze(stalled)
+    try:
+        # Still in the ISR (its lag is not yet 4 s): the HW cannot pass the new batch.
+        timed_out = produce_raw(leader_address, topic, 0, -1, [b"b"], timeout_ms=1000)
+        assert timed_out["error_code"] == 7  # REQUEST_TIMED_OUT
+        wait_until(
+            lambda: (
+                sorted(partition_info(leader_address, topic)[0].isrs) == sorted([leader, other])
+            ),
+            timeout=TIMEOUT,
+            what="the leader drops the stalled follower from the ISR",
+        )
+        zk = c.zk()
+        assert str(stalled) in zk.get_children(
+            "/brokers/ids"
+        )  # the leader's doing, not the controller's
+        assert produce_raw(leader_address, topic, 0, -1, [b"c"])["error_code"] == 0
+    finally:
+        c.thaw(stalled)
+    wait_until(
+        lambda: len(partition_info(leader_address, topic)[0].isrs) == 3,
+        timeout=TIMEOUT,
+        what="the thawed follower rejoins the ISR",
+    )
+    assert wait_until(
+        lambda: replicas_identical(c, [1, 2, 3], topic, 0),
+        timeout=TIMEOUT,
+        what="three identical replicas",
+    )
+    assert consume_all(c.bootstrap, topic, 1) == [b"a", b"b", b"c"]
