@@ -126,30 +126,27 @@ class ReplicaManager:
     # --- roles -----------------------------------------------------------------------
 
     async def on_metadata(self, metadata: ClusterMetadata) -> None:
-        """Apply one snapshot: every local replica becomes leader, follower or neither."""
+        """Apply one snapshot: every local replica becomes leader, follower or neither.
+
+        Partitions change roles concurrently: a new leader epoch is persisted
+        (an fsync) before the partition leads, and fifty partitions of
+        ``__consumer_offsets`` must not wait for each other's.
+        """
         async with self._metadata_lock:
             seen: set[Key] = set()
-            for name, topic in metadata.topics.items():
-                for index, replicas in topic.replicas.items():
-                    if self.broker_id not in replicas:
-                        continue
-                    partition = self._broker.topics.partition(name, index)
-                    if partition is None:
-                        continue  # the local log is not created yet: a later snapshot
-                    key = (name, index)
-                    seen.add(key)
-                    self._ensure_replicated(key, partition)
-                    state = metadata.states.get(key)
-                    if state is None or state.leader < 0:
-                        await self._become_neither(key)
-                    elif state.leader == self.broker_id:
-                        await self._become_leader(key, partition, tuple(replicas), state)
-                    else:
-                        leader = metadata.brokers.get(state.leader)
-                        if leader is None:
-                            await self._become_neither(key)
-                        else:
-                            await self._become_follower(key, partition, state, leader)
+            async with trio.open_nursery() as nursery:
+                for name, topic in metadata.topics.items():
+                    for index, replicas in topic.replicas.items():
+                        if self.broker_id not in replicas:
+                            continue
+                        partition = self._broker.topics.partition(name, index)
+                        if partition is None:
+                            continue  # the local log is not created yet: a later snapshot
+                        key = (name, index)
+                        seen.add(key)
+                        nursery.start_soon(
+                            self._apply_role, metadata, key, partition, tuple(replicas)
+                        )
             for key in [*self._leading, *self._following]:
                 if key not in seen:
                     await self._become_neither(key)
@@ -158,6 +155,27 @@ class ReplicaManager:
                     del self._replicated[key]
             for leader_id in [i for i, t in self._fetchers.items() if not t.fetcher.keys()]:
                 self._fetchers.pop(leader_id).scope.cancel()
+
+    async def _apply_role(
+        self,
+        metadata: ClusterMetadata,
+        key: Key,
+        partition: Partition,
+        replicas: tuple[int, ...],
+    ) -> None:
+        try:
+            self._ensure_replicated(key, partition)
+            state = metadata.states.get(key)
+            if state is None or state.leader < 0:
+                await self._become_neither(key)
+            elif state.leader == self.broker_id:
+                await self._become_leader(key, partition, replicas, state)
+            elif (leader := metadata.brokers.get(state.leader)) is None:
+                await self._become_neither(key)
+            else:
+                await self._become_follower(key, partition, state, leader)
+        except Exception:  # a failed disk or closed log: this partition only
+            log.exception("role change of %s-%d failed", key[0], key[1])
 
     def _ensure_replicated(self, key: Key, partition: Partition) -> None:
         """Make the log's HW explicit (from the checkpoint) the first time we see it."""
