@@ -67,6 +67,9 @@ class LeaderState:
     tenure: int
     changed: trio.Event = field(default_factory=trio.Event)
     isr_update_pending: bool = False
+    # The znode version an ISR write lost a race on: no new attempt until a snapshot
+    # brings a newer state (otherwise every follower fetch would retry the same write).
+    isr_conflict_version: int = -1
 
     def notify(self) -> None:
         """Wake acks=all waiters: the HW, the ISR or the leadership changed."""
@@ -407,6 +410,8 @@ class ReplicaManager:
 
     def _change_isr(self, lead: LeaderState, new_isr: Iterable[int], verb: str) -> None:
         assert self._nursery is not None, "start() first"
+        if lead.state.zk_version == lead.isr_conflict_version:
+            return
         lead.isr_update_pending = True
         self._nursery.start_soon(self._write_isr, lead, tuple(new_isr), verb)
 
@@ -426,6 +431,7 @@ class ReplicaManager:
             written = await self._node.admin.update_isr(key[0], key[1], lead.state, list(new_isr))
             if written is None:
                 log.info("ISR update of %s-%d lost a race: waiting for new metadata", *key)
+                lead.isr_conflict_version = lead.state.zk_version
                 return
             if self._leading.get(key) is lead:
                 lead.state = written
