@@ -23,6 +23,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.client_connection import NEED_DATA, ClientConnection, Response
+from kafkette.wire.records import decode_batches
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -274,6 +275,22 @@ def partition_leader_epoch(address: str, topic: str) -> int:
     return response.body["topics"][0]["partitions"][0]["leader_epoch"]
 
 
+def list_latest(address: str, topic: str) -> int:
+    response = raw_call(
+        address,
+        ApiKey.LIST_OFFSETS,
+        7,
+        {
+            "replica_id": -1,
+            "isolation_level": 0,
+            "topics": [{"name": topic, "partitions": [{"partition_index": 0, "timestamp": -1}]}],
+        },
+    )
+    answer = response.body["topics"][0]["partitions"][0]
+    assert answer["error_code"] == 0
+    return answer["offset"]
+
+
 def fetch_error(address: str, topic: str, current_leader_epoch: int) -> int:
     fetched = raw_call(address, ApiKey.FETCH, 12, fetch_body(topic, 0, current_leader_epoch))
     return fetched.body["responses"][0]["partitions"][0]["error_code"]
@@ -440,10 +457,11 @@ def test_leader_shrinks_the_isr_of_a_stalled_follower_and_takes_it_back(
     cluster, wait_until
 ) -> None:
     """A follower frozen (SIGSTOP) but still registered: acks=all times out while it is in
-    the ISR, the leader drops it after replica.lag.time.max.ms, then acks=all works with
+    the ISR (and consumers do not see that batch), the leader drops it after
+    replica.lag.time.max.ms, then acks=all works with
     the two left; thawed, it catches up and the leader puts it back."""
     c = cluster(
-        3, configs={"zookeeper.session.timeout.ms": "30000", "replica.lag.time.max.ms": "4000"}
+        3, configs={"zookeeper.session.timeout.ms": "30000", "replica.lag.time.max.ms": "6000"}
     )
     topic = create_topic(c.bootstrap, 1, 3, {"min.insync.replicas": "2"})
     leader = wait_full_isr(wait_until, c.bootstrap, topic, 3)[0].leader
@@ -456,6 +474,13 @@ def test_leader_shrinks_the_isr_of_a_stalled_follower_and_takes_it_back(
         # Still in the ISR (its lag is not yet 4 s): the HW cannot pass the new batch.
         timed_out = produce_raw(leader_address, topic, 0, -1, [b"b"], timeout_ms=1000)
         assert timed_out["error_code"] == 7  # REQUEST_TIMED_OUT
+        # The batch is in the leader's log, above the HW: consumers do not see it.
+        fetched = raw_call(leader_address, ApiKey.FETCH, 12, fetch_body(topic, 0, -1))
+        answer = fetched.body["responses"][0]["partitions"][0]
+        assert (answer["error_code"], answer["high_watermark"]) == (0, 1)
+        values = [r.value for _, rs in decode_batches(bytes(answer["records"])) for r in rs]
+        assert values == [b"a"]
+        assert list_latest(leader_address, topic) == 1
         wait_until(
             lambda: (
                 sorted(partition_info(leader_address, topic)[0].isrs) == sorted([leader, other])
