@@ -506,3 +506,53 @@ def test_leader_shrinks_the_isr_of_a_stalled_follower_and_takes_it_back(
         what="three identical replicas",
     )
     assert consume_all(c.bootstrap, topic, 1) == [b"a", b"b", b"c"]
+
+
+def test_returning_leader_truncates_the_tail_it_never_replicated(cluster, wait_until) -> None:
+    """KIP-101: the leader takes acks=1 records its followers never fetch (they are paused),
+    then dies. A follower leads in the next epoch and takes new records; the old leader
+    comes back as a follower, cuts its tail at the end of the epoch the new leader knows,
+    and ends byte-identical to it. The unreplicated records are gone, as in Kafka."""
+    c = cluster(3)
+    topic = create_topic(c.bootstrap, 1, 3, {"min.insync.replicas": "2"})
+    old_leader = wait_full_isr(wait_until, c.bootstrap, topic, 3)[0].leader
+    followers = [i for i in (1, 2, 3) if i != old_leader]
+    old_address = c.brokers[old_leader].address
+    assert produce_raw(old_address, topic, 0, -1, [b"committed"])["error_code"] == 0
+
+    for follower in followers:
+        c.freeze(follower)
+    try:
+        tail = produce_raw(old_address, topic, 0, 1, [b"unreplicated-1", b"unreplicated-2"])
+        assert (tail["error_code"], tail["base_offset"]) == (0, 1)
+        c.kill(old_leader)
+    finally:
+        for follower in followers:
+            c.thaw(follower)
+
+    survivors = c.bootstrap_of(*followers)
+    new_leader = wait_until(
+        lambda: (lead := partition_info(survivors, topic)[0].leader) in followers and lead,
+        timeout=TIMEOUT,
+        what="a new leader among the followers",
+    )
+    new_address = c.brokers[new_leader].address
+    answer = wait_until(
+        lambda: (
+            (r := produce_raw(new_address, topic, 0, -1, [b"new-1", b"new-2"]))["error_code"] == 0
+            and r
+        ),
+        timeout=TIMEOUT,
+        what="acks=all accepted by the new leader",
+    )
+    assert answer["base_offset"] == 1  # the old leader's tail never reached it
+
+    c.start(old_leader)
+    wait_until(
+        lambda: replicas_identical(c, [1, 2, 3], topic, 0),
+        timeout=TIMEOUT,
+        what="the old leader truncated and caught up",
+    )
+    assert consume_all(c.bootstrap, topic, 1) == [b"committed", b"new-1", b"new-2"]
+    log_text = c.brokers[old_leader].log_path.read_text()
+    assert f"truncating {topic}-0 from 3 to 1" in log_text
