@@ -145,8 +145,26 @@ async def handle_produce(broker: Broker, request: Request) -> dict | None:
         if replicas is not None and acks == -1:
             await _wait_for_acks(replicas, work, body["timeout_ms"])
     if acks == 0:
+        if replicas is not None:
+            _close_on_acks_0_error(responses, request.peer)
         return None
     return {"responses": responses, "throttle_time_ms": 0}
+
+
+def _close_on_acks_0_error(responses: list[dict], peer: str) -> None:
+    """Cluster mode, acks=0: an error cannot be answered, so the connection is closed and
+    the client refreshes its metadata (Kafka's KafkaApis does this; a producer writing to
+    a broker that lost leadership would otherwise lose every record silently)."""
+    for topic in responses:
+        for part in topic["partition_responses"]:
+            if part["error_code"]:
+                error = ErrorCode(part["error_code"]).name
+                log.info(
+                    "closing connection from %s: acks=0 produce to %s-%d failed with %s",
+                    peer, topic["name"], part["index"], error,
+                )
+                # The connection loop closes quietly on ConnectionError.
+                raise ConnectionError(f"acks=0 produce failed with {error}")
 
 
 def _prepare(

@@ -92,6 +92,21 @@ def raw_call(address: str, api_key: int, version: int, body: dict) -> Response:
             conn.receive_data(data)
 
 
+def acks_0_closes(address: str, topic: str) -> bool:
+    host, _, port = address.rpartition(":")
+    conn = ClientConnection()
+    body = {
+        "acks": 0,
+        "timeout_ms": 10000,
+        "topic_data": [
+            {"name": topic, "partition_data": [{"index": 0, "records": one_batch([b"z"])}]}
+        ],
+    }
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(conn.send_request(ApiKey.PRODUCE, 8, body, "replication-test"))
+        return sock.recv(1) == b""
+
+
 def one_batch(values: list[bytes]) -> bytes:
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
@@ -232,6 +247,9 @@ def test_min_insync_replicas_refuses_acks_all_and_leader_only_serves(cluster, wa
     # A follower answers NOT_LEADER_OR_FOLLOWER (6) to produce and consumer fetch alike.
     answer = produce_raw(c.brokers[followers[0]].address, topic, 0, -1, [b"x"])
     assert answer["error_code"] == 6
+    # acks=0 cannot be answered: the follower closes the connection (Kafka does), so the
+    # client refreshes its metadata instead of losing records silently.
+    assert acks_0_closes(c.brokers[followers[0]].address, topic)
     # A future leader epoch is unknown to the leader (75).
     epoch = partition_leader_epoch(leader_address, topic)
     assert fetch_error(leader_address, topic, epoch + 1) == 75
