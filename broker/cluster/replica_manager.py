@@ -405,7 +405,7 @@ class ReplicaManager:
         log_ = lead.partition.log
         if lead.replication.advance_high_watermark(log_.log_end_offset):
             log_.set_high_watermark(lead.replication.high_watermark)
-            lead.partition.notify_appended()  # consumers long-polling below the new HW
+            lead.partition.notify_high_watermark()  # consumers long-polling below it
             lead.notify()
 
     def _change_isr(self, lead: LeaderState, new_isr: Iterable[int], verb: str) -> None:

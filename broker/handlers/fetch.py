@@ -66,11 +66,12 @@ async def handle_fetch(broker: Broker, request: Request) -> dict:
     deadline = trio.current_time() + max_wait
     min_bytes = body["min_bytes"]
     partitions = [w.partition for w in wanted if w.partition is not None]
+    bounded = [w.bounded for w in wanted if w.partition is not None]
     while True:
         # Register before reading, so an append that lands during the read wakes us.
         appended = trio.Event()
-        for partition in partitions:
-            partition.add_waiter(appended)
+        for partition, below_hw in zip(partitions, bounded, strict=True):
+            partition.add_waiter(appended, below_hw)
         try:
             total = await trio.to_thread.run_sync(_read_all, wanted, body["max_bytes"])
             if (
