@@ -380,7 +380,25 @@ class ReplicaFetcher:
                         )
                         return False
                     appended = True
-            log_.set_high_watermark(min(answer["high_watermark"], log_.log_end_offset))
+            high_watermark = log_.set_high_watermark(
+                min(answer["high_watermark"], log_.log_end_offset)
+            )
+            # The leader's log start (DeleteRecords, retention) moves ours, up to our HW
+            # (Kafka's maybeIncrementLogStartOffset), so a follower that leads later
+            # does not serve records the leader had already dropped.
+            start = min(answer["log_start_offset"], high_watermark)
+            if start > log_.log_start_offset:
+                try:
+                    await trio.to_thread.run_sync(log_.delete_records_before, start)
+                except Exception as exc:
+                    self._warn(
+                        "start",
+                        "moving the log start of %s-%d to %d failed: %r",
+                        partition.topic,
+                        partition.index,
+                        start,
+                        exc,
+                    )
         if appended:
             self._on_append(partition)
         return True

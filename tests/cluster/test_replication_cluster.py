@@ -68,6 +68,17 @@ def log_bytes(data_dir: Path, topic: str, partition: int) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(directory.glob("*.log")))
 
 
+def log_start(data_dir: Path, topic: str, partition: int) -> int:
+    """The log start offset a replica has persisted (its offsets.checkpoint)."""
+    path = data_dir / f"{topic}-{partition}" / "offsets.checkpoint"
+    if not path.exists():
+        return 0
+    for line in path.read_text().splitlines():
+        if line.startswith("log-start-offset "):
+            return int(line.split()[1])
+    return 0
+
+
 def replicas_identical(cluster, broker_ids, topic: str, partition: int) -> bytes | None:
     contents = {i: log_bytes(cluster.brokers[i].data_dir, topic, partition) for i in broker_ids}
     first = contents[broker_ids[0]]
@@ -234,6 +245,17 @@ def test_acks_all_from_two_clients_is_replicated_byte_for_byte(cluster, wait_unt
             what=f"three identical replicas of {topic}-{partition}",
         )
         assert len(stored) > 400 * 10
+
+    # DeleteRecords on the leader: the followers' log start follows (from their fetches).
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    futures = admin.delete_records([TopicPartition(topic, 0, 100)], request_timeout=30)
+    for future in futures.values():
+        assert future.result(TIMEOUT).offset == 100
+    wait_until(
+        lambda: all(log_start(c.brokers[i].data_dir, topic, 0) == 100 for i in (1, 2, 3)),
+        timeout=TIMEOUT,
+        what="every replica's log start at 100",
+    )
 
 
 def test_min_insync_replicas_refuses_acks_all_and_leader_only_serves(cluster, wait_until) -> None:
