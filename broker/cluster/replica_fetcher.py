@@ -321,6 +321,15 @@ class ReplicaFetcher:
             state.paused = True
             return True
         if error == ErrorCode.OFFSET_OUT_OF_RANGE:
+            self._warn(
+                "range",
+                "replica fetch of %s-%d at %d out of range on broker %d (its log starts at %d)",
+                partition.topic,
+                partition.index,
+                fetched_at,
+                self.leader_id,
+                answer["log_start_offset"],
+            )
             state.truncated = False  # ask the leader again where our logs agree
             return False
         if error != ErrorCode.NONE:
