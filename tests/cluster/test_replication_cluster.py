@@ -50,14 +50,24 @@ def partition_info(bootstrap: str, topic: str) -> dict[int, Any]:
     return dict(meta.topics[topic].partitions)
 
 
-def wait_full_isr(wait_until, bootstrap: str, topic: str, size: int) -> dict[int, Any]:
+def wait_full_isr(wait_until, cluster, topic: str, size: int) -> dict[int, Any]:
+    """Every partition has a leader and an ISR of ``size``, as the leader itself says (a
+    broker answers Metadata only from a snapshot its roles already follow, but another
+    broker may have seen the snapshot first)."""
+
     def ready() -> dict[int, Any] | None:
         try:
-            parts = partition_info(bootstrap, topic)
+            parts = partition_info(cluster.bootstrap, topic)
+            ok = parts and all(p.leader >= 0 and len(p.isrs) == size for p in parts.values())
+            if not ok:
+                return None
+            for index, part in parts.items():
+                own = partition_info(cluster.brokers[part.leader].address, topic)[index]
+                if own.leader != part.leader or len(own.isrs) != size:
+                    return None
         except Exception:
             return None
-        ok = parts and all(p.leader >= 0 and len(p.isrs) == size for p in parts.values())
-        return parts if ok else None
+        return parts
 
     return wait_until(ready, timeout=TIMEOUT, what=f"{topic}: leaders and ISR of {size}")
 
@@ -198,7 +208,7 @@ def consume_all(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
 def test_acks_all_from_two_clients_is_replicated_byte_for_byte(cluster, wait_until) -> None:
     c = cluster(3)
     topic = create_topic(c.bootstrap, 2, 3, {"min.insync.replicas": "2"})
-    wait_full_isr(wait_until, c.bootstrap, topic, 3)
+    wait_full_isr(wait_until, c, topic, 3)
 
     errors: list[Any] = []
     producer = Producer(
@@ -261,7 +271,7 @@ def test_acks_all_from_two_clients_is_replicated_byte_for_byte(cluster, wait_unt
 def test_min_insync_replicas_refuses_acks_all_and_leader_only_serves(cluster, wait_until) -> None:
     c = cluster(3)
     topic = create_topic(c.bootstrap, 1, 3, {"min.insync.replicas": "2"})
-    parts = wait_full_isr(wait_until, c.bootstrap, topic, 3)
+    parts = wait_full_isr(wait_until, c, topic, 3)
     leader = parts[0].leader
     followers = [i for i in (1, 2, 3) if i != leader]
     leader_address = c.brokers[leader].address
@@ -394,7 +404,7 @@ def test_kill_9_leader_under_idempotent_acks_all_load_loses_and_duplicates_nothi
 ) -> None:
     c = cluster(3)
     topic = create_topic(c.bootstrap, 1, 3, {"min.insync.replicas": "2"})
-    parts = wait_full_isr(wait_until, c.bootstrap, topic, 3)
+    parts = wait_full_isr(wait_until, c, topic, 3)
     leader = parts[0].leader
 
     confluent = Producer(
@@ -504,7 +514,7 @@ def test_leader_shrinks_the_isr_of_a_stalled_follower_and_takes_it_back(
         3, configs={"zookeeper.session.timeout.ms": "30000", "replica.lag.time.max.ms": "6000"}
     )
     topic = create_topic(c.bootstrap, 1, 3, {"min.insync.replicas": "2"})
-    leader = wait_full_isr(wait_until, c.bootstrap, topic, 3)[0].leader
+    leader = wait_full_isr(wait_until, c, topic, 3)[0].leader
     stalled, other = [i for i in (1, 2, 3) if i != leader]
     leader_address = c.brokers[leader].address
     assert produce_raw(leader_address, topic, 0, -1, [b"a"])["error_code"] == 0
@@ -555,7 +565,7 @@ def test_returning_leader_truncates_the_tail_it_never_replicated(cluster, wait_u
     and ends byte-identical to it. The unreplicated records are gone, as in Kafka."""
     c = cluster(3)
     topic = create_topic(c.bootstrap, 1, 3, {"min.insync.replicas": "2"})
-    old_leader = wait_full_isr(wait_until, c.bootstrap, topic, 3)[0].leader
+    old_leader = wait_full_isr(wait_until, c, topic, 3)[0].leader
     followers = [i for i in (1, 2, 3) if i != old_leader]
     old_address = c.brokers[old_leader].address
     assert produce_raw(old_address, topic, 0, -1, [b"committed"])["error_code"] == 0
