@@ -322,13 +322,17 @@ class ReplicaManager:
         partition = self._broker.topics.partition(topic, index)
         if partition is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        if current_leader_epoch >= 0:
+        key = (topic, index)
+        lead = self._leading.get(key)
+        leading = lead is not None and lead.partition is partition
+        # The epoch is checked where this broker has one (leader or follower, as Kafka);
+        # a broker with no replica of the partition just is not its leader.
+        if current_leader_epoch >= 0 and (leading or key in self._following):
             if current_leader_epoch < partition.leader_epoch:
                 return ErrorCode.FENCED_LEADER_EPOCH
             if current_leader_epoch > partition.leader_epoch:
                 return ErrorCode.UNKNOWN_LEADER_EPOCH
-        lead = self._leading.get((topic, index))
-        if lead is None or lead.partition is not partition:
+        if not leading:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         return partition
 
