@@ -242,7 +242,7 @@ def test_broker_that_cannot_start_stops_the_cluster_and_its_zookeeper(
     assert _pids_mentioning(str(process.data_dir)) == []
 
 
-def test_three_brokers_serve_a_replicated_topic_and_stop_on_sigterm(
+def test_three_brokers_serve_a_replicated_topic_survive_a_kill_and_stop_on_sigterm(
     zookeeper_installed, launcher, wait_until
 ) -> None:
     process = launcher("--brokers", "3", "--config", "min.insync.replicas=2")
@@ -295,11 +295,22 @@ def test_three_brokers_serve_a_replicated_topic_and_stop_on_sigterm(
         consumer.close()
     assert sorted(seen) == sorted(values)
 
+    # kill -9 of one broker (how a developer tries a failover): reported, the rest run on.
+    (broker_3,) = _pids_mentioning(str(process.data_dir / "broker-3"))
+    os.kill(broker_3, signal.SIGKILL)
+    wait_until(
+        lambda: "kafkette cluster: broker 3 exited with code -9" in process.stderr(),
+        timeout=30, what="the launcher reporting broker 3's death",
+    )
+    assert process.process.poll() is None
+    assert len(_pids_mentioning(str(process.data_dir / "broker-"))) == 2
+
     process.process.send_signal(signal.SIGTERM)
     assert process.wait_exit() == 0
     assert process.stdout_lines == [f"kafkette cluster ready on {','.join(addresses)}"]
     assert _pids_mentioning(str(process.data_dir)) == []
     assert not ruok("127.0.0.1", process.zookeeper_port())
-    # The brokers shut down cleanly: each left Kafka's clean-shutdown marker.
-    for broker_id in (1, 2, 3):
+    # The two survivors shut down cleanly: each left Kafka's clean-shutdown marker.
+    for broker_id in (1, 2):
         assert (process.data_dir / f"broker-{broker_id}" / ".kafka_cleanshutdown").exists()
+    assert not (process.data_dir / "broker-3" / ".kafka_cleanshutdown").exists()
