@@ -1,9 +1,13 @@
-"""The local cluster launcher and the ZooKeeper it starts, run as real processes.
+"""``kafkette cluster`` and the ZooKeeper it starts, run as real processes.
 
 ``kafkette.broker.cluster.zookeeper_server`` runs the installed ZooKeeper (the one
 the ``zookeeper`` fixture and ``kafkette cluster`` both use): it must answer
 ``ruok``, keep its znodes across a restart on the same directory, stop on SIGTERM,
 and say ``apt-get install zookeeper`` in one line when there is nothing to run.
+``kafkette cluster --brokers 3`` must print its one ready line, serve a replicated
+topic to real clients, keep running when a broker is killed, and stop brokers then
+ZooKeeper on SIGTERM, leaving no process behind; a broker that cannot start stops
+the whole start.
 """
 
 from __future__ import annotations
