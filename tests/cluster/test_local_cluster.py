@@ -318,3 +318,18 @@ def test_three_brokers_serve_a_replicated_topic_survive_a_kill_and_stop_on_sigte
     for broker_id in (1, 2):
         assert (process.data_dir / f"broker-{broker_id}" / ".kafka_cleanshutdown").exists()
     assert not (process.data_dir / "broker-3" / ".kafka_cleanshutdown").exists()
+
+
+def test_given_zookeeper_is_used_and_left_running(zookeeper, zookeeper_connect, launcher,
+                                                  kazoo_client) -> None:
+    process = launcher("--brokers", "1", "--zookeeper", zookeeper_connect)
+    (address,) = process.wait_ready()
+    assert not (process.data_dir / "zookeeper").exists()
+    chroot = zookeeper_connect.removeprefix(zookeeper.connect_string)
+    registered = kazoo_client().get_children(f"{chroot}/brokers/ids")
+    assert registered == ["1"]
+
+    process.process.send_signal(signal.SIGTERM)
+    assert process.wait_exit() == 0
+    assert ruok(zookeeper.host, zookeeper.port)  # not ours to stop
+    assert address.startswith("127.0.0.1:")
