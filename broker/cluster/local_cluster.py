@@ -47,6 +47,8 @@ BROKER_READY_TIMEOUT_SECONDS = 120.0
 ZOOKEEPER_START_TIMEOUT_SECONDS = 120.0
 # A broker's own shutdown grace is 10 s plus flushing; controlled shutdown adds moves.
 BROKER_STOP_GRACE_SECONDS = 30.0
+# Per-broker settings the launcher gives; the same value for every broker would be wrong.
+LAUNCHER_CONFIGS = frozenset({"broker.id", "node.id", "zookeeper.connect"})
 
 
 class ClusterStartError(Exception):
@@ -111,6 +113,12 @@ async def run_local_cluster(
     """
     if spec.brokers < 1:
         raise ClusterStartError(f"--brokers must be at least 1, not {spec.brokers}")
+    owned = sorted(set(spec.configs) & LAUNCHER_CONFIGS)
+    if owned:
+        raise ClusterStartError(
+            f"--config {', '.join(owned)}: kafkette cluster sets these itself "
+            "(broker ids 1..N, --zookeeper for the ZooKeeper)"
+        )
     announce = announce or _print_ready
     out = stderr or sys.stderr
     data_dir = spec.data_dir.resolve()

@@ -224,6 +224,15 @@ def test_cluster_command_without_zookeeper_says_how_to_install_it(
     assert "apt-get install zookeeper" in lines[0]
 
 
+def test_cluster_command_refuses_configs_it_sets_per_broker(launcher) -> None:
+    process = launcher("--brokers", "2", "--config", "broker.id=7")
+    assert process.wait_exit() == 1
+    assert process.stdout_lines == []
+    (line,) = process.stderr().splitlines()
+    assert line.startswith("kafkette: --config broker.id: kafkette cluster sets these itself")
+    assert not (process.data_dir / "zookeeper").exists()
+
+
 @pytest.fixture
 def zookeeper_installed() -> None:
     """Skip (with the install hint) where ``kafkette cluster`` has no ZooKeeper to start."""
