@@ -71,7 +71,8 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperSer
     # tickTime 500: sessions are checked for expiry every half second, so a killed
     # broker's znodes go close to its session timeout (min session 1 s, max 60 s).
     server = ZooKeeperServer(
-        tmp_path_factory.mktemp("zookeeper"), tick_time_ms=500, fsync=False, install=install
+        tmp_path_factory.mktemp("zookeeper"), tick_time_ms=500, fsync=False,
+        own_session=False, install=install,
     )
     server.start(timeout=120)
     try:
