@@ -55,7 +55,9 @@ def test_server_writes_its_config_restarts_on_its_data_and_stops_on_sigterm(
         install = find_zookeeper()
     except ZooKeeperNotInstalled as exc:
         pytest.skip(str(exc))
-    server = ZooKeeperServer(tmp_path / "zk", tick_time_ms=500, fsync=False, install=install)
+    server = ZooKeeperServer(
+        tmp_path / "zk", tick_time_ms=500, fsync=False, own_session=False, install=install
+    )
     try:
         server.start(timeout=120)
         config = dict(
