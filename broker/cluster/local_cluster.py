@@ -12,8 +12,8 @@ nothing else there: broker logs go to stderr, each line prefixed with
 The brokers are plain ``kafkette serve`` processes: killing one (``kill -9``) is
 how a developer tries failover, so a broker that dies after the ready line is
 reported on stderr and the rest keep running. One that dies before it stops the
-start. On SIGINT or SIGTERM the brokers are stopped first (SIGTERM, SIGKILL
-after a grace), then ZooKeeper, so brokers deregister while it still runs.
+start. On SIGINT or SIGTERM the brokers are stopped first, one at a time (SIGTERM,
+SIGKILL after a grace), then ZooKeeper, so brokers deregister while it still runs.
 Children run in their own sessions: a Ctrl-C at the terminal reaches this
 process only, which stops them in that order.
 
@@ -271,19 +271,25 @@ async def _ready_or_exit(child: BrokerChild) -> None:
 
 
 async def _stop_children(children: Sequence[BrokerChild], out: TextIO) -> None:
-    """SIGTERM every live broker at once, SIGKILL those still there after the grace."""
-    live = [c for c in children if c.process is not None and c.process.returncode is None]
-    for child in live:
+    """Stop the brokers one at a time, SIGKILL for one still there after the grace.
+
+    A rolling stop, as an operator would do it: each broker's controlled shutdown
+    hands its leaderships to brokers still running. Stopped all at once, they
+    would all leave ZooKeeper together, nobody would be left to lead or elect, and
+    each would wait out its controlled-shutdown timeout.
+    """
+    for child in children:
+        process = child.process
+        if process is None or process.returncode is not None:
+            continue
         child.stopping = True
-        child.process.send_signal(signal.SIGTERM)  # type: ignore[union-attr]
-    with trio.move_on_after(BROKER_STOP_GRACE_SECONDS):
-        for child in live:
-            await child.process.wait()  # type: ignore[union-attr]
-    for child in live:
-        if child.process.returncode is None:  # type: ignore[union-attr]
+        process.send_signal(signal.SIGTERM)
+        with trio.move_on_after(BROKER_STOP_GRACE_SECONDS):
+            await process.wait()
+        if process.returncode is None:
             _say(out, f"broker {child.broker_id} ignored SIGTERM: killing it")
-            child.process.kill()  # type: ignore[union-attr]
-            await child.process.wait()  # type: ignore[union-attr]
+            process.kill()
+            await process.wait()
 
 
 def _print_ready(addresses: str) -> None:
