@@ -260,7 +260,11 @@ def test_broker_that_cannot_start_stops_the_cluster_and_its_zookeeper(
 def test_three_brokers_serve_a_replicated_topic_survive_a_kill_and_stop_on_sigterm(
     zookeeper_installed, launcher, wait_until
 ) -> None:
-    process = launcher("--brokers", "3", "--config", "min.insync.replicas=2")
+    process = launcher(
+        "--brokers", "3",
+        "--config", "min.insync.replicas=2",
+        "--config", "zookeeper.session.timeout.ms=6000",  # broker 3's death noticed soon
+    )
     addresses = process.wait_ready()
     assert len(addresses) == 3
     assert process.stdout_lines == [f"kafkette cluster ready on {','.join(addresses)}"]
@@ -319,6 +323,13 @@ def test_three_brokers_serve_a_replicated_topic_survive_a_kill_and_stop_on_sigte
     )
     assert process.process.poll() is None
     assert len(_pids_mentioning(str(process.data_dir / "broker-"))) == 2
+    # Its session expires; the survivors' Metadata drops it.
+    survivors = ",".join(addresses[:2])
+    wait_until(
+        lambda: sorted(AdminClient({"bootstrap.servers": survivors}).list_topics(
+            timeout=10).brokers) == [1, 2],
+        timeout=60, what="Metadata without broker 3",
+    )
 
     process.process.send_signal(signal.SIGTERM)
     assert process.wait_exit() == 0
