@@ -4,7 +4,8 @@ For developers and tests who want replication and failover without writing
 configs: it starts the installed ZooKeeper (unless ``--zookeeper`` names one),
 then N ``kafkette serve`` processes with ``broker.id`` 1..N, free ports on
 127.0.0.1 and data dirs ``DIR/broker-N``. Once every broker printed its own
-``kafkette ready on HOST:PORT`` line it prints exactly one line on stdout,
+``kafkette ready on HOST:PORT`` line and lists all N brokers in its Metadata
+answers, it prints exactly one line on stdout,
 ``kafkette cluster ready on HOST:PORT,HOST:PORT,...`` (tools wait for it), and
 nothing else there: broker logs go to stderr, each line prefixed with
 ``[broker N]``; ZooKeeper logs to ``DIR/zookeeper/zookeeper.log``.
@@ -26,6 +27,7 @@ from __future__ import annotations
 import logging
 import re
 import signal
+import struct
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -44,6 +46,7 @@ DEFAULT_DATA_DIR = Path("kafkette-cluster-data")
 HOST = "127.0.0.1"
 READY_LINE = re.compile(r"^kafkette ready on (\S+:\d+)$")
 BROKER_READY_TIMEOUT_SECONDS = 120.0
+METADATA_API_KEY = 3
 ZOOKEEPER_START_TIMEOUT_SECONDS = 120.0
 # A broker's own shutdown grace is 10 s plus flushing; controlled shutdown adds moves.
 BROKER_STOP_GRACE_SECONDS = 30.0
@@ -244,10 +247,16 @@ async def _wait_all_ready(
         with trio.move_on_after(BROKER_READY_TIMEOUT_SECONDS) as timer:
             for child in children:
                 await _ready_or_exit(child)
+            await _wait_same_view(children)
         if timer.cancelled_caught:
             slow = [c.broker_id for c in children if not c.ready.is_set()]
+            if slow:
+                raise ClusterStartError(
+                    f"broker(s) {slow} did not print their ready line within "
+                    f"{BROKER_READY_TIMEOUT_SECONDS:g}s"
+                )
             raise ClusterStartError(
-                f"broker(s) {slow} did not print their ready line within "
+                f"the brokers did not all list each other in Metadata within "
                 f"{BROKER_READY_TIMEOUT_SECONDS:g}s"
             )
         nursery.cancel_scope.cancel()
@@ -268,6 +277,44 @@ async def _ready_or_exit(child: BrokerChild) -> None:
                 f"{child.last_line}"
             )
         nursery.cancel_scope.cancel()
+
+
+async def _wait_same_view(children: Sequence[BrokerChild]) -> None:
+    """Until every broker's Metadata lists (at least) all N brokers.
+
+    A broker prints its ready line once it registered in ZooKeeper; the others
+    learn of it through their watches a moment later. The cluster's ready line
+    waits for that, so a topic with replication factor N can be created as soon
+    as it is printed.
+    """
+    while True:
+        counts = [await _brokers_listed(child.address or "") for child in children]
+        if all(count >= len(children) for count in counts):
+            return
+        await trio.sleep(0.1)
+
+
+async def _brokers_listed(address: str) -> int:
+    """How many brokers ``address`` lists in a Metadata v1 answer for no topics; -1 on
+    a connection failure. Hand-encoded: the launcher loads no Kafka client."""
+    host, _, port = address.rpartition(":")
+    client_id = b"kafkette-cluster"
+    header = struct.pack(">hhih", METADATA_API_KEY, 1, 1, len(client_id)) + client_id
+    request = header + struct.pack(">i", 0)  # an empty topic list: brokers only
+    try:
+        with trio.fail_after(5):
+            stream = await trio.open_tcp_stream(host, int(port))
+            async with stream:
+                await stream.send_all(struct.pack(">i", len(request)) + request)
+                answer = b""
+                while len(answer) < 12:  # size, correlation id, broker count
+                    chunk = await stream.receive_some(4096)
+                    if not chunk:
+                        return -1
+                    answer += chunk
+    except (OSError, trio.TooSlowError, trio.BrokenResourceError):
+        return -1
+    return struct.unpack_from(">i", answer, 8)[0]
 
 
 async def _stop_children(children: Sequence[BrokerChild], out: TextIO) -> None:
