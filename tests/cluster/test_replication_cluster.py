@@ -78,6 +78,21 @@ def log_bytes(data_dir: Path, topic: str, partition: int) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(directory.glob("*.log")))
 
 
+def checkpointed_hw(data_dir: Path, topic: str, partition: int) -> int | None:
+    """The HW a broker wrote for a partition in replication-offset-checkpoint (Kafka's format:
+    version, count, then ``topic partition hw`` lines)."""
+    path = data_dir / "replication-offset-checkpoint"
+    if not path.exists():
+        return None
+    lines = path.read_text().splitlines()
+    assert lines[0] == "0" and int(lines[1]) == len(lines) - 2, lines[:2]
+    for line in lines[2:]:
+        name, index, hw = line.rsplit(" ", 2)
+        if (name, int(index)) == (topic, partition):
+            return int(hw)
+    return None
+
+
 def log_start(data_dir: Path, topic: str, partition: int) -> int:
     """The log start offset a replica has persisted (its offsets.checkpoint)."""
     path = data_dir / f"{topic}-{partition}" / "offsets.checkpoint"
@@ -255,6 +270,18 @@ def test_acks_all_from_two_clients_is_replicated_byte_for_byte(cluster, wait_unt
             what=f"three identical replicas of {topic}-{partition}",
         )
         assert len(stored) > 400 * 10
+
+    # Every replica checkpoints its HW (replica.high.watermark.checkpoint.interval.ms, 5 s).
+    # 400 records in each partition (i % 2 from each client).
+    wait_until(
+        lambda: all(
+            checkpointed_hw(c.brokers[i].data_dir, topic, p) == 400
+            for i in (1, 2, 3)
+            for p in (0, 1)
+        ),
+        timeout=TIMEOUT,
+        what="every replica's replication-offset-checkpoint at the HW",
+    )
 
     # DeleteRecords on the leader: the followers' log start follows (from their fetches).
     admin = AdminClient({"bootstrap.servers": c.bootstrap})
