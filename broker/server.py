@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -49,6 +50,9 @@ from kafkette.log.cleaner import CleanAborted, CleanStats
 from kafkette.log.cleaner_manager import LogCleanerManager
 from kafkette.log.dir_lock import DataDirError, DirLock, os_reason
 from kafkette.log.partition_log import PartitionLog
+
+if TYPE_CHECKING:
+    from kafkette.broker.cluster.node import ClusterNode
 
 log = logging.getLogger("kafkette.server")
 
@@ -113,6 +117,8 @@ class Broker:
         self.transactions: TransactionCoordinator
         self.producer_ids: ProducerIdAllocator
         self.cleaner: LogCleanerManager
+        # Cluster mode (zookeeper.connect): this broker's part in the cluster; None on one node.
+        self.cluster: ClusterNode | None = None
         self._stop = trio.Event()
 
     # Lifecycle ---------------------------------------------------------------
@@ -129,9 +135,18 @@ class Broker:
         try:
             listeners = await self._bind()
             try:
-                await self._open_storage()
+                self.advertised = self._advertised_for(listeners[0].socket.getsockname()[1])
                 try:
-                    await self._serve_until_stopped(listeners, task_status)
+                    # Cluster mode's tasks (metadata watcher, controller) live here: they
+                    # stop after serving and before the logs close.
+                    async with trio.open_nursery() as cluster_tasks:
+                        try:
+                            await self._open_storage(cluster_tasks)
+                            await self._serve_until_stopped(listeners, task_status)
+                        finally:
+                            with trio.CancelScope(shield=True):
+                                await self._leave_cluster()
+                            cluster_tasks.cancel_scope.cancel()
                 finally:
                     with trio.CancelScope(shield=True):
                         await self._close_storage()
@@ -167,7 +182,6 @@ class Broker:
         self, listeners: list[trio.SocketListener], task_status: trio.TaskStatus[Endpoint]
     ) -> None:
         bound = listeners[0].socket.getsockname()
-        self.advertised = self._advertised_for(bound[1])
         log.info("listening on %s:%d, advertising %s", bound[0], bound[1], self.advertised)
         async with trio.open_nursery() as connections:
             async with trio.open_nursery() as background:
@@ -248,10 +262,13 @@ class Broker:
             log.info("listening on all interfaces: advertising host name %s", host)
         return Endpoint(host, bound_port)
 
-    async def _open_storage(self) -> None:
+    async def _open_storage(self, cluster_tasks: trio.Nursery) -> None:
+        clustered = self.config.cluster is not None
+
         def open_all() -> DataDir:
             self.config.data_dir.mkdir(parents=True, exist_ok=True)
-            self.cluster_id = load_or_create_cluster_id(self.config.data_dir, self.node_id)
+            if not clustered:  # in a cluster the id comes from ZooKeeper's /cluster/id
+                self.cluster_id = load_or_create_cluster_id(self.config.data_dir, self.node_id)
             self.producer_ids = ProducerIdAllocator(self.config.data_dir)
             self.cleaner = LogCleanerManager(self.config.data_dir, self.config.cleaner, now_ms)
             return DataDir.open(self.config.data_dir, self.config.log, now_ms)
@@ -264,6 +281,8 @@ class Broker:
                 f"cannot open data dir {self.config.data_dir}: {os_reason(exc)}"
             ) from None
         self.topics = TopicRegistry(self.data_dir, self.config)
+        if clustered:
+            await self._join_cluster(cluster_tasks)
         self.groups = GroupCoordinator(self)
         await self.groups.load()
         # After the groups: their load keeps transactional offsets pending until the
@@ -276,6 +295,23 @@ class Broker:
             len(self.topics.names),
             time.perf_counter() - started,
         )
+
+    async def _join_cluster(self, cluster_tasks: trio.Nursery) -> None:
+        """Cluster mode: connect to ZooKeeper, make the local logs follow the cluster,
+        register, run the watcher and the controller election (broker/cluster/node.py)."""
+        from kafkette.broker.cluster.node import ClusterNode, ClusterStartError
+
+        self.cluster = ClusterNode(self)
+        self.topics.cluster = self.cluster
+        try:
+            await self.cluster.start(cluster_tasks)
+        except ClusterStartError as exc:
+            raise StartupError(str(exc)) from None
+
+    async def _leave_cluster(self) -> None:
+        if self.cluster is not None:
+            with trio.move_on_after(10):
+                await self.cluster.stop()
 
     async def _close_storage(self) -> None:
         """Flush and mark a clean shutdown: only a data dir this broker locked and opened."""

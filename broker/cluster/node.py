@@ -1,0 +1,244 @@
+"""This broker as a member of the cluster: session, registration, snapshots, controller.
+
+``ClusterNode.start`` brings the broker into the cluster in Kafka's order:
+connect to ZooKeeper (creating the chroot and Kafka's top-level znodes),
+take the cluster id from ``/cluster/id`` (creating it if this is the first
+broker), read the whole cluster once and make the local logs follow it
+(topics in ZooKeeper get local logs, with ZooKeeper's topic id and configs;
+local topics ZooKeeper no longer has are deleted), register
+``/brokers/ids/<id>``, then run the metadata watcher and the controller
+election. A stale registration of the same id (this broker killed a moment
+ago: its session has not expired yet) is waited for up to
+``zookeeper.session.timeout.ms``; an id held by a live broker stops the
+start with Kafka's message.
+
+Each snapshot is first applied to the local logs, then published
+(``metadata``), then handed to the listeners (the replica manager, the
+controller) in order, on the trio loop.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import trio
+from kazoo.exceptions import NodeExistsError, NoNodeError
+
+from kafkette.broker.clock import now_ms
+from kafkette.broker.cluster import znodes
+from kafkette.broker.cluster.controller import Controller
+from kafkette.broker.cluster.metadata import EMPTY, ClusterMetadata
+from kafkette.broker.cluster.metadata_watcher import MetadataWatcher
+from kafkette.broker.cluster.zk_admin import ZkAdmin
+from kafkette.broker.cluster.zk_session import LOST, SUSPENDED, ZkSession, ZkUnavailable
+from kafkette.broker.identity import META_FILE, new_cluster_id
+from kafkette.log.checkpoint import atomic_write
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
+    from kafkette.broker.cluster.config import ClusterConfig
+    from kafkette.broker.server import Broker
+
+log = logging.getLogger("kafkette.cluster")
+
+Listener = Callable[[ClusterMetadata], Awaitable[None]]
+
+
+class ClusterStartError(Exception):
+    """The broker cannot join the cluster; the message is one line for the operator."""
+
+
+class ClusterNode:
+    """One broker's view of, and part in, the cluster."""
+
+    def __init__(self, broker: Broker) -> None:
+        config = broker.config.cluster
+        assert config is not None
+        self.broker = broker
+        self.config: ClusterConfig = config
+        self.broker_id = config.broker_id
+        self.session = ZkSession(
+            config.zookeeper_connect, config.session_timeout_s, config.connection_timeout_s
+        )
+        self.metadata: ClusterMetadata = EMPTY
+        self.admin = ZkAdmin(self.session, lambda: self.metadata)
+        self.controller = Controller(
+            self.session, self.broker_id, config.unclean_leader_election_enable
+        )
+        self._listeners: list[Listener] = []
+        self._changed = trio.Event()
+        self._watcher: MetadataWatcher | None = None
+        self._registered = False
+        self._reregister = trio.Event()
+
+    # Listeners -----------------------------------------------------------------
+
+    def add_listener(self, listener: Listener) -> None:
+        """``await listener(snapshot)`` for every snapshot from now on (after the local
+        logs follow it). A listener must not block for long: snapshots queue behind it."""
+        self._listeners.append(listener)
+
+    async def wait_for(
+        self, predicate: Callable[[ClusterMetadata], bool], timeout_s: float
+    ) -> bool:
+        """Wait until a published snapshot satisfies ``predicate``; False on timeout."""
+        with trio.move_on_after(max(0.0, timeout_s)):
+            while not predicate(self.metadata):
+                await self._changed.wait()
+            return True
+        return predicate(self.metadata)
+
+    # Lifecycle -----------------------------------------------------------------
+
+    async def start(self, nursery: trio.Nursery) -> None:
+        """Join the cluster (see the module docstring); tasks run in ``nursery``."""
+        try:
+            await self.session.start()
+        except ZkUnavailable as exc:
+            raise ClusterStartError(str(exc)) from None
+        self.session.on_state(self._on_session_state)
+        cluster_id = await self.session.run(_ensure_cluster)
+        await trio.to_thread.run_sync(
+            check_meta_properties, self.broker.config.data_dir, cluster_id, self.broker_id
+        )
+        self.broker.cluster_id = cluster_id
+        self._watcher = MetadataWatcher(self.session, cluster_id, self._publish)
+        await self._publish(await self._watcher.refresh())
+        await self._register()
+        self.add_listener(self._offer_to_controller)
+        nursery.start_soon(self._watcher.run)
+        nursery.start_soon(self.controller.run)
+        nursery.start_soon(self._keep_registered)
+        self.controller.offer(self.metadata)
+        log.info(
+            "broker %d joined cluster %s (ZooKeeper %s%s)", self.broker_id, cluster_id,
+            self.session.hosts, self.session.chroot,
+        )
+
+    async def stop(self) -> None:
+        """Leave the cluster: closing the session removes the registration (and
+        ``/controller`` if held) at once, so the others elect new leaders now."""
+        self.controller.active = False
+        await self.session.close()
+
+    async def _offer_to_controller(self, metadata: ClusterMetadata) -> None:
+        self.controller.offer(metadata)
+
+    def _on_session_state(self, state: str) -> None:
+        if state == LOST:
+            log.warning("ZooKeeper session expired: registering again when reconnected")
+            self.controller.session_lost()
+            self._registered = False
+        elif state == SUSPENDED:
+            log.warning("ZooKeeper connection suspended")
+        elif not self._registered and self._watcher is not None:
+            # A new session: watches and ephemeral znodes are gone.
+            self._reregister.set()
+            self._watcher.mark_all()
+
+    async def _keep_registered(self) -> None:
+        while True:
+            await self._reregister.wait()
+            self._reregister = trio.Event()
+            try:
+                await self._register()
+            except (ClusterStartError, Exception) as exc:
+                log.warning("registering broker %d again failed: %s", self.broker_id, exc)
+                await trio.sleep(1.0)
+                self._reregister.set()
+
+    async def _register(self) -> None:
+        advertised = self.broker.advertised
+        data = znodes.encode_broker(advertised.host, advertised.port, None, now_ms())
+        path = znodes.broker_path(self.broker_id)
+        deadline = trio.current_time() + self.config.session_timeout_s + 2
+        while True:
+            owner = await self.session.run(_create_ephemeral, path, data)
+            if owner is None:
+                break
+            if owner == self.session.session_id:
+                break  # made by this session (a retried call): ours
+            if trio.current_time() > deadline:
+                raise ClusterStartError(
+                    f"Error while creating ephemeral at {path}, node already exists and owner"
+                    f" '{owner}' does not match current session '{self.session.session_id}'"
+                    f" (is broker.id={self.broker_id} used by another broker?)"
+                )
+            log.info("%s still held by an earlier session: waiting for it to expire", path)
+            await trio.sleep(0.5)
+        self._registered = True
+        log.info("registered %s at %s", path, advertised)
+
+    async def _publish(self, snapshot: ClusterMetadata) -> None:
+        await self.broker.topics.follow_cluster(snapshot)
+        self.metadata = snapshot
+        self._changed.set()
+        self._changed = trio.Event()
+        for listener in list(self._listeners):
+            await listener(snapshot)
+
+
+def check_meta_properties(data_dir: Path, cluster_id: str, broker_id: int) -> None:
+    """Kafka's guard against a data dir joining the wrong cluster or under another id:
+    ``meta.properties`` must name this cluster and broker; written on the first join."""
+    path = data_dir / META_FILE
+    stored: dict[str, str] = {}
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            key, sep, value = line.partition("=")
+            if sep:
+                stored[key.strip()] = value.strip()
+    # version=0 is what a broker of a ZooKeeper cluster writes (as Kafka's did); a
+    # single node's own file (version=1) may join a cluster once and adopt its id.
+    joined = stored.get("version") == "0"
+    if joined and stored.get("cluster.id") not in (None, cluster_id):
+        raise ClusterStartError(
+            f"The Cluster ID {cluster_id} doesn't match stored clusterId"
+            f" Some({stored['cluster.id']}) in meta.properties. The broker is trying to"
+            " join the wrong cluster. Configured zookeeper.connect may be wrong."
+        )
+    stored_id = stored.get("broker.id") or stored.get("node.id")
+    if joined and stored_id is not None and stored_id != str(broker_id):
+        raise ClusterStartError(
+            f"Configured broker.id {broker_id} doesn't match stored broker.id Some({stored_id})"
+            " in meta.properties. If you moved your data, make sure your configured broker.id"
+            " matches. If you intend to create a new broker, you should remove all data in"
+            " your data directories (log.dirs)."
+        )
+    if not joined or stored.get("cluster.id") != cluster_id:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write(
+            path, f"version=0\ncluster.id={cluster_id}\nbroker.id={broker_id}\n".encode()
+        )
+
+
+def _ensure_cluster(client: KazooClient) -> str:
+    """Kafka's top-level znodes, and the cluster id (created by the first broker)."""
+    for path in znodes.PERSISTENT_PATHS:
+        client.ensure_path(path)
+    try:
+        data, _ = client.get(znodes.CLUSTER_ID)
+        return znodes.decode_cluster_id(data)
+    except NoNodeError:
+        pass
+    cluster_id = new_cluster_id()
+    try:
+        client.create(znodes.CLUSTER_ID, znodes.encode_cluster_id(cluster_id))
+        return cluster_id
+    except NodeExistsError:
+        data, _ = client.get(znodes.CLUSTER_ID)
+        return znodes.decode_cluster_id(data)
+
+
+def _create_ephemeral(client: KazooClient, path: str, data: bytes) -> int | None:
+    """Create; None when made, else the session id owning the existing znode (0: gone)."""
+    try:
+        client.create(path, data, ephemeral=True)
+        return None
+    except NodeExistsError:
+        stat = client.exists(path)
+        return 0 if stat is None else stat.ephemeralOwner
