@@ -310,11 +310,11 @@ class TopicRegistry:
                 " ('.' and '_' are the same in metric names)",
             )
         if replication_factor == -1 and not assignment:
-            replication_factor = self._default_replication_factor(node, name)
+            replication_factor = await self._default_replication_factor(node, name)
             if name == "__transaction_state":
                 min_isr = min(node.config.transaction_state_log_min_isr, replication_factor)
                 configs = {"min.insync.replicas": str(min_isr), **configs}
-        replicas = node.admin.plan_topic(name, partitions, replication_factor, assignment)
+        replicas = await node.admin.plan_topic(name, partitions, replication_factor, assignment)
         if validate_only:
             return None
         topic_id = await node.admin.create_topic(name, replicas, configs)
@@ -325,11 +325,13 @@ class TopicRegistry:
             return meta
         return TopicMetadata(name, topic_id, len(replicas), configs)
 
-    def _default_replication_factor(self, node: ClusterNode, name: str) -> int:
+    async def _default_replication_factor(self, node: ClusterNode, name: str) -> int:
         """Internal topics: Kafka's offsets.topic.replication.factor and
         transaction.state.log.replication.factor, capped at the live brokers (Kafka
         refuses instead; docs/cluster.md). Others: default.replication.factor."""
-        live = max(1, len(node.metadata.brokers))
+        if name not in INTERNAL_TOPICS:
+            return node.config.default_replication_factor
+        live = max(1, len(await node.admin.live_brokers()))
         if name == "__consumer_offsets":
             return min(node.config.offsets_topic_replication_factor, live)
         if name == "__transaction_state":

@@ -171,12 +171,13 @@ class Controller:
             log.info("broker %d is the controller now: resigning", metadata.controller_id)
             self.active = False
         if not self.active and metadata.controller_id == NO_LEADER:
-            await self._elect()
+            await self.elect()
         if not self.active or self.broker_id not in metadata.brokers:
             return
         await self.session.run(self._duties, metadata)
 
-    async def _elect(self) -> None:
+    async def elect(self) -> None:
+        """Race for ``/controller`` (it is free, as far as this broker knows)."""
         won = await self.session.run(self._try_elect)
         if won:
             self.active = True

@@ -31,7 +31,7 @@ from kafkette.broker.clock import now_ms
 from kafkette.broker.cluster import znodes
 from kafkette.broker.cluster.controller import Controller
 from kafkette.broker.cluster.metadata import EMPTY, ClusterMetadata
-from kafkette.broker.cluster.metadata_watcher import MetadataWatcher
+from kafkette.broker.cluster.metadata_watcher import BROKERS, CONTROLLER, MetadataWatcher
 from kafkette.broker.cluster.zk_admin import ZkAdmin
 from kafkette.broker.cluster.zk_session import LOST, SUSPENDED, ZkSession, ZkUnavailable
 from kafkette.broker.identity import META_FILE, new_cluster_id
@@ -109,6 +109,15 @@ class ClusterNode:
         self._watcher = MetadataWatcher(self.session, cluster_id, self._publish)
         await self._publish(await self._watcher.refresh())
         await self._register()
+        # Ready only once this broker's view has itself and a controller (racing for it
+        # if there is none), so its first Metadata answers already name both.
+        self._watcher.mark(BROKERS)
+        self._watcher.mark(CONTROLLER)
+        await self._publish(await self._watcher.refresh())
+        if self.metadata.controller_id < 0:
+            await self.controller.elect()
+            self._watcher.mark(CONTROLLER)
+            await self._publish(await self._watcher.refresh())
         self.add_listener(self._offer_to_controller)
         nursery.start_soon(self._watcher.run)
         nursery.start_soon(self.controller.run)

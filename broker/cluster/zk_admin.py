@@ -63,7 +63,13 @@ class ZkAdmin:
     def metadata(self) -> ClusterMetadata:
         return self._metadata()
 
-    def plan_topic(
+    async def live_brokers(self) -> list[int]:
+        """The registered brokers as ZooKeeper has them now (Kafka's AdminZkClient reads
+        them there too: a snapshot may lag a broker that just registered)."""
+        children = await self.session.run(lambda c: c.get_children(znodes.BROKER_IDS))
+        return sorted(int(child) for child in children)
+
+    async def plan_topic(
         self,
         name: str,
         partitions: int,
@@ -71,7 +77,7 @@ class ZkAdmin:
         assignment: Mapping[int, Sequence[int]] | None,
     ) -> dict[int, tuple[int, ...]]:
         """The replicas of a new topic, or TopicError (Kafka's codes and messages)."""
-        live = sorted(self.metadata.brokers)
+        live = await self.live_brokers()
         if assignment:
             problem = check_explicit_assignment(dict(assignment), live)
             if problem:
@@ -160,7 +166,8 @@ class ZkAdmin:
                     ErrorCode.INVALID_PARTITIONS,
                     f"Topic already has {existing} partitions.",
                 )
-            added = self._new_replicas(current.replicas, total, assignments)
+            live = sorted(int(c) for c in client.get_children(znodes.BROKER_IDS))
+            added = self._new_replicas(current.replicas, total, assignments, live)
             if validate_only:
                 return
             assert current.topic_id is not None
@@ -183,10 +190,10 @@ class ZkAdmin:
         replicas: Mapping[int, tuple[int, ...]],
         total: int,
         assignments: Sequence[Sequence[int]] | None,
+        live: list[int],
     ) -> dict[int, tuple[int, ...]]:
         existing = len(replicas)
         rf = len(replicas[0])
-        live = sorted(self.metadata.brokers)
         if assignments is not None:
             if len(assignments) != total - existing:
                 raise TopicError(

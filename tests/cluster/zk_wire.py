@@ -69,3 +69,24 @@ def metadata(address: str, topics: list[str] | None = None) -> dict:
             for t in response.topics
         },
     }
+
+
+def topic_configs(address: str, topic: str) -> dict[str, str]:
+    """DescribeConfigs (v1) of ``topic`` on this broker: the topic's own overrides."""
+    from kafka.protocol.admin.configs import DescribeConfigsRequest
+
+    resource = DescribeConfigsRequest.DescribeConfigsResource(
+        resource_type=2, resource_name=topic, configuration_keys=None
+    )
+    response = request(address, DescribeConfigsRequest(resources=[resource]), 1)
+    [result] = response.results
+    assert result.error_code == 0, (result.error_code, result.error_message)
+    return {c.name: c.value for c in result.configs if c.config_source == 1}
+
+
+def find_coordinator(address: str, key: str, key_type: int = 0) -> tuple[int, int]:
+    """FindCoordinator (v3) on this broker: (error code, coordinator node id)."""
+    from kafka.protocol.metadata import FindCoordinatorRequest
+
+    response = request(address, FindCoordinatorRequest(key=key, key_type=key_type), 3)
+    return response.error_code, response.node_id
