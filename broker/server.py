@@ -264,6 +264,8 @@ class Broker:
 
     async def _open_storage(self, cluster_tasks: trio.Nursery) -> None:
         clustered = self.config.cluster is not None
+        if clustered:
+            await self._connect_cluster()
 
         def open_all() -> DataDir:
             self.config.data_dir.mkdir(parents=True, exist_ok=True)
@@ -296,12 +298,23 @@ class Broker:
             time.perf_counter() - started,
         )
 
-    async def _join_cluster(self, cluster_tasks: trio.Nursery) -> None:
-        """Cluster mode: connect to ZooKeeper, make the local logs follow the cluster,
-        register, run the watcher and the controller election (broker/cluster/node.py)."""
+    async def _connect_cluster(self) -> None:
+        """Cluster mode: reach ZooKeeper and take the cluster id from it (before any
+        log is opened); broker/cluster/node.py."""
         from kafkette.broker.cluster.node import ClusterNode, ClusterStartError
 
         self.cluster = ClusterNode(self)
+        try:
+            await self.cluster.connect()
+        except ClusterStartError as exc:
+            raise StartupError(str(exc)) from None
+
+    async def _join_cluster(self, cluster_tasks: trio.Nursery) -> None:
+        """Make the local logs follow the cluster, register, run the watcher and the
+        controller election."""
+        from kafkette.broker.cluster.node import ClusterStartError
+
+        assert self.cluster is not None
         self.topics.cluster = self.cluster
         try:
             await self.cluster.start(cluster_tasks)

@@ -94,8 +94,9 @@ class ClusterNode:
 
     # Lifecycle -----------------------------------------------------------------
 
-    async def start(self, nursery: trio.Nursery) -> None:
-        """Join the cluster (see the module docstring); tasks run in ``nursery``."""
+    async def connect(self) -> None:
+        """Connect to ZooKeeper and learn the cluster id, before any log is opened
+        (Kafka's order: a broker that cannot join recovers nothing)."""
         try:
             await self.session.start()
         except ZkUnavailable as exc:
@@ -106,6 +107,11 @@ class ClusterNode:
             check_meta_properties, self.broker.config.data_dir, cluster_id, self.broker_id
         )
         self.broker.cluster_id = cluster_id
+
+    async def start(self, nursery: trio.Nursery) -> None:
+        """Join the cluster (see the module docstring) once ``connect`` has and the
+        local logs are open; tasks run in ``nursery``."""
+        cluster_id = self.broker.cluster_id
         self._watcher = MetadataWatcher(self.session, cluster_id, self._publish)
         await self._publish(await self._watcher.refresh())
         await self._register()
