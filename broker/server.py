@@ -53,6 +53,7 @@ from kafkette.log.partition_log import PartitionLog
 
 if TYPE_CHECKING:
     from kafkette.broker.cluster.node import ClusterNode
+    from kafkette.broker.cluster.producer_id_blocks import ZkProducerIdAllocator
 
 log = logging.getLogger("kafkette.server")
 
@@ -115,7 +116,7 @@ class Broker:
         self.topics: TopicRegistry
         self.groups: GroupCoordinator
         self.transactions: TransactionCoordinator
-        self.producer_ids: ProducerIdAllocator
+        self.producer_ids: ProducerIdAllocator | ZkProducerIdAllocator
         self.cleaner: LogCleanerManager
         # Cluster mode (zookeeper.connect): this broker's part in the cluster; None on one node.
         self.cluster: ClusterNode | None = None
@@ -284,6 +285,8 @@ class Broker:
             ) from None
         self.topics = TopicRegistry(self.data_dir, self.config)
         if clustered:
+            assert self.cluster is not None
+            self.producer_ids = self.cluster.producer_id_allocator()
             await self._join_cluster(cluster_tasks)
         self.groups = GroupCoordinator(self)
         await self.groups.load()

@@ -32,6 +32,7 @@ from kafkette.broker.cluster import znodes
 from kafkette.broker.cluster.controller import Controller
 from kafkette.broker.cluster.metadata import EMPTY, ClusterMetadata
 from kafkette.broker.cluster.metadata_watcher import BROKERS, CONTROLLER, MetadataWatcher
+from kafkette.broker.cluster.producer_id_blocks import ZkProducerIdAllocator
 from kafkette.broker.cluster.zk_admin import ZkAdmin
 from kafkette.broker.cluster.zk_session import LOST, SUSPENDED, ZkSession, ZkUnavailable
 from kafkette.broker.identity import META_FILE, new_cluster_id
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from kazoo.client import KazooClient
 
     from kafkette.broker.cluster.config import ClusterConfig
+    from kafkette.broker.cluster.replica_manager import ReplicaManager
     from kafkette.broker.server import Broker
 
 log = logging.getLogger("kafkette.cluster")
@@ -69,6 +71,9 @@ class ClusterNode:
         self.controller = Controller(
             self.session, self.broker_id, config.unclean_leader_election_enable
         )
+        # Replication (helper ``replica``'s ReplicaManager): the roles of the local replicas
+        # and the leader's duties; the Produce/Fetch/ListOffsets handlers use it.
+        self.replicas: ReplicaManager | None = None
         self._listeners: list[Listener] = []
         self._changed = trio.Event()
         self._watcher: MetadataWatcher | None = None
@@ -108,12 +113,22 @@ class ClusterNode:
         )
         self.broker.cluster_id = cluster_id
 
+    def producer_id_allocator(self) -> ZkProducerIdAllocator:
+        """Producer ids unique across the cluster (blocks from ZooKeeper, as Kafka)."""
+        return ZkProducerIdAllocator(self.session, self.broker_id)
+
     async def start(self, nursery: trio.Nursery) -> None:
         """Join the cluster (see the module docstring) once ``connect`` has and the
         local logs are open; tasks run in ``nursery``."""
         cluster_id = self.broker.cluster_id
         self._watcher = MetadataWatcher(self.session, cluster_id, self._publish)
         await self._publish(await self._watcher.refresh())
+        manager = _replica_manager_class()
+        if manager is not None:
+            # Before registering: the local replicas take their roles before anyone is told
+            # this broker is alive.
+            self.replicas = manager(self.broker, self)
+            await self.replicas.start(nursery)
         await self._register()
         # Ready only once this broker's view has itself and a controller (racing for it
         # if there is none), so its first Metadata answers already name both.
@@ -138,6 +153,8 @@ class ClusterNode:
         """Leave the cluster: closing the session removes the registration (and
         ``/controller`` if held) at once, so the others elect new leaders now."""
         self.controller.active = False
+        if self.replicas is not None:
+            await self.replicas.stop()
         await self.session.close()
 
     async def _offer_to_controller(self, metadata: ClusterMetadata) -> None:
@@ -229,6 +246,18 @@ def check_meta_properties(data_dir: Path, cluster_id: str, broker_id: int) -> No
         atomic_write(
             path, f"version=0\ncluster.id={cluster_id}\nbroker.id={broker_id}\n".encode()
         )
+
+
+def _replica_manager_class() -> type[ReplicaManager] | None:
+    """The replication runtime, when installed: it lands separately (helper ``replica``),
+    and the ZooKeeper side works (and is tested) without it."""
+    try:
+        from kafkette.broker.cluster.replica_manager import ReplicaManager
+    except ModuleNotFoundError as exc:
+        if exc.name != "kafkette.broker.cluster.replica_manager":
+            raise
+        return None
+    return ReplicaManager
 
 
 def _ensure_cluster(client: KazooClient) -> str:

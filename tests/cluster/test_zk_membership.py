@@ -1,4 +1,5 @@
-"""Joining and leaving a cluster: refusals at start, and a session that expires.
+"""Joining and leaving a cluster: refusals at start, a session that expires, and what
+brokers must not decide alone (producer ids).
 
 A broker that cannot reach ZooKeeper, whose id is held by a live broker, or
 whose data dir belongs to another cluster stops with one line naming why (Kafka's
@@ -10,6 +11,7 @@ again and is part of the cluster once more.
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -97,3 +99,20 @@ def test_frozen_past_the_session_timeout_the_broker_registers_again(cluster, wai
         ),
         timeout=FAILOVER_TIMEOUT_S, what="the thawed broker registered again",
     )
+
+
+def test_producer_ids_are_unique_across_the_cluster(cluster) -> None:
+    """Idempotent producers connected to different brokers never share an id: blocks of
+    1000 are claimed from /latest_producer_id_block, as Kafka's brokers claim them."""
+    built = cluster(3)
+    ids = []
+    for _ in range(3):
+        for broker in built.brokers.values():
+            error, producer_id = zk_wire.init_producer_id(broker.address)
+            assert error == 0
+            ids.append(producer_id)
+    assert len(set(ids)) == len(ids), ids
+    block = json.loads(built.zk().get("/latest_producer_id_block")[0])
+    assert block["version"] == 1 and block["broker"] in (1, 2, 3)
+    assert int(block["block_end"]) - int(block["block_start"]) == 999
+    assert int(block["block_end"]) == 2999  # three brokers, one block each

@@ -90,3 +90,13 @@ def find_coordinator(address: str, key: str, key_type: int = 0) -> tuple[int, in
 
     response = request(address, FindCoordinatorRequest(key=key, key_type=key_type), 3)
     return response.error_code, response.node_id
+
+
+def init_producer_id(address: str) -> tuple[int, int]:
+    """InitProducerId (v1, idempotent producer) on this broker: (error code, producer id)."""
+    from kafka.protocol.producer.transaction import InitProducerIdRequest
+
+    response = request(
+        address, InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=-1), 1
+    )
+    return response.error_code, response.producer_id
