@@ -12,9 +12,9 @@ ago: its session has not expired yet) is waited for up to
 ``zookeeper.session.timeout.ms``; an id held by a live broker stops the
 start with Kafka's message.
 
-Each snapshot is first applied to the local logs, then published
-(``metadata``), then handed to the listeners (the replica manager, the
-controller) in order, on the trio loop.
+Each snapshot is first applied to the local logs, then handed to the
+listeners (the replica manager, the controller) in order, then published
+(``metadata``, what the handlers answer from), on the trio loop.
 """
 
 from __future__ import annotations
@@ -206,12 +206,16 @@ class ClusterNode:
         log.info("registered %s at %s", path, advertised)
 
     async def _publish(self, snapshot: ClusterMetadata) -> None:
+        # Logs first, then the listeners (a new leader takes its role), then the handlers
+        # see it: like Kafka's LeaderAndIsr before UpdateMetadata, a client told "this
+        # broker leads" finds it leading, and an admin request waiting for the change
+        # answers once this broker acts on it.
         await self.broker.topics.follow_cluster(snapshot)
+        for listener in list(self._listeners):
+            await listener(snapshot)
         self.metadata = snapshot
         self._changed.set()
         self._changed = trio.Event()
-        for listener in list(self._listeners):
-            await listener(snapshot)
 
 
 def check_meta_properties(data_dir: Path, cluster_id: str, broker_id: int) -> None:
