@@ -41,9 +41,13 @@ def test_rf3_topic_every_broker_answers_the_same_metadata(cluster, wait_until) -
     admin = _admin(built.bootstrap)
     _create(admin, NewTopic("orders", num_partitions=3, replication_factor=3))
 
-    views = [zk_wire.metadata(b.address, ["orders"]) for b in built.brokers.values()]
-    assert views[0] == views[1] == views[2], views
-    view = views[0]
+
+    def agreed():
+        # Brokers follow ZooKeeper's watches: each converges within moments of the others.
+        views = [zk_wire.metadata(b.address, ["orders"]) for b in built.brokers.values()]
+        return views[0] if views[0] == views[1] == views[2] else None
+
+    view = wait_until(agreed, what="the three brokers answering the same metadata")
     assert [b[0] for b in view["brokers"]] == [1, 2, 3]
     assert view["controller_id"] in (1, 2, 3)
     partitions = view["topics"]["orders"]["partitions"]
