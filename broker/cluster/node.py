@@ -212,7 +212,10 @@ class ClusterNode:
         # answers once this broker acts on it.
         await self.broker.topics.follow_cluster(snapshot)
         for listener in list(self._listeners):
-            await listener(snapshot)
+            try:
+                await listener(snapshot)
+            except Exception:  # one listener's bug must not stop the cluster view
+                log.exception("metadata listener %r failed", listener)
         self.metadata = snapshot
         self._changed.set()
         self._changed = trio.Event()

@@ -16,7 +16,7 @@ import json
 import threading
 from typing import TYPE_CHECKING
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 
 if TYPE_CHECKING:
     from kafkette.broker.cluster.zk_session import ZkSession
@@ -49,9 +49,17 @@ class ZkProducerIdAllocator:
         self._end = -1  # inclusive; nothing claimed yet
 
     def allocate(self) -> int:
+        """The next id. ZooKeeper unreachable for a new block raises ConnectionError (an
+        OSError, as a local block that cannot be persisted): InitProducerId then answers
+        COORDINATOR_LOAD_IN_PROGRESS, as Kafka does while it waits for a block."""
         with self._lock:
             if self._next > self._end:
-                self._next, self._end = self._claim_block()
+                try:
+                    self._next, self._end = self._claim_block()
+                except KazooException as exc:
+                    raise ConnectionError(
+                        f"cannot claim a producer id block from ZooKeeper: {exc!r}"
+                    ) from exc
             producer_id = self._next
             self._next += 1
             return producer_id

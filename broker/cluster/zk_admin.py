@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 
 from kafkette.broker.cluster import znodes
 from kafkette.broker.cluster.assignment import (
@@ -59,6 +59,19 @@ class ZkAdmin:
         self.session = session
         self._metadata = metadata
 
+    async def _run(self, fn, *args):
+        """``session.run``; ZooKeeper unreachable (connection lost, session expired) is
+        REQUEST_TIMED_OUT: nothing is known to be done, the client retries (Kafka's
+        ZooKeeper-era brokers held such requests until ZooKeeper returned or the
+        client gave up)."""
+        try:
+            return await self.session.run(fn, *args)
+        except KazooException as exc:
+            log.warning("ZooKeeper unavailable for an admin request: %r", exc)
+            raise TopicError(
+                ErrorCode.REQUEST_TIMED_OUT, f"ZooKeeper unavailable ({type(exc).__name__})"
+            ) from None
+
     @property
     def metadata(self) -> ClusterMetadata:
         return self._metadata()
@@ -66,7 +79,7 @@ class ZkAdmin:
     async def live_brokers(self) -> list[int]:
         """The registered brokers as ZooKeeper has them now (Kafka's AdminZkClient reads
         them there too: a snapshot may lag a broker that just registered)."""
-        children = await self.session.run(lambda c: c.get_children(znodes.BROKER_IDS))
+        children = await self._run(lambda c: c.get_children(znodes.BROKER_IDS))
         return sorted(int(child) for child in children)
 
     async def plan_topic(
@@ -115,7 +128,7 @@ class ZkAdmin:
                     ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
                 ) from None
 
-        await self.session.run(write)
+        await self._run(write)
         return topic_id
 
     async def delete_topic(self, name: str) -> None:
@@ -132,7 +145,7 @@ class ZkAdmin:
             except NodeExistsError:
                 pass
 
-        await self.session.run(write)
+        await self._run(write)
 
     async def add_partitions(
         self,
@@ -183,7 +196,7 @@ class ZkAdmin:
                     f"The assignment of topic '{name}' changed meanwhile; retry.",
                 ) from None
 
-        await self.session.run(write)
+        await self._run(write)
 
     def _new_replicas(
         self,
@@ -246,13 +259,14 @@ class ZkAdmin:
             _set_or_create(client, znodes.topic_config_path(name),
                            znodes.encode_topic_config(dict(configs)))
 
-        await self.session.run(write)
+        await self._run(write)
 
     async def update_isr(
         self, topic: str, partition: int, state: PartitionState, new_isr: Sequence[int]
     ) -> PartitionState | None:
-        """The leader's ISR change, conditional on ``state.zk_version``; None on conflict
-        (the controller or another write moved the state: re-read the snapshot)."""
+        """The leader's ISR change, conditional on ``state.zk_version``; None when it was
+        not written: a conflict (the controller or another write moved the state: act on
+        the next snapshot) or ZooKeeper unreachable (try again later)."""
         isr = tuple(new_isr)
         data = znodes.encode_state(state.leader, state.leader_epoch, isr, state.controller_epoch)
 
@@ -267,7 +281,12 @@ class ZkAdmin:
                 state.leader, state.leader_epoch, isr, state.controller_epoch, stat.version
             )
 
-        result = await self.session.run(write)
+        try:
+            result = await self.session.run(write)
+        except KazooException as exc:
+            log.warning("%s-%d: ISR change not written, ZooKeeper unavailable: %r",
+                        topic, partition, exc)
+            return None
         if result is not None:
             log.info("%s-%d: isr %s -> %s", topic, partition, list(state.isr), list(isr))
         return result
