@@ -161,6 +161,8 @@ class ClusterNode:
         self.controller.offer(metadata)
 
     def _on_session_state(self, state: str) -> None:
+        if self.session.closed:
+            return  # our own stop ends the session: nothing to recover
         if state == LOST:
             log.warning("ZooKeeper session expired: registering again when reconnected")
             self.controller.session_lost()
