@@ -214,6 +214,10 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "host:port[,host:port...][/chroot] of ZooKeeper; unset: a single node.",
         ),
         _d(
+            "broker.rack", "STRING", None,
+            "Rack of this broker, shown in Metadata (replica assignment is rack-unaware).",
+        ),
+        _d(
             "zookeeper.session.timeout.ms", "INT", "18000",
             "ZooKeeper session timeout: how long a dead broker stays registered.", at_least=1,
         ),

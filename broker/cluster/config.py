@@ -18,6 +18,7 @@ class ClusterConfig:
 
     broker_id: int
     zookeeper_connect: str
+    broker_rack: str | None = None
     zookeeper_session_timeout_ms: int = 18000
     # Kafka: unset means zookeeper.session.timeout.ms.
     zookeeper_connection_timeout_ms: int | None = None
@@ -63,5 +64,10 @@ class ClusterConfig:
             if f.name in values or name not in props:
                 continue
             raw = props[name].strip()
-            values[f.name] = raw.lower() == "true" if f.type in (bool, "bool") else int(raw)
+            if f.name == "broker_rack":
+                values[f.name] = raw or None
+            elif f.type in (bool, "bool"):
+                values[f.name] = raw.lower() == "true"
+            else:
+                values[f.name] = int(raw)
         return cls(**values)  # type: ignore[arg-type]

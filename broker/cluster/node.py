@@ -187,7 +187,9 @@ class ClusterNode:
 
     async def _register(self) -> None:
         advertised = self.broker.advertised
-        data = znodes.encode_broker(advertised.host, advertised.port, None, now_ms())
+        data = znodes.encode_broker(
+            advertised.host, advertised.port, self.config.broker_rack, now_ms()
+        )
         path = znodes.broker_path(self.broker_id)
         deadline = trio.current_time() + self.config.session_timeout_s + 2
         while True:

@@ -37,7 +37,7 @@ def _kafka_uuid(text: str) -> str:
 
 
 def test_rf3_topic_every_broker_answers_the_same_metadata(cluster, wait_until) -> None:
-    built = cluster(3)
+    built = cluster(3, broker_configs={2: {"broker.rack": "rack-b"}})
     admin = _admin(built.bootstrap)
     _create(admin, NewTopic("orders", num_partitions=3, replication_factor=3))
 
@@ -49,6 +49,7 @@ def test_rf3_topic_every_broker_answers_the_same_metadata(cluster, wait_until) -
 
     view = wait_until(agreed, what="the three brokers answering the same metadata")
     assert [b[0] for b in view["brokers"]] == [1, 2, 3]
+    assert [b[3] for b in view["brokers"]] == [None, "rack-b", None]  # broker.rack
     assert view["controller_id"] in (1, 2, 3)
     partitions = view["topics"]["orders"]["partitions"]
     assert sorted(partitions) == [0, 1, 2]
@@ -74,6 +75,7 @@ def test_rf3_topic_every_broker_answers_the_same_metadata(cluster, wait_until) -
     assert (registration["host"], registration["port"], registration["version"]) == (
         host, int(port), 5,
     )
+    assert registration["rack"] == "rack-b"
     assert zk.exists("/brokers/ids/2").ephemeralOwner != 0
     assignment = json.loads(zk.get("/brokers/topics/orders")[0])
     assert assignment["version"] == 3

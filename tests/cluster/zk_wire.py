@@ -49,7 +49,7 @@ def metadata(address: str, topics: list[str] | None = None) -> dict:
     return {
         "cluster_id": response.cluster_id,
         "controller_id": response.controller_id,
-        "brokers": sorted((b.node_id, b.host, b.port) for b in response.brokers),
+        "brokers": sorted((b.node_id, b.host, b.port, b.rack) for b in response.brokers),
         "topics": {
             t.name: {
                 "error_code": t.error_code,
