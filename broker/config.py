@@ -326,7 +326,11 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("socket.send.buffer.bytes", "INT", "102400", "Ignored.", False),
         _d("socket.receive.buffer.bytes", "INT", "102400", "Ignored.", False),
         _d("listeners", "STRING", None, "Use --listen.", False),
-        _d("advertised.listeners", "STRING", None, "Use --advertised-listener.", False),
+        _d(
+            "advertised.listeners", "STRING", None,
+            "In a cluster: PLAINTEXT://HOST:PORT told to clients and other brokers"
+            " (--advertised-listener wins). A single node uses the flag only.",
+        ),
         _d("listener.security.protocol.map", "STRING", None, "Ignored.", False),
         _d("inter.broker.listener.name", "STRING", None, "Ignored.", False),
         _d("controller.listener.names", "STRING", None, "Ignored.", False),
@@ -544,6 +548,28 @@ def _check_validator(definition: ConfigDef, raw: str) -> None:
                 )
 
 
+def advertised_listener(config: BrokerConfig) -> tuple[str, int] | None:
+    """``advertised.listeners``' PLAINTEXT endpoint (or its only one) as (host, port), in
+    cluster mode only: a single node keeps ignoring it (a quick-start properties file
+    naming another host or port changes nothing there, as before)."""
+    raw = config.explicit.get("advertised.listeners", "").strip()
+    if config.cluster is None:
+        return None
+    if not raw:
+        return None
+    entries = [e.strip() for e in raw.split(",") if e.strip()]
+    chosen = next((e for e in entries if e.upper().startswith("PLAINTEXT://")), None)
+    if chosen is None and len(entries) == 1:
+        chosen = entries[0]
+    _, sep, hostport = (chosen or "").partition("://")
+    host, colon, port = hostport.rpartition(":")
+    if not sep or not colon or not port.isdigit() or int(port) > 65535:
+        raise ConfigError(
+            f"advertised.listeners must name a PLAINTEXT://HOST:PORT listener, got {raw!r}"
+        )
+    return host.strip("[]"), int(port)
+
+
 def _check_combinations(config: BrokerConfig) -> None:
     """The checks Kafka's KafkaConfig makes across configs (``validateValues``)."""
     if config.log.retention_ms == 0:
@@ -560,6 +586,7 @@ def _check_combinations(config: BrokerConfig) -> None:
             "max.connections.per.ip.overrides property is set"
         )
     # Kafka: connection.failed.authentication.delay.ms (100) must stay below it.
+    advertised_listener(config)
     cluster = config.cluster
     if cluster is not None:
         if cluster.replica_socket_timeout_ms < cluster.replica_fetch_wait_max_ms:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from kafkette.broker.clock import now_ms
-from kafkette.broker.config import BrokerConfig
+from kafkette.broker.config import BrokerConfig, advertised_listener
 from kafkette.broker.connection import serve_connection
 from kafkette.broker.connection_limits import (
     ConnectionLimits,
@@ -100,6 +100,8 @@ class Broker:
     ) -> None:
         self.config = config
         self.listen = listen
+        if advertised is None and (configured := advertised_listener(config)) is not None:
+            advertised = Endpoint(*configured)  # advertised.listeners; the flag wins
         self._advertised_request = advertised
         self.advertised: Endpoint = advertised or listen
         self.node_id = config.node_id

@@ -116,3 +116,14 @@ def test_producer_ids_are_unique_across_the_cluster(cluster) -> None:
     assert block["version"] == 1 and block["broker"] in (1, 2, 3)
     assert int(block["block_end"]) - int(block["block_start"]) == 999
     assert int(block["block_end"]) == 2999  # three brokers, one block each
+
+
+def test_advertised_listeners_is_what_the_cluster_is_told(cluster) -> None:
+    # Port 0: the bound port, as with --advertised-listener.
+    built = cluster(1, broker_configs={1: {"advertised.listeners": "PLAINTEXT://localhost:0"}})
+    broker = built.brokers[1]
+    assert zk_wire.metadata(broker.address, [])["brokers"] == [
+        (1, "localhost", broker.port, None)
+    ]
+    registration = json.loads(built.zk().get("/brokers/ids/1")[0])
+    assert registration["endpoints"] == [f"PLAINTEXT://localhost:{broker.port}"]
