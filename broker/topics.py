@@ -420,17 +420,23 @@ class TopicRegistry:
             part.notify_appended()
 
 
+_refused_configs: dict[str, Mapping[str, str]] = {}  # said once per topic and content
+
+
 def _usable_configs(name: str, configs: Mapping[str, str], broker: BrokerConfig) -> dict[str, str]:
     """The configs of a topic as ZooKeeper has them, without what this broker cannot
-    apply (a name it does not know, written by another tool): logged, left out."""
+    apply (a name it does not know, written by another tool): left out, said once."""
     usable = {k: v for k, v in configs.items() if k in TOPIC_CONFIGS}
+    problem = None
     if len(usable) != len(configs):
-        log.warning("topic %s: ignoring configs %s", name, sorted(set(configs) - set(usable)))
+        problem = f"ignoring configs {sorted(set(configs) - set(usable))}"
     try:
         validate_topic_configs(usable, broker)
     except TopicError as exc:
-        log.warning("topic %s: configs %s not applied locally: %s", name, usable, exc.message)
-        return {}
+        problem, usable = f"configs {usable} not applied locally: {exc.message}", {}
+    if problem is not None and _refused_configs.get(name) != configs:
+        _refused_configs[name] = dict(configs)
+        log.warning("topic %s: %s", name, problem)
     return usable
 
 
