@@ -371,6 +371,16 @@ class TopicRegistry:
                 f"deletion of topic '{name}' asked; not done within {timeout_s:g}s",
             )
 
+    def stale_topics(self, metadata: ClusterMetadata) -> set[str]:
+        """Local topics the cluster no longer has, or has again under a new topic id:
+        their local logs are about to go (``follow_cluster``)."""
+        stale = set()
+        for name, meta in self.data_dir.topics.items():
+            topic = metadata.topics.get(name)
+            if topic is None or topic.topic_id != meta.topic_id:
+                stale.add(name)
+        return stale
+
     async def follow_cluster(self, metadata: ClusterMetadata) -> None:
         """Make the local logs what the cluster says: create, grow, reconfigure, delete."""
         async with self._admin_lock:

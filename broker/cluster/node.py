@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -209,17 +210,32 @@ class ClusterNode:
         self._registered = True
         log.info("registered %s at %s", path, advertised)
 
-    async def _publish(self, snapshot: ClusterMetadata) -> None:
-        # Logs first, then the listeners (a new leader takes its role), then the handlers
-        # see it: like Kafka's LeaderAndIsr before UpdateMetadata, a client told "this
-        # broker leads" finds it leading, and an admin request waiting for the change
-        # answers once this broker acts on it.
-        await self.broker.topics.follow_cluster(snapshot)
+    async def _tell_listeners(self, snapshot: ClusterMetadata) -> None:
         for listener in list(self._listeners):
             try:
                 await listener(snapshot)
             except Exception:  # one listener's bug must not stop the cluster view
                 log.exception("metadata listener %r failed", listener)
+
+    async def _publish(self, snapshot: ClusterMetadata) -> None:
+        # Logs first, then the listeners (a new leader takes its role), then the handlers
+        # see it: like Kafka's LeaderAndIsr before UpdateMetadata, a client told "this
+        # broker leads" finds it leading, and an admin request waiting for the change
+        # answers once this broker acts on it.
+        stale = self.broker.topics.stale_topics(snapshot)
+        if stale:
+            # Topics whose local logs go (deleted, or re-created under a new id): the
+            # listeners first see them gone and stop using them (Kafka's StopReplica
+            # before the deletion), then the logs are deleted.
+            await self._tell_listeners(
+                replace(
+                    snapshot,
+                    topics={n: t for n, t in snapshot.topics.items() if n not in stale},
+                    states={k: v for k, v in snapshot.states.items() if k[0] not in stale},
+                )
+            )
+        await self.broker.topics.follow_cluster(snapshot)
+        await self._tell_listeners(snapshot)
         self.metadata = snapshot
         self._changed.set()
         self._changed = trio.Event()
