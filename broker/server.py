@@ -10,7 +10,9 @@ written for a start that cannot serve. Clients that connect meanwhile wait in
 the listen backlog. Whatever stops a start is raised as one ``StartupError``
 whose message is the one line ``kafkette serve`` prints.
 
-Shutdown goes in steps, as a Kafka broker does: stop accepting, let in-flight
+Shutdown goes in steps, as a Kafka broker does: in a cluster, first move this
+broker's partition leaderships to other brokers (controlled shutdown,
+``broker/cluster/node.py``), then stop accepting, let in-flight
 requests finish within a grace period (long-polling fetches are woken to
 answer at once), close connections, then flush every log, write the
 clean-shutdown marker and release the data dir's lock.
@@ -198,6 +200,10 @@ class Broker:
                 await self.transactions.start(background)
                 task_status.started(Endpoint(self.listen.host, bound[1]))
                 await self._stop.wait()
+                if self.cluster is not None:
+                    # Still serving: clients are told NOT_LEADER_OR_FOLLOWER and find
+                    # the new leaders while this broker's leaderships move away.
+                    await self.cluster.controlled_shutdown()
                 background.cancel_scope.cancel()
             await self._drain(connections)
 

@@ -133,6 +133,7 @@ class Controller:
         self.broker_id = broker_id
         self.unclean_default = unclean_default
         self.active = False
+        self.retired = False  # a broker shutting down never races for /controller again
         self.epoch = 0
         self._epoch_version = -1
         self._latest: ClusterMetadata | None = None
@@ -167,6 +168,9 @@ class Controller:
                 self._wake.set()
 
     async def _step(self, metadata: ClusterMetadata) -> None:
+        if self.retired:
+            self.active = False
+            return
         if self.active and metadata.controller_id not in (NO_LEADER, self.broker_id):
             log.info("broker %d is the controller now: resigning", metadata.controller_id)
             self.active = False
@@ -178,6 +182,8 @@ class Controller:
 
     async def elect(self) -> None:
         """Race for ``/controller`` (it is free, as far as this broker knows)."""
+        if self.retired:
+            return
         won = await self.session.run(self._try_elect)
         if won:
             self.active = True

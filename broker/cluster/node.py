@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import trio
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from kafkette.broker.clock import now_ms
 from kafkette.broker.cluster import znodes
@@ -49,6 +49,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkette.cluster")
 
 Listener = Callable[[ClusterMetadata], Awaitable[None]]
+
+# How long a stopping broker waits for its leaderships to move (Kafka retries its
+# ControlledShutdown request controlled.shutdown.max.retries=3 times).
+CONTROLLED_SHUTDOWN_TIMEOUT_S = 15.0
 
 
 class ClusterStartError(Exception):
@@ -79,6 +83,7 @@ class ClusterNode:
         self._changed = trio.Event()
         self._watcher: MetadataWatcher | None = None
         self._registered = False
+        self._leaving = False  # controlled shutdown: never register again
         self._reregister = trio.Event()
 
     # Listeners -----------------------------------------------------------------
@@ -150,6 +155,53 @@ class ClusterNode:
             self.session.hosts, self.session.chroot,
         )
 
+    async def controlled_shutdown(self) -> None:
+        """Move this broker's leaderships away before it stops (``controlled.shutdown.enable``).
+
+        Kafka's broker asks the controller (ControlledShutdown); here the broker
+        leaves ``/brokers/ids`` while it keeps serving (resigning first if it is the
+        controller, so another broker takes over): the controller treats it as gone and
+        elects, from each ISR, new leaders for the partitions it led (leader epoch + 1)
+        and removes it from the ISRs, as Kafka's controller does for a broker shutting
+        down. It then waits, at most ``CONTROLLED_SHUTDOWN_TIMEOUT_S``, until its view shows
+        it leads nothing; partitions with no other ISR member go offline, as they would
+        when it stops.
+        """
+        if not self.config.controlled_shutdown_enable or self.session.closed:
+            return
+        self._leaving = True
+        self.controller.retired = True
+        try:
+            await self.session.run(self._deregister)
+        except Exception as exc:  # ZooKeeper away: the session's end does it later
+            log.warning("controlled shutdown: could not leave /brokers/ids: %r", exc)
+            return
+        moved = await self.wait_for(
+            lambda m: not any(s.leader == self.broker_id for s in m.states.values()),
+            CONTROLLED_SHUTDOWN_TIMEOUT_S,
+        )
+        log.info(
+            "controlled shutdown: %s",
+            "leaderships moved" if moved else "some leaderships did not move in time",
+        )
+
+    def _deregister(self, client: KazooClient) -> None:
+        """Delete ``/controller`` (if ours) and ``/brokers/ids/<id>``, only if this
+        session made them."""
+        owner = self.session.session_id
+        for path in (znodes.CONTROLLER, znodes.broker_path(self.broker_id)):
+            stat = client.exists(path)
+            if stat is None or stat.ephemeralOwner != owner:
+                continue
+            if path == znodes.CONTROLLER:
+                data, _ = client.get(path)
+                if znodes.decode_controller(data) != self.broker_id:
+                    continue
+            try:
+                client.delete(path, version=stat.version)
+            except (NoNodeError, BadVersionError):
+                pass
+
     async def stop(self) -> None:
         """Leave the cluster: closing the session removes the registration (and
         ``/controller`` if held) at once, so the others elect new leaders now."""
@@ -170,7 +222,7 @@ class ClusterNode:
             self._registered = False
         elif state == SUSPENDED:
             log.warning("ZooKeeper connection suspended")
-        elif not self._registered and self._watcher is not None:
+        elif not self._registered and not self._leaving and self._watcher is not None:
             # A new session: watches and ephemeral znodes are gone.
             self._reregister.set()
             self._watcher.mark_all()
@@ -179,6 +231,8 @@ class ClusterNode:
         while True:
             await self._reregister.wait()
             self._reregister = trio.Event()
+            if self._leaving:
+                return
             try:
                 await self._register()
             except (ClusterStartError, Exception) as exc:

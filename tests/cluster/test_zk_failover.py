@@ -131,3 +131,25 @@ def test_partition_offline_without_isr_then_back_with_its_replica(cluster, wait_
 
     again = wait_until(back, timeout=FAILOVER_TIMEOUT_S, what="the replica leading again")
     assert (again["leader_epoch"], again["isr"], again["error_code"]) == (2, [alone], 0)
+
+
+def test_sigterm_moves_leaderships_away_before_stopping(cluster, wait_until) -> None:
+    """Controlled shutdown: the stopping broker (here the controller, leading a partition)
+    hands over the controller role and its leaderships while it still serves."""
+    built = cluster(3)
+    controller = wait_until(lambda: _same_view(built, [1, 2, 3], []))["controller_id"]
+    others = [b for b in (1, 2, 3) if b != controller]
+    _create(built.bootstrap, NewTopic("handover", num_partitions=1,
+                                      replica_assignment=[[controller, *others]]))
+    wait_until(lambda: _same_view(built, [1, 2, 3], ["handover"]))
+
+    assert built.stop(controller) == 0
+
+    view = wait_until(lambda: _same_view(built, others, ["handover"]), what="agreement")
+    partition = view["topics"]["handover"]["partitions"][0]
+    assert (partition["leader"], partition["leader_epoch"]) == (others[0], 1)
+    assert partition["isr"] == others
+    assert view["controller_id"] in others
+    log_text = built.brokers[controller].log_path.read_text()
+    moved = log_text.index("controlled shutdown: leaderships moved")
+    assert moved < log_text.index("data dir closed cleanly")
