@@ -176,14 +176,18 @@ class ClusterNode:
         except Exception as exc:  # ZooKeeper away: the session's end does it later
             log.warning("controlled shutdown: could not leave /brokers/ids: %r", exc)
             return
-        moved = await self.wait_for(
-            lambda m: not any(s.leader == self.broker_id for s in m.states.values()),
-            CONTROLLED_SHUTDOWN_TIMEOUT_S,
-        )
+        moved = await self.wait_for(self._nothing_to_hand_over, CONTROLLED_SHUTDOWN_TIMEOUT_S)
         log.info(
             "controlled shutdown: %s",
             "leaderships moved" if moved else "some leaderships did not move in time",
         )
+
+    def _nothing_to_hand_over(self, metadata: ClusterMetadata) -> bool:
+        """Done: it leads nothing, or no other broker is left to lead (the whole
+        cluster stopping: the last ones have nobody to hand over to)."""
+        if not any(b != self.broker_id for b in metadata.brokers):
+            return True
+        return not any(s.leader == self.broker_id for s in metadata.states.values())
 
     def _deregister(self, client: KazooClient) -> None:
         """Delete ``/controller`` (if ours) and ``/brokers/ids/<id>``, only if this
