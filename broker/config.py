@@ -259,11 +259,21 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ),
         _d(
             "auto.leader.rebalance.enable", "BOOLEAN", "true",
-            "Move leadership back to preferred replicas (not yet: docs/cluster.md).",
+            "Move leadership back to preferred replicas in the ISR (docs/cluster.md).",
+        ),
+        _d(
+            "leader.imbalance.check.interval.seconds", "LONG", "300",
+            "How often the controller checks for leaders other than the preferred replica.",
+            at_least=1,
+        ),
+        _d(
+            "leader.imbalance.per.broker.percentage", "INT", "10",
+            "Share of a broker's preferred partitions led elsewhere before a rebalance.",
+            at_least=0,
         ),
         _d(
             "controlled.shutdown.enable", "BOOLEAN", "true",
-            "Move leaderships away before stopping (not yet: docs/cluster.md).",
+            "Move leaderships away before stopping (docs/cluster.md).",
         ),
         _d(
             "transaction.state.log.num.partitions", "INT", "50",

@@ -35,6 +35,8 @@ class ClusterConfig:
     num_replica_fetchers: int = 1
     unclean_leader_election_enable: bool = False
     auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_seconds: int = 300
+    leader_imbalance_per_broker_percentage: int = 10
     controlled_shutdown_enable: bool = True
     offsets_topic_replication_factor: int = 3
     transaction_state_log_replication_factor: int = 3

@@ -121,6 +121,38 @@ def plan(metadata: ClusterMetadata, unclean_default: bool) -> list[StateChange]:
     return changes
 
 
+def plan_preferred_leaders(metadata: ClusterMetadata, percentage: int) -> list[StateChange]:
+    """Kafka's auto leader rebalance (``checkAndTriggerAutoLeaderRebalance``) for one
+    snapshot: for each live broker, if more than ``percentage`` % of the partitions it
+    is the preferred (first) replica of are led by another broker, each of those whose
+    preferred replica is in the ISR gets it back as leader (leader epoch + 1, ISR kept).
+    """
+    preferred: dict[int, list[tuple[str, int]]] = {}
+    for name, topic in metadata.topics.items():
+        if name in metadata.pending_deletions:
+            continue
+        for p, replicas in topic.replicas.items():
+            if replicas:
+                preferred.setdefault(replicas[0], []).append((name, p))
+    changes = []
+    for broker, partitions in sorted(preferred.items()):
+        if broker not in metadata.brokers:
+            continue
+        elsewhere = [
+            key for key in partitions
+            if (state := metadata.states.get(key)) is not None and state.leader != broker
+        ]
+        if len(elsewhere) * 100 <= percentage * len(partitions):
+            continue
+        for name, p in elsewhere:
+            state = metadata.states[(name, p)]
+            if broker in state.isr and state.leader in metadata.brokers:
+                changes.append(
+                    StateChange(name, p, state, broker, state.leader_epoch + 1, state.isr)
+                )
+    return changes
+
+
 class Fenced(Exception):
     """``/controller_epoch`` moved on: another broker is the controller now."""
 
@@ -128,10 +160,17 @@ class Fenced(Exception):
 class Controller:
     """Runs on every broker; acts only while this broker holds ``/controller``."""
 
-    def __init__(self, session: ZkSession, broker_id: int, unclean_default: bool) -> None:
+    def __init__(
+        self,
+        session: ZkSession,
+        broker_id: int,
+        unclean_default: bool,
+        imbalance_percentage: int = 10,
+    ) -> None:
         self.session = session
         self.broker_id = broker_id
         self.unclean_default = unclean_default
+        self.imbalance_percentage = imbalance_percentage
         self.active = False
         self.retired = False  # a broker shutting down never races for /controller again
         self.epoch = 0
@@ -166,6 +205,30 @@ class Controller:
                 log.warning("controller step failed: %r", exc)
                 await trio.sleep(1.0)
                 self._wake.set()
+
+    async def rebalance_leaders(self, interval_s: float) -> None:
+        """``auto.leader.rebalance.enable``: every ``leader.imbalance.check.interval.seconds``
+        the controller moves leadership back to preferred replicas (see
+        ``plan_preferred_leaders``)."""
+        while True:
+            await trio.sleep(interval_s)
+            metadata = self._latest
+            if not self.active or self.retired or metadata is None:
+                continue
+            if self.broker_id not in metadata.brokers:
+                continue
+            try:
+                await self.session.run(self._rebalance, metadata)
+            except Fenced:
+                self.active = False
+            except Exception as exc:  # ZooKeeper away: the next round tries again
+                log.warning("preferred leader election failed: %r", exc)
+
+    def _rebalance(self, client: KazooClient, metadata: ClusterMetadata) -> None:
+        for change in plan_preferred_leaders(metadata, self.imbalance_percentage):
+            log.info("preferred replica %d leads %s-%d again", change.leader, change.topic,
+                     change.partition)
+            self._apply(client, change)
 
     async def _step(self, metadata: ClusterMetadata) -> None:
         if self.retired:

@@ -74,7 +74,8 @@ class ClusterNode:
         self.metadata: ClusterMetadata = EMPTY
         self.admin = ZkAdmin(self.session, lambda: self.metadata)
         self.controller = Controller(
-            self.session, self.broker_id, config.unclean_leader_election_enable
+            self.session, self.broker_id, config.unclean_leader_election_enable,
+            config.leader_imbalance_per_broker_percentage,
         )
         # Replication (helper ``replica``'s ReplicaManager): the roles of the local replicas
         # and the leader's duties; the Produce/Fetch/ListOffsets handlers use it.
@@ -148,6 +149,11 @@ class ClusterNode:
         self.add_listener(self._offer_to_controller)
         nursery.start_soon(self._watcher.run)
         nursery.start_soon(self.controller.run)
+        if self.config.auto_leader_rebalance_enable:
+            nursery.start_soon(
+                self.controller.rebalance_leaders,
+                self.config.leader_imbalance_check_interval_seconds,
+            )
         nursery.start_soon(self._keep_registered)
         self.controller.offer(self.metadata)
         log.info(

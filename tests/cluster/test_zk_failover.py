@@ -153,3 +153,29 @@ def test_sigterm_moves_leaderships_away_before_stopping(cluster, wait_until) -> 
     log_text = built.brokers[controller].log_path.read_text()
     moved = log_text.index("controlled shutdown: leaderships moved")
     assert moved < log_text.index("data dir closed cleanly")
+
+
+def test_preferred_replica_leads_again(cluster, wait_until) -> None:
+    """auto.leader.rebalance.enable: a partition led by another broker while its preferred
+    replica is alive and in the ISR gets the preferred replica back as leader."""
+    built = cluster(3, configs={"leader.imbalance.check.interval.seconds": "1"})
+    _create(built.bootstrap, NewTopic("preferred", num_partitions=1,
+                                      replica_assignment=[[1, 2, 3]]))
+    wait_until(lambda: _same_view(built, [1, 2, 3], ["preferred"]))
+    # As after a failover the preferred replica came back from and caught up with:
+    # broker 2 leads, 1 is in the ISR again.
+    zk = built.zk()
+    path = "/brokers/topics/preferred/partitions/0/state"
+    data, stat = zk.get(path)
+    state = json.loads(data)
+    zk.set(path, json.dumps({**state, "leader": 2, "leader_epoch": 1}).encode(),
+           version=stat.version)
+
+    def led_by_preferred():
+        view = _same_view(built, [1, 2, 3], ["preferred"])
+        partition = view and view["topics"]["preferred"]["partitions"][0]
+        return partition if partition and partition["leader_epoch"] == 2 else None
+
+    partition = wait_until(led_by_preferred, what="the preferred replica leading again")
+    assert partition["leader"] == 1
+    assert partition["isr"] == [1, 2, 3]

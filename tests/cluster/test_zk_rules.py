@@ -138,3 +138,25 @@ def test_dead_followers_leave_the_isr_with_a_new_epoch() -> None:
     assert (change.leader, change.leader_epoch, change.isr) == (1, 1, (1, 2))
     healthy = _state(1, 0, (1, 2))  # 3 is out of the ISR but alive: the leader decides
     assert plan_partition("t", 0, (1, 2, 3), healthy, {1, 2, 3}, unclean=False) is None
+
+
+def test_preferred_leaders_move_back_past_the_imbalance_threshold() -> None:
+    from kafkette.broker.cluster.controller import plan_preferred_leaders
+    from kafkette.broker.cluster.metadata import BrokerInfo, ClusterMetadata, TopicInfo
+
+    brokers = {i: BrokerInfo(i, "h", 9000 + i, None) for i in (1, 2, 3)}
+    replicas = {p: (1, 2, 3) for p in range(10)}
+    topic = TopicInfo("t", uuid.uuid4(), replicas, {})
+
+    def metadata(leaders: dict[int, int], isr=(1, 2, 3)) -> ClusterMetadata:
+        states = {("t", p): _state(leaders.get(p, 1), 3, isr) for p in range(10)}
+        return ClusterMetadata("c", 1, brokers, {"t": topic}, states)
+
+    # 1 of 10 led elsewhere: 10 % is not more than the 10 % allowed.
+    assert plan_preferred_leaders(metadata({0: 2}), 10) == []
+    changes = plan_preferred_leaders(metadata({0: 2, 1: 3}), 10)
+    assert [(c.partition, c.leader, c.leader_epoch, c.isr) for c in changes] == [
+        (0, 1, 4, (1, 2, 3)), (1, 1, 4, (1, 2, 3)),
+    ]
+    # Not in the ISR (not caught up): never.
+    assert plan_preferred_leaders(metadata({0: 2, 1: 3}, isr=(2, 3)), 10) == []
