@@ -91,12 +91,8 @@ class LeaderEpochCache:
     """One partition's epoch -> start offset map, mirrored in its checkpoint file."""
 
     def __init__(self, path: Path, *, load: bool = True) -> None:
-        """Load ``path`` if present (``load=False``: the caller knows it is absent).
-
-        An unreadable file is logged once and reads as empty; ``needs_rebuild``
-        then tells the owner to rebuild the cache from the log.
-        """
-        self.path = Path(path)
+        """Load ``path`` if present (``load=False``: not yet, see :meth:`load`)."""
+        self.path = path
         self._lock = threading.Lock()
         self._entries: list[EpochEntry] = []
         # The newest epoch, UNDEFINED_EPOCH (-1) if none: a plain attribute,
@@ -104,22 +100,29 @@ class LeaderEpochCache:
         self.latest_epoch = UNDEFINED_EPOCH
         self.file_exists = False
         self.needs_rebuild = False
+        self.load_error: str | None = None
         if load:
-            self._load()
+            self.load()
 
-    def _load(self) -> None:
+    def load(self) -> None:
+        """Read the file (a missing one reads as empty).
+
+        An unreadable file reads as empty too; ``needs_rebuild`` then tells
+        the owner to rebuild the cache from the log, and ``load_error`` says
+        why (the owner logs it, once, with what it did about it).
+        """
         try:
             text = self.path.read_text("ascii")
         except FileNotFoundError:
             return
         except (OSError, UnicodeDecodeError) as exc:
-            _log.warning("%s unreadable (%s): rebuilt from the log", self.path, exc)
+            self.load_error = f"unreadable ({exc})"
             self.needs_rebuild = True
             return
         try:
             self._set(parse_epoch_checkpoint(text))
         except InvalidEpochCheckpoint as exc:
-            _log.warning("%s malformed (%s): rebuilt from the log", self.path, exc)
+            self.load_error = f"malformed ({exc})"
             self.needs_rebuild = True
             return
         self.file_exists = True

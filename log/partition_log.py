@@ -162,14 +162,19 @@ class PartitionLog:
         torn or missing file of a non-empty log is rebuilt from the batch
         headers (a one-time scan, logged).
         """
-        cache = LeaderEpochCache(self.directory / LEADER_EPOCH_CHECKPOINT_FILE, load=file_listed)
-        self.leader_epoch_cache = cache
+        cache = self.leader_epoch_cache
+        if file_listed:
+            cache.load()
         if cache.needs_rebuild or (
             not cache.file_exists and any(s.size for s in self._segments)
         ):
             entries = epoch_starts(self._batch_epochs())
             cache.replace(entries)
-            _log.info("%s: leader epochs rebuilt from the log: %s", self.directory, entries)
+            if cache.load_error is not None:
+                _log.warning("%s %s: rebuilt from the log: %s",
+                             cache.path, cache.load_error, entries)
+            else:
+                _log.info("%s missing: rebuilt from the log: %s", cache.path, entries)
         cache.truncate_from_end(self._log_end_offset)
         cache.truncate_from_start(self._log_start_offset)
 
@@ -359,9 +364,13 @@ class PartitionLog:
         headers' own base offsets are ignored.
 
         A batch whose partition leader epoch (read from the bytes, where the
-        broker stamps it) differs from the cache's latest is recorded in the
+        broker stamps it) is newer than the cache's latest is recorded in the
         leader-epoch cache, persisted before the write: one int compare per
-        batch on the common path.
+        batch on the common path. A batch stamped older (or not at all, -1)
+        is restamped with the latest epoch, as Kafka's log stamps every
+        leader append with the leader's epoch: a leader writes in its current
+        epoch, and a stale stamp copied by followers would make their epoch
+        caches (and OffsetForLeaderEpoch answers) differ from the leader's.
         """
         if not headers:
             raise ValueError("append needs at least one batch")
@@ -386,11 +395,14 @@ class PartitionLog:
             for header in headers:
                 _BASE_OFFSET.pack_into(batches, position, next_offset)
                 epoch = _LEADER_EPOCH.unpack_from(batches, position + _LEADER_EPOCH_AT)[0]
-                if epoch != latest_epoch and epoch >= 0:
-                    if new_epochs is None:
-                        new_epochs = []
-                    new_epochs.append((epoch, next_offset))
-                    latest_epoch = epoch
+                if epoch != latest_epoch:
+                    if epoch > latest_epoch:
+                        if new_epochs is None:
+                            new_epochs = []
+                        new_epochs.append((epoch, next_offset))
+                        latest_epoch = epoch
+                    else:  # outside the CRC: no checksum to redo
+                        _LEADER_EPOCH.pack_into(batches, position + _LEADER_EPOCH_AT, latest_epoch)
                 timestamp = header.max_timestamp
                 if append_time >= 0:
                     set_log_append_time(batches, append_time, position)

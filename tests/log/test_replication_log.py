@@ -360,9 +360,9 @@ def test_a_damaged_epoch_file_is_rebuilt_from_the_log(tmp_path, clock, caplog, d
         log = open_log(directory, clock, recover=True)
     assert log.leader_epoch_cache.entries() == expected
     assert path.read_text() == "0\n3\n0 0\n2 6\n3 12\n"
-    assert len([r for r in caplog.records if "rebuilt" in r.getMessage()]) == (
-        1 if damage == "missing" else 2  # "malformed" + "rebuilt from the log: ..."
-    )
+    lines = [r for r in caplog.records if LEADER_EPOCH_CHECKPOINT_FILE in r.getMessage()]
+    assert len(lines) == 1 and "rebuilt from the log" in lines[0].getMessage()
+    assert lines[0].levelno == (logging.INFO if damage == "missing" else logging.WARNING)
 
 
 def test_an_empty_new_log_writes_no_epoch_file(tmp_path, clock):
@@ -588,3 +588,28 @@ def test_kill_9_during_replication_work_leaves_files_that_load(tmp_path, clock):
         finally:
             data_dir.close()
     assert len(seen_epochs) > 1  # the checks above were not about empty caches
+
+
+def test_a_leader_writes_in_its_latest_epoch_whatever_the_stamp(tmp_path, clock):
+    leader = open_log(tmp_path / "leader" / "t-0", clock)
+    lead(leader, build_batch([b"a"]), 0)
+    assert leader.assign_leader_epoch(4) == 1
+    lead(leader, build_batch([b"b"]), 4)
+    lead(leader, build_batch([b"stale"]), 2)  # e.g. a marker built with epoch 0
+    lead(leader, build_batch([b"c"]), -1)
+    lead(leader, build_batch([b"d"]), 4)
+    assert leader.leader_epoch_cache.entries() == [(0, 0), (4, 1)]
+    assert batch_epochs(leader) == [(0, 0), (4, 1), (4, 2), (4, 3), (4, 4)]
+    assert iter_batches(log_bytes(leader))  # CRCs still right
+    follower = open_log(tmp_path / "follower" / "t-0", clock)
+    replicate(leader, follower)
+    assert_same_log(leader, follower)
+    assert follower.end_offset_for_epoch(0) == (0, 1)
+
+
+def test_a_log_that_never_saw_an_epoch_leaves_batches_unstamped(tmp_path, clock):
+    log = open_log(tmp_path / "t-0", clock)
+    batch = build_batch([b"a"])
+    log.append(batch, [read_header(batch)])
+    assert batch_epochs(log) == [(-1, 0)]
+    assert log.leader_epoch_cache.entries() == []
