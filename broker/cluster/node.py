@@ -1,9 +1,10 @@
 """This broker as a member of the cluster: session, registration, snapshots, controller.
 
-``ClusterNode.start`` brings the broker into the cluster in Kafka's order:
-connect to ZooKeeper (creating the chroot and Kafka's top-level znodes),
-take the cluster id from ``/cluster/id`` (creating it if this is the first
-broker), read the whole cluster once and make the local logs follow it
+``ClusterNode.connect`` (before any log is opened) and ``start`` bring the
+broker into the cluster in Kafka's order: connect to ZooKeeper (creating the
+chroot and Kafka's top-level znodes), take the cluster id from ``/cluster/id``
+(creating it if this is the first broker), then, with the logs open, read the
+whole cluster once and make the local logs follow it
 (topics in ZooKeeper get local logs, with ZooKeeper's topic id and configs;
 local topics ZooKeeper no longer has are deleted), register
 ``/brokers/ids/<id>``, then run the metadata watcher and the controller
@@ -15,6 +16,9 @@ start with Kafka's message.
 Each snapshot is first applied to the local logs, then handed to the
 listeners (the replica manager, the controller) in order, then published
 (``metadata``, what the handlers answer from), on the trio loop.
+
+Stopping: ``controlled_shutdown`` (SIGTERM, while still serving) hands the
+leaderships over; ``stop`` ends the session. See docs/cluster.md.
 """
 
 from __future__ import annotations
@@ -91,7 +95,8 @@ class ClusterNode:
 
     def add_listener(self, listener: Listener) -> None:
         """``await listener(snapshot)`` for every snapshot from now on (after the local
-        logs follow it). A listener must not block for long: snapshots queue behind it."""
+        logs follow it, before ``metadata`` shows it). A listener must not block for long:
+        snapshots queue behind it."""
         self._listeners.append(listener)
 
     async def wait_for(
