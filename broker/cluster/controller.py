@@ -224,6 +224,21 @@ class Controller:
             except Exception as exc:  # ZooKeeper away: the next round tries again
                 log.warning("preferred leader election failed: %r", exc)
 
+    async def apply_changes(self, changes: list[StateChange]) -> list[StateChange]:
+        """Write ``changes`` as the controller (ElectLeaders); the ones written. Nothing
+        when this broker is not (or no longer) the controller."""
+        if not self.active or self.retired:
+            return []
+
+        def write(client: KazooClient) -> list[StateChange]:
+            return [c for c in changes if self._apply(client, c)]
+
+        try:
+            return await self.session.run(write)
+        except Fenced:
+            self.active = False
+            return []
+
     def _rebalance(self, client: KazooClient, metadata: ClusterMetadata) -> None:
         for change in plan_preferred_leaders(metadata, self.imbalance_percentage):
             log.info("preferred replica %d leads %s-%d again", change.leader, change.topic,
@@ -318,7 +333,7 @@ class Controller:
         for change in plan(metadata, self.unclean_default):
             self._apply(client, change)
 
-    def _apply(self, client: KazooClient, change: StateChange) -> None:
+    def _apply(self, client: KazooClient, change: StateChange) -> bool:
         data = znodes.encode_state(change.leader, change.leader_epoch, change.isr, self.epoch)
         path = znodes.state_path(change.topic, change.partition)
         if change.current is None:
@@ -334,6 +349,7 @@ class Controller:
                 "%s-%d: leader %d, leader epoch %d, isr %s", change.topic, change.partition,
                 change.leader, change.leader_epoch, list(change.isr),
             )
+        return done
 
     def _delete_topics(self, client: KazooClient, metadata: ClusterMetadata) -> None:
         for topic in sorted(metadata.pending_deletions):

@@ -179,3 +179,33 @@ def test_preferred_replica_leads_again(cluster, wait_until) -> None:
     partition = wait_until(led_by_preferred, what="the preferred replica leading again")
     assert partition["leader"] == 1
     assert partition["isr"] == [1, 2, 3]
+
+
+def test_elect_leaders_preferred_on_demand(cluster, wait_until) -> None:
+    """ElectLeaders (kafka-leader-election.sh): answered by the controller with Kafka's
+    per-partition results; the preferred replica leads with the next epoch."""
+    from confluent_kafka import ElectionType, TopicPartition
+
+    built = cluster(3, configs={"auto.leader.rebalance.enable": "false"})
+    _create(built.bootstrap, NewTopic("elect", num_partitions=1,
+                                      replica_assignment=[[1, 2, 3]]))
+    wait_until(lambda: _same_view(built, [1, 2, 3], ["elect"]))
+    zk = built.zk()
+    path = "/brokers/topics/elect/partitions/0/state"
+    data, stat = zk.get(path)
+    zk.set(path, json.dumps({**json.loads(data), "leader": 2, "leader_epoch": 1}).encode(),
+           version=stat.version)
+    wait_until(lambda: (v := _same_view(built, [1, 2, 3], ["elect"]))
+               and v["topics"]["elect"]["partitions"][0]["leader"] == 2)
+
+    admin = AdminClient({"bootstrap.servers": built.bootstrap})
+    asked = [TopicPartition("elect", 0), TopicPartition("elect", 7)]
+    results = admin.elect_leaders(ElectionType.PREFERRED, asked).result(timeout=60)
+    assert results[TopicPartition("elect", 0)] is None
+    assert results[TopicPartition("elect", 7)].code() == 3  # UNKNOWN_TOPIC_OR_PARTITION
+    view = wait_until(lambda: _same_view(built, [1, 2, 3], ["elect"]))
+    partition = view["topics"]["elect"]["partitions"][0]
+    assert (partition["leader"], partition["leader_epoch"]) == (1, 2)
+
+    again = admin.elect_leaders(ElectionType.PREFERRED, asked[:1]).result(timeout=60)
+    assert again[TopicPartition("elect", 0)].code() == 84  # ELECTION_NOT_NEEDED
