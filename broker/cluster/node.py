@@ -182,6 +182,7 @@ class ClusterNode:
             return
         self._leaving = True
         self.controller.retired = True
+        await self._tell_listeners(self.metadata)  # stop following at once
         try:
             await self.session.run(self._deregister)
         except Exception as exc:  # ZooKeeper away: the session's end does it later
@@ -192,6 +193,22 @@ class ClusterNode:
             "controlled shutdown: %s",
             "leaderships moved" if moved else "some leaderships did not move in time",
         )
+
+    def _without_following(self, metadata: ClusterMetadata) -> ClusterMetadata:
+        """A stopping broker's view for the listeners: it is no replica of what it does
+        not lead (Kafka's StopReplica to a broker in controlled shutdown), so it stops
+        fetching and no leader takes it back into an ISR; what it still leads it leads
+        until the controller moves it."""
+        me = self.broker_id
+        topics = {}
+        for name, topic in metadata.topics.items():
+            replicas = {}
+            for p, brokers in topic.replicas.items():
+                state = metadata.states.get((name, p))
+                led = state is not None and state.leader == me
+                replicas[p] = brokers if led else tuple(b for b in brokers if b != me)
+            topics[name] = replace(topic, replicas=replicas)
+        return replace(metadata, topics=topics)
 
     def _nothing_to_hand_over(self, metadata: ClusterMetadata) -> bool:
         """Done: it leads nothing, or no other broker is left to lead (the whole
@@ -280,6 +297,8 @@ class ClusterNode:
         log.info("registered %s at %s", path, advertised)
 
     async def _tell_listeners(self, snapshot: ClusterMetadata) -> None:
+        if self._leaving:
+            snapshot = self._without_following(snapshot)
         for listener in list(self._listeners):
             try:
                 await listener(snapshot)
