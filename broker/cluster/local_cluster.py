@@ -4,7 +4,8 @@ For developers and tests who want replication and failover without writing
 configs: it starts the installed ZooKeeper (unless ``--zookeeper`` names one),
 then N ``kafkette serve`` processes with ``broker.id`` 1..N, free ports on
 127.0.0.1 and data dirs ``DIR/broker-N``. Once every broker printed its own
-``kafkette ready on HOST:PORT`` line it prints exactly one line on stdout,
+``kafkette ready on HOST:PORT`` line and lists all N brokers in its Metadata
+answers, it prints exactly one line on stdout,
 ``kafkette cluster ready on HOST:PORT,HOST:PORT,...`` (tools wait for it), and
 nothing else there: broker logs go to stderr, each line prefixed with
 ``[broker N]``; ZooKeeper logs to ``DIR/zookeeper/zookeeper.log``.
@@ -12,8 +13,8 @@ nothing else there: broker logs go to stderr, each line prefixed with
 The brokers are plain ``kafkette serve`` processes: killing one (``kill -9``) is
 how a developer tries failover, so a broker that dies after the ready line is
 reported on stderr and the rest keep running. One that dies before it stops the
-start. On SIGINT or SIGTERM the brokers are stopped first (SIGTERM, SIGKILL
-after a grace), then ZooKeeper, so brokers deregister while it still runs.
+start. On SIGINT or SIGTERM the brokers are stopped first, one at a time (SIGTERM,
+SIGKILL after a grace), then ZooKeeper, so brokers deregister while it still runs.
 Children run in their own sessions: a Ctrl-C at the terminal reaches this
 process only, which stops them in that order.
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 import logging
 import re
 import signal
+import struct
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -44,9 +46,12 @@ DEFAULT_DATA_DIR = Path("kafkette-cluster-data")
 HOST = "127.0.0.1"
 READY_LINE = re.compile(r"^kafkette ready on (\S+:\d+)$")
 BROKER_READY_TIMEOUT_SECONDS = 120.0
+METADATA_API_KEY = 3
 ZOOKEEPER_START_TIMEOUT_SECONDS = 120.0
 # A broker's own shutdown grace is 10 s plus flushing; controlled shutdown adds moves.
 BROKER_STOP_GRACE_SECONDS = 30.0
+# Per-broker settings the launcher gives; the same value for every broker would be wrong.
+LAUNCHER_CONFIGS = frozenset({"broker.id", "node.id", "zookeeper.connect"})
 
 
 class ClusterStartError(Exception):
@@ -111,6 +116,12 @@ async def run_local_cluster(
     """
     if spec.brokers < 1:
         raise ClusterStartError(f"--brokers must be at least 1, not {spec.brokers}")
+    owned = sorted(set(spec.configs) & LAUNCHER_CONFIGS)
+    if owned:
+        raise ClusterStartError(
+            f"--config {', '.join(owned)}: kafkette cluster sets these itself "
+            "(broker ids 1..N, --zookeeper for the ZooKeeper)"
+        )
     announce = announce or _print_ready
     out = stderr or sys.stderr
     data_dir = spec.data_dir.resolve()
@@ -236,10 +247,16 @@ async def _wait_all_ready(
         with trio.move_on_after(BROKER_READY_TIMEOUT_SECONDS) as timer:
             for child in children:
                 await _ready_or_exit(child)
+            await _wait_same_view(children)
         if timer.cancelled_caught:
             slow = [c.broker_id for c in children if not c.ready.is_set()]
+            if slow:
+                raise ClusterStartError(
+                    f"broker(s) {slow} did not print their ready line within "
+                    f"{BROKER_READY_TIMEOUT_SECONDS:g}s"
+                )
             raise ClusterStartError(
-                f"broker(s) {slow} did not print their ready line within "
+                f"the brokers did not all list each other in Metadata within "
                 f"{BROKER_READY_TIMEOUT_SECONDS:g}s"
             )
         nursery.cancel_scope.cancel()
@@ -262,20 +279,64 @@ async def _ready_or_exit(child: BrokerChild) -> None:
         nursery.cancel_scope.cancel()
 
 
+async def _wait_same_view(children: Sequence[BrokerChild]) -> None:
+    """Until every broker's Metadata lists (at least) all N brokers.
+
+    A broker prints its ready line once it registered in ZooKeeper; the others
+    learn of it through their watches a moment later. The cluster's ready line
+    waits for that, so a topic with replication factor N can be created as soon
+    as it is printed.
+    """
+    while True:
+        counts = [await _brokers_listed(child.address or "") for child in children]
+        if all(count >= len(children) for count in counts):
+            return
+        await trio.sleep(0.1)
+
+
+async def _brokers_listed(address: str) -> int:
+    """How many brokers ``address`` lists in a Metadata v1 answer for no topics; -1 on
+    a connection failure. Hand-encoded: the launcher loads no Kafka client."""
+    host, _, port = address.rpartition(":")
+    client_id = b"kafkette-cluster"
+    header = struct.pack(">hhih", METADATA_API_KEY, 1, 1, len(client_id)) + client_id
+    request = header + struct.pack(">i", 0)  # an empty topic list: brokers only
+    try:
+        with trio.fail_after(5):
+            stream = await trio.open_tcp_stream(host, int(port))
+            async with stream:
+                await stream.send_all(struct.pack(">i", len(request)) + request)
+                answer = b""
+                while len(answer) < 12:  # size, correlation id, broker count
+                    chunk = await stream.receive_some(4096)
+                    if not chunk:
+                        return -1
+                    answer += chunk
+    except (OSError, trio.TooSlowError, trio.BrokenResourceError):
+        return -1
+    return struct.unpack_from(">i", answer, 8)[0]
+
+
 async def _stop_children(children: Sequence[BrokerChild], out: TextIO) -> None:
-    """SIGTERM every live broker at once, SIGKILL those still there after the grace."""
-    live = [c for c in children if c.process is not None and c.process.returncode is None]
-    for child in live:
+    """Stop the brokers one at a time, SIGKILL for one still there after the grace.
+
+    A rolling stop, as an operator would do it: each broker's controlled shutdown
+    hands its leaderships to brokers still running. Stopped all at once, they
+    would all leave ZooKeeper together, nobody would be left to lead or elect, and
+    each would wait out its controlled-shutdown timeout.
+    """
+    for child in children:
+        process = child.process
+        if process is None or process.returncode is not None:
+            continue
         child.stopping = True
-        child.process.send_signal(signal.SIGTERM)  # type: ignore[union-attr]
-    with trio.move_on_after(BROKER_STOP_GRACE_SECONDS):
-        for child in live:
-            await child.process.wait()  # type: ignore[union-attr]
-    for child in live:
-        if child.process.returncode is None:  # type: ignore[union-attr]
+        process.send_signal(signal.SIGTERM)
+        with trio.move_on_after(BROKER_STOP_GRACE_SECONDS):
+            await process.wait()
+        if process.returncode is None:
             _say(out, f"broker {child.broker_id} ignored SIGTERM: killing it")
-            child.process.kill()  # type: ignore[union-attr]
-            await child.process.wait()  # type: ignore[union-attr]
+            process.kill()
+            await process.wait()
 
 
 def _print_ready(addresses: str) -> None:

@@ -187,6 +187,7 @@ class ZooKeeperServer:
     server started again on the same directory finds its znodes. ``port=0``
     picks a free port (and another one if that port was taken meanwhile).
     ``fsync=False`` (``forceSync=no``) suits throwaway test servers only.
+    ``own_session`` runs it in its own session (out of the terminal's Ctrl-C).
     """
 
     def __init__(
@@ -198,6 +199,7 @@ class ZooKeeperServer:
         tick_time_ms: int = 2000,
         max_session_timeout_ms: int = 60_000,
         fsync: bool = True,
+        own_session: bool = True,
         install: ZooKeeperInstall | None = None,
     ) -> None:
         self.directory = Path(directory)
@@ -207,6 +209,7 @@ class ZooKeeperServer:
         self.tick_time_ms = tick_time_ms
         self.max_session_timeout_ms = max_session_timeout_ms
         self.fsync = fsync
+        self.own_session = own_session
         self._install = install
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -310,7 +313,10 @@ class ZooKeeperServer:
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
                 cwd=self.directory,
-                start_new_session=True,  # a Ctrl-C at the terminal reaches us, not the JVM
+                # A Ctrl-C at the terminal then reaches the launcher only, which stops the
+                # brokers before ZooKeeper. Tests keep it in their process group instead, so
+                # that killing the group (a CI timeout) leaves no JVM behind.
+                start_new_session=self.own_session,
             )
 
     def _config_text(self, data_dir: Path) -> str:

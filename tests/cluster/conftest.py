@@ -12,7 +12,8 @@ so everything reaches them as fixtures:
   the server's root by default), stopped at teardown.
 - ``cluster``: factory ``cluster(brokers=3, configs=None, broker_configs=None,
   wait=True) -> Cluster``: N ``kafkette serve`` processes with broker ids 1..N, each
-  with its own free port and data dir, all on their own ZooKeeper chroot. See
+  with its own free port and data dir, all on their own ZooKeeper chroot, returned
+  once every broker printed its ready line and lists all the others. See
   ``Cluster`` for ``bootstrap``, ``brokers``, ``kill``/``stop``/``freeze``/``thaw``/
   ``start``, ``zk()``, and ZooKeeper's view: ``partition_state(topic, p)``,
   ``controller()``, ``wait_leader(topic, p, exclude=(...))``. Every broker still
@@ -30,6 +31,8 @@ import json
 import os
 import re
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -71,7 +74,8 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperSer
     # tickTime 500: sessions are checked for expiry every half second, so a killed
     # broker's znodes go close to its session timeout (min session 1 s, max 60 s).
     server = ZooKeeperServer(
-        tmp_path_factory.mktemp("zookeeper"), tick_time_ms=500, fsync=False, install=install
+        tmp_path_factory.mktemp("zookeeper"), tick_time_ms=500, fsync=False,
+        own_session=False, install=install,
     )
     server.start(timeout=120)
     try:
@@ -251,6 +255,26 @@ class ClusterBroker:
         return "\n".join(text.splitlines()[-lines:])
 
 
+def _brokers_listed(address: str) -> int:
+    """How many brokers ``address`` lists in a Metadata v1 answer for no topics (-1 when
+    it does not answer). Hand-encoded, so this works whatever client a test uses."""
+    host, _, port = address.rpartition(":")
+    client_id = b"cluster-fixture"
+    request = struct.pack(">hhih", 3, 1, 1, len(client_id)) + client_id + struct.pack(">i", 0)
+    try:
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            sock.sendall(struct.pack(">i", len(request)) + request)
+            answer = b""
+            while len(answer) < 12:  # size, correlation id, broker count
+                chunk = sock.recv(4096)
+                if not chunk:
+                    return -1
+                answer += chunk
+    except OSError:
+        return -1
+    return struct.unpack_from(">i", answer, 8)[0]
+
+
 class Cluster:
     """N brokers on one ZooKeeper chroot; ids 1..N.
 
@@ -283,15 +307,41 @@ class Cluster:
         return [i for i, broker in self.brokers.items() if broker.running]
 
     def start(self, broker_id: int, wait: bool = True) -> ClusterBroker:
+        """(Re)start a broker on its port and data dir; with ``wait``, until it printed its
+        ready line and every running broker lists all running brokers."""
         broker = self.brokers[broker_id]
         broker.launch()
         if wait:
             broker.wait_ready()
+            self.wait_formed()
         return broker
 
     def wait_ready(self, *broker_ids: int) -> None:
+        """Ready lines of the given brokers (all by default), then ``wait_formed``."""
         for broker_id in broker_ids or tuple(self.brokers):
             self.brokers[broker_id].wait_ready()
+        self.wait_formed()
+
+    def wait_formed(self, timeout: float = READY_TIMEOUT_SECONDS) -> None:
+        """Until every running, unfrozen broker lists at least all of those in Metadata.
+
+        A broker prints its ready line once it registered in ZooKeeper; the others
+        see it through their watches a moment later. Tests start from a cluster
+        whose members all know each other (a replication factor N topic can be
+        created at once).
+        """
+        members = [b for b in self.brokers.values() if b.running and not b.frozen]
+        deadline = time.monotonic() + timeout
+        while True:
+            counts = {b.id: _brokers_listed(b.address) for b in members}
+            if all(count >= len(members) for count in counts.values()):
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"brokers {[b.id for b in members]} do not all list each other within "
+                    f"{timeout:g}s (brokers listed by each: {counts}):\n{self.logs()}"
+                )
+            time.sleep(0.1)
 
     def kill(self, broker_id: int) -> None:
         self.brokers[broker_id].kill()

@@ -1,9 +1,13 @@
-"""The local cluster launcher and the ZooKeeper it starts, run as real processes.
+"""``kafkette cluster`` and the ZooKeeper it starts, run as real processes.
 
 ``kafkette.broker.cluster.zookeeper_server`` runs the installed ZooKeeper (the one
 the ``zookeeper`` fixture and ``kafkette cluster`` both use): it must answer
 ``ruok``, keep its znodes across a restart on the same directory, stop on SIGTERM,
 and say ``apt-get install zookeeper`` in one line when there is nothing to run.
+``kafkette cluster --brokers 3`` must print its one ready line, serve a replicated
+topic to real clients, keep running when a broker is killed, and stop brokers then
+ZooKeeper on SIGTERM, leaving no process behind; a broker that cannot start stops
+the whole start.
 """
 
 from __future__ import annotations
@@ -51,7 +55,9 @@ def test_server_writes_its_config_restarts_on_its_data_and_stops_on_sigterm(
         install = find_zookeeper()
     except ZooKeeperNotInstalled as exc:
         pytest.skip(str(exc))
-    server = ZooKeeperServer(tmp_path / "zk", tick_time_ms=500, fsync=False, install=install)
+    server = ZooKeeperServer(
+        tmp_path / "zk", tick_time_ms=500, fsync=False, own_session=False, install=install
+    )
     try:
         server.start(timeout=120)
         config = dict(
@@ -220,6 +226,15 @@ def test_cluster_command_without_zookeeper_says_how_to_install_it(
     assert "apt-get install zookeeper" in lines[0]
 
 
+def test_cluster_command_refuses_configs_it_sets_per_broker(launcher) -> None:
+    process = launcher("--brokers", "2", "--config", "broker.id=7")
+    assert process.wait_exit() == 1
+    assert process.stdout_lines == []
+    (line,) = process.stderr().splitlines()
+    assert line.startswith("kafkette: --config broker.id: kafkette cluster sets these itself")
+    assert not (process.data_dir / "zookeeper").exists()
+
+
 @pytest.fixture
 def zookeeper_installed() -> None:
     """Skip (with the install hint) where ``kafkette cluster`` has no ZooKeeper to start."""
@@ -242,10 +257,14 @@ def test_broker_that_cannot_start_stops_the_cluster_and_its_zookeeper(
     assert _pids_mentioning(str(process.data_dir)) == []
 
 
-def test_three_brokers_serve_a_replicated_topic_and_stop_on_sigterm(
+def test_three_brokers_serve_a_replicated_topic_survive_a_kill_and_stop_on_sigterm(
     zookeeper_installed, launcher, wait_until
 ) -> None:
-    process = launcher("--brokers", "3", "--config", "min.insync.replicas=2")
+    process = launcher(
+        "--brokers", "3",
+        "--config", "min.insync.replicas=2",
+        "--config", "zookeeper.session.timeout.ms=6000",  # broker 3's death noticed soon
+    )
     addresses = process.wait_ready()
     assert len(addresses) == 3
     assert process.stdout_lines == [f"kafkette cluster ready on {','.join(addresses)}"]
@@ -295,11 +314,44 @@ def test_three_brokers_serve_a_replicated_topic_and_stop_on_sigterm(
         consumer.close()
     assert sorted(seen) == sorted(values)
 
+    # kill -9 of one broker (how a developer tries a failover): reported, the rest run on.
+    (broker_3,) = _pids_mentioning(str(process.data_dir / "broker-3"))
+    os.kill(broker_3, signal.SIGKILL)
+    wait_until(
+        lambda: "kafkette cluster: broker 3 exited with code -9" in process.stderr(),
+        timeout=30, what="the launcher reporting broker 3's death",
+    )
+    assert process.process.poll() is None
+    assert len(_pids_mentioning(str(process.data_dir / "broker-"))) == 2
+    # Its session expires; the survivors' Metadata drops it.
+    survivors = ",".join(addresses[:2])
+    wait_until(
+        lambda: sorted(AdminClient({"bootstrap.servers": survivors}).list_topics(
+            timeout=10).brokers) == [1, 2],
+        timeout=60, what="Metadata without broker 3",
+    )
+
     process.process.send_signal(signal.SIGTERM)
     assert process.wait_exit() == 0
     assert process.stdout_lines == [f"kafkette cluster ready on {','.join(addresses)}"]
     assert _pids_mentioning(str(process.data_dir)) == []
     assert not ruok("127.0.0.1", process.zookeeper_port())
-    # The brokers shut down cleanly: each left Kafka's clean-shutdown marker.
-    for broker_id in (1, 2, 3):
+    # The two survivors shut down cleanly: each left Kafka's clean-shutdown marker.
+    for broker_id in (1, 2):
         assert (process.data_dir / f"broker-{broker_id}" / ".kafka_cleanshutdown").exists()
+    assert not (process.data_dir / "broker-3" / ".kafka_cleanshutdown").exists()
+
+
+def test_given_zookeeper_is_used_and_left_running(zookeeper, zookeeper_connect, launcher,
+                                                  kazoo_client) -> None:
+    process = launcher("--brokers", "1", "--zookeeper", zookeeper_connect)
+    (address,) = process.wait_ready()
+    assert not (process.data_dir / "zookeeper").exists()
+    chroot = zookeeper_connect.removeprefix(zookeeper.connect_string)
+    registered = kazoo_client().get_children(f"{chroot}/brokers/ids")
+    assert registered == ["1"]
+
+    process.process.send_signal(signal.SIGTERM)
+    assert process.wait_exit() == 0
+    assert ruok(zookeeper.host, zookeeper.port)  # not ours to stop
+    assert address.startswith("127.0.0.1:")
