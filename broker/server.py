@@ -111,9 +111,6 @@ class Broker:
         self.closing = False
         self.requests_in_flight = 0
         self.data_dir: DataDir | None = None
-        # The cluster node (kafkette.broker.cluster.node.ClusterNode) when zookeeper.connect
-        # is set; None on a single node, which is how handlers skip replication.
-        self.cluster = None
         self._dir_lock: DirLock | None = None
         self.request_memory = RequestMemoryPool(config.request_memory_bytes)
         self.connection_limits = ConnectionLimits(
