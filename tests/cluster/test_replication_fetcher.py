@@ -17,6 +17,7 @@ import pytest
 import trio
 
 from kafkette.broker.clock import now_ms
+from kafkette.broker.cluster.config import ClusterConfig
 from kafkette.broker.cluster.peer_client import PeerClient, PeerError
 from kafkette.broker.cluster.replica_fetcher import ReplicaFetcher, split_batches
 from kafkette.broker.embedded import EmbeddedBroker
@@ -109,9 +110,7 @@ def log_bytes(directory: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(directory.glob("*.log")))
 
 
-def config():  # -> ClusterConfig
-    from kafkette.broker.cluster.config import ClusterConfig
-
+def config() -> ClusterConfig:
     return ClusterConfig(
         broker_id=2,
         zookeeper_connect="unused:2181",
