@@ -167,7 +167,7 @@ async def handle_write_txn_markers(broker: Broker, request: Request) -> dict:
             for index in topic["partition_indexes"]:
                 if topic["name"] in INTERNAL_TOPICS and topic["name"] != "__consumer_offsets":
                     error = ErrorCode.INVALID_TOPIC_EXCEPTION
-                elif marker["coordinator_epoch"] > COORDINATOR_EPOCH:
+                elif broker.cluster is None and marker["coordinator_epoch"] > COORDINATOR_EPOCH:
                     # No coordinator has a higher epoch than this node's own: such a
                     # marker would be remembered by the partition and fence every
                     # later marker of the real coordinator (a stuck LSO for ever).

@@ -1,0 +1,199 @@
+"""The group coordinator moves with leadership: a consumer group survives its death.
+
+Three brokers, ``__consumer_offsets`` with replication factor 3. A consumer
+(kafka-python, then confluent-kafka) consumes a replicated topic in batches and
+commits each batch synchronously before it takes the next; after a third of
+the records its group coordinator (the leader of the group's offsets partition,
+as FindCoordinator names it) is killed with SIGKILL. The offsets partition gets
+a new leader, which loads the group and its committed offsets from its replica
+of the log; the consumer finds it and goes on. Counting only batches whose
+commit succeeded, every record is consumed exactly once: none skipped (the
+offsets committed before the kill were replicated and loaded) and none twice
+(no committed offset lost, so the group does not re-read committed work).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import TopicPartition as CTopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+_spec = importlib.util.spec_from_file_location(
+    "kafkette_zk_wire", Path(__file__).with_name("zk_wire.py")
+)
+assert _spec is not None and _spec.loader is not None
+zk_wire = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(zk_wire)
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+RECORDS = 300
+PARTITIONS = 2
+BATCH = 20
+KILL_AFTER = RECORDS // 3
+# Small internal topics: 50 partitions x RF 3 would only slow the start.
+CONFIGS = {
+    "offsets.topic.num.partitions": "4",
+    "transaction.state.log.num.partitions": "4",
+    "group.initial.rebalance.delay.ms": "0",
+}
+# Session expiry (6 s), the election and the load, on a loaded machine.
+RUN_TIMEOUT_S = 60.0
+
+
+def _prepare(cluster) -> tuple[str, list[bytes]]:
+    topic = "coord-" + uuid.uuid4().hex[:8]
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    futures = admin.create_topics(
+        [NewTopic(topic, PARTITIONS, 3, config={"min.insync.replicas": "2"})],
+        request_timeout=30,
+    )
+    futures[topic].result(30)
+    values = [f"record-{i:05d}".encode() for i in range(RECORDS)]
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True}
+    )
+    for i, value in enumerate(values):
+        producer.produce(topic, value, partition=i % PARTITIONS)
+    assert producer.flush(60) == 0
+    return topic, values
+
+
+def _coordinator(cluster, group: str) -> int:
+    """The group's coordinator as the brokers answer FindCoordinator."""
+
+    def found() -> int | None:
+        for broker_id in cluster.running():
+            try:
+                error, node = zk_wire.find_coordinator(cluster.brokers[broker_id].address, group)
+            except OSError:
+                continue
+            if error == 0 and node >= 0:
+                return node
+        return None
+
+    deadline = time.monotonic() + 30
+    while (node := found()) is None:
+        assert time.monotonic() < deadline, "no group coordinator found"
+        time.sleep(0.2)
+    return node
+
+
+def _check_exactly_once(consumed: list[bytes], values: list[bytes]) -> None:
+    assert len(consumed) == len(set(consumed)), "a committed record was consumed twice"
+    missing = set(values) - set(consumed)
+    assert not missing, f"{len(missing)} records never consumed, e.g. {sorted(missing)[:3]}"
+    assert sorted(consumed) == sorted(values)
+
+
+def test_kafka_python_group_survives_coordinator_kill(cluster) -> None:
+    from kafka import KafkaConsumer
+    from kafka.errors import CommitFailedError
+
+    built = cluster(3, configs=CONFIGS)
+    topic, values = _prepare(built)
+    group = "g-" + uuid.uuid4().hex[:8]
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=built.bootstrap.split(","),
+        group_id=group,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",  # a lost commit would show as records read twice
+        max_poll_records=BATCH,
+        session_timeout_ms=10000,
+        heartbeat_interval_ms=1000,
+        request_timeout_ms=15000,
+        retry_backoff_ms=200,
+    )
+    consumed: list[bytes] = []
+    killed = None
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    try:
+        while len(consumed) < RECORDS:
+            assert time.monotonic() < deadline, (
+                f"consumed {len(consumed)} of {RECORDS} (coordinator {killed} killed)"
+            )
+            polled = consumer.poll(timeout_ms=1000)
+            batch = [r.value for records in polled.values() for r in records]
+            if not batch:
+                continue
+            try:
+                consumer.commit()  # synchronous; retries retriable errors itself
+            except CommitFailedError:
+                continue  # a rebalance: the batch was not committed and comes again
+            consumed.extend(batch)
+            if killed is None and len(consumed) >= KILL_AFTER:
+                killed = _coordinator(built, group)
+                built.kill(killed)
+    finally:
+        consumer.close(autocommit=False)
+    assert killed is not None
+    _check_exactly_once(consumed, values)
+    assert _coordinator(built, group) != killed
+
+
+def test_confluent_group_survives_coordinator_kill(cluster) -> None:
+    built = cluster(3, configs=CONFIGS)
+    topic, values = _prepare(built)
+    group = "g-" + uuid.uuid4().hex[:8]
+    consumer = Consumer(
+        {
+            "bootstrap.servers": built.bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",  # a lost commit would show as records read twice
+            "session.timeout.ms": 10000,
+            "heartbeat.interval.ms": 1000,
+        }
+    )
+    consumer.subscribe([topic])
+    consumed: list[bytes] = []
+    killed = None
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    try:
+        while len(consumed) < RECORDS:
+            assert time.monotonic() < deadline, (
+                f"consumed {len(consumed)} of {RECORDS} (coordinator {killed} killed)"
+            )
+            messages = [m for m in consumer.consume(BATCH, timeout=1.0) if m.error() is None]
+            if not messages:
+                continue
+            ends: dict[int, int] = {}
+            for message in messages:
+                ends[message.partition()] = message.offset() + 1
+            offsets = [CTopicPartition(topic, p, o) for p, o in sorted(ends.items())]
+            if not _commit_confluent(consumer, offsets, deadline):
+                continue  # not committed (a rebalance): the batch comes again
+            consumed.extend(m.value() for m in messages)
+            if killed is None and len(consumed) >= KILL_AFTER:
+                killed = _coordinator(built, group)
+                built.kill(killed)
+    finally:
+        consumer.close()
+    assert killed is not None
+    _check_exactly_once(consumed, values)
+    assert _coordinator(built, group) != killed
+
+
+def _commit_confluent(consumer: Consumer, offsets: list, deadline: float) -> bool:
+    """Commit synchronously, retrying what librdkafka calls retriable; False when the
+    group moved on without this member's batch (it is consumed again)."""
+    while True:
+        try:
+            consumer.commit(offsets=offsets, asynchronous=False)
+            return True
+        except KafkaException as exc:
+            error = exc.args[0]
+            if error.code() in (
+                # ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS: fenced
+                22, 25, 27,
+            ):
+                return False
+            assert time.monotonic() < deadline, f"commit kept failing: {error}"
+            time.sleep(0.2)
