@@ -192,8 +192,86 @@ def _commit_confluent(consumer: Consumer, offsets: list, deadline: float) -> boo
             error = exc.args[0]
             if error.code() in (
                 # ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS: fenced
-                22, 25, 27,
+                22,
+                25,
+                27,
             ):
                 return False
             assert time.monotonic() < deadline, f"commit kept failing: {error}"
             time.sleep(0.2)
+
+
+def test_other_brokers_answer_not_coordinator(cluster) -> None:
+    """Group and transactional requests to a broker that does not lead the key's
+    partition get NOT_COORDINATOR (16); the coordinator itself serves them."""
+    from kafkette.wire.apis import ApiKey
+
+    _spec_wire = importlib.util.spec_from_file_location(
+        "kafkette_coord_wire", Path(__file__).with_name("coord_wire.py")
+    )
+    assert _spec_wire is not None and _spec_wire.loader is not None
+    coord_wire = importlib.util.module_from_spec(_spec_wire)
+    _spec_wire.loader.exec_module(coord_wire)
+
+    built = cluster(3, configs=CONFIGS)
+    topic, _values = _prepare(built)
+    group = "g-" + uuid.uuid4().hex[:8]
+    transactional_id = "tx-" + uuid.uuid4().hex[:8]
+    group_coordinator = _coordinator(built, group)
+    deadline = time.monotonic() + 30
+    while True:  # FindCoordinator creates __transaction_state; then it names a leader
+        error, txn_coordinator = zk_wire.find_coordinator(
+            built.brokers[1].address, transactional_id, 1
+        )
+        if error == 0 and txn_coordinator >= 0:
+            break
+        assert time.monotonic() < deadline, "no transaction coordinator found"
+        time.sleep(0.2)
+
+    def commit(broker_id: int) -> int:
+        body = {
+            "group_id": group,
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "group_instance_id": None,
+            "retention_time_ms": -1,
+            "topics": [
+                {
+                    "name": topic,
+                    "partitions": [
+                        {
+                            "partition_index": 0,
+                            "committed_offset": 5,
+                            "committed_leader_epoch": -1,
+                            "committed_metadata": None,
+                        }
+                    ],
+                }
+            ],
+        }
+        answer = coord_wire.request(built.brokers[broker_id].address, ApiKey.OFFSET_COMMIT, 8, body)
+        return answer["topics"][0]["partitions"][0]["error_code"]
+
+    def init_producer_id(broker_id: int) -> int:
+        body = {
+            "transactional_id": transactional_id,
+            "transaction_timeout_ms": 60000,
+            "producer_id": -1,
+            "producer_epoch": -1,
+        }
+        answer = coord_wire.request(
+            built.brokers[broker_id].address, ApiKey.INIT_PRODUCER_ID, 3, body
+        )
+        return answer["error_code"]
+
+    for broker_id in (1, 2, 3):
+        if broker_id != group_coordinator:
+            assert commit(broker_id) == 16
+        if broker_id != txn_coordinator:
+            assert init_producer_id(broker_id) == 16
+    # The coordinators answer once their partition is loaded (14 until then: a moment).
+    for call, broker_id in ((commit, group_coordinator), (init_producer_id, txn_coordinator)):
+        deadline = time.monotonic() + 15
+        while (error := call(broker_id)) == 14 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert error == 0
