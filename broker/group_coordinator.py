@@ -284,7 +284,10 @@ class GroupCoordinator:
             self._tokens += 1
             self._owned[index] = _Ownership(self._tokens)
             assert self._nursery is not None
-            self._nursery.start_soon(self._load_partition, index, self._tokens)
+            try:
+                self._nursery.start_soon(self._load_partition, index, self._tokens)
+            except RuntimeError:  # the broker is stopping: it serves no request any more
+                return
         self._rearm.set()
 
     async def _load_partition(self, index: int, token: int) -> None:

@@ -284,7 +284,10 @@ class TransactionCoordinator:
             owned = _Ownership(self._tokens, led[index])
             self._owned[index] = owned
             assert self._nursery is not None
-            self._nursery.start_soon(self._load_partition, index, owned)
+            try:
+                self._nursery.start_soon(self._load_partition, index, owned)
+            except RuntimeError:  # the broker is stopping: it serves no request any more
+                return
 
     async def _load_partition(self, index: int, owned: _Ownership) -> None:
         """Kafka's loadTransactionsForTxnTopicPartition: replay the partition, then

@@ -82,7 +82,10 @@ class RemoteMarkers:
             for result_topic in marker["topics"]:
                 for partition in result_topic["partitions"]:
                     if partition["partition_index"] == index:
-                        return ErrorCode(partition["error_code"])
+                        try:
+                            return ErrorCode(partition["error_code"])
+                        except ValueError:  # a code this broker does not know: retried
+                            return ErrorCode.UNKNOWN_SERVER_ERROR
         return ErrorCode.UNKNOWN_SERVER_ERROR
 
     async def aclose(self) -> None:

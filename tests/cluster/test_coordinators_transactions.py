@@ -192,3 +192,103 @@ def _check_stale_coordinator_fenced(built, topic: str, transactional_id: str) ->
         built.brokers[leader].address, ApiKey.WRITE_TXN_MARKERS, 1, {"markers": [marker]}
     )
     assert answer["markers"][0]["topics"][0]["partitions"][0]["error_code"] == 52
+
+
+def test_consume_transform_produce_survives_coordinator_kill(cluster) -> None:
+    """Exactly-once processing (read_committed input, transactional output, the group's
+    offsets committed inside each transaction) across a kill -9 of the transaction
+    coordinator: its markers reach the output partitions' leaders and the group's
+    ``__consumer_offsets`` partition (on other brokers: WriteTxnMarkers), so every input
+    record appears exactly once in the committed output."""
+    built = cluster(3, configs=CONFIGS)
+    source = "in-" + uuid.uuid4().hex[:8]
+    sink = "out-" + uuid.uuid4().hex[:8]
+    admin = AdminClient({"bootstrap.servers": built.bootstrap})
+    for future in admin.create_topics(
+        [NewTopic(t, PARTITIONS, 3, config={"min.insync.replicas": "2"}) for t in (source, sink)],
+        request_timeout=30,
+    ).values():
+        future.result(30)
+    inputs = [f"in-{i:04d}".encode() for i in range(120)]
+    seed = Producer({"bootstrap.servers": built.bootstrap, "acks": "all"})
+    for i, value in enumerate(inputs):
+        seed.produce(source, value, partition=i % PARTITIONS)
+    assert seed.flush(30) == 0
+
+    group = "eos-" + uuid.uuid4().hex[:8]
+    transactional_id = "eos-tx-" + uuid.uuid4().hex[:8]
+    consumer = Consumer(
+        {
+            "bootstrap.servers": built.bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+            "session.timeout.ms": 10000,
+        }
+    )
+    consumer.subscribe([source])
+    producer = Producer(
+        {
+            "bootstrap.servers": built.bootstrap,
+            "transactional.id": transactional_id,
+            "transaction.timeout.ms": 60000,
+        }
+    )
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    _retrying(producer.init_transactions, deadline)
+    done = 0
+    killed = None
+    try:
+        while done < len(inputs):
+            assert time.monotonic() < deadline, f"processed {done} of {len(inputs)}"
+            messages = [m for m in consumer.consume(10, timeout=1.0) if m.error() is None]
+            if not messages:
+                continue
+            try:
+                producer.begin_transaction()
+                for message in messages:
+                    producer.produce(sink, b"out-" + message.value(), partition=message.partition())
+                positions = consumer.position(consumer.assignment())
+                producer.send_offsets_to_transaction(
+                    positions, consumer.consumer_group_metadata(), 15
+                )
+                _retrying(producer.commit_transaction, deadline)
+                done += len(messages)
+            except KafkaException as exc:
+                error = exc.args[0]
+                assert not error.fatal(), f"fatal transactional error: {error}"
+                assert error.txn_requires_abort(), f"unexpected transactional error: {error}"
+                _retrying(producer.abort_transaction, deadline)
+                # Back to the group's committed offsets: the batch is processed again.
+                for tp in consumer.committed(consumer.assignment(), timeout=15):
+                    if tp.offset >= 0:
+                        consumer.seek(tp)
+                continue
+            if killed is None and done >= len(inputs) // 3:
+                killed = _coordinator(built, transactional_id)
+                built.kill(killed)
+    finally:
+        consumer.close()
+    assert killed is not None
+
+    reader = Consumer(
+        {
+            "bootstrap.servers": built.bootstrap,
+            "group.id": "check-" + uuid.uuid4().hex[:8],
+            "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    reader.subscribe([sink])
+    outputs: list[bytes] = []
+    try:
+        read_deadline = time.monotonic() + 30
+        while len(outputs) < len(inputs) and time.monotonic() < read_deadline:
+            outputs.extend(m.value() for m in reader.consume(100, timeout=1.0) if m.error() is None)
+        outputs.extend(m.value() for m in reader.consume(100, timeout=2.0) if m.error() is None)
+    finally:
+        reader.close()
+    assert len(outputs) == len(set(outputs)), "an input record was processed twice"
+    assert sorted(outputs) == sorted(b"out-" + v for v in inputs)
