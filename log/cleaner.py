@@ -593,7 +593,7 @@ def clean_log(
 
 def clean_log_with(
     log: PartitionLog, checkpoint: int, now: int, open_session: Callable[[CleanJob], Session],
-    *, expire_tombstones: bool = False,
+    *, expire_tombstones: bool = False, pace: Callable[[float], None] | None = None,
 ) -> CleanStats | None:
     """One clean of ``log`` from ``checkpoint``; None if there was nothing to clean.
 
@@ -605,6 +605,11 @@ def clean_log_with(
     With ``expire_tombstones`` a log with no dirty range is still rewritten
     (with an empty map): the pass that drops tombstones whose delete horizon
     has passed, when nothing new was written after them.
+
+    ``pace`` is called after each group's swap with the seconds that group
+    took (write and swap); the broker waits there (see
+    ``LogCleanerManager``), so a fast clean does not swap group after group
+    back to back while the broker serves. It may raise CleanAborted.
 
     Raises CleanAborted (nothing half-done stays: the group being written is
     discarded) and FileGone (segments deleted under the clean, e.g. by
@@ -629,6 +634,7 @@ def clean_log_with(
         first = 0
         for group in group_by_size(to_clean, config.segment_bytes, config.max_index_bytes):
             base = group[0].base_offset
+            started = time.monotonic()
             swapped = False
             try:
                 written = session.write_group(first, len(group), producer_batches)
@@ -641,6 +647,8 @@ def clean_log_with(
                     cleaned_txn_index_path(log.directory, base).unlink(missing_ok=True)
             groups += 1
             first += len(group)
+            if pace is not None:
+                pace(time.monotonic() - started)
         stats = session.stats
         stats.end_offset = end
         stats.groups = groups
