@@ -15,6 +15,7 @@ offsets committed before the kill were replicated and loaded) and none twice
 from __future__ import annotations
 
 import importlib.util
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -92,7 +93,13 @@ def _check_exactly_once(consumed: list[bytes], values: list[bytes]) -> None:
     assert sorted(consumed) == sorted(values)
 
 
-def test_kafka_python_group_survives_coordinator_kill(cluster) -> None:
+@pytest.mark.parametrize("how", ["kill", "stop"])
+def test_kafka_python_group_survives_coordinator_loss(cluster, wait_until, how) -> None:
+    """``kill``: SIGKILL (found dead at the session timeout); ``stop``: SIGTERM, a
+    controlled shutdown (the coordinator unloads while still serving, answering
+    NOT_COORDINATOR). Then the old coordinator comes back and a preferred-leader
+    election gives it its offsets partition again: it loads the group once more, with
+    the offsets committed while it was away."""
     from kafka import KafkaConsumer
     from kafka.errors import CommitFailedError
 
@@ -130,12 +137,67 @@ def test_kafka_python_group_survives_coordinator_kill(cluster) -> None:
             consumed.extend(batch)
             if killed is None and len(consumed) >= KILL_AFTER:
                 killed = _coordinator(built, group)
-                built.kill(killed)
+                if how == "kill":
+                    built.kill(killed)
+                else:
+                    stopper = threading.Thread(target=built.stop, args=(killed,))
+                    stopper.start()
     finally:
         consumer.close(autocommit=False)
     assert killed is not None
     _check_exactly_once(consumed, values)
     assert _coordinator(built, group) != killed
+    if how == "stop":
+        stopper.join(60)
+    _regain_and_check(built, wait_until, group, topic, killed)
+
+
+def _regain_and_check(built, wait_until, group: str, topic: str, old: int) -> None:
+    """Restart ``old``, give it the group's offsets partition back, and read the group's
+    committed offsets from it: the end of every partition."""
+    from confluent_kafka import ElectionType
+
+    from kafkette.broker.groups.partitioning import partition_for_group
+
+    index = partition_for_group(group, int(CONFIGS["offsets.topic.num.partitions"]))
+    built.start(old)
+    wait_until(
+        lambda: old in (built.partition_state("__consumer_offsets", index) or {}).get("isr", []),
+        timeout=30,
+        what=f"broker {old} back in the ISR of __consumer_offsets-{index}",
+    )
+    admin = AdminClient({"bootstrap.servers": built.bootstrap})
+
+    def elected() -> bool:
+        if (built.partition_state("__consumer_offsets", index) or {}).get("leader") != old:
+            try:
+                admin.elect_leaders(
+                    ElectionType.PREFERRED, [CTopicPartition("__consumer_offsets", index)]
+                ).result(15)
+            except KafkaException:
+                pass  # not in the ISR yet everywhere, or already elected: asked again
+            return False
+        return _coordinator(built, group) == old
+
+    # ``old`` led the partition since its creation (all brokers alive then): it is the
+    # first replica of the assignment, the preferred leader.
+    wait_until(elected, timeout=30, what=f"broker {old} coordinator of {group} again")
+    reader = Consumer({"bootstrap.servers": built.bootstrap_of(old), "group.id": group})
+    try:
+
+        def committed() -> list[int] | None:
+            try:
+                found = reader.committed(
+                    [CTopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10
+                )
+            except KafkaException:
+                return None
+            return [tp.offset for tp in found]
+
+        offsets = wait_until(committed, timeout=30, what="the group's offsets from its coordinator")
+    finally:
+        reader.close()
+    assert offsets == [RECORDS // PARTITIONS] * PARTITIONS
 
 
 def test_confluent_group_survives_coordinator_kill(cluster) -> None:
