@@ -95,8 +95,8 @@ async def _find_coordinator_in_cluster(broker: Broker, body: dict, keys: list[st
     """Cluster mode: the coordinator of a key is the leader of its partition of the
     internal topic (``abs(hash(key)) % partitions``, Kafka's rule). The topic is
     created on the first lookup, as Kafka does; until it has leaders the answer is
-    COORDINATOR_NOT_AVAILABLE and clients ask again. (Moving a coordinator's state
-    with leadership is phase 2, docs/cluster.md.)"""
+    COORDINATOR_NOT_AVAILABLE and clients ask again. The coordinators load and
+    unload their state as that leadership moves (docs/cluster.md, "Coordinators")."""
     from kafkette.broker.group_coordinator import offsets_topic_configs
     from kafkette.broker.groups import OFFSETS_TOPIC
     from kafkette.broker.groups.partitioning import java_string_hash, kafka_abs
@@ -272,6 +272,10 @@ async def handle_heartbeat(broker: Broker, request: Request) -> dict:
             body["group_id"],
         )
     except CoordinatorUnavailable as exc:
+        if exc.code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            # Kafka answers a heartbeat blindly while the group loads: the member keeps
+            # its session, and the loaded group counts its session from the load.
+            return {"throttle_time_ms": 0, "error_code": 0}
         return {"error_code": int(exc.code)}
     if outcome.result:
         log.debug(
