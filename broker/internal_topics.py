@@ -91,7 +91,8 @@ async def append_committed(
     high watermark passes it (acks=-1), at most ``timeout_s``.
 
     NONE once committed; ``check``'s error, NOT_LEADER_OR_FOLLOWER (not the leader,
-    or leadership lost while waiting), NOT_ENOUGH_REPLICAS_AFTER_APPEND or
+    or leadership lost while waiting), NOT_ENOUGH_REPLICAS (the ISR is smaller than
+    ``min.insync.replicas``: nothing written), NOT_ENOUGH_REPLICAS_AFTER_APPEND or
     REQUEST_TIMED_OUT otherwise (the caller maps them as Kafka's coordinators do).
     A storage failure raises, as ``append_batch`` does. On a single node
     (``replicas`` None) this is exactly ``append_batch``.
@@ -103,6 +104,10 @@ async def append_committed(
         led = replicas.leader_partition(partition.topic, partition.index)
         if led is not partition:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        # acks=-1: an ISR smaller than min.insync.replicas refuses the write up front.
+        error = replicas.check_min_isr(partition)
+        if error != ErrorCode.NONE:
+            return error
         return ErrorCode.NONE if check is None else check()
 
     error = await partition.append_batch(batch, leading_then_check)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from kafkette.broker.cluster.peer_client import PeerClient, PeerError
+from kafkette.broker.throttled_log import ThrottledLog
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.errors import ErrorCode
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from kafkette.broker.cluster.metadata import BrokerInfo
 
 log = logging.getLogger("kafkette.transactions")
+_failures = ThrottledLog(log, interval_s=10.0)  # a dead broker is retried every 0.5 s
 
 WRITE_TXN_MARKERS_VERSION = 1
 MAX_RESPONSE_BYTES = 1024 * 1024
@@ -76,7 +78,10 @@ class RemoteMarkers:
                     ApiKey.WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION, body
                 )
         except (PeerError, trio.TooSlowError) as exc:
-            log.info("WriteTxnMarkers to broker %d failed: %r", leader.id, exc)
+            _failures.log(
+                ("write-txn-markers", leader.id), logging.INFO,
+                f"WriteTxnMarkers to broker {leader.id} failed: {exc!r}",
+            )
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         for marker in response.body["markers"]:
             for result_topic in marker["topics"]:
