@@ -240,6 +240,11 @@ class GroupCoordinator:
             return ErrorCode.NOT_COORDINATOR
         return ErrorCode.NONE if owned.loaded else ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
 
+    @property
+    def loading(self) -> bool:
+        """Cluster mode: some offsets partition this broker leads is still loading."""
+        return self._owned is not None and not all(o.loaded for o in self._owned.values())
+
     def _check_group(self, group_id: str | None) -> None:
         if group_id is not None:
             error = self.coordinator_error(group_id)

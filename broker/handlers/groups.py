@@ -446,9 +446,11 @@ async def handle_offset_fetch(broker: Broker, request: Request) -> dict:
 async def handle_list_groups(broker: Broker, request: Request) -> dict:
     body = request.body
     listings = broker.groups.state.list_groups(body["states_filter"], body["types_filter"])
+    # Kafka lists what it has, with COORDINATOR_LOAD_IN_PROGRESS while a partition loads.
+    loading = broker.groups.loading
     return {
         "throttle_time_ms": 0,
-        "error_code": 0,
+        "error_code": int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS) if loading else 0,
         "groups": [
             {
                 "group_id": g.group_id,
