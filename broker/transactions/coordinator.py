@@ -599,13 +599,15 @@ class TransactionCoordinator:
                 still_owned=still_owned,
             )
             completed = prepared.prepare_complete(now_ms())
-            while await self._write(completed):
-                if not still_owned():
+            while True:
+                if not still_owned():  # checked before every attempt: never a stale write
                     log.info(
                         "%s of %s left to the new coordinator",
                         prepared.state.display_name, transactional_id,
                     )
                     return
+                if not await self._write(completed):
+                    break
                 await trio.sleep(MARKER_RETRY_SECONDS)
         finally:
             if still_owned():
