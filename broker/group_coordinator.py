@@ -74,10 +74,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kafkette.groups")
 
-# Kafka's offsets.commit.timeout.ms default: how long a coordinator write waits for the
-# followers (acks=-1) before the request fails (COORDINATOR_NOT_AVAILABLE, retried).
-OFFSETS_COMMIT_TIMEOUT_S = 5.0
-
 # A cluster write that did not commit, as Kafka 4.0's group coordinator answers it
 # (normalizeException): leadership gone -> NOT_COORDINATOR (find the new one);
 # too few replicas or no commit in time -> COORDINATOR_NOT_AVAILABLE (retry).
@@ -414,7 +410,7 @@ class GroupCoordinator:
                     committed=committed,
                     timestamp=now,
                     replicas=self._replicas,
-                    timeout_s=OFFSETS_COMMIT_TIMEOUT_S,
+                    timeout_s=self.config.offsets_commit_timeout_ms / 1000,
                 )
             except Exception as exc:
                 where = partition_name(partition_index)
@@ -550,8 +546,10 @@ class GroupCoordinator:
                 )
             )
             try:
+                # offsets.commit.timeout.ms: how long a write waits for the followers
+                # (acks=-1) before the request fails (COORDINATOR_NOT_AVAILABLE, retried).
                 error = await append_committed(
-                    partition, batch, self._replicas, OFFSETS_COMMIT_TIMEOUT_S
+                    partition, batch, self._replicas, self.config.offsets_commit_timeout_ms / 1000
                 )
             except Exception as exc:  # KAFKA_STORAGE_ERROR, which Kafka answers NOT_COORDINATOR
                 storage_errors.failure("writing to", f"{OFFSETS_TOPIC}-{index}", exc)
