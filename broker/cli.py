@@ -49,6 +49,41 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="how much to log on stderr (default INFO)",
     )
+    cluster = commands.add_parser(
+        "cluster",
+        help="run a local cluster: ZooKeeper and N brokers (for development and tests)",
+        description=(
+            "Start ZooKeeper (the installed one, unless --zookeeper names a server) and N "
+            "brokers on free ports; print 'kafkette cluster ready on HOST:PORT,...' once all "
+            "are ready; stop everything on Ctrl-C or SIGTERM."
+        ),
+    )
+    cluster.add_argument("--brokers", type=int, default=3, help="how many brokers (default 3)")
+    cluster.add_argument(
+        "--zookeeper",
+        default=None,
+        metavar="HOST:PORT[/CHROOT]",
+        help="an existing ZooKeeper to use (default: start the installed one)",
+    )
+    cluster.add_argument(
+        "--data-dir",
+        default=None,
+        help="brokers' data (DIR/broker-N) and ZooKeeper's (default ./kafkette-cluster-data)",
+    )
+    cluster.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Kafka broker config for every broker (repeatable), e.g. min.insync.replicas=2",
+    )
+    cluster.add_argument(
+        "--log-level",
+        default="INFO",
+        type=str.upper,
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="the brokers' log level (their logs go to stderr, prefixed; default INFO)",
+    )
     return parser
 
 
@@ -59,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    if args.command == "cluster":
+        return _cluster(args)
     try:
         props: dict[str, str] = {}
         if args.config_file:
@@ -72,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kafkette: {exc}", file=sys.stderr)
         return 2
     broker = Broker(config, listen, advertised)
-    failures: list[StartupError] = []
+    failures: list[BaseException] = []
     interrupted = False
     try:
         trio.run(_serve, broker)
@@ -87,9 +124,11 @@ def main(argv: list[str] | None = None) -> int:
     return 130 if interrupted else 0
 
 
-def _leaves(group: BaseExceptionGroup, kind: type[StartupError]) -> list[StartupError]:
+def _leaves(
+    group: BaseExceptionGroup, kind: type[BaseException] | tuple[type[BaseException], ...]
+) -> list[BaseException]:
     """The exceptions of ``kind`` inside a (nested) exception group."""
-    found: list[StartupError] = []
+    found: list[BaseException] = []
     for exc in group.exceptions:
         if isinstance(exc, BaseExceptionGroup):
             found.extend(_leaves(exc, kind))
@@ -107,3 +146,43 @@ async def _serve(broker: Broker) -> None:
                 log.info("received %s: shutting down", signal.Signals(signum).name)
                 broker.request_stop()
                 break
+
+
+def _cluster(args: argparse.Namespace) -> int:
+    """``kafkette cluster``: imported only here, so ``serve`` never loads the cluster code."""
+    from kafkette.broker.cluster.local_cluster import (
+        DEFAULT_DATA_DIR,
+        ClusterStartError,
+        LocalClusterSpec,
+        run_local_cluster,
+    )
+    from kafkette.broker.cluster.zookeeper_server import (
+        ZooKeeperNotInstalled,
+        ZooKeeperStartError,
+    )
+
+    try:
+        spec = LocalClusterSpec(
+            brokers=args.brokers,
+            data_dir=Path(args.data_dir) if args.data_dir else DEFAULT_DATA_DIR,
+            zookeeper=args.zookeeper,
+            configs=parse_assignments(args.config),
+            log_level=args.log_level,
+        )
+    except (ConfigError, ValueError) as exc:
+        print(f"kafkette: {exc}", file=sys.stderr)
+        return 2
+    kinds = (ClusterStartError, ZooKeeperNotInstalled, ZooKeeperStartError)
+    failures: list[BaseException] = []
+    interrupted = False
+    try:
+        trio.run(run_local_cluster, spec)
+    except* kinds as group:
+        failures.extend(_leaves(group, kinds))
+    except* KeyboardInterrupt:  # a Ctrl-C before the signal handlers were in place
+        interrupted = True
+    if failures:
+        # ZooKeeperStartError carries the log tail on the lines after its first.
+        print(f"kafkette: {failures[0]}", file=sys.stderr)
+        return 1
+    return 130 if interrupted else 0

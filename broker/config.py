@@ -13,12 +13,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafkette.broker.connection_limits import parse_ip_overrides
 from kafkette.broker.groups.config import GroupConfig
 from kafkette.broker.transactions.config import TransactionConfig
 from kafkette.log.cleaner import CleanerConfig
 from kafkette.log.config import LogConfig, log_config_from_broker_props
+
+if TYPE_CHECKING:
+    from kafkette.broker.cluster.config import ClusterConfig
 
 LONG_MAX = 9223372036854775807
 INT_MAX = 2147483647
@@ -59,7 +63,10 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("broker.id", "INT", "1", "Alias of node.id."),
         _d("num.partitions", "INT", "1", "Partitions of an auto-created topic.", at_least=1),
         _d("auto.create.topics.enable", "BOOLEAN", "true", "Create topics on Metadata requests."),
-        _d("default.replication.factor", "INT", "1", "Replication factor of auto-created topics."),
+        _d(
+            "default.replication.factor", "INT", "1",
+            "Replication factor of auto-created topics in a cluster (one node: always 1).",
+        ),
         _d("delete.topic.enable", "BOOLEAN", "true", "Allow DeleteTopics."),
         _d("log.dirs", "STRING", None, "Data directory; --data-dir takes precedence."),
         _d("log.dir", "STRING", "./kafkette-data", "Data directory when log.dirs is unset."),
@@ -162,13 +169,17 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "Stored as produced (no recompression).",
             choices=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
         ),
-        _d("min.insync.replicas", "INT", "1", "Always satisfied on one node.", False, at_least=1),
+        _d(
+            "min.insync.replicas", "INT", "1",
+            "In-sync replicas an acks=all produce needs (always met on one node).", at_least=1,
+        ),
         _d(
             "offsets.topic.num.partitions", "INT", "50", "Partitions of __consumer_offsets.",
             at_least=1,
         ),
         _d(
-            "offsets.topic.replication.factor", "SHORT", "3", "Ignored: one node.", False,
+            "offsets.topic.replication.factor", "SHORT", "3",
+            "Replication factor of __consumer_offsets in a cluster (capped at the live brokers).",
             at_least=1,
         ),
         _d(
@@ -188,8 +199,82 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("group.max.session.timeout.ms", "INT", "1800000", "Largest session timeout."),
         _d("group.max.size", "INT", str(INT_MAX), "Largest group.", at_least=1),
         _d("offset.metadata.max.bytes", "INT", "4096", "Longest metadata of a commit."),
-        _d("transaction.state.log.replication.factor", "SHORT", "3", "Ignored.", False, at_least=1),
-        _d("transaction.state.log.min.isr", "INT", "2", "Ignored.", False, at_least=1),
+        _d(
+            "transaction.state.log.replication.factor", "SHORT", "3",
+            "Replication factor of __transaction_state in a cluster (capped at the live brokers).",
+            at_least=1,
+        ),
+        _d(
+            "transaction.state.log.min.isr", "INT", "2",
+            "min.insync.replicas of __transaction_state in a cluster.", at_least=1,
+        ),
+        # The cluster (docs/cluster.md): read only when zookeeper.connect is set.
+        _d(
+            "zookeeper.connect", "STRING", None,
+            "host:port[,host:port...][/chroot] of ZooKeeper; unset: a single node.",
+        ),
+        _d(
+            "broker.rack", "STRING", None,
+            "Rack of this broker, shown in Metadata (replica assignment is rack-unaware).",
+        ),
+        _d(
+            "zookeeper.session.timeout.ms", "INT", "18000",
+            "ZooKeeper session timeout: how long a dead broker stays registered.", at_least=1,
+        ),
+        _d(
+            "zookeeper.connection.timeout.ms", "INT", None,
+            "How long to wait for ZooKeeper at start; unset: zookeeper.session.timeout.ms.",
+            at_least=1,
+        ),
+        _d(
+            "replica.lag.time.max.ms", "LONG", "30000",
+            "A follower not caught up for this long leaves the ISR.", at_least=1,
+        ),
+        _d(
+            "replica.fetch.max.bytes", "INT", "1048576",
+            "Bytes a follower asks per partition.", at_least=0,
+        ),
+        _d(
+            "replica.fetch.response.max.bytes", "INT", "10485760",
+            "Bytes a follower asks per fetch.", at_least=0,
+        ),
+        _d("replica.fetch.wait.max.ms", "INT", "500", "Follower fetch long-poll time."),
+        _d("replica.fetch.min.bytes", "INT", "1", "Follower fetch minimum bytes."),
+        _d(
+            "replica.fetch.backoff.ms", "INT", "1000",
+            "Follower pause after a failed fetch.", at_least=0,
+        ),
+        _d("replica.socket.timeout.ms", "INT", "30000", "Follower request timeout."),
+        _d(
+            "replica.high.watermark.checkpoint.interval.ms", "LONG", "5000",
+            "How often high watermarks are written to replication-offset-checkpoint.",
+        ),
+        _d(
+            "num.replica.fetchers", "INT", "1",
+            "Fetcher tasks per leader broker (kafkette runs one).", at_least=1,
+        ),
+        _d(
+            "unclean.leader.election.enable", "BOOLEAN", "false",
+            "Elect a replica outside the ISR when no ISR member is alive (loses data).",
+        ),
+        _d(
+            "auto.leader.rebalance.enable", "BOOLEAN", "true",
+            "Move leadership back to preferred replicas in the ISR (docs/cluster.md).",
+        ),
+        _d(
+            "leader.imbalance.check.interval.seconds", "LONG", "300",
+            "How often the controller checks for leaders other than the preferred replica.",
+            at_least=1,
+        ),
+        _d(
+            "leader.imbalance.per.broker.percentage", "INT", "10",
+            "Share of a broker's preferred partitions led elsewhere before a rebalance.",
+            at_least=0,
+        ),
+        _d(
+            "controlled.shutdown.enable", "BOOLEAN", "true",
+            "Move leaderships away before stopping (docs/cluster.md).",
+        ),
         _d(
             "transaction.state.log.num.partitions", "INT", "50",
             "Partitions of __transaction_state (used when it is created).", at_least=1,
@@ -251,7 +336,11 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("socket.send.buffer.bytes", "INT", "102400", "Ignored.", False),
         _d("socket.receive.buffer.bytes", "INT", "102400", "Ignored.", False),
         _d("listeners", "STRING", None, "Use --listen.", False),
-        _d("advertised.listeners", "STRING", None, "Use --advertised-listener.", False),
+        _d(
+            "advertised.listeners", "STRING", None,
+            "In a cluster: PLAINTEXT://HOST:PORT told to clients and other brokers"
+            " (--advertised-listener wins). A single node uses the flag only.",
+        ),
         _d("listener.security.protocol.map", "STRING", None, "Ignored.", False),
         _d("inter.broker.listener.name", "STRING", None, "Ignored.", False),
         _d("controller.listener.names", "STRING", None, "Ignored.", False),
@@ -292,14 +381,18 @@ TOPIC_CONFIGS: dict[str, tuple[str | None, str, str]] = {
         "STRING",
         "CreateTime or LogAppendTime.",
     ),
-    "min.insync.replicas": ("min.insync.replicas", "INT", "Always satisfied on one node."),
+    "min.insync.replicas": (
+        "min.insync.replicas", "INT", "In-sync replicas an acks=all produce needs.",
+    ),
     "retention.bytes": ("log.retention.bytes", "LONG", "Retention size per partition."),
     "retention.ms": ("log.retention.ms", "LONG", "Retention time."),
     "segment.bytes": ("log.segment.bytes", "INT", "Segment file size."),
     "segment.index.bytes": ("log.index.size.max.bytes", "INT", "Index file size."),
     "segment.ms": ("log.roll.ms", "LONG", "Segment age before rolling."),
     "segment.jitter.ms": ("log.roll.jitter.ms", "LONG", "Jitter on segment roll."),
-    "unclean.leader.election.enable": (None, "BOOLEAN", "Meaningless on one node."),
+    "unclean.leader.election.enable": (
+        "unclean.leader.election.enable", "BOOLEAN", "Elect out-of-sync replicas (loses data).",
+    ),
     "min.cleanable.dirty.ratio": (
         "log.cleaner.min.cleanable.ratio", "DOUBLE", "Dirty ratio before a clean.",
     ),
@@ -314,7 +407,6 @@ TOPIC_CONFIGS: dict[str, tuple[str | None, str, str]] = {
     "message.timestamp.after.max.ms": (None, "LONG", "Ignored."),
 }
 _TOPIC_ONLY_DEFAULTS = {
-    "unclean.leader.election.enable": "false",
     "preallocate": "false",
     "message.timestamp.before.max.ms": str(LONG_MAX),
     "message.timestamp.after.max.ms": str(LONG_MAX),
@@ -378,6 +470,8 @@ class BrokerConfig:
     cleaner: CleanerConfig = field(default_factory=CleanerConfig)
     groups: GroupConfig = field(default_factory=GroupConfig)
     transactions: TransactionConfig = field(default_factory=TransactionConfig)
+    # Set when zookeeper.connect is: this broker is one of a cluster (docs/cluster.md).
+    cluster: ClusterConfig | None = None
     explicit: Mapping[str, str] = field(default_factory=dict)
 
     def value_of(self, name: str) -> str | None:
@@ -464,6 +558,28 @@ def _check_validator(definition: ConfigDef, raw: str) -> None:
                 )
 
 
+def advertised_listener(config: BrokerConfig) -> tuple[str, int] | None:
+    """``advertised.listeners``' PLAINTEXT endpoint (or its only one) as (host, port), in
+    cluster mode only: a single node keeps ignoring it (a quick-start properties file
+    naming another host or port changes nothing there, as before)."""
+    raw = config.explicit.get("advertised.listeners", "").strip()
+    if config.cluster is None:
+        return None
+    if not raw:
+        return None
+    entries = [e.strip() for e in raw.split(",") if e.strip()]
+    chosen = next((e for e in entries if e.upper().startswith("PLAINTEXT://")), None)
+    if chosen is None and len(entries) == 1:
+        chosen = entries[0]
+    _, sep, hostport = (chosen or "").partition("://")
+    host, colon, port = hostport.rpartition(":")
+    if not sep or not colon or not port.isdigit() or int(port) > 65535:
+        raise ConfigError(
+            f"advertised.listeners must name a PLAINTEXT://HOST:PORT listener, got {raw!r}"
+        )
+    return host.strip("[]"), int(port)
+
+
 def _check_combinations(config: BrokerConfig) -> None:
     """The checks Kafka's KafkaConfig makes across configs (``validateValues``)."""
     if config.log.retention_ms == 0:
@@ -480,6 +596,19 @@ def _check_combinations(config: BrokerConfig) -> None:
             "max.connections.per.ip.overrides property is set"
         )
     # Kafka: connection.failed.authentication.delay.ms (100) must stay below it.
+    advertised_listener(config)
+    cluster = config.cluster
+    if cluster is not None:
+        if cluster.replica_socket_timeout_ms < cluster.replica_fetch_wait_max_ms:
+            raise ConfigError(
+                "replica.socket.timeout.ms should always be at least replica.fetch.wait.max.ms"
+                " to prevent unnecessary socket timeouts"
+            )
+        if cluster.replica_fetch_wait_max_ms > cluster.replica_lag_time_max_ms:
+            raise ConfigError(
+                "replica.fetch.wait.max.ms should always be less than or equal to"
+                " replica.lag.time.max.ms to prevent frequent changes in ISR"
+            )
     if 0 <= config.connections_max_idle_ms <= 100:
         raise ConfigError(
             "connections.max.idle.ms must be above 100 "
@@ -548,7 +677,18 @@ def load_config(props: Mapping[str, str], *, data_dir: Path | None = None) -> Br
         cleaner=cleaner,
         groups=GroupConfig.from_properties(props),
         transactions=TransactionConfig.from_properties(props),
+        cluster=_cluster_config(props, node_id),
         explicit=dict(props),
     )
     _check_combinations(config)
     return config
+
+
+def _cluster_config(props: Mapping[str, str], node_id: int) -> ClusterConfig | None:
+    """The cluster settings, or None on a single node (nothing of the cluster package
+    is imported then: a single node starts as fast as before)."""
+    if not props.get("zookeeper.connect", "").strip():
+        return None
+    from kafkette.broker.cluster.config import ClusterConfig
+
+    return ClusterConfig.from_properties(props, node_id)

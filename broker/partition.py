@@ -20,27 +20,48 @@ from kafkette.wire.record_batch import read_header
 if TYPE_CHECKING:
     from kafkette.log import PartitionLog
 
-LEADER_EPOCH = 0  # one node, never re-elected: every batch carries epoch 0
+LEADER_EPOCH = 0  # one node, never re-elected: every batch carries epoch 0 (single-node mode)
 
 
 class Partition:
     """A topic partition served by this broker. Not thread-safe: event loop only."""
 
-    __slots__ = ("_waiters", "append_lock", "index", "log", "topic")
+    __slots__ = (
+        "_hw_waiters",
+        "_waiters",
+        "append_lock",
+        "index",
+        "leader_epoch",
+        "log",
+        "on_append",
+        "topic",
+    )
 
     def __init__(self, topic: str, index: int, log: PartitionLog) -> None:
         self.topic = topic
         self.index = index
         self.log = log
+        # The epoch this broker knows for the partition: stamped into produced batches
+        # and checked against requests' current_leader_epoch. Always 0 on a single node;
+        # in cluster mode the replica manager sets it from ZooKeeper's partition state.
+        self.leader_epoch = LEADER_EPOCH
+        # Cluster mode, while this broker leads the partition: the replica manager's
+        # hook that moves the high watermark after any append (produce, coordinators,
+        # markers). None on a single node, where the HW is the log end offset.
+        self.on_append: Callable[[Partition], None] | None = None
         self.append_lock = trio.Lock()
         self._waiters: set[trio.Event] = set()
+        self._hw_waiters: set[trio.Event] = set()
 
-    def add_waiter(self, event: trio.Event) -> None:
-        """Have ``event`` set at the next append (Fetch long-poll)."""
-        self._waiters.add(event)
+    def add_waiter(self, event: trio.Event, high_watermark: bool = False) -> None:
+        """Have ``event`` set at the next append (Fetch long-poll); with
+        ``high_watermark`` also when the HW moves (a cluster consumer reads below it;
+        a follower, which reads to the log end, has no use for that wake-up)."""
+        (self._hw_waiters if high_watermark else self._waiters).add(event)
 
     def remove_waiter(self, event: trio.Event) -> None:
         self._waiters.discard(event)
+        self._hw_waiters.discard(event)
 
     async def append_batch(
         self, batch: bytearray, check: Callable[[], ErrorCode] | None = None
@@ -61,6 +82,16 @@ class Partition:
         return ErrorCode.NONE
 
     def notify_appended(self) -> None:
+        if self.on_append is not None:
+            self.on_append(self)
         waiters, self._waiters = self._waiters, set()
+        for event in waiters:
+            event.set()
+        if self._hw_waiters:
+            self.notify_high_watermark()
+
+    def notify_high_watermark(self) -> None:
+        """Cluster mode: the HW moved, so consumers long-polling below it may read on."""
+        waiters, self._hw_waiters = self._hw_waiters, set()
         for event in waiters:
             event.set()

@@ -10,7 +10,9 @@ written for a start that cannot serve. Clients that connect meanwhile wait in
 the listen backlog. Whatever stops a start is raised as one ``StartupError``
 whose message is the one line ``kafkette serve`` prints.
 
-Shutdown goes in steps, as a Kafka broker does: stop accepting, let in-flight
+Shutdown goes in steps, as a Kafka broker does: in a cluster, first move this
+broker's partition leaderships to other brokers (controlled shutdown,
+``broker/cluster/node.py``), then stop accepting, let in-flight
 requests finish within a grace period (long-polling fetches are woken to
 answer at once), close connections, then flush every log, write the
 clean-shutdown marker and release the data dir's lock.
@@ -25,11 +27,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import trio
 
 from kafkette.broker.clock import now_ms
-from kafkette.broker.config import BrokerConfig
+from kafkette.broker.config import BrokerConfig, advertised_listener
 from kafkette.broker.connection import serve_connection
 from kafkette.broker.connection_limits import (
     ConnectionLimits,
@@ -49,6 +52,10 @@ from kafkette.log.cleaner import CleanAborted, CleanStats
 from kafkette.log.cleaner_manager import LogCleanerManager
 from kafkette.log.dir_lock import DataDirError, DirLock, os_reason
 from kafkette.log.partition_log import PartitionLog
+
+if TYPE_CHECKING:
+    from kafkette.broker.cluster.node import ClusterNode
+    from kafkette.broker.cluster.producer_id_blocks import ZkProducerIdAllocator
 
 log = logging.getLogger("kafkette.server")
 
@@ -95,6 +102,8 @@ class Broker:
     ) -> None:
         self.config = config
         self.listen = listen
+        if advertised is None and (configured := advertised_listener(config)) is not None:
+            advertised = Endpoint(*configured)  # advertised.listeners; the flag wins
         self._advertised_request = advertised
         self.advertised: Endpoint = advertised or listen
         self.node_id = config.node_id
@@ -111,8 +120,10 @@ class Broker:
         self.topics: TopicRegistry
         self.groups: GroupCoordinator
         self.transactions: TransactionCoordinator
-        self.producer_ids: ProducerIdAllocator
+        self.producer_ids: ProducerIdAllocator | ZkProducerIdAllocator
         self.cleaner: LogCleanerManager
+        # Cluster mode (zookeeper.connect): this broker's part in the cluster; None on one node.
+        self.cluster: ClusterNode | None = None
         self._stop = trio.Event()
 
     # Lifecycle ---------------------------------------------------------------
@@ -129,9 +140,18 @@ class Broker:
         try:
             listeners = await self._bind()
             try:
-                await self._open_storage()
+                self.advertised = self._advertised_for(listeners[0].socket.getsockname()[1])
                 try:
-                    await self._serve_until_stopped(listeners, task_status)
+                    # Cluster mode's tasks (metadata watcher, controller) live here: they
+                    # stop after serving and before the logs close.
+                    async with trio.open_nursery() as cluster_tasks:
+                        try:
+                            await self._open_storage(cluster_tasks)
+                            await self._serve_until_stopped(listeners, task_status)
+                        finally:
+                            with trio.CancelScope(shield=True):
+                                await self._leave_cluster()
+                            cluster_tasks.cancel_scope.cancel()
                 finally:
                     with trio.CancelScope(shield=True):
                         await self._close_storage()
@@ -167,7 +187,6 @@ class Broker:
         self, listeners: list[trio.SocketListener], task_status: trio.TaskStatus[Endpoint]
     ) -> None:
         bound = listeners[0].socket.getsockname()
-        self.advertised = self._advertised_for(bound[1])
         log.info("listening on %s:%d, advertising %s", bound[0], bound[1], self.advertised)
         async with trio.open_nursery() as connections:
             async with trio.open_nursery() as background:
@@ -181,6 +200,10 @@ class Broker:
                 await self.transactions.start(background)
                 task_status.started(Endpoint(self.listen.host, bound[1]))
                 await self._stop.wait()
+                if self.cluster is not None:
+                    # Still serving: clients are told NOT_LEADER_OR_FOLLOWER and find
+                    # the new leaders while this broker's leaderships move away.
+                    await self.cluster.controlled_shutdown()
                 background.cancel_scope.cancel()
             await self._drain(connections)
 
@@ -248,10 +271,15 @@ class Broker:
             log.info("listening on all interfaces: advertising host name %s", host)
         return Endpoint(host, bound_port)
 
-    async def _open_storage(self) -> None:
+    async def _open_storage(self, cluster_tasks: trio.Nursery) -> None:
+        clustered = self.config.cluster is not None
+        if clustered:
+            await self._connect_cluster()
+
         def open_all() -> DataDir:
             self.config.data_dir.mkdir(parents=True, exist_ok=True)
-            self.cluster_id = load_or_create_cluster_id(self.config.data_dir, self.node_id)
+            if not clustered:  # in a cluster the id comes from ZooKeeper's /cluster/id
+                self.cluster_id = load_or_create_cluster_id(self.config.data_dir, self.node_id)
             self.producer_ids = ProducerIdAllocator(self.config.data_dir)
             self.cleaner = LogCleanerManager(self.config.data_dir, self.config.cleaner, now_ms)
             return DataDir.open(self.config.data_dir, self.config.log, now_ms)
@@ -264,6 +292,10 @@ class Broker:
                 f"cannot open data dir {self.config.data_dir}: {os_reason(exc)}"
             ) from None
         self.topics = TopicRegistry(self.data_dir, self.config)
+        if clustered:
+            assert self.cluster is not None
+            self.producer_ids = self.cluster.producer_id_allocator()
+            await self._join_cluster(cluster_tasks)
         self.groups = GroupCoordinator(self)
         await self.groups.load()
         # After the groups: their load keeps transactional offsets pending until the
@@ -276,6 +308,34 @@ class Broker:
             len(self.topics.names),
             time.perf_counter() - started,
         )
+
+    async def _connect_cluster(self) -> None:
+        """Cluster mode: reach ZooKeeper and take the cluster id from it (before any
+        log is opened); broker/cluster/node.py."""
+        from kafkette.broker.cluster.node import ClusterNode, ClusterStartError
+
+        self.cluster = ClusterNode(self)
+        try:
+            await self.cluster.connect()
+        except ClusterStartError as exc:
+            raise StartupError(str(exc)) from None
+
+    async def _join_cluster(self, cluster_tasks: trio.Nursery) -> None:
+        """Make the local logs follow the cluster, register, run the watcher and the
+        controller election."""
+        from kafkette.broker.cluster.node import ClusterStartError
+
+        assert self.cluster is not None
+        self.topics.cluster = self.cluster
+        try:
+            await self.cluster.start(cluster_tasks)
+        except ClusterStartError as exc:
+            raise StartupError(str(exc)) from None
+
+    async def _leave_cluster(self) -> None:
+        if self.cluster is not None:
+            with trio.move_on_after(10):
+                await self.cluster.stop()
 
     async def _close_storage(self) -> None:
         """Flush and mark a clean shutdown: only a data dir this broker locked and opened."""

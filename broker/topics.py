@@ -6,6 +6,14 @@ plain dict reads on the event loop (the data dir's tables are lock-free too, so
 a lookup never waits for a change in progress). Errors are ``TopicError`` with
 the Kafka error code to answer with.
 
+In cluster mode (``zookeeper.connect``) ZooKeeper is the truth: the admin
+changes are written there (``broker/cluster/zk_admin.py``) and each waits,
+bounded by the request's timeout, until this broker's snapshot shows it (and,
+for new partitions, their leaders), so a client that asks again sees it. The
+local logs follow every snapshot (``follow_cluster``): topics the cluster has
+get local logs with ZooKeeper's topic id and configs, topics it no longer has
+are deleted locally, every broker alike.
+
 Size limits are KRaft's, checked before any file is made: a controller
 operation writes at most ``MAX_RECORDS_PER_USER_OP`` metadata records (one
 per topic, per partition and per config), and one CreateTopics request asks
@@ -15,6 +23,7 @@ refused with POLICY_VIOLATION and Kafka's own messages.
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 from collections.abc import Iterator, Mapping
@@ -26,11 +35,17 @@ import trio
 from kafkette.broker.config import TOPIC_CONFIGS, BrokerConfig, ConfigError, check_value
 from kafkette.broker.partition import Partition
 from kafkette.broker.throttled_log import describe_error, storage_errors
+from kafkette.log import TopicMetadata
 from kafkette.log.config import LogConfig, log_config_for
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from kafkette.log import DataDir, TopicMetadata
+    from kafkette.broker.cluster.metadata import ClusterMetadata
+    from kafkette.broker.cluster.node import ClusterNode
+    from kafkette.log import DataDir
+
+
+log = logging.getLogger("kafkette.topics")
 
 
 MAX_TOPIC_NAME = 249
@@ -42,6 +57,8 @@ EXCESSIVE_BATCH_MESSAGE = "Unable to perform excessively large batch operation."
 EXCESSIVE_PARTITIONS_MESSAGE = "Excessively large number of partitions per request."
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+# How long an admin change waits for the cluster to show it when the request gives no timeout.
+DEFAULT_ADMIN_TIMEOUT_S = 30.0
 
 
 class TopicError(Exception):
@@ -93,6 +110,7 @@ class TopicRegistry:
         self.data_dir = data_dir
         self.config = config
         self._admin_lock = trio.Lock()
+        self.cluster: ClusterNode | None = None  # set by the broker in cluster mode
         self._partitions: dict[str, list[Partition]] = {}
         for name, meta in data_dir.topics.items():
             self._partitions[name] = [
@@ -143,7 +161,13 @@ class TopicRegistry:
         configs: Mapping[str, str | None],
         *,
         validate_only: bool = False,
+        replication_factor: int = -1,
+        assignment: Mapping[int, list[int]] | None = None,
+        timeout_s: float = DEFAULT_ADMIN_TIMEOUT_S,
     ) -> TopicMetadata | None:
+        """Create a topic. ``replication_factor`` -1 is the default one;
+        ``assignment`` (partition -> brokers) replaces both (cluster mode: a single
+        node checks those before calling)."""
         problem = topic_name_problem(name)
         if problem:
             raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
@@ -155,6 +179,12 @@ class TopicRegistry:
         clean = {k: v for k, v in configs.items() if v is not None}
         if 1 + partitions + len(clean) > MAX_RECORDS_PER_USER_OP:
             raise TopicError(ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE)
+        if self.cluster is not None:
+            return await self._create_in_cluster(
+                self.cluster, name, partitions, clean, validate_only=validate_only,
+                replication_factor=replication_factor, assignment=assignment,
+                timeout_s=timeout_s,
+            )
         async with self._admin_lock:
             if name in self._partitions:
                 raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic '{name}' already exists")
@@ -175,9 +205,12 @@ class TopicRegistry:
             ]
             return meta
 
-    async def delete(self, name: str) -> None:
+    async def delete(self, name: str, *, timeout_s: float = DEFAULT_ADMIN_TIMEOUT_S) -> None:
         if not self.config.delete_topic_enable:
             raise TopicError(ErrorCode.TOPIC_DELETION_DISABLED, "delete.topic.enable is false")
+        if self.cluster is not None:
+            await self._delete_in_cluster(self.cluster, name, timeout_s)
+            return
         async with self._admin_lock:
             if name not in self._partitions:
                 raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic '{name}'")
@@ -187,7 +220,24 @@ class TopicRegistry:
             for part in parts:
                 part.notify_appended()  # wake fetchers: they will see the topic gone
 
-    async def add_partitions(self, name: str, total: int, *, validate_only: bool = False) -> None:
+    async def add_partitions(
+        self,
+        name: str,
+        total: int,
+        *,
+        validate_only: bool = False,
+        assignments: list[list[int]] | None = None,
+        timeout_s: float = DEFAULT_ADMIN_TIMEOUT_S,
+    ) -> None:
+        if self.cluster is not None:
+            if total - len(self.partitions(name)) > MAX_RECORDS_PER_USER_OP:
+                raise TopicError(ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE)
+            await self.cluster.admin.add_partitions(
+                name, total, assignments, validate_only=validate_only
+            )
+            if not validate_only:
+                await self._wait_for_leaders(self.cluster, name, total, timeout_s)
+            return
         async with self._admin_lock:
             parts = self._partitions.get(name)
             if parts is None:
@@ -212,6 +262,19 @@ class TopicRegistry:
     ) -> None:
         """Replace a topic's explicit configs (AlterConfigs semantics)."""
         validate_topic_configs(configs, self.config)
+        if self.cluster is not None:
+            if name not in self.cluster.metadata.topics:
+                raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic '{name}'")
+            if validate_only:
+                return
+            wanted = dict(configs)
+            await self.cluster.admin.set_topic_configs(name, wanted)
+            # Kafka answers once ZooKeeper has it; waiting for this broker's own view too
+            # lets the client read its write here at once (bounded: others follow anyway).
+            await self.cluster.wait_for(
+                lambda m: name not in m.topics or m.topics[name].configs == wanted, 5.0
+            )
+            return
         async with self._admin_lock:
             if name not in self._partitions:
                 raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic '{name}'")
@@ -222,6 +285,169 @@ class TopicRegistry:
                 await trio.to_thread.run_sync(
                     self.data_dir.set_topic_configs, name, dict(configs)
                 )
+
+    # Cluster mode ----------------------------------------------------------------
+
+    async def _create_in_cluster(
+        self,
+        node: ClusterNode,
+        name: str,
+        partitions: int,
+        configs: dict[str, str],
+        *,
+        validate_only: bool,
+        replication_factor: int,
+        assignment: Mapping[int, list[int]] | None,
+        timeout_s: float,
+    ) -> TopicMetadata | None:
+        metadata = node.metadata
+        if name in metadata.topics:
+            raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        if _collides(name, metadata.topics):
+            raise TopicError(
+                ErrorCode.INVALID_TOPIC_EXCEPTION,
+                f"topic '{name}' collides with an existing topic"
+                " ('.' and '_' are the same in metric names)",
+            )
+        if replication_factor == -1 and not assignment:
+            replication_factor = await self._default_replication_factor(node, name)
+            if name == "__transaction_state":
+                min_isr = min(node.config.transaction_state_log_min_isr, replication_factor)
+                configs = {"min.insync.replicas": str(min_isr), **configs}
+        replicas = await node.admin.plan_topic(name, partitions, replication_factor, assignment)
+        if validate_only:
+            return None
+        topic_id = await node.admin.create_topic(name, replicas, configs)
+        if timeout_s > 0:
+            await self._wait_for_leaders(node, name, len(replicas), timeout_s)
+        meta = self.metadata(name)
+        if meta is not None and meta.topic_id == topic_id:
+            return meta
+        return TopicMetadata(name, topic_id, len(replicas), configs)
+
+    async def _default_replication_factor(self, node: ClusterNode, name: str) -> int:
+        """Internal topics: Kafka's offsets.topic.replication.factor and
+        transaction.state.log.replication.factor, capped at the live brokers (Kafka
+        refuses instead; docs/cluster.md). Others: default.replication.factor."""
+        if name not in INTERNAL_TOPICS:
+            return node.config.default_replication_factor
+        live = max(1, len(await node.admin.live_brokers()))
+        if name == "__consumer_offsets":
+            return min(node.config.offsets_topic_replication_factor, live)
+        if name == "__transaction_state":
+            return min(node.config.transaction_state_log_replication_factor, live)
+        return node.config.default_replication_factor
+
+    async def _wait_for_leaders(
+        self, node: ClusterNode, name: str, partitions: int, timeout_s: float
+    ) -> None:
+        def ready(metadata: ClusterMetadata) -> bool:
+            topic = metadata.topics.get(name)
+            return (
+                topic is not None
+                and len(topic.replicas) >= partitions
+                and all(metadata.leader_of(name, p) >= 0 for p in topic.replicas)
+            )
+
+        if not await node.wait_for(ready, timeout_s):
+            raise TopicError(
+                ErrorCode.REQUEST_TIMED_OUT,
+                f"topic '{name}' was written to ZooKeeper but its partitions had no leaders"
+                f" within {timeout_s:g}s",
+            )
+
+    async def _delete_in_cluster(self, node: ClusterNode, name: str, timeout_s: float) -> None:
+        if name not in node.metadata.topics:
+            raise TopicError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                "This server does not host this topic-partition.",
+            )
+        await node.admin.delete_topic(name)
+        if timeout_s > 0 and not await node.wait_for(
+            lambda m: name not in m.topics, timeout_s
+        ):
+            raise TopicError(
+                ErrorCode.REQUEST_TIMED_OUT,
+                f"deletion of topic '{name}' asked; not done within {timeout_s:g}s",
+            )
+
+    def stale_topics(self, metadata: ClusterMetadata) -> set[str]:
+        """Local topics the cluster no longer has, or has again under a new topic id:
+        their local logs are about to go (``follow_cluster``)."""
+        stale = set()
+        for name, meta in self.data_dir.topics.items():
+            topic = metadata.topics.get(name)
+            if topic is None or topic.topic_id != meta.topic_id:
+                stale.add(name)
+        return stale
+
+    async def follow_cluster(self, metadata: ClusterMetadata) -> None:
+        """Make the local logs what the cluster says: create, grow, reconfigure, delete."""
+        async with self._admin_lock:
+            for name, topic in metadata.topics.items():
+                configs = _usable_configs(name, topic.configs, self.config)
+                local = self.data_dir.topics.get(name)
+                try:
+                    if local is not None and local.topic_id != topic.topic_id:
+                        log.info("topic %s was re-created in the cluster: new local logs", name)
+                        await self._delete_local(name)
+                        local = None
+                    if local is None:
+                        await self._create_local(name, len(topic.replicas), configs, topic)
+                        continue
+                    if local.partitions < len(topic.replicas):
+                        await self._grow_local(name, len(topic.replicas))
+                    if dict(local.configs) != configs:
+                        await trio.to_thread.run_sync(
+                            self.data_dir.set_topic_configs, name, configs
+                        )
+                except (OSError, ValueError) as exc:
+                    storage_errors.failure("following the cluster for topic", name, exc)
+            for name in [n for n in self._partitions if n not in metadata.topics]:
+                log.info("topic %s is gone from the cluster: deleting its local logs", name)
+                try:
+                    await self._delete_local(name)
+                except OSError as exc:
+                    storage_errors.failure("deleting topic", name, exc)
+
+    async def _create_local(self, name: str, partitions: int, configs: dict[str, str], topic):
+        await trio.to_thread.run_sync(
+            lambda: self.data_dir.create_topic(name, partitions, configs, topic.topic_id)
+        )
+        self._partitions[name] = [
+            Partition(name, i, self.data_dir.partition(name, i)) for i in range(partitions)
+        ]
+
+    async def _grow_local(self, name: str, total: int) -> None:
+        parts = self._partitions[name]
+        await trio.to_thread.run_sync(self.data_dir.add_partitions, name, total)
+        for i in range(len(parts), total):
+            parts.append(Partition(name, i, self.data_dir.partition(name, i)))
+
+    async def _delete_local(self, name: str) -> None:
+        await trio.to_thread.run_sync(self.data_dir.delete_topic, name)
+        for part in self._partitions.pop(name, []):
+            part.notify_appended()
+
+
+_refused_configs: dict[str, Mapping[str, str]] = {}  # said once per topic and content
+
+
+def _usable_configs(name: str, configs: Mapping[str, str], broker: BrokerConfig) -> dict[str, str]:
+    """The configs of a topic as ZooKeeper has them, without what this broker cannot
+    apply (a name it does not know, written by another tool): left out, said once."""
+    usable = {k: v for k, v in configs.items() if k in TOPIC_CONFIGS}
+    problem = None
+    if len(usable) != len(configs):
+        problem = f"ignoring configs {sorted(set(configs) - set(usable))}"
+    try:
+        validate_topic_configs(usable, broker)
+    except TopicError as exc:
+        problem, usable = f"configs {usable} not applied locally: {exc.message}", {}
+    if problem is not None and _refused_configs.get(name) != configs:
+        _refused_configs[name] = dict(configs)
+        log.warning("topic %s: %s", name, problem)
+    return usable
 
 
 def _collides(name: str, existing: Mapping[str, object]) -> bool:

@@ -9,21 +9,25 @@ from kafkette.log.data_dir import DataDir, TopicMetadata
 from kafkette.log.errors import (
     LogClosed,
     LogError,
+    OffsetMismatch,
     OffsetOutOfRange,
     RecordBatchTooLarge,
     TopicExists,
     UnknownTopicOrPartition,
 )
 from kafkette.log.file_region import FileRegion, ReadInfo
+from kafkette.log.leader_epoch_cache import LeaderEpochCache
 from kafkette.log.partition_log import AppendInfo, PartitionLog
 
 __all__ = [
     "AppendInfo",
     "DataDir",
     "FileRegion",
+    "LeaderEpochCache",
     "LogClosed",
     "LogConfig",
     "LogError",
+    "OffsetMismatch",
     "OffsetOutOfRange",
     "PartitionLog",
     "ReadInfo",

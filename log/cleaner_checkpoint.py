@@ -15,48 +15,24 @@ empty, which only makes the next clean start from the log start.
 
 from __future__ import annotations
 
-import logging
 import threading
 from pathlib import Path
 
 from kafkette.log.checkpoint import atomic_write
+from kafkette.log.replication_checkpoint import format_partition_offsets, read_partition_offsets
 
 CLEANER_CHECKPOINT_FILE = "cleaner-offset-checkpoint"
-_VERSION = 0
-_log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 
 
 def read_cleaner_checkpoint(path: Path) -> dict[TopicPartition, int]:
     """Parse the file; anything malformed reads as empty (logged)."""
-    try:
-        lines = path.read_text("utf-8").splitlines()
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        _log.warning("%s unreadable (%s): cleaning restarts from the log start", path, exc)
-        return {}
-    try:
-        if int(lines[0]) != _VERSION:
-            raise ValueError(f"version {lines[0]}")
-        count = int(lines[1])
-        entries: dict[TopicPartition, int] = {}
-        for line in lines[2 : 2 + count]:
-            topic, partition, offset = line.split(" ")
-            entries[(topic, int(partition))] = int(offset)
-        if len(entries) != count:
-            raise ValueError("entry count mismatch")
-        return entries
-    except (IndexError, ValueError) as exc:
-        _log.warning("%s malformed (%s): cleaning restarts from the log start", path, exc)
-        return {}
+    return read_partition_offsets(path, "cleaning restarts from the log start")
 
 
 def format_cleaner_checkpoint(entries: dict[TopicPartition, int]) -> bytes:
-    lines = [str(_VERSION), str(len(entries))]
-    lines += [f"{t} {p} {o}" for (t, p), o in sorted(entries.items())]
-    return ("\n".join(lines) + "\n").encode("utf-8")
+    return format_partition_offsets(entries)
 
 
 class CleanerCheckpoints:

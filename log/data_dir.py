@@ -5,6 +5,7 @@ Layout::
     <data dir>/
         topics.json                 topic name -> id, partition count, configs
         .kafka_cleanshutdown        present only while the broker is stopped cleanly
+        replication-offset-checkpoint   high watermarks (cluster mode; Kafka's format)
         <topic>-<partition>/        one PartitionLog each (see partition_log.py)
 
 ``topics.json`` is the source of truth and is replaced atomically. It never
@@ -42,6 +43,7 @@ from kafkette.log.checkpoint import atomic_write, fsync_directory
 from kafkette.log.config import LogConfig, log_config_for
 from kafkette.log.errors import LogClosed, TopicExists, UnknownTopicOrPartition
 from kafkette.log.partition_log import Clock, PartitionLog
+from kafkette.log.replication_checkpoint import HighWatermarkCheckpoint
 
 _log = logging.getLogger(__name__)
 
@@ -103,6 +105,7 @@ class DataDir:
         self._admin_lock = threading.Lock()
         self._closed = False
         self.had_clean_shutdown = False
+        self._hw_checkpoint: HighWatermarkCheckpoint | None = None
 
     @classmethod
     def open(cls, path: Path, default_config: LogConfig, clock: Clock) -> DataDir:
@@ -124,6 +127,7 @@ class DataDir:
                     path / partition_dir_name(meta.name, index), config, clock, recover=not clean
                 )
         data_dir._logs = logs
+        data_dir._hw_checkpoint = HighWatermarkCheckpoint(path)
         if clean:
             marker.unlink()
             fsync_directory(path)
@@ -229,6 +233,32 @@ class DataDir:
         for (topic, index), log in self._logs.items():
             yield topic, index, log
 
+    # ------------------------------------------------------------- replication
+
+    def high_watermarks(self) -> dict[tuple[str, int], int]:
+        """(topic, partition) -> HW from ``replication-offset-checkpoint``: as read at
+        open ({} if absent or unreadable), then as last written."""
+        return self._hw_checkpoint.entries() if self._hw_checkpoint else {}
+
+    def checkpoint_high_watermarks(
+        self, hws: Mapping[tuple[str, int], int] | None = None
+    ) -> None:
+        """Persist high watermarks atomically (Kafka's replica.high.watermark.checkpoint).
+
+        ``hws`` None: the HW of every log with replication enabled. Entries
+        for partitions not given keep their last value; partitions no longer
+        in this data dir are dropped. Nothing is written if nothing changed.
+        """
+        if hws is None:
+            hws = {
+                (topic, index): log.high_watermark
+                for topic, index, log in self.partitions()
+                if log.replication_enabled
+            }
+        if self._hw_checkpoint is None:
+            self._hw_checkpoint = HighWatermarkCheckpoint(self.path)
+        self._hw_checkpoint.write(hws, self._logs)
+
     # ------------------------------------------------------------ housekeeping
 
     def apply_retention(self) -> int:
@@ -241,7 +271,8 @@ class DataDir:
             log.maybe_flush()
 
     def close(self) -> None:
-        """Flush and close every log, then write the clean-shutdown marker.
+        """Flush and close every log, checkpoint the high watermarks of the
+        replicated ones, then write the clean-shutdown marker.
 
         Waits for an admin change in progress (it holds the admin lock).
         """
@@ -255,6 +286,11 @@ class DataDir:
             try:
                 log.close()
             except OSError as exc:  # a full disk: close the others all the same
+                failure = failure or exc
+        if any(log.replication_enabled for log in logs):
+            try:
+                self.checkpoint_high_watermarks()
+            except OSError as exc:
                 failure = failure or exc
         if failure is not None:
             raise failure  # no clean-shutdown marker: the next start recovers

@@ -41,3 +41,17 @@ class CorruptIndex(LogError):
 
 class RecordBatchTooLarge(LogError):
     """An append larger than segment.bytes (RECORD_BATCH_TOO_LARGE)."""
+
+
+class OffsetMismatch(LogError, ValueError):
+    """A follower append whose offsets do not continue the log (Kafka's
+    UnexpectedAppendOffsetException / OffsetsOutOfOrderException): a batch
+    starts below the log end offset or below the end of the batch before it."""
+
+    def __init__(self, offset: int, expected_at_least: int) -> None:
+        super().__init__(
+            f"batch at offset {offset} cannot be appended: the log continues at "
+            f"{expected_at_least}"
+        )
+        self.offset = offset
+        self.expected_at_least = expected_at_least

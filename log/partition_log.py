@@ -18,6 +18,13 @@ Threading contract (the broker calls this from worker threads):
   ``_write_lock``. ``check_sequence`` reads it without a lock: the broker
   calls it under its own per-partition append lock, so no append of this
   partition runs meanwhile, and expiration only removes whole entries.
+* Replication: the leader-epoch cache (``leader_epoch_cache``) is changed
+  under ``_write_lock`` by appends and truncations, and persisted before the
+  batches carrying a new epoch are written. The high watermark is None on a
+  single node (it *is* the log end offset then); after
+  :meth:`enable_replication` it is an explicit offset that only
+  :meth:`set_high_watermark`, truncation and log-start moves change; reads of
+  it are single attribute loads.
 * Transactions: an append that closes an aborted transaction writes its abort
   index entry (``<base>.txnindex`` of the segment holding the marker) before
   the table publishes the new first unstable offset, and both before the log
@@ -29,6 +36,7 @@ The clock is injected (a callable returning epoch milliseconds).
 
 from __future__ import annotations
 
+import logging
 import struct
 import threading
 from bisect import bisect_right
@@ -36,10 +44,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+from kafkette.log.batch_scan import scan_batches
 from kafkette.log.checkpoint import OffsetsCheckpoint
-from kafkette.log.config import LogConfig
-from kafkette.log.errors import LogClosed, OffsetOutOfRange, RecordBatchTooLarge
+from kafkette.log.config import INT_MAX, LogConfig
+from kafkette.log.errors import LogClosed, OffsetMismatch, OffsetOutOfRange, RecordBatchTooLarge
 from kafkette.log.file_region import FileGone, ReadInfo
+from kafkette.log.leader_epoch_cache import (
+    LEADER_EPOCH_CHECKPOINT_FILE,
+    LeaderEpochCache,
+    epoch_starts,
+)
 from kafkette.log.producer_state import SequenceVerdict
 from kafkette.log.producer_state_manager import ProducerStateManager
 from kafkette.log.recovery import load_log
@@ -54,10 +68,22 @@ from kafkette.log.segment import AppendedBatch, LogSegment
 from kafkette.log.segment_swap import commit_swap
 from kafkette.log.transaction_index import AbortedTxn, collect_aborted
 from kafkette.wire.errors import ErrorCode
-from kafkette.wire.record_batch import LOG_OVERHEAD, BatchHeader, set_log_append_time
+from kafkette.wire.record_batch import (
+    LOG_OVERHEAD,
+    BatchHeader,
+    InvalidBatchError,
+    iter_batches,
+    set_log_append_time,
+)
 
 Clock = Callable[[], int]
 _BASE_OFFSET = struct.Struct(">q")  # patch_base_offset, without a call per batch
+# partitionLeaderEpoch (int32) follows baseOffset (int64) and batchLength (int32).
+# Read from the bytes, not the header: the broker stamps it after parsing.
+_LEADER_EPOCH = struct.Struct(">i")
+_LEADER_EPOCH_AT = 12
+
+_log = logging.getLogger(__name__)
 
 
 class AppendInfo(NamedTuple):
@@ -101,6 +127,11 @@ class PartitionLog:
         self._checkpoint_lock = threading.Lock()
         self._written_checkpoint: OffsetsCheckpoint | None = None
         self._producer_state = ProducerStateManager(directory)
+        # None: single node, HW is the log end offset. See enable_replication.
+        self._high_watermark: int | None = None
+        self.leader_epoch_cache = LeaderEpochCache(
+            directory / LEADER_EPOCH_CHECKPOINT_FILE, load=False
+        )
 
     @classmethod
     def open(
@@ -119,7 +150,46 @@ class PartitionLog:
         log._producer_state.load(
             log._segments, log._log_end_offset, clock(), loaded.replay_from, loaded.snapshots
         )
+        log._load_epoch_cache(loaded.has_epoch_checkpoint)
         return log
+
+    def _load_epoch_cache(self, file_listed: bool) -> None:
+        """Read ``leader-epoch-checkpoint``; drop entries the log no longer covers.
+
+        As Kafka after recovery: entries starting at or past the log end go
+        (their batches were cut by recovery or a truncation the file had not
+        caught up with), the first entry is moved up to the log start. A
+        torn or missing file of a non-empty log is rebuilt from the batch
+        headers (a one-time scan, logged).
+        """
+        cache = self.leader_epoch_cache
+        if file_listed:
+            cache.load()
+        if cache.needs_rebuild or (
+            not cache.file_exists and any(s.size for s in self._segments)
+        ):
+            entries = epoch_starts(self._batch_epochs())
+            cache.replace(entries)
+            if cache.load_error is not None:
+                _log.warning("%s %s: rebuilt from the log: %s",
+                             cache.path, cache.load_error, entries)
+            else:
+                _log.info("%s missing: rebuilt from the log: %s", cache.path, entries)
+        cache.truncate_from_end(self._log_end_offset)
+        cache.truncate_from_start(self._log_start_offset)
+
+    def _batch_epochs(self) -> list[tuple[int, int]]:
+        """(partition leader epoch, base offset) of every batch, from the headers."""
+        found: list[tuple[int, int]] = []
+        for segment in self._segments:
+            try:
+                for _, header in scan_batches(segment.log, 0, segment.size, validate=False):
+                    found.append((header.partition_leader_epoch, header.base_offset))
+            except InvalidBatchError as exc:  # recovery validated the log: not expected
+                _log.warning("%s: epoch scan stopped in segment %d: %s",
+                             self.directory, segment.base_offset, exc)
+                break
+        return found
 
     # ---------------------------------------------------------------- offsets
 
@@ -133,8 +203,50 @@ class PartitionLog:
 
     @property
     def high_watermark(self) -> int:
-        """Single node: every appended record is committed, so HW == LEO."""
-        return self._log_end_offset
+        """Offsets below it are committed (replicated to the whole ISR).
+
+        Single node (replication never enabled): every appended record is
+        committed, so HW == LEO. With replication the owner sets it.
+        """
+        high_watermark = self._high_watermark
+        return self._log_end_offset if high_watermark is None else high_watermark
+
+    @property
+    def replication_enabled(self) -> bool:
+        return self._high_watermark is not None
+
+    def enable_replication(self, high_watermark: int) -> int:
+        """Cluster mode: from now on the HW is explicit, starting at ``high_watermark``
+        (e.g. from ``replication-offset-checkpoint``), clamped to [log start, LEO].
+
+        Returns the HW set. Calling it again just sets the HW.
+        """
+        return self.set_high_watermark(high_watermark)
+
+    def set_high_watermark(self, offset: int) -> int:
+        """Set the HW (clamped to [log start, LEO], as Kafka's updateHighWatermark).
+
+        It may go down (a follower takes min(leader HW, own LEO)); a leader
+        never lowers it (that rule is the caller's). Returns the HW set.
+        """
+        with self._state_lock:
+            offset = min(max(offset, self._log_start_offset), self._log_end_offset)
+            self._high_watermark = offset
+            return offset
+
+    def assign_leader_epoch(self, epoch: int) -> int:
+        """This replica leads from ``epoch`` on: record it as starting at the log end
+        (Kafka's leader does this on becoming leader). Returns that offset."""
+        with self._write_lock:
+            if self._closed:
+                raise LogClosed(str(self.directory))
+            start = self._log_end_offset
+            self.leader_epoch_cache.assign(epoch, start)
+            return start
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """(epoch, end offset) for OffsetForLeaderEpoch, from the epoch cache."""
+        return self.leader_epoch_cache.end_offset_for(epoch, self._log_end_offset)
 
     @property
     def last_stable_offset(self) -> int:
@@ -142,9 +254,12 @@ class PartitionLog:
         (never below the log start offset).
 
         read_committed consumers read below it (Kafka's LSO). The log end is
-        read before the table (see the module docstring on ordering).
+        read before the table (see the module docstring on ordering); an
+        explicit HW never passes the log end, so reading it first is as safe.
         """
-        high_watermark = self._log_end_offset
+        high_watermark = self._high_watermark
+        if high_watermark is None:
+            high_watermark = self._log_end_offset
         first_unstable = self._producer_state.table.first_unstable
         if first_unstable is None or first_unstable > high_watermark:
             return high_watermark
@@ -247,6 +362,15 @@ class PartitionLog:
         modified; with LogAppendTime also maxTimestamp and the CRC), writes
         them with one ``pwrite``, and returns the offsets assigned. The
         headers' own base offsets are ignored.
+
+        A batch whose partition leader epoch (read from the bytes, where the
+        broker stamps it) is newer than the cache's latest is recorded in the
+        leader-epoch cache, persisted before the write: one int compare per
+        batch on the common path. A batch stamped older (or not at all, -1)
+        is restamped with the latest epoch, as Kafka's log stamps every
+        leader append with the leader's epoch: a leader writes in its current
+        epoch, and a stale stamp copied by followers would make their epoch
+        caches (and OffsetForLeaderEpoch answers) differ from the leader's.
         """
         if not headers:
             raise ValueError("append needs at least one batch")
@@ -266,8 +390,19 @@ class PartitionLog:
             appended: list[AppendedBatch] = []
             position = 0
             max_timestamp = -1
+            latest_epoch = self.leader_epoch_cache.latest_epoch
+            new_epochs: list[tuple[int, int]] | None = None
             for header in headers:
                 _BASE_OFFSET.pack_into(batches, position, next_offset)
+                epoch = _LEADER_EPOCH.unpack_from(batches, position + _LEADER_EPOCH_AT)[0]
+                if epoch != latest_epoch:
+                    if epoch > latest_epoch:
+                        if new_epochs is None:
+                            new_epochs = []
+                        new_epochs.append((epoch, next_offset))
+                        latest_epoch = epoch
+                    else:  # outside the CRC: no checksum to redo
+                        _LEADER_EPOCH.pack_into(batches, position + _LEADER_EPOCH_AT, latest_epoch)
                 timestamp = header.max_timestamp
                 if append_time >= 0:
                     set_log_append_time(batches, append_time, position)
@@ -280,6 +415,9 @@ class PartitionLog:
                 position += size
             if position != total:
                 raise ValueError(f"headers cover {position} of {total} bytes")
+            if new_epochs is not None:
+                for epoch, start in new_epochs:
+                    self.leader_epoch_cache.assign(epoch, start)
             segment = self._segments[-1]
             if segment.size and segment.should_roll(
                 config, total, max_timestamp, next_offset - 1, self._clock
@@ -302,15 +440,86 @@ class PartitionLog:
                 self.flush()
             return AppendInfo(base_offset, next_offset - 1, append_time, self._log_start_offset)
 
+    def append_as_follower(
+        self, batches: bytearray | bytes, headers: list[BatchHeader] | None = None
+    ) -> AppendInfo:
+        """Append a leader's batches exactly as they are (Kafka's appendAsFollower).
+
+        Offsets, leader epochs and timestamps are the leader's; the bytes are
+        written unchanged. ``headers`` must have been read from ``batches``
+        (``iter_batches(batches)`` checks CRCs; None: done here). The first
+        offset may be above the log end (a compacted leader log has gaps) but
+        not below it, and offsets must increase: otherwise OffsetMismatch,
+        nothing written. The producer table, abort index and leader-epoch
+        cache are updated as for an append; the HW is not moved (the caller
+        sets it from the leader's).
+        """
+        if headers is None:
+            headers = iter_batches(batches)
+        if not headers:
+            raise ValueError("append needs at least one batch")
+        with self._write_lock:
+            if self._closed:
+                raise LogClosed(str(self.directory))
+            config = self._config
+            total = len(batches)
+            if total > config.segment_bytes:
+                raise RecordBatchTooLarge(
+                    f"{total} bytes exceed segment.bytes={config.segment_bytes}"
+                )
+            first_offset = headers[0].base_offset
+            next_offset = self._log_end_offset
+            latest_epoch = self.leader_epoch_cache.latest_epoch
+            new_epochs: list[tuple[int, int]] = []
+            appended: list[AppendedBatch] = []
+            position = 0
+            max_timestamp = -1
+            for header in headers:
+                if header.base_offset < next_offset:
+                    raise OffsetMismatch(header.base_offset, next_offset)
+                epoch = header.partition_leader_epoch
+                if epoch != latest_epoch and epoch >= 0:
+                    new_epochs.append((epoch, header.base_offset))
+                    latest_epoch = epoch
+                next_offset = header.base_offset + header.last_offset_delta + 1
+                size = header.batch_length + LOG_OVERHEAD
+                appended.append((size, next_offset - 1, header.max_timestamp))
+                if header.max_timestamp > max_timestamp:
+                    max_timestamp = header.max_timestamp
+                position += size
+            if position != total:
+                raise ValueError(f"headers cover {position} of {total} bytes")
+            for epoch, start in new_epochs:
+                self.leader_epoch_cache.assign(epoch, start)
+            segment = self._segments[-1]
+            if (
+                segment.size
+                and segment.should_roll(config, total, max_timestamp, next_offset - 1, self._clock)
+            ) or next_offset - 1 - segment.base_offset > INT_MAX:
+                # As Kafka, the new segment starts at the first offset appended.
+                segment = self._roll(self._clock(), first_offset)
+            segment.write(batches)
+            segment.record_append(appended, config.index_interval_bytes)
+            txn_changes = self._producer_state.record_replicated(headers, self._clock, batches)
+            if txn_changes is not None:
+                for entry in txn_changes:
+                    segment.txn_index.append(entry)
+                self._producer_state.table.refresh_first_unstable()
+            self._log_end_offset = next_offset
+            if next_offset - self._recovery_point >= config.flush_interval_messages:
+                self.flush()
+            return AppendInfo(first_offset, next_offset - 1, -1, self._log_start_offset)
+
     def roll(self) -> None:
         """Start a new segment at the log end offset (no-op if the active one is empty)."""
         with self._write_lock:
             if self._segments[-1].size:
                 self._roll(self._clock())
 
-    def _roll(self, now: int) -> LogSegment:
-        """Caller holds the write lock."""
-        new = LogSegment.create(self.directory, self._log_end_offset, self._config, now)
+    def _roll(self, now: int, base_offset: int | None = None) -> LogSegment:
+        """Caller holds the write lock. ``base_offset`` (>= LEO): a follower's gap."""
+        base = self._log_end_offset if base_offset is None else base_offset
+        new = LogSegment.create(self.directory, base, self._config, now)
         with self._state_lock:
             self._segments[-1].seal()
             self._segments.append(new)
@@ -541,11 +750,13 @@ class PartitionLog:
 
         Segments wholly below it are deleted; the new start is persisted before
         returning. Returns the log start offset (unchanged if already higher).
+        Above the high watermark: OffsetOutOfRange (Kafka's
+        maybeIncrementLogStartOffset; a follower passes its leader's start).
         """
         with self._write_lock:
             if self._closed:
                 raise LogClosed(str(self.directory))
-            high_watermark = self._log_end_offset
+            high_watermark = self.high_watermark
             if offset == -1:
                 offset = high_watermark
             if offset < 0 or offset > high_watermark:
@@ -555,6 +766,7 @@ class PartitionLog:
                     self._log_start_offset = offset
             self._delete_prefix(log_start_breached(self._log_start_offset))
             self.write_checkpoint()
+            self.leader_epoch_cache.truncate_from_start(self._log_start_offset)
             return self._log_start_offset
 
     def apply_retention(self) -> int:
@@ -579,7 +791,7 @@ class PartitionLog:
 
     def _delete_prefix(self, predicate: SegmentPredicate) -> int:
         """Delete the oldest segments ``predicate`` allows. Caller holds the write lock."""
-        count = deletable_prefix(self._segments, predicate)
+        count = deletable_prefix(self._segments, predicate, self._high_watermark)
         if count == 0:
             return 0
         if count == len(self._segments):
@@ -594,6 +806,7 @@ class PartitionLog:
         for segment in doomed:
             segment.delete_files()
         self._producer_state.delete_snapshots_below(first)
+        self.leader_epoch_cache.truncate_from_start(self._log_start_offset)
         return count
 
     def truncate_to(self, offset: int) -> None:
@@ -601,7 +814,9 @@ class PartitionLog:
 
         Cuts at a batch boundary (a batch holding ``offset`` goes entirely), so
         the new log end offset may be below ``offset``. Below the first
-        segment the log is emptied and restarts at ``offset``.
+        segment the log is emptied and restarts at ``offset``. Leader-epoch
+        entries starting at or past the new log end go; the HW, if explicit,
+        is clamped to the new log end.
         """
         with self._write_lock:
             if self._closed:
@@ -609,34 +824,58 @@ class PartitionLog:
             if offset >= self._log_end_offset:
                 return
             if offset < self._segments[0].base_offset:
-                self._producer_state.reset()
-                new = LogSegment.create(self.directory, offset, self._config, self._clock())
-                with self._state_lock:
-                    self._truncations += 1
-                    doomed = self._segments
-                    self._segments = [new]
-                    self._bases = [offset]
-                    self._log_start_offset = self._log_end_offset = offset
-                    self._recovery_point = offset
-            else:
-                # Snapshots first: a crash mid-way must not leave one above the log end.
-                self._producer_state.delete_snapshots_above(offset)
-                with self._state_lock:
-                    self._truncations += 1
-                    keep = bisect_right(self._bases, offset)
-                    keep = max(keep, 1)
-                    doomed = self._segments[keep:]
-                    del self._segments[keep:]
-                    del self._bases[keep:]
-                    active = self._segments[-1]
-                    active.truncate_to(offset)
-                    self._log_end_offset = active.next_offset
-                    self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
-                    self._recovery_point = min(self._recovery_point, self._log_end_offset)
+                self._restart_at(offset)
+                return
+            # Snapshots first: a crash mid-way must not leave one above the log end.
+            self._producer_state.delete_snapshots_above(offset)
+            with self._state_lock:
+                self._truncations += 1
+                keep = bisect_right(self._bases, offset)
+                keep = max(keep, 1)
+                doomed = self._segments[keep:]
+                del self._segments[keep:]
+                del self._bases[keep:]
+                active = self._segments[-1]
+                active.truncate_to(offset)
+                self._log_end_offset = active.next_offset
+                self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
+                self._recovery_point = min(self._recovery_point, self._log_end_offset)
+                if self._high_watermark is not None:
+                    self._high_watermark = min(self._high_watermark, self._log_end_offset)
             for segment in reversed(doomed):
                 segment.delete_files()
             self._producer_state.truncated(self._segments, self._log_end_offset, self._clock())
             self.write_checkpoint()
+            self.leader_epoch_cache.truncate_from_end(self._log_end_offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop the whole log; it restarts empty at ``offset`` (Kafka's
+        truncateFullyAndStartAt: a follower that fell below its leader's log
+        start). Log start, log end and HW become ``offset``; epochs are cleared."""
+        if offset < 0:
+            raise ValueError(f"cannot restart the log at {offset}")
+        with self._write_lock:
+            if self._closed:
+                raise LogClosed(str(self.directory))
+            self._restart_at(offset)
+
+    def _restart_at(self, offset: int) -> None:
+        """Caller holds the write lock."""
+        self._producer_state.reset()
+        new = LogSegment.create(self.directory, offset, self._config, self._clock())
+        with self._state_lock:
+            self._truncations += 1
+            doomed = self._segments
+            self._segments = [new]
+            self._bases = [offset]
+            self._log_start_offset = self._log_end_offset = offset
+            self._recovery_point = offset
+            if self._high_watermark is not None:
+                self._high_watermark = offset
+        for segment in reversed(doomed):
+            segment.delete_files()
+        self.write_checkpoint()
+        self.leader_epoch_cache.clear()
 
     # ------------------------------------------------------------ durability
 

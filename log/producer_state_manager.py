@@ -192,6 +192,33 @@ class ProducerStateManager:
             position += header.batch_length + LOG_OVERHEAD
         return changed
 
+    def record_replicated(
+        self, headers: Sequence[BatchHeader], clock: Callable[[], int],
+        batches: bytes | bytearray | memoryview,
+    ) -> list[AbortedTxn] | None:
+        """:meth:`record_appended` for a follower's append: each batch at its own
+        base offset (the leader's, gaps allowed), nothing validated (the
+        leader did; Kafka's REPLICATION origin)."""
+        now_ms = -1
+        position = 0
+        table = self.table
+        changed: list[AbortedTxn] | None = None
+        for header in headers:
+            if header.producer_id >= 0:
+                if now_ms < 0:
+                    now_ms = clock()
+                if header.attributes & _TXN_OR_CONTROL:
+                    if changed is None:
+                        changed = []
+                    if header.attributes & CONTROL_MASK:
+                        data = bytes(batches[position : position + header.size])
+                        _record_marker(table, header, header.base_offset, now_ms, changed, data)
+                        position += header.batch_length + LOG_OVERHEAD
+                        continue
+                table.record(header, header.base_offset, now_ms)
+            position += header.batch_length + LOG_OVERHEAD
+        return changed
+
     def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
         return self.table.remove_expired(now_ms, expiration_ms)
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from kafkette.log.checkpoint import CHECKPOINT_FILE_NAME, TEMP_SUFFIX, OffsetsCheckpoint
 from kafkette.log.config import LogConfig
+from kafkette.log.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT_FILE
 from kafkette.log.producer_snapshot import SNAPSHOT_SUFFIX
 from kafkette.log.segment import (
     INDEX_SUFFIX,
@@ -62,6 +63,8 @@ class LoadedLog:
     replay_from: int | None = None
     # Offsets of the producer snapshot files found (ascending).
     snapshots: list[int] = field(default_factory=list)
+    # Whether the directory holds a ``leader-epoch-checkpoint`` (read only if so).
+    has_epoch_checkpoint: bool = False
 
 
 def _base_offset_of(path: Path) -> int | None:
@@ -79,6 +82,7 @@ class DirectoryListing:
     bases: list[int]  # of the .log files, ascending
     txn_indexed: set[int]  # segments that have a .txnindex
     snapshots: list[int]  # offsets of the producer snapshots, ascending
+    has_epoch_checkpoint: bool = False
 
 
 def remove_leftovers(directory: Path) -> DirectoryListing:
@@ -92,8 +96,12 @@ def remove_leftovers(directory: Path) -> DirectoryListing:
     txn_indexed: set[int] = set()
     snapshots: list[int] = []
     orphans: list[Path] = []
+    has_epoch_checkpoint = False
     for path in paths:
         name = path.name
+        if name == LEADER_EPOCH_CHECKPOINT_FILE:
+            has_epoch_checkpoint = True
+            continue
         if any(name.endswith(suffix) for suffix in LEFTOVER_SUFFIXES):
             path.unlink(missing_ok=True)
             continue
@@ -111,7 +119,9 @@ def remove_leftovers(directory: Path) -> DirectoryListing:
     for path in orphans:
         if _base_offset_of(path) not in bases:
             path.unlink(missing_ok=True)
-    return DirectoryListing(sorted(bases), txn_indexed & bases, sorted(snapshots))
+    return DirectoryListing(
+        sorted(bases), txn_indexed & bases, sorted(snapshots), has_epoch_checkpoint
+    )
 
 
 def load_log(directory: Path, config: LogConfig, now_ms: int, *, recover: bool) -> LoadedLog:
@@ -123,7 +133,7 @@ def load_log(directory: Path, config: LogConfig, now_ms: int, *, recover: bool) 
     segments: list[LogSegment] = []
     result = LoadedLog(
         segments, checkpoint.log_start_offset, checkpoint.recovery_point,
-        snapshots=listing.snapshots,
+        snapshots=listing.snapshots, has_epoch_checkpoint=listing.has_epoch_checkpoint,
     )
     if (directory / CHECKPOINT_FILE_NAME).exists():
         result.checkpoint_on_disk = checkpoint

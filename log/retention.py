@@ -22,13 +22,25 @@ from kafkette.log.segment import LogSegment
 SegmentPredicate = Callable[[LogSegment, LogSegment | None], bool]
 
 
-def deletable_prefix(segments: Sequence[LogSegment], predicate: SegmentPredicate) -> int:
-    """How many oldest segments ``predicate`` allows deleting (Kafka's deletableSegments)."""
+def deletable_prefix(
+    segments: Sequence[LogSegment], predicate: SegmentPredicate,
+    high_watermark: int | None = None,
+) -> int:
+    """How many oldest segments ``predicate`` allows deleting (Kafka's deletableSegments).
+
+    With replication (``high_watermark`` given) a segment goes only if every
+    offset it covers is below the HW, as in Kafka: the log start offset must
+    never pass the high watermark. Single node (None): HW is the log end.
+    """
     count = 0
     for i, segment in enumerate(segments):
         following = segments[i + 1] if i + 1 < len(segments) else None
         if following is None and segment.size == 0:
             break  # never delete an empty active segment
+        if high_watermark is not None and high_watermark < (
+            following.base_offset if following is not None else segment.next_offset
+        ):
+            break
         if not predicate(segment, following):
             break
         count += 1

@@ -44,6 +44,7 @@ class ApiKey(IntEnum):
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
@@ -131,6 +132,7 @@ SUPPORTED: dict[ApiKey, ApiSpec] = {
         _api(ApiKey.SASL_AUTHENTICATE, "SaslAuthenticate", 0, 2),
         _api(ApiKey.CREATE_PARTITIONS, "CreatePartitions", 0, 3),
         _api(ApiKey.DELETE_GROUPS, "DeleteGroups", 0, 2),
+        _api(ApiKey.ELECT_LEADERS, "ElectLeaders", 0, 2),
         _api(ApiKey.INCREMENTAL_ALTER_CONFIGS, "IncrementalAlterConfigs", 0, 1),
         _api(ApiKey.OFFSET_DELETE, "OffsetDelete", 0, 0),
         _api(ApiKey.DESCRIBE_CLUSTER, "DescribeCluster", 0, 1),

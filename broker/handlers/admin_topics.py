@@ -2,8 +2,12 @@
 
 Replication factor must be 1 or -1 (the default) on a single node, and manual
 assignments may only name this broker; otherwise Kafka's
-INVALID_REPLICATION_FACTOR / INVALID_REPLICA_ASSIGNMENT. ``validate_only``
-checks everything and changes nothing.
+INVALID_REPLICATION_FACTOR / INVALID_REPLICA_ASSIGNMENT. In cluster mode the
+replicas are assigned over the live brokers as Kafka does (or taken from the
+request's assignments), written to ZooKeeper, and the answer waits, up to the
+request's ``timeout_ms``, until the partitions have leaders
+(REQUEST_TIMED_OUT after it; ``timeout_ms`` <= 0 answers at once, as Kafka).
+``validate_only`` checks everything and changes nothing.
 
 Request-wide limits come first, as in Kafka's controller: a CreateTopics asking
 for more than 10,000 partitions in all, or a CreatePartitions adding more than
@@ -98,7 +102,8 @@ async def handle_create_topics(broker: Broker, request: Request) -> dict:
                 partitions = len(assignments)
             elif partitions == -1:
                 partitions = broker.config.num_partitions
-            _check_replicas(broker, topic["replication_factor"], assignments)
+            if broker.cluster is None:
+                _check_replicas(broker, topic["replication_factor"], assignments)
             configs = {c["name"]: c["value"] for c in topic["configs"]}
             null_configs = [k for k, v in configs.items() if v is None]
             if null_configs:
@@ -107,7 +112,10 @@ async def handle_create_topics(broker: Broker, request: Request) -> dict:
                     "Null value not supported for topic configs: " + ",".join(null_configs),
                 )
             meta = await broker.topics.create(
-                name, partitions, configs, validate_only=validate_only
+                name, partitions, configs, validate_only=validate_only,
+                replication_factor=topic["replication_factor"],
+                assignment={a["partition_index"]: a["broker_ids"] for a in assignments},
+                timeout_s=body["timeout_ms"] / 1000,
             )
         except TopicError as exc:
             log.info("CreateTopics %s refused: %s", name, exc.message)
@@ -118,12 +126,26 @@ async def handle_create_topics(broker: Broker, request: Request) -> dict:
             result["topic_id"] = meta.topic_id
             log.info("created topic %s with %d partitions", name, partitions)
         result["num_partitions"] = partitions
-        result["replication_factor"] = 1
+        result["replication_factor"] = _replication_factor(broker, name, topic)
         result["configs"] = [
             {k: e[k] for k in ("name", "value", "read_only", "config_source", "is_sensitive")}
             for e in topic_config_entries(broker, name, overrides=configs)
         ]
     return {"throttle_time_ms": 0, "topics": results}
+
+
+def _replication_factor(broker: Broker, name: str, topic: dict) -> int:
+    """What the topic was (or would be) created with."""
+    if broker.cluster is None:
+        return 1
+    created = broker.cluster.metadata.topics.get(name)
+    if created is not None and created.replicas:
+        return len(created.replicas[0])
+    if topic["assignments"]:
+        return len(topic["assignments"][0]["broker_ids"])
+    if topic["replication_factor"] != -1:
+        return topic["replication_factor"]
+    return broker.cluster.config.default_replication_factor
 
 
 async def handle_delete_topics(broker: Broker, request: Request) -> dict:
@@ -153,7 +175,7 @@ async def handle_delete_topics(broker: Broker, request: Request) -> dict:
             "error_message": None,
         }
         try:
-            await broker.topics.delete(name)
+            await broker.topics.delete(name, timeout_s=body["timeout_ms"] / 1000)
             log.info("deleted topic %s", name)
         except TopicError as exc:
             result["error_code"] = int(exc.code)
@@ -184,13 +206,18 @@ async def handle_create_partitions(broker: Broker, request: Request) -> dict:
         try:
             if too_many:
                 raise TopicError(ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE)
-            for assignment in topic["assignments"] or []:
-                if assignment["broker_ids"] != [broker.node_id]:
-                    raise TopicError(
-                        ErrorCode.INVALID_REPLICA_ASSIGNMENT, "unknown broker in assignment"
-                    )
+            if broker.cluster is None:
+                for assignment in topic["assignments"] or []:
+                    if assignment["broker_ids"] != [broker.node_id]:
+                        raise TopicError(
+                            ErrorCode.INVALID_REPLICA_ASSIGNMENT, "unknown broker in assignment"
+                        )
+            assignments = topic["assignments"]
             await broker.topics.add_partitions(
-                topic["name"], topic["count"], validate_only=body["validate_only"]
+                topic["name"], topic["count"], validate_only=body["validate_only"],
+                assignments=None if assignments is None
+                else [a["broker_ids"] for a in assignments],
+                timeout_s=body["timeout_ms"] / 1000,
             )
         except TopicError as exc:
             result["error_code"] = int(exc.code)

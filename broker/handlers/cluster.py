@@ -3,6 +3,15 @@
 Metadata auto-creates requested topics with ``num.partitions`` when
 ``auto.create.topics.enable`` and the client allow it. Internal topics are
 listed only when asked for by name, so pattern subscriptions never see them.
+
+In cluster mode every answer comes from the broker's ``ClusterMetadata``
+snapshot, which every broker builds from the same znodes, so every broker
+answers alike: the live brokers, the controller, and per partition the
+leader (LEADER_NOT_AVAILABLE with leader -1 when it has none or its broker is
+gone), leader epoch, replicas, ISR and offline replicas (those on brokers not
+registered), as Kafka's ZooKeeper-era metadata cache did. An auto-created topic
+is answered at once with LEADER_NOT_AVAILABLE until its leaders are elected;
+clients ask again.
 """
 
 from __future__ import annotations
@@ -32,6 +41,12 @@ OPERATIONS_NOT_REQUESTED = -2147483648
 
 
 def broker_entries(broker: Broker, *, key: str = "node_id") -> list[dict]:
+    if broker.cluster is not None:
+        brokers = broker.cluster.metadata.brokers
+        return [
+            {key: b.id, "host": b.host, "port": b.port, "rack": b.rack}
+            for b in sorted(brokers.values(), key=lambda b: b.id)
+        ]
     return [
         {
             key: broker.node_id,
@@ -42,7 +57,60 @@ def broker_entries(broker: Broker, *, key: str = "node_id") -> list[dict]:
     ]
 
 
-def topic_entry(broker: Broker, name: str, error: int = 0, include_ops: bool = False) -> dict:
+def _cluster_partitions(broker: Broker, name: str, version: int) -> list[dict]:
+    assert broker.cluster is not None
+    metadata = broker.cluster.metadata
+    topic = metadata.topics[name]
+    live = metadata.brokers
+    partitions = []
+    for index, replicas in sorted(topic.replicas.items()):
+        state = metadata.states.get((name, index))
+        leader = metadata.leader_of(name, index)
+        isr = list(state.isr) if state is not None else []
+        replica_nodes = list(replicas)
+        error = ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE
+        if version == 0 and leader >= 0:
+            # v0 lists only live replicas and says when some are missing (Kafka's rule).
+            replica_nodes = [r for r in replicas if r in live]
+            alive_isr = [r for r in isr if r in live]
+            if len(replica_nodes) < len(replicas) or len(alive_isr) < len(isr):
+                error = ErrorCode.REPLICA_NOT_AVAILABLE
+            isr = alive_isr
+        partitions.append(
+            {
+                "error_code": int(error),
+                "partition_index": index,
+                "leader_id": leader,
+                "leader_epoch": state.leader_epoch if state is not None else -1,
+                "replica_nodes": replica_nodes,
+                "isr_nodes": isr,
+                "offline_replicas": [r for r in replicas if r not in live],
+            }
+        )
+    return partitions
+
+
+def _known(broker: Broker, name: str) -> bool:
+    if broker.cluster is not None:
+        return name in broker.cluster.metadata.topics
+    return broker.topics.metadata(name) is not None
+
+
+def topic_entry(
+    broker: Broker, name: str, error: int = 0, include_ops: bool = False, version: int = 12
+) -> dict:
+    if broker.cluster is not None:
+        topic = broker.cluster.metadata.topics.get(name)
+        return {
+            "error_code": error,
+            "name": name,
+            "topic_id": topic.topic_id if topic is not None else ZERO_UUID,
+            "is_internal": name in INTERNAL_TOPICS,
+            "partitions": _cluster_partitions(broker, name, version) if topic else [],
+            "topic_authorized_operations": TOPIC_OPERATIONS_ALL
+            if include_ops
+            else OPERATIONS_NOT_REQUESTED,
+        }
     meta = broker.topics.metadata(name)
     partitions = []
     if meta is not None:
@@ -78,14 +146,18 @@ async def handle_metadata(broker: Broker, request: Request) -> dict:
     include_ops = bool(body.get("include_topic_authorized_operations"))
     allow_create = body["allow_auto_topic_creation"] if version >= 4 else True
     if requested is None or (version == 0 and not requested):
-        names = [n for n in broker.topics.names if n not in INTERNAL_TOPICS]
-        topics = [topic_entry(broker, n, include_ops=include_ops) for n in names]
+        all_names = (
+            list(broker.cluster.metadata.topics) if broker.cluster else broker.topics.names
+        )
+        names = [n for n in all_names if n not in INTERNAL_TOPICS]
+        topics = [topic_entry(broker, n, include_ops=include_ops, version=version)
+                  for n in names]
     else:
         topics = []
         for wanted in requested:
             name = wanted.get("name")
             if name is None:
-                meta = broker.topics.by_id(wanted.get("topic_id"))
+                meta = _by_id(broker, wanted.get("topic_id"))
                 if meta is None:
                     topics.append(
                         {
@@ -97,12 +169,14 @@ async def handle_metadata(broker: Broker, request: Request) -> dict:
                     )
                     continue
                 name = meta.name
-            topics.append(await _requested_topic(broker, name, allow_create, include_ops))
+            topics.append(
+                await _requested_topic(broker, name, allow_create, include_ops, version)
+            )
     response = {
         "throttle_time_ms": 0,
         "brokers": broker_entries(broker),
         "cluster_id": broker.cluster_id,
-        "controller_id": broker.node_id,
+        "controller_id": _controller_id(broker),
         "topics": topics,
     }
     if body.get("include_cluster_authorized_operations"):
@@ -110,11 +184,24 @@ async def handle_metadata(broker: Broker, request: Request) -> dict:
     return response
 
 
+def _controller_id(broker: Broker) -> int:
+    return broker.cluster.metadata.controller_id if broker.cluster else broker.node_id
+
+
+def _by_id(broker: Broker, topic_id):
+    if broker.cluster is not None:
+        for topic in broker.cluster.metadata.topics.values():
+            if topic.topic_id == topic_id:
+                return topic
+        return None
+    return broker.topics.by_id(topic_id)
+
+
 async def _requested_topic(
-    broker: Broker, name: str, allow_create: bool, include_ops: bool
+    broker: Broker, name: str, allow_create: bool, include_ops: bool, version: int
 ) -> dict:
-    if broker.topics.metadata(name) is not None:
-        return topic_entry(broker, name, include_ops=include_ops)
+    if _known(broker, name):
+        return topic_entry(broker, name, include_ops=include_ops, version=version)
     problem = topic_name_problem(name)
     if problem:
         log.info("metadata for invalid topic name %r: %s", name, problem)
@@ -122,12 +209,15 @@ async def _requested_topic(
     if not (allow_create and broker.config.auto_create_topics) or name in INTERNAL_TOPICS:
         return topic_entry(broker, name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     try:
-        await broker.topics.create(name, broker.config.num_partitions, {})
+        # In a cluster: written to ZooKeeper, answered before the leaders are elected.
+        await broker.topics.create(name, broker.config.num_partitions, {}, timeout_s=0)
         log.info("auto-created topic %s with %d partitions", name, broker.config.num_partitions)
     except TopicError as exc:
         if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
             return topic_entry(broker, name, exc.code)
-    return topic_entry(broker, name, include_ops=include_ops)
+    if broker.cluster is not None and not _known(broker, name):
+        return topic_entry(broker, name, ErrorCode.LEADER_NOT_AVAILABLE)
+    return topic_entry(broker, name, include_ops=include_ops, version=version)
 
 
 async def handle_describe_cluster(broker: Broker, request: Request) -> dict:
@@ -138,7 +228,7 @@ async def handle_describe_cluster(broker: Broker, request: Request) -> dict:
         "error_message": None,
         "endpoint_type": request.body.get("endpoint_type", 1),
         "cluster_id": broker.cluster_id,
-        "controller_id": broker.node_id,
+        "controller_id": _controller_id(broker),
         "brokers": broker_entries(broker, key="broker_id"),
         "cluster_authorized_operations": CLUSTER_OPERATIONS_ALL
         if include_ops

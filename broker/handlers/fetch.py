@@ -12,6 +12,15 @@ which tells clients to keep sending full fetch requests.
 stable offset and answers the aborted transactions overlapping the data
 returned (from the segments' abort indexes); every partition answer carries
 the LSO, for both isolation levels, as Kafka's does.
+
+In cluster mode (``broker.cluster`` set) only the leader serves a partition,
+in the client's ``current_leader_epoch`` (FENCED_LEADER_EPOCH /
+UNKNOWN_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER otherwise). A follower's fetch
+(``replica_id`` >= 0; in ``replica_state`` from v15) reads up to the log end
+offset and tells the replica manager the follower's LEO, which moves the high
+watermark; every other fetch reads only below the HW (or the LSO), so
+consumers never see a record that is not committed. On a single node the HW
+is the log end offset and none of this runs.
 """
 
 from __future__ import annotations
@@ -21,12 +30,13 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from kafkette.broker.partition import LEADER_EPOCH, Partition
+from kafkette.broker.partition import Partition
 from kafkette.broker.throttled_log import storage_errors
 from kafkette.log.errors import OffsetOutOfRange
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
+    from kafkette.broker.cluster.replica_manager import ReplicaManager
     from kafkette.broker.server import Broker
     from kafkette.wire.connection import Request
 
@@ -43,21 +53,25 @@ class _Wanted:
     max_bytes: int
     response: dict
     read_committed: bool
+    # Cluster mode: the answer's HW is the log's; a consumer (not a follower) reads below it.
+    cluster: bool = False
+    bounded: bool = False
 
 
 async def handle_fetch(broker: Broker, request: Request) -> dict:
     body = request.body
     read_committed = body["isolation_level"] == READ_COMMITTED
-    topics, wanted = _plan(broker, body, read_committed)
+    topics, wanted = _plan(broker, body, read_committed, request.header.api_version)
     max_wait = max(0, body["max_wait_ms"]) / 1000
     deadline = trio.current_time() + max_wait
     min_bytes = body["min_bytes"]
     partitions = [w.partition for w in wanted if w.partition is not None]
+    bounded = [w.bounded for w in wanted if w.partition is not None]
     while True:
         # Register before reading, so an append that lands during the read wakes us.
         appended = trio.Event()
-        for partition in partitions:
-            partition.add_waiter(appended)
+        for partition, below_hw in zip(partitions, bounded, strict=True):
+            partition.add_waiter(appended, below_hw)
         try:
             total = await trio.to_thread.run_sync(_read_all, wanted, body["max_bytes"])
             if (
@@ -75,9 +89,21 @@ async def handle_fetch(broker: Broker, request: Request) -> dict:
     return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": topics}
 
 
-def _plan(broker: Broker, body: dict, read_committed: bool) -> tuple[list[dict], list[_Wanted]]:
+def replica_id_of(body: dict, version: int) -> int:
+    """The fetching replica's broker id, -1 for consumers (KIP-903 moved it in v15)."""
+    if version >= 15:
+        state = body.get("replica_state")
+        return state["replica_id"] if state else -1
+    return body.get("replica_id", -1)
+
+
+def _plan(
+    broker: Broker, body: dict, read_committed: bool, version: int = 0
+) -> tuple[list[dict], list[_Wanted]]:
     topics: list[dict] = []
     wanted: list[_Wanted] = []
+    replicas = broker.cluster.replicas if broker.cluster is not None else None
+    replica_id = replica_id_of(body, version) if replicas is not None else -1
     for topic in body["topics"]:
         name = topic["topic"]
         partitions = []
@@ -92,11 +118,14 @@ def _plan(broker: Broker, body: dict, read_committed: bool) -> tuple[list[dict],
                 "preferred_read_replica": -1,
                 "records": b"",
             }
-            partition = broker.topics.partition(name, fetch["partition"])
-            if partition is None:
-                response["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-            elif fetch["current_leader_epoch"] > LEADER_EPOCH:
-                response["error_code"] = int(ErrorCode.UNKNOWN_LEADER_EPOCH)
+            if replicas is None:
+                partition = broker.topics.partition(name, fetch["partition"])
+                if partition is None:
+                    response["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                elif fetch["current_leader_epoch"] > partition.leader_epoch:
+                    response["error_code"] = int(ErrorCode.UNKNOWN_LEADER_EPOCH)
+            else:
+                partition = _cluster_partition(replicas, name, fetch, response, replica_id)
             partitions.append(response)
             wanted.append(
                 _Wanted(
@@ -106,10 +135,25 @@ def _plan(broker: Broker, body: dict, read_committed: bool) -> tuple[list[dict],
                     fetch["partition_max_bytes"],
                     response,
                     read_committed,
+                    replicas is not None,
+                    replicas is not None and replica_id < 0,
                 )
             )
         topics.append({"topic": name, "partitions": partitions})
     return topics, wanted
+
+
+def _cluster_partition(
+    replicas: ReplicaManager, name: str, fetch: dict, response: dict, replica_id: int
+) -> Partition | None:
+    """The led partition (error filled in otherwise); a follower's fetch offset recorded."""
+    led = replicas.leader_partition(name, fetch["partition"], fetch["current_leader_epoch"])
+    if isinstance(led, ErrorCode):
+        response["error_code"] = int(led)
+        return None
+    if replica_id >= 0:
+        replicas.record_follower_fetch(led, replica_id, fetch["fetch_offset"])
+    return led
 
 
 def _read_all(wanted: list[_Wanted], max_bytes: int) -> int:
@@ -124,10 +168,12 @@ def _read_all(wanted: list[_Wanted], max_bytes: int) -> int:
         try:
             # Read before the data (the LSO never passes what the read sees).
             stable = log.last_stable_offset
-            info = log.read(
-                item.offset, max(1, min(item.max_bytes, budget)),
-                stable if item.read_committed else None,
-            )
+            high_watermark = log.high_watermark
+            if item.read_committed:
+                bound: int | None = stable
+            else:
+                bound = high_watermark if item.bounded else None
+            info = log.read(item.offset, max(1, min(item.max_bytes, budget)), bound)
         except OffsetOutOfRange:
             response["error_code"] = int(ErrorCode.OFFSET_OUT_OF_RANGE)
             info = None
@@ -144,7 +190,7 @@ def _read_all(wanted: list[_Wanted], max_bytes: int) -> int:
             response["last_stable_offset"] = log.last_stable_offset
             response["log_start_offset"] = log.log_start_offset
             continue
-        response["high_watermark"] = info.high_watermark
+        response["high_watermark"] = high_watermark if item.cluster else info.high_watermark
         response["last_stable_offset"] = stable
         response["log_start_offset"] = info.log_start_offset
         size = info.size

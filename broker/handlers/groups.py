@@ -41,6 +41,8 @@ async def handle_find_coordinator(broker: Broker, request: Request) -> dict:
     body = request.body
     version = request.header.api_version
     keys = body["coordinator_keys"] if version >= 4 else [body["key"]]
+    if broker.cluster is not None:
+        return await _find_coordinator_in_cluster(broker, body, keys)
     coordinators = []
     transaction_error = ErrorCode.NONE
     if body["key_type"] == KEY_TYPE_TRANSACTION and keys:
@@ -85,6 +87,78 @@ async def handle_find_coordinator(broker: Broker, request: Request) -> dict:
         "node_id": first.get("node_id", broker.node_id),
         "host": first.get("host", broker.advertised.host),
         "port": first.get("port", broker.advertised.port),
+        "coordinators": coordinators,
+    }
+
+
+async def _find_coordinator_in_cluster(broker: Broker, body: dict, keys: list[str]) -> dict:
+    """Cluster mode: the coordinator of a key is the leader of its partition of the
+    internal topic (``abs(hash(key)) % partitions``, Kafka's rule). The topic is
+    created on the first lookup, as Kafka does; until it has leaders the answer is
+    COORDINATOR_NOT_AVAILABLE and clients ask again. (Moving a coordinator's state
+    with leadership is phase 2, docs/cluster.md.)"""
+    from kafkette.broker.group_coordinator import offsets_topic_configs
+    from kafkette.broker.groups import OFFSETS_TOPIC
+    from kafkette.broker.groups.partitioning import java_string_hash, kafka_abs
+    from kafkette.broker.topics import TopicError
+    from kafkette.broker.transactions import TRANSACTION_STATE_TOPIC
+    from kafkette.broker.transactions.coordinator import transaction_state_configs
+
+    assert broker.cluster is not None
+    key_type = body["key_type"]
+    topic_error = ErrorCode.NONE
+    if key_type == KEY_TYPE_GROUP:
+        topic = OFFSETS_TOPIC
+        partitions = broker.config.groups.offsets_topic_num_partitions
+        configs = offsets_topic_configs(broker.config.groups)
+    elif key_type == KEY_TYPE_TRANSACTION:
+        topic = TRANSACTION_STATE_TOPIC
+        partitions = broker.transactions.num_partitions
+        configs = transaction_state_configs(
+            broker.config.transactions.transaction_state_log_segment_bytes
+        )
+    else:
+        topic, topic_error = "", ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if topic and keys and topic not in broker.cluster.metadata.topics:
+        try:
+            # A short wait for the leaders spares the client a retry or two.
+            await broker.topics.create(topic, partitions, configs, timeout_s=5.0)
+        except TopicError as exc:
+            if exc.code not in (ErrorCode.TOPIC_ALREADY_EXISTS, ErrorCode.REQUEST_TIMED_OUT):
+                log.warning("cannot create %s: %s", topic, exc.message)
+                topic_error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    metadata = broker.cluster.metadata
+    coordinators = []
+    for key in keys:
+        entry = {"key": key, "node_id": -1, "host": "", "port": -1}
+        error = topic_error
+        if not error and key_type == KEY_TYPE_TRANSACTION and not key:
+            error = ErrorCode.INVALID_REQUEST
+        info = metadata.topics.get(topic)
+        if not error and info is None:
+            error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if not error:
+            assert info is not None
+            index = kafka_abs(java_string_hash(key)) % len(info.replicas)
+            leader = metadata.brokers.get(metadata.leader_of(topic, index))
+            if leader is None:
+                error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            else:
+                entry.update(node_id=leader.id, host=leader.host, port=leader.port)
+        entry.update(
+            error_code=int(error), error_message=error.name if error else None
+        )
+        if key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION):
+            entry["error_message"] = f"unsupported coordinator key type {key_type}"
+        coordinators.append(entry)
+    first = coordinators[0] if coordinators else {}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": first.get("error_code", 0),
+        "error_message": first.get("error_message"),
+        "node_id": first.get("node_id", -1),
+        "host": first.get("host", ""),
+        "port": first.get("port", -1),
         "coordinators": coordinators,
     }
 

@@ -46,6 +46,7 @@ NULLABLE_REQUEST_FIELDS: dict[tuple[str, str], str] = {
     ("DescribeConfigs", "resources.configuration_keys"): "every config of the resource",
     ("AlterConfigs", "resources.configs.value"): "the config is left unset (back to its default)",
     ("CreatePartitions", "topics.assignments"): "the broker places the new partitions",
+    ("ElectLeaders", "topic_partitions"): "every partition of every topic",
     ("IncrementalAlterConfigs", "resources.configs.value"): "SET: INVALID_CONFIG; DELETE: "
     "nothing needed; APPEND/SUBTRACT: an empty list",
 }

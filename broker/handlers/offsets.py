@@ -8,6 +8,13 @@ record, as Kafka does (ListOffsets is not on the produce/fetch hot path); the
 max-timestamp query likewise answers the record that carries it.
 With one node and leader epoch 0 for ever, OffsetForLeaderEpoch's answer for
 any epoch a client can hold is the log end offset.
+
+In cluster mode (``broker.cluster`` set) only the leader answers, in the
+client's ``current_leader_epoch`` (Kafka's fencing errors otherwise);
+"latest" is the high watermark (the log's HW is explicit there) and no
+timestamp query answers an offset at or past it; OffsetForLeaderEpoch is
+answered from the partition's leader-epoch cache (Kafka's
+``LeaderEpochFileCache.endOffsetFor``), which is what followers truncate by.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from kafkette.wire.errors import ErrorCode
 from kafkette.wire.records import decode_batches
 
 if TYPE_CHECKING:
+    from kafkette.broker.cluster.replica_manager import ReplicaManager
     from kafkette.broker.server import Broker
     from kafkette.wire.connection import Request
 
@@ -38,7 +46,9 @@ LATEST_TIERED = -5
 READ_COMMITTED = 1
 
 
-def _lookup(partition: Partition, timestamp: int, isolation_level: int = 0) -> tuple[int, int]:
+def _lookup(
+    partition: Partition, timestamp: int, isolation_level: int = 0, cluster: bool = False
+) -> tuple[int, int]:
     """Worker thread: (timestamp, offset) for one ListOffsets query."""
     log_ = partition.log
     if timestamp == LATEST:
@@ -51,7 +61,10 @@ def _lookup(partition: Partition, timestamp: int, isolation_level: int = 0) -> t
         return -1, log_.log_start_offset
     # As Kafka: a timestamp answer at or past what the isolation level may
     # fetch (the LSO for read_committed) is "none".
-    fetchable = log_.last_stable_offset if isolation_level == READ_COMMITTED else None
+    if isolation_level == READ_COMMITTED:
+        fetchable: int | None = log_.last_stable_offset
+    else:
+        fetchable = log_.high_watermark if cluster else None
     if timestamp == MAX_TIMESTAMP:
         found = log_.max_timestamp_offset()
         if found is None:
@@ -89,8 +102,19 @@ def _exact_record(
     return timestamp, offset  # records disagree with their batch header: answer the header
 
 
+def _partition_or_error(
+    broker: Broker, replicas: ReplicaManager | None, topic: str, index: int, epoch: int
+) -> Partition | ErrorCode:
+    """The partition to answer for: on a cluster, only if led here in the client's epoch."""
+    if replicas is not None:
+        return replicas.leader_partition(topic, index, epoch)
+    partition = broker.topics.partition(topic, index)
+    return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if partition is None else partition
+
+
 async def handle_list_offsets(broker: Broker, request: Request) -> dict:
     isolation_level = request.body.get("isolation_level", 0)
+    replicas = broker.cluster.replicas if broker.cluster is not None else None
     queries: list[tuple[Partition, int, dict]] = []
     topics = []
     for topic in request.body["topics"]:
@@ -104,11 +128,18 @@ async def handle_list_offsets(broker: Broker, request: Request) -> dict:
                 "offset": -1,
                 "leader_epoch": LEADER_EPOCH,
             }
-            partition = broker.topics.partition(topic["name"], query["partition_index"])
-            if partition is None:
-                result["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            partition = _partition_or_error(
+                broker,
+                replicas,
+                topic["name"],
+                query["partition_index"],
+                query.get("current_leader_epoch", -1),
+            )
+            if isinstance(partition, ErrorCode):
+                result["error_code"] = int(partition)
                 result["leader_epoch"] = -1
             else:
+                result["leader_epoch"] = partition.leader_epoch
                 queries.append((partition, query["timestamp"], result))
             results.append(result)
         topics.append({"name": topic["name"], "partitions": results})
@@ -117,7 +148,7 @@ async def handle_list_offsets(broker: Broker, request: Request) -> dict:
         for partition, timestamp, result in queries:
             try:
                 result["timestamp"], result["offset"] = _lookup(
-                    partition, timestamp, isolation_level
+                    partition, timestamp, isolation_level, replicas is not None
                 )
             except OSError as exc:
                 subject = f"{partition.topic}-{partition.index}"
@@ -133,6 +164,8 @@ async def handle_list_offsets(broker: Broker, request: Request) -> dict:
 
 
 async def handle_offset_for_leader_epoch(broker: Broker, request: Request) -> dict:
+    if broker.cluster is not None:
+        return _offsets_for_leader_epochs(broker.cluster.replicas, request.body)
     topics = []
     for topic in request.body["topics"]:
         results = []
@@ -156,7 +189,39 @@ async def handle_offset_for_leader_epoch(broker: Broker, request: Request) -> di
     return {"throttle_time_ms": 0, "topics": topics}
 
 
+def _offsets_for_leader_epochs(replicas: ReplicaManager, body: dict) -> dict:
+    """Cluster mode: the end offset of the requested epoch, from the leader's epoch cache.
+
+    Kafka answers (requested epoch or the largest below it, the start of the
+    next epoch, or the LEO for the latest); (-1, -1) when the epoch predates
+    everything the cache holds.
+    """
+    topics = []
+    for topic in body["topics"]:
+        results = []
+        for query in topic["partitions"]:
+            result = {
+                "error_code": 0,
+                "partition": query["partition"],
+                "leader_epoch": -1,
+                "end_offset": -1,
+            }
+            led = replicas.leader_partition(
+                topic["topic"], query["partition"], query["current_leader_epoch"]
+            )
+            if isinstance(led, ErrorCode):
+                result["error_code"] = int(led)
+            else:
+                result["leader_epoch"], result["end_offset"] = led.log.end_offset_for_epoch(
+                    query["leader_epoch"]
+                )
+            results.append(result)
+        topics.append({"topic": topic["topic"], "partitions": results})
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
 async def handle_delete_records(broker: Broker, request: Request) -> dict:
+    replicas = broker.cluster.replicas if broker.cluster is not None else None
     topics = []
     for topic in request.body["topics"]:
         results = []
@@ -167,9 +232,11 @@ async def handle_delete_records(broker: Broker, request: Request) -> dict:
                 "error_code": 0,
             }
             results.append(result)
-            partition = broker.topics.partition(topic["name"], query["partition_index"])
-            if partition is None:
-                result["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            partition = _partition_or_error(
+                broker, replicas, topic["name"], query["partition_index"], -1
+            )
+            if isinstance(partition, ErrorCode):
+                result["error_code"] = int(partition)
                 continue
             offset = query["offset"]
             high_watermark = partition.log.high_watermark

@@ -8,6 +8,14 @@ partitions' append locks held, so the event loop never checksums or walks
 records. Errors are per partition; nothing of a refused record set is
 written. ``acks=0`` gets no response, as in Kafka.
 
+In cluster mode (``broker.cluster`` set) each partition must be led here in
+the epoch the append is stamped with (checked again under the append lock, so
+a leadership change cannot slip in between); acks=all needs
+``min.insync.replicas`` in the ISR (NOT_ENOUGH_REPLICAS) and its answer is
+held until the high watermark passes the appended batch or the request's
+``timeout_ms`` runs out (REQUEST_TIMED_OUT), as Kafka's DelayedProduce. On a
+single node none of this runs: ``broker.cluster is None``.
+
 Transactional batches are verified first, as Kafka 4.0 does (partition
 verification, KIP-890 part 1): with the partitions' append locks held, each
 one's header is asked of the transaction coordinator
@@ -27,7 +35,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from kafkette.broker.partition import LEADER_EPOCH, Partition
+from kafkette.broker.partition import Partition
 from kafkette.broker.throttled_log import describe_error, storage_errors
 from kafkette.broker.topics import INTERNAL_TOPICS
 from kafkette.log.errors import RecordBatchTooLarge
@@ -44,6 +52,7 @@ from kafkette.wire.record_batch import (
 )
 
 if TYPE_CHECKING:
+    from kafkette.broker.cluster.replica_manager import ReplicaManager
     from kafkette.broker.server import Broker
     from kafkette.wire.connection import Request
 
@@ -59,8 +68,10 @@ class _Append:
     response: dict
     max_message_bytes: int
     produce_version: int
+    leader_epoch: int  # stamped into the batch; the leadership it was checked in
     header: BatchHeader | None = None  # the one batch (Kafka's rule), once validated
     duplicate: BatchMetadata | None = None
+    last_offset: int = -1  # once appended (or of the batch it duplicates)
 
 
 def _partition_response(index: int, error: int = 0, message: str | None = None) -> dict:
@@ -111,6 +122,7 @@ async def handle_produce(broker: Broker, request: Request) -> dict | None:
     acks = body["acks"]
     responses: list[dict] = []
     work: list[_Append] = []
+    replicas = broker.cluster.replicas if broker.cluster is not None else None
     if acks not in (0, 1, -1):
         error = ErrorCode.INVALID_REQUIRED_ACKS
     elif body["transactional_id"] is None and _has_transactional_batch(body):
@@ -126,13 +138,33 @@ async def handle_produce(broker: Broker, request: Request) -> dict | None:
             if error:
                 response["error_code"] = int(error)
                 continue
-            _prepare(broker, name, data, response, work, request.header.api_version)
+            _prepare(broker, name, data, response, work, request.header.api_version, replicas, acks)
         responses.append({"name": name, "partition_responses": partition_responses})
     if work:
-        await _append_all(broker, work, body["transactional_id"])
+        await _append_all(broker, work, body["transactional_id"], replicas)
+        if replicas is not None and acks == -1:
+            await _wait_for_acks(replicas, work, body["timeout_ms"])
     if acks == 0:
+        if replicas is not None:
+            _close_on_acks_0_error(responses, request.peer)
         return None
     return {"responses": responses, "throttle_time_ms": 0}
+
+
+def _close_on_acks_0_error(responses: list[dict], peer: str) -> None:
+    """Cluster mode, acks=0: an error cannot be answered, so the connection is closed and
+    the client refreshes its metadata (Kafka's KafkaApis does this; a producer writing to
+    a broker that lost leadership would otherwise lose every record silently)."""
+    for topic in responses:
+        for part in topic["partition_responses"]:
+            if part["error_code"]:
+                error = ErrorCode(part["error_code"]).name
+                log.info(
+                    "closing connection from %s: acks=0 produce to %s-%d failed with %s",
+                    peer, topic["name"], part["index"], error,
+                )
+                # The connection loop closes quietly on ConnectionError.
+                raise ConnectionError(f"acks=0 produce failed with {error}")
 
 
 def _prepare(
@@ -142,23 +174,39 @@ def _prepare(
     response: dict,
     work: list[_Append],
     version: int,
+    replicas: ReplicaManager | None = None,
+    acks: int = 1,
 ) -> None:
     if name in INTERNAL_TOPICS:
         log.info("produce to internal topic %s refused", name)
         response["error_code"] = int(ErrorCode.INVALID_TOPIC_EXCEPTION)
         response["error_message"] = f"cannot append to internal topic {name}"
         return
-    partition = broker.topics.partition(name, data["index"])
-    if partition is None:
-        response["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        return
+    if replicas is None:
+        partition = broker.topics.partition(name, data["index"])
+        if partition is None:
+            response["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            return
+    else:
+        led = replicas.leader_partition(name, data["index"])
+        if isinstance(led, ErrorCode):
+            response["error_code"] = int(led)
+            return
+        partition = led
+        if acks == -1 and (error := replicas.check_min_isr(partition)) != ErrorCode.NONE:
+            response["error_code"] = int(error)
+            response["error_message"] = (
+                f"The size of the current ISR is less than min.insync.replicas="
+                f"{replicas.min_insync_replicas(name)}"
+            )
+            return
     records = data["records"]
     if records is None or len(records) == 0:
         log.warning("produce to %s-%d refused: no record batch", name, data["index"])
         response["error_code"] = int(ErrorCode.INVALID_RECORD)
         return
     limit = broker.topics.max_message_bytes(name)
-    work.append(_Append(partition, records, response, limit, version))
+    work.append(_Append(partition, records, response, limit, version, partition.leader_epoch))
 
 
 def _peek_header(records: memoryview) -> BatchHeader | None:
@@ -216,7 +264,10 @@ def _verified(broker: Broker, item: _Append, transactional_id: str | None) -> bo
     answer = _VERIFICATION_ERRORS.get(error, error)
     log.info(
         "transactional produce to %s-%d by %s refused: %s",
-        item.partition.topic, item.partition.index, transactional_id, error.name,
+        item.partition.topic,
+        item.partition.index,
+        transactional_id,
+        error.name,
     )
     item.response["error_code"] = int(answer)
     item.response["error_message"] = (
@@ -229,18 +280,43 @@ def _verified(broker: Broker, item: _Append, transactional_id: str | None) -> bo
 
 
 async def _append_all(
-    broker: Broker, work: list[_Append], transactional_id: str | None = None
+    broker: Broker,
+    work: list[_Append],
+    transactional_id: str | None = None,
+    replicas: ReplicaManager | None = None,
 ) -> None:
     """Take the partitions' append locks in a fixed order, then validate and append in one
     thread call (a second hop just to validate would cost more than validating)."""
     work.sort(key=lambda w: (w.partition.topic, w.partition.index))
     async with _locks([w.partition for w in work]):
+        if replicas is not None:
+            work = [w for w in work if _still_leader(replicas, w)]
         work = [w for w in work if _verified(broker, w, transactional_id)]
         if work:
             await trio.to_thread.run_sync(_validate_and_write, work)
         for item in work:
             if item.response["error_code"] == 0 and item.duplicate is None:
-                item.partition.notify_appended()
+                item.partition.notify_appended()  # in cluster mode this moves the HW too
+
+
+def _still_leader(replicas: ReplicaManager, item: _Append) -> bool:
+    """Under the append lock: leadership did not move since the request was planned."""
+    if replicas.is_leader(item.partition, item.leader_epoch):
+        return True
+    item.response["error_code"] = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    return False
+
+
+async def _wait_for_acks(replicas: ReplicaManager, work: list[_Append], timeout_ms: int) -> None:
+    """acks=all: each appended partition's answer waits for its HW, one deadline for all."""
+    deadline = trio.current_time() + max(timeout_ms, 0) / 1000
+    for item in work:
+        if item.response["error_code"] != 0 or item.last_offset < 0:
+            continue
+        remaining = deadline - trio.current_time()
+        error = await replicas.wait_for_acks(item.partition, item.last_offset, remaining)
+        if error != ErrorCode.NONE:
+            item.response["error_code"] = int(error)
 
 
 def _validate_and_write(work: list[_Append]) -> None:
@@ -265,6 +341,7 @@ def _check_sequences(item: _Append) -> bool:
         return False
     if verdict.duplicate_of is not None:
         item.duplicate = verdict.duplicate_of
+        item.last_offset = verdict.duplicate_of.last_offset
         item.response["base_offset"] = verdict.duplicate_of.base_offset
         item.response["log_start_offset"] = item.partition.log.log_start_offset
         return False
@@ -279,12 +356,13 @@ def _write(ready: list[_Append]) -> None:
     """
     for item in ready:
         assert item.header is not None
-        patch_leader_epoch(item.records, LEADER_EPOCH)
+        patch_leader_epoch(item.records, item.leader_epoch)
         try:
             info = item.partition.log.append(item.records, [item.header])
         except RecordBatchTooLarge as exc:  # Kafka: larger than segment.bytes
-            log.info("produce to %s-%d refused: %s", item.partition.topic,
-                     item.partition.index, exc)
+            log.info(
+                "produce to %s-%d refused: %s", item.partition.topic, item.partition.index, exc
+            )
             item.response["error_code"] = int(ErrorCode.RECORD_LIST_TOO_LARGE)
             item.response["error_message"] = str(exc)
             continue
@@ -294,6 +372,7 @@ def _write(ready: list[_Append]) -> None:
             item.response["error_code"] = int(ErrorCode.KAFKA_STORAGE_ERROR)
             item.response["error_message"] = describe_error(exc)
             continue
+        item.last_offset = info.last_offset
         item.response["base_offset"] = info.base_offset
         item.response["log_start_offset"] = info.log_start_offset
         item.response["log_append_time_ms"] = info.log_append_time_ms

@@ -1,0 +1,77 @@
+"""The cluster as every broker sees it: one immutable snapshot of ZooKeeper's state.
+
+``MetadataWatcher`` publishes a new ``ClusterMetadata`` whenever a watched
+znode changes; handlers read the current one without waiting, and every
+broker builds the same snapshot from the same znodes, so every broker answers
+Metadata alike.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    """``/brokers/topics/<t>/partitions/<p>/state`` and its znode version (for
+    conditional writes: the controller's elections, the leader's ISR changes)."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+    zk_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    replicas: dict[int, tuple[int, ...]]  # partition -> replicas, preferred leader first
+    configs: dict[str, str]
+    zk_version: int = 0  # of /brokers/topics/<t>, for CreatePartitions' conditional write
+
+
+NO_LEADER = -1
+
+
+@dataclass(frozen=True)
+class ClusterMetadata:
+    cluster_id: str
+    controller_id: int  # -1 while there is none
+    brokers: dict[int, BrokerInfo]  # the live ones (registered in /brokers/ids)
+    topics: dict[str, TopicInfo]
+    states: dict[tuple[str, int], PartitionState]
+    # Topics whose deletion was asked (/admin/delete_topics) and not yet done.
+    pending_deletions: frozenset[str] = field(default_factory=frozenset)
+
+    def state(self, topic: str, partition: int) -> PartitionState | None:
+        return self.states.get((topic, partition))
+
+    def leader_of(self, topic: str, partition: int) -> int:
+        """The live leader's id, or -1 (no state yet, no leader, or its broker is gone)."""
+        state = self.states.get((topic, partition))
+        if state is None or state.leader not in self.brokers:
+            return NO_LEADER
+        return state.leader
+
+    def replicas_on(self, broker_id: int) -> list[tuple[str, int]]:
+        """The partitions ``broker_id`` holds a replica of."""
+        return [
+            (name, p)
+            for name, topic in self.topics.items()
+            for p, replicas in topic.replicas.items()
+            if broker_id in replicas
+        ]
+
+
+EMPTY = ClusterMetadata("", NO_LEADER, {}, {}, {})

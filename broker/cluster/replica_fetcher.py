@@ -1,0 +1,413 @@
+"""The follower side of replication: one task per leader broker, fetching its partitions.
+
+A follower is a Fetch client of its leader, as in Kafka: ``replica_id`` = this
+broker's id (Fetch v12 still carries the field), ``fetch_offset`` = the local
+log end offset (LEO). The leader's batches are appended as they are, same
+offsets and leader epochs (``PartitionLog.append_as_follower``), and the
+local high watermark becomes min(leader HW, own LEO).
+
+Before fetching in a new leader epoch the follower truncates (KIP-101,
+KIP-279): it asks the leader OffsetForLeaderEpoch (v3, ``replica_id`` = own
+id) for its latest epoch and cuts its log at min(leader's end offset, its own
+end of the epoch the leader answered), so a tail the old leader never
+replicated cannot survive beside the new leader's records. A follower with no
+epoch recorded falls back to its high watermark, as Kafka does.
+
+Errors: FENCED_LEADER_EPOCH means the metadata here is stale: the partition
+waits for the replica manager to hand it over again with the next snapshot.
+Anything else (connection, UNKNOWN_LEADER_EPOCH or NOT_LEADER_OR_FOLLOWER: the
+leader has not applied the snapshot that makes it leader yet) is retried after
+``replica.fetch.backoff.ms``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import trio
+
+from kafkette.broker.cluster.peer_client import PeerClient, PeerError
+from kafkette.broker.partition import Partition
+from kafkette.broker.throttled_log import ThrottledLog
+from kafkette.log.errors import OffsetMismatch
+from kafkette.wire.apis import ApiKey
+from kafkette.wire.errors import ErrorCode
+from kafkette.wire.record_batch import HEADER_SIZE, BatchHeader, InvalidBatchError, read_header
+
+if TYPE_CHECKING:
+    from kafkette.broker.cluster.config import ClusterConfig
+
+log = logging.getLogger("kafkette.replica_fetcher")
+
+FETCH_VERSION = 12
+OFFSET_FOR_LEADER_EPOCH_VERSION = 3
+# Our epoch is older than the leader's: only newer metadata can help.
+_STALE_METADATA = (ErrorCode.FENCED_LEADER_EPOCH,)
+
+
+@dataclass(slots=True)
+class FollowerPartition:
+    """One partition this broker follows, in one leader epoch."""
+
+    partition: Partition
+    leader_epoch: int
+    truncated: bool = False  # OffsetForLeaderEpoch done for this epoch
+    paused: bool = False  # the leader said our metadata is stale: wait for the next
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.partition.topic, self.partition.index)
+
+
+def split_batches(
+    records: memoryview | bytes, log_end_offset: int
+) -> tuple[int, int, list[BatchHeader]]:
+    """(start, end, headers) of the whole batches in ``records`` that reach past the LEO.
+
+    Batches wholly below ``log_end_offset`` (already held) are skipped; a batch cut
+    short at the end of the response (Kafka's leaders may send one) is left for the
+    next fetch. Raises InvalidBatchError for bytes that are not batches.
+    """
+    pos, start, total = 0, 0, len(records)
+    headers: list[BatchHeader] = []
+    while total - pos >= HEADER_SIZE:
+        header = read_header(records, pos)
+        if pos + header.size > total:
+            break
+        if header.last_offset < log_end_offset:
+            start = pos + header.size
+        else:
+            headers.append(header)
+        pos += header.size
+    return start, pos if headers else start, headers
+
+
+class ReplicaFetcher:
+    """Fetches every partition this broker follows from one leader broker."""
+
+    def __init__(
+        self,
+        leader_id: int,
+        host: str,
+        port: int,
+        own_id: int,
+        config: ClusterConfig,
+        on_append: Callable[[Partition], None],
+    ) -> None:
+        self.leader_id = leader_id
+        self.address = (host, port)
+        self._own_id = own_id
+        self._config = config
+        self._on_append = on_append
+        self._partitions: dict[tuple[str, int], FollowerPartition] = {}
+        self._changed = trio.Event()
+        self._client = PeerClient(
+            host, port, f"replica-fetcher-{own_id}", config.replica_fetch_response_max_bytes * 2
+        )
+        self._errors = ThrottledLog(log, interval_s=10.0)
+
+    # --- what the replica manager calls -------------------------------------------
+
+    def assign(self, partition: Partition, leader_epoch: int) -> None:
+        """Follow ``partition`` in ``leader_epoch`` (a new epoch truncates again)."""
+        key = (partition.topic, partition.index)
+        current = self._partitions.get(key)
+        if current is not None and current.partition is partition:
+            if current.leader_epoch == leader_epoch:
+                return
+        self._partitions[key] = FollowerPartition(partition, leader_epoch)
+        self._wake()
+
+    def remove(self, key: tuple[str, int]) -> None:
+        if self._partitions.pop(key, None) is not None:
+            self._wake()
+
+    def keys(self) -> list[tuple[str, int]]:
+        return list(self._partitions)
+
+    def _warn(self, kind: str, message: str, *args: object) -> None:
+        """One line per kind of trouble per 10 s: a dead leader is retried every backoff."""
+        self._errors.log((self.leader_id, kind), logging.WARNING, message % args)
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    # --- the loop ------------------------------------------------------------------
+
+    async def run(self) -> None:
+        backoff = self._config.replica_fetch_backoff_ms / 1000
+        try:
+            while True:
+                active = [s for s in self._partitions.values() if not s.paused]
+                if not active:
+                    await self._changed.wait()
+                    continue
+                try:
+                    need = [s for s in active if not s.truncated]
+                    if need:
+                        await self._truncate(need)
+                    ready = [s for s in active if s.truncated and not s.paused]
+                    if ready:
+                        await self._fetch(ready)
+                    elif need:
+                        await self._sleep_unless_changed(backoff)
+                except (PeerError, trio.TooSlowError) as exc:
+                    self._warn(
+                        "fetch", "replica fetch from broker %d failed: %s", self.leader_id, exc
+                    )
+                    await trio.sleep(backoff)
+        finally:
+            await self._client.aclose()
+
+    async def _sleep_unless_changed(self, seconds: float) -> None:
+        with trio.move_on_after(seconds):
+            await self._changed.wait()
+
+    def _timeout(self) -> float:
+        return (
+            self._config.replica_socket_timeout_ms + self._config.replica_fetch_wait_max_ms
+        ) / 1000
+
+    async def _truncate(self, states: list[FollowerPartition]) -> None:
+        """OffsetForLeaderEpoch for the partitions entering a new epoch, then truncate."""
+        asks: dict[tuple[str, int], tuple[FollowerPartition, int]] = {}
+        for state in states:
+            log_ = state.partition.log
+            latest = log_.leader_epoch_cache.latest_epoch
+            if latest < 0:
+                # No epoch recorded (an empty log): Kafka's fallback is the high watermark.
+                await self._truncate_to(state, state.leader_epoch, log_.high_watermark)
+                state.truncated = True
+            else:
+                asks[state.key] = (state, latest)
+        if not asks:
+            return
+        topics: dict[str, list[dict]] = {}
+        for (topic, index), (state, latest) in asks.items():
+            topics.setdefault(topic, []).append(
+                {
+                    "partition": index,
+                    "current_leader_epoch": state.leader_epoch,
+                    "leader_epoch": latest,
+                }
+            )
+        body = {
+            "replica_id": self._own_id,
+            "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+        }
+        epochs = {key: state.leader_epoch for key, (state, _) in asks.items()}
+        with trio.fail_after(self._timeout()):
+            response = await self._client.request(
+                ApiKey.OFFSET_FOR_LEADER_EPOCH, OFFSET_FOR_LEADER_EPOCH_VERSION, body
+            )
+        for topic in response.body["topics"]:
+            for answer in topic["partitions"]:
+                key = (topic["topic"], answer["partition"])
+                state = self._current(key, epochs)
+                if state is None:
+                    continue
+                error = ErrorCode(answer["error_code"])
+                if error in _STALE_METADATA:
+                    state.paused = True
+                    continue
+                if error != ErrorCode.NONE:
+                    self._warn(
+                        "epoch",
+                        "OffsetForLeaderEpoch of %s-%d from broker %d: %s",
+                        key[0],
+                        key[1],
+                        self.leader_id,
+                        error.name,
+                    )
+                    continue
+                log_ = state.partition.log
+                leo = log_.log_end_offset
+                if answer["end_offset"] < 0:
+                    target = log_.high_watermark
+                else:
+                    _, own_end = log_.end_offset_for_epoch(answer["leader_epoch"])
+                    target = min(answer["end_offset"], own_end if own_end >= 0 else leo)
+                await self._truncate_to(state, state.leader_epoch, target)
+                if self._current(key, epochs) is state:
+                    state.truncated = True
+
+    def _current(
+        self, key: tuple[str, int], epochs: dict[tuple[str, int], int]
+    ) -> FollowerPartition | None:
+        """The state of ``key`` if still followed in the epoch the request was sent in."""
+        state = self._partitions.get(key)
+        if state is None or state.leader_epoch != epochs.get(key):
+            return None
+        return state
+
+    async def _truncate_to(self, state: FollowerPartition, epoch: int, offset: int) -> None:
+        partition = state.partition
+        async with partition.append_lock:
+            if self._partitions.get(state.key) is not state or state.leader_epoch != epoch:
+                return
+            leo = partition.log.log_end_offset
+            if offset < leo:
+                log.info(
+                    "truncating %s-%d from %d to %d (leader epoch %d, leader %d)",
+                    partition.topic,
+                    partition.index,
+                    leo,
+                    offset,
+                    epoch,
+                    self.leader_id,
+                )
+                await trio.to_thread.run_sync(partition.log.truncate_to, max(offset, 0))
+
+    async def _fetch(self, states: list[FollowerPartition]) -> None:
+        config = self._config
+        topics: dict[str, list[dict]] = {}
+        offsets: dict[tuple[str, int], int] = {}
+        epochs: dict[tuple[str, int], int] = {}
+        for state in states:
+            log_ = state.partition.log
+            leo = log_.log_end_offset
+            offsets[state.key] = leo
+            epochs[state.key] = state.leader_epoch
+            topics.setdefault(state.partition.topic, []).append(
+                {
+                    "partition": state.partition.index,
+                    "current_leader_epoch": state.leader_epoch,
+                    "fetch_offset": leo,
+                    "last_fetched_epoch": log_.leader_epoch_cache.latest_epoch,
+                    "log_start_offset": log_.log_start_offset,
+                    "partition_max_bytes": config.replica_fetch_max_bytes,
+                }
+            )
+        body = {
+            "replica_id": self._own_id,
+            "max_wait_ms": config.replica_fetch_wait_max_ms,
+            "min_bytes": config.replica_fetch_min_bytes,
+            "max_bytes": config.replica_fetch_response_max_bytes,
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+        }
+        with trio.fail_after(self._timeout()):
+            response = await self._client.request(ApiKey.FETCH, FETCH_VERSION, body)
+        top_error = response.body["error_code"]
+        if top_error:
+            self._warn(
+                "fetch-top", "replica fetch from broker %d: error %d", self.leader_id, top_error
+            )
+            await trio.sleep(config.replica_fetch_backoff_ms / 1000)
+            return
+        backoff = False
+        for topic in response.body["responses"]:
+            for answer in topic["partitions"]:
+                key = (topic["topic"], answer["partition_index"])
+                state = self._current(key, epochs)
+                if state is None:
+                    continue
+                if not await self._handle_answer(state, answer, offsets[key]):
+                    backoff = True
+        if backoff:
+            await self._sleep_unless_changed(config.replica_fetch_backoff_ms / 1000)
+
+    async def _handle_answer(self, state: FollowerPartition, answer: dict, fetched_at: int) -> bool:
+        """Apply one partition's answer; False if the fetcher should back off."""
+        partition = state.partition
+        error = ErrorCode(answer["error_code"])
+        if error in _STALE_METADATA:
+            state.paused = True
+            return True
+        if error == ErrorCode.OFFSET_OUT_OF_RANGE:
+            self._warn(
+                "range",
+                "replica fetch of %s-%d at %d out of range on broker %d (its log starts at %d)",
+                partition.topic,
+                partition.index,
+                fetched_at,
+                self.leader_id,
+                answer["log_start_offset"],
+            )
+            state.truncated = False  # ask the leader again where our logs agree
+            return False
+        if error != ErrorCode.NONE:
+            self._warn(
+                "partition",
+                "replica fetch of %s-%d from broker %d: %s",
+                partition.topic,
+                partition.index,
+                self.leader_id,
+                error.name,
+            )
+            return False
+        records = answer["records"]
+        appended = False
+        async with partition.append_lock:
+            if self._partitions.get(state.key) is not state:
+                return True
+            log_ = partition.log
+            leo = log_.log_end_offset
+            if leo != fetched_at:
+                return True  # truncated meanwhile: the next fetch asks again
+            if records:
+                try:
+                    start, end, headers = split_batches(records, leo)
+                except InvalidBatchError as exc:
+                    self._warn(
+                        "bytes",
+                        "replica fetch of %s-%d: bad batch from broker %d: %s",
+                        partition.topic,
+                        partition.index,
+                        self.leader_id,
+                        exc,
+                    )
+                    return False
+                if headers:
+                    # Headers None: the log reads them again and checks every CRC, as
+                    # Kafka's follower validates what it is sent.
+                    data = bytes(records[start:end])
+                    try:
+                        await trio.to_thread.run_sync(log_.append_as_follower, data, None)
+                    except OffsetMismatch as exc:  # our log moved under us: ask again
+                        log.warning(
+                            "follower append to %s-%d refused: %s",
+                            partition.topic,
+                            partition.index,
+                            exc,
+                        )
+                        state.truncated = False
+                        return False
+                    except Exception as exc:  # corrupt bytes, full disk: retry later
+                        self._warn(
+                            "append",
+                            "follower append to %s-%d failed: %r",
+                            partition.topic,
+                            partition.index,
+                            exc,
+                        )
+                        return False
+                    appended = True
+            high_watermark = log_.set_high_watermark(
+                min(answer["high_watermark"], log_.log_end_offset)
+            )
+            # The leader's log start (DeleteRecords, retention) moves ours, up to our HW
+            # (Kafka's maybeIncrementLogStartOffset), so a follower that leads later
+            # does not serve records the leader had already dropped.
+            start = min(answer["log_start_offset"], high_watermark)
+            if start > log_.log_start_offset:
+                try:
+                    await trio.to_thread.run_sync(log_.delete_records_before, start)
+                except Exception as exc:
+                    self._warn(
+                        "start",
+                        "moving the log start of %s-%d to %d failed: %r",
+                        partition.topic,
+                        partition.index,
+                        start,
+                        exc,
+                    )
+        if appended:
+            self._on_append(partition)
+        return True

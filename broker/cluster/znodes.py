@@ -1,0 +1,226 @@
+"""Kafka's ZooKeeper layout: every path and JSON document, built and parsed (pure).
+
+The documents are the ones Kafka 2.x brokers write (so Kafka's own ZooKeeper
+tools read them): broker registration v5, controller v1, topic assignment v3
+with a topic id, partition state v1, topic config v1. Parsers accept what
+Kafka's older versions wrote too where it costs nothing (no topic id: None).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from dataclasses import dataclass
+
+CLUSTER_ID = "/cluster/id"
+CONTROLLER = "/controller"
+CONTROLLER_EPOCH = "/controller_epoch"
+BROKER_IDS = "/brokers/ids"
+BROKER_TOPICS = "/brokers/topics"
+CONFIG_TOPICS = "/config/topics"
+DELETE_TOPICS = "/admin/delete_topics"
+# Created at start by every broker, as Kafka's KafkaZkClient.createTopLevelPaths does.
+PERSISTENT_PATHS = (
+    "/cluster",
+    BROKER_IDS,
+    BROKER_TOPICS,
+    "/brokers/seqid",
+    CONFIG_TOPICS,
+    "/config/changes",
+    "/config/brokers",
+    DELETE_TOPICS,
+    "/isr_change_notification",
+    "/latest_producer_id_block",
+)
+
+
+def broker_path(broker_id: int) -> str:
+    return f"{BROKER_IDS}/{broker_id}"
+
+
+def topic_path(topic: str) -> str:
+    return f"{BROKER_TOPICS}/{topic}"
+
+
+def partitions_path(topic: str) -> str:
+    return f"{BROKER_TOPICS}/{topic}/partitions"
+
+
+def partition_path(topic: str, partition: int) -> str:
+    return f"{BROKER_TOPICS}/{topic}/partitions/{partition}"
+
+
+def state_path(topic: str, partition: int) -> str:
+    return f"{BROKER_TOPICS}/{topic}/partitions/{partition}/state"
+
+
+def topic_config_path(topic: str) -> str:
+    return f"{CONFIG_TOPICS}/{topic}"
+
+
+def delete_topic_path(topic: str) -> str:
+    return f"{DELETE_TOPICS}/{topic}"
+
+
+def _dump(doc: object) -> bytes:
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def _load(data: bytes) -> dict:
+    doc = json.loads(data.decode())
+    if not isinstance(doc, dict):
+        raise ValueError(f"expected a JSON object, got {data[:80]!r}")
+    return doc
+
+
+# /cluster/id ------------------------------------------------------------------
+
+
+def encode_cluster_id(cluster_id: str) -> bytes:
+    return _dump({"version": "1", "id": cluster_id})
+
+
+def decode_cluster_id(data: bytes) -> str:
+    return str(_load(data)["id"])
+
+
+# /brokers/ids/<id> ------------------------------------------------------------
+
+
+def encode_broker(host: str, port: int, rack: str | None, timestamp_ms: int) -> bytes:
+    return _dump(
+        {
+            "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
+            "endpoints": [f"PLAINTEXT://{_url_host(host)}:{port}"],
+            "jmx_port": -1,
+            "features": {},
+            "host": host,
+            "timestamp": str(timestamp_ms),
+            "port": port,
+            "version": 5,
+            "rack": rack,
+        }
+    )
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def decode_broker(data: bytes) -> tuple[str, int, str | None]:
+    """(host, port, rack) of the PLAINTEXT endpoint (the first endpoint otherwise)."""
+    doc = _load(data)
+    endpoints = doc.get("endpoints") or []
+    chosen = next((e for e in endpoints if e.startswith("PLAINTEXT://")), None)
+    if chosen is None and endpoints:
+        chosen = endpoints[0]
+    if chosen is not None:
+        hostport = chosen.split("://", 1)[1]
+        host, _, port = hostport.rpartition(":")
+        return host.strip("[]"), int(port), doc.get("rack")
+    return str(doc["host"]), int(doc["port"]), doc.get("rack")
+
+
+# /controller, /controller_epoch -----------------------------------------------
+
+
+def encode_controller(broker_id: int, timestamp_ms: int) -> bytes:
+    return _dump({"version": 1, "brokerid": broker_id, "timestamp": str(timestamp_ms)})
+
+
+def decode_controller(data: bytes) -> int:
+    return int(_load(data)["brokerid"])
+
+
+def encode_controller_epoch(epoch: int) -> bytes:
+    return str(epoch).encode()
+
+
+def decode_controller_epoch(data: bytes) -> int:
+    return int(data.decode().strip())
+
+
+# /brokers/topics/<topic> ------------------------------------------------------
+
+
+def topic_id_to_str(topic_id: uuid.UUID) -> str:
+    """Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, unpadded."""
+    return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
+
+
+def topic_id_from_str(text: str) -> uuid.UUID:
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+
+
+@dataclass(frozen=True, slots=True)
+class TopicAssignment:
+    topic_id: uuid.UUID | None
+    replicas: dict[int, tuple[int, ...]]
+
+
+def encode_topic(topic_id: uuid.UUID, replicas: dict[int, tuple[int, ...]]) -> bytes:
+    return _dump(
+        {
+            "version": 3,
+            "topic_id": topic_id_to_str(topic_id),
+            "partitions": {str(p): list(r) for p, r in sorted(replicas.items())},
+            "adding_replicas": {},
+            "removing_replicas": {},
+        }
+    )
+
+
+def decode_topic(data: bytes) -> TopicAssignment:
+    doc = _load(data)
+    raw_id = doc.get("topic_id")
+    replicas = {
+        int(p): tuple(int(b) for b in r) for p, r in (doc.get("partitions") or {}).items()
+    }
+    return TopicAssignment(topic_id_from_str(raw_id) if raw_id else None, replicas)
+
+
+# /brokers/topics/<topic>/partitions/<p>/state ---------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StateDoc:
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+
+
+def encode_state(
+    leader: int, leader_epoch: int, isr: tuple[int, ...], controller_epoch: int
+) -> bytes:
+    return _dump(
+        {
+            "controller_epoch": controller_epoch,
+            "leader": leader,
+            "version": 1,
+            "leader_epoch": leader_epoch,
+            "isr": list(isr),
+        }
+    )
+
+
+def decode_state(data: bytes) -> StateDoc:
+    doc = _load(data)
+    return StateDoc(
+        int(doc["leader"]),
+        int(doc["leader_epoch"]),
+        tuple(int(b) for b in doc["isr"]),
+        int(doc["controller_epoch"]),
+    )
+
+
+# /config/topics/<topic> -------------------------------------------------------
+
+
+def encode_topic_config(configs: dict[str, str]) -> bytes:
+    return _dump({"version": 1, "config": dict(sorted(configs.items()))})
+
+
+def decode_topic_config(data: bytes) -> dict[str, str]:
+    return {str(k): str(v) for k, v in (_load(data).get("config") or {}).items()}
