@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import trio
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 
 from kafkette.broker.clock import now_ms
 from kafkette.broker.cluster import znodes
@@ -365,6 +365,11 @@ class Controller:
         except Fenced:
             self.active = False
             return dict.fromkeys(requests, (ErrorCode.NOT_CONTROLLER, None))
+        except KazooException as exc:  # ZooKeeper away: nothing known to be written
+            log.warning("reassignment request not written, ZooKeeper unavailable: %r", exc)
+            return dict.fromkeys(
+                requests, (ErrorCode.REQUEST_TIMED_OUT, f"ZooKeeper unavailable ({exc!r})")
+            )
 
     def _alter_reassignments(
         self,
