@@ -6,7 +6,8 @@ in and out through confluent-kafka. A partition of an RF 2 topic with records
 in it moves from brokers [1, 2] to [2, 3]: broker 3 must end with byte-identical
 batches, broker 1 with none, consumers must read every record. Then an
 in-flight move (its new replica frozen, so it cannot catch up) is listed and
-cancelled, and Kafka's errors are checked.
+cancelled, and Kafka's errors (and NOT_CONTROLLER elsewhere) are checked on
+the same cluster.
 """
 
 from __future__ import annotations
@@ -165,26 +166,27 @@ def test_in_flight_reassignment_is_listed_and_cancelled(cluster, wait_until) -> 
         admin.close()
     values = _consume_all(built.bootstrap, "stuck", 50)
     assert values == [b"value-%06d" % i for i in range(50)]
+    before = json.loads(built.zk().get("/brokers/topics/stuck")[0])["partitions"]
+    _check_errors_and_not_controller(built, controller)
+    assert json.loads(built.zk().get("/brokers/topics/stuck")[0])["partitions"] == before
 
 
-def test_reassignment_errors_and_not_controller(cluster, wait_until) -> None:
-    built = cluster(3, configs=CONFIGS)
-    _create(built.bootstrap, "errs", [[1, 2]])
-    wait_until(lambda: (v := _view(built, "errs")) and v["leader"] == 1)
+def _check_errors_and_not_controller(built, controller: int) -> None:
+    """Kafka's per-partition errors, and NOT_CONTROLLER from any other broker."""
     admin = _admin(built)
     try:
         result = admin.alter_partition_reassignments({
-            TopicPartition("errs", 0): [2, 2],
-            TopicPartition("errs", 5): [1, 2],
+            TopicPartition("stuck", 0): [2, 2],
+            TopicPartition("stuck", 5): [1, 2],
             TopicPartition("nope", 0): [1, 2],
         })
         assert _codes(result) == {
-            TopicPartition("errs", 0): 39,  # INVALID_REPLICA_ASSIGNMENT (duplicates)
-            TopicPartition("errs", 5): 3,  # UNKNOWN_TOPIC_OR_PARTITION
+            TopicPartition("stuck", 0): 39,  # INVALID_REPLICA_ASSIGNMENT (duplicates)
+            TopicPartition("stuck", 5): 3,  # UNKNOWN_TOPIC_OR_PARTITION
             TopicPartition("nope", 0): 3,
         }
-        not_alive = admin.alter_partition_reassignments({TopicPartition("errs", 0): [2, 9]})
-        assert _codes(not_alive) == {TopicPartition("errs", 0): 39}
+        not_alive = admin.alter_partition_reassignments({TopicPartition("stuck", 0): [2, 9]})
+        assert _codes(not_alive) == {TopicPartition("stuck", 0): 39}
     finally:
         admin.close()
 
@@ -193,15 +195,13 @@ def test_reassignment_errors_and_not_controller(cluster, wait_until) -> None:
         ListPartitionReassignmentsRequest,
     )
 
-    controller = zk_wire.metadata(built.bootstrap_of(1), [])["controller_id"]
     other = next(b for i, b in built.brokers.items() if i != controller)
     topic = AlterPartitionReassignmentsRequest.ReassignableTopic
     alter = AlterPartitionReassignmentsRequest(timeout_ms=5000, topics=[topic(
-        name="errs", partitions=[topic.ReassignablePartition(partition_index=0, replicas=[2, 3])],
+        name="stuck", partitions=[topic.ReassignablePartition(partition_index=0, replicas=[2, 3])],
     )])
     answer = zk_wire.request(other.address, alter, 0)
     assert answer.error_code == 41  # NOT_CONTROLLER: the client asks the controller
     listing = zk_wire.request(other.address, ListPartitionReassignmentsRequest(
         timeout_ms=5000, topics=None), 0)
     assert listing.error_code == 41
-    assert json.loads(built.zk().get("/brokers/topics/errs")[0])["partitions"] == {"0": [1, 2]}

@@ -115,3 +115,52 @@ def test_kafka_reassign_partitions_tool(cluster, wait_until, reassign_tool, tmp_
     assert _partition(built, "tool")["replicas"] == [2, 3]
     listed = _run(reassign_tool, *server, "--list")
     assert "No partition reassignments found." in listed
+
+
+def test_kafka_reassign_partitions_list_and_cancel(
+    cluster, wait_until, reassign_tool, tmp_path
+) -> None:
+    """An in-flight move (its new replica frozen, so it cannot catch up) shows in
+    ``--list`` and ``--verify``; ``--cancel`` reverts it."""
+    built = cluster(3, configs={"auto.leader.rebalance.enable": "false"})
+    controller = zk_wire.metadata(built.bootstrap_of(1), [])["controller_id"]
+    frozen = max(i for i in (1, 2, 3) if i != controller)
+    first, second = sorted(i for i in (1, 2, 3) if i != frozen)
+    admin = AdminClient({"bootstrap.servers": built.bootstrap})
+    for future in admin.create_topics(
+        [NewTopic("held", num_partitions=1, replica_assignment=[[first, second]])],
+        request_timeout=60,
+    ).values():
+        future.result(timeout=60)
+    wait_until(lambda: (p := _partition(built, "held")) and p["isr"] == [first, second])
+    # Only the brokers that answer: the tool's admin client never needs the frozen one.
+    server = ["--bootstrap-server", built.bootstrap_of(first, second)]
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "held", "partition": 0, "replicas": [second, frozen]}]}))
+
+    built.freeze(frozen)
+    try:
+        executed = _run(reassign_tool, *server, "--execute", "--reassignment-json-file",
+                        str(plan))
+        assert "Successfully started partition reassignment for held-0" in executed
+        listed = _run(reassign_tool, *server, "--list")
+        assert "Current partition reassignments:" in listed
+        assert (f"held-0: replicas: {second},{frozen},{first}. adding: {frozen}."
+                f" removing: {first}.") in listed
+        topics_tool = [str(Path(reassign_tool[0]).with_name("kafka-topics.sh"))]
+        described = _run(topics_tool, *server, "--describe", "--topic", "held")
+        assert f"Replicas: {second},{frozen},{first}" in described
+        assert f"Adding Replicas: {frozen}" in described
+        assert f"Removing Replicas: {first}" in described
+        verify = _run(reassign_tool, *server, "--verify", "--preserve-throttles",
+                      "--reassignment-json-file", str(plan))
+        assert "Reassignment of partition held-0 is still in progress." in verify
+        cancelled = _run(reassign_tool, *server, "--cancel", "--preserve-throttles",
+                         "--reassignment-json-file", str(plan))
+        assert "Successfully cancelled partition reassignment for: held-0" in cancelled
+        wait_until(lambda: (p := _partition(built, "held"))
+                   and sorted(p["replicas"]) == [first, second], what="the move reverted")
+        assert "No partition reassignments found." in _run(reassign_tool, *server, "--list")
+    finally:
+        built.thaw(frozen)
