@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as ConfluentTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient, TopicPartition
 from kafka import errors as kafka_errors
@@ -73,6 +74,16 @@ def _segments(data_dir: Path, topic: str, partition: int) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(directory.glob("*.log")))
 
 
+def _log_start(data_dir: Path, topic: str, partition: int) -> int:
+    """The log start offset a replica has persisted (its offsets.checkpoint)."""
+    path = data_dir / f"{topic}-{partition}" / "offsets.checkpoint"
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.startswith("log-start-offset "):
+                return int(line.split()[1])
+    return 0
+
+
 def _view(built, topic: str) -> dict | None:
     """Partition 0 as every running broker's Metadata shows it, if they all agree."""
     views = [zk_wire.metadata(b.address, [topic])["topics"][topic]["partitions"][0]
@@ -92,17 +103,34 @@ def test_move_a_replicated_partition_with_records(cluster, wait_until) -> None:
     built = cluster(3, configs=CONFIGS)
     _create(built.bootstrap, "moving", [[1, 2]])
     _produce(built.bootstrap, "moving", RECORDS)
+    # A second partition whose log start moved (DeleteRecords): the new replica starts
+    # below it and must restart its log at the leader's log start, as Kafka's does.
+    _create(built.bootstrap, "trimmed", [[1, 2]])
+    _produce(built.bootstrap, "trimmed", 100)
+    trimmer = AdminClient({"bootstrap.servers": built.bootstrap})
+    deleted = trimmer.delete_records(
+        [ConfluentTopicPartition("trimmed", 0, 60)], request_timeout=30)
+    for future in deleted.values():
+        assert future.result(timeout=30).low_watermark == 60
+    # The follower takes the leader's log start from its fetches (up to its HW).
+    wait_until(lambda: _log_start(built.brokers[2].data_dir, "trimmed", 0) == 60,
+               what="broker 2's log start at 60")
     before = wait_until(lambda: (v := _view(built, "moving")) and v["isr"] == [1, 2] and v)
     admin = _admin(built)
     try:
-        result = admin.alter_partition_reassignments({TopicPartition("moving", 0): [2, 3]})
-        assert result == {TopicPartition("moving", 0): None}
+        result = admin.alter_partition_reassignments({
+            TopicPartition("moving", 0): [2, 3], TopicPartition("trimmed", 0): [2, 3],
+        })
+        assert result == {TopicPartition("moving", 0): None, TopicPartition("trimmed", 0): None}
 
         def done():
             view = _view(built, "moving")
-            return view if view and view["replicas"] == [2, 3] else None
+            trimmed = _view(built, "trimmed")
+            if view and trimmed and view["replicas"] == trimmed["replicas"] == [2, 3]:
+                return view
+            return None
 
-        after = wait_until(done, timeout=30, what="the move to [2, 3]")
+        after = wait_until(done, timeout=30, what="the moves to [2, 3]")
         assert admin.list_partition_reassignments() == {}
     finally:
         admin.close()
@@ -121,6 +149,14 @@ def test_move_a_replicated_partition_with_records(cluster, wait_until) -> None:
                what="broker 1 dropping its replica's data")
     values = _consume_all(built.bootstrap, "moving", RECORDS)
     assert values == [b"value-%06d" % i for i in range(RECORDS)]
+    # Broker 3's copy of the trimmed partition: the leader's batches from the one holding
+    # its log start (60) on, byte for byte.
+    copy = _segments(data[3], "trimmed", 0)
+    assert copy and _segments(data[2], "trimmed", 0).endswith(copy)
+    wait_until(lambda: _log_start(data[3], "trimmed", 0) == 60, what="broker 3's log start")
+    wait_until(lambda: _segments(data[1], "trimmed", 0) == b"")
+    values = _consume_all(built.bootstrap, "trimmed", 40)
+    assert values == [b"value-%06d" % i for i in range(60, 100)]
 
 
 def test_in_flight_reassignment_is_listed_and_cancelled(cluster, wait_until) -> None:
