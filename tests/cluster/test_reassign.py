@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import threading
+import time
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer
@@ -56,10 +58,9 @@ def _consume_all(bootstrap: str, topic: str, count: int) -> list[bytes]:
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})
     consumer.subscribe([topic])
     values: list[bytes] = []
+    deadline = time.monotonic() + 30
     try:
-        for _ in range(600):
-            if len(values) >= count:
-                break
+        while len(values) < count and time.monotonic() < deadline:
             message = consumer.poll(0.2)
             if message is not None and message.error() is None:
                 values.append(message.value())
@@ -72,6 +73,38 @@ def _segments(data_dir: Path, topic: str, partition: int) -> bytes:
     """The partition's record batches as they lie on disk, segment after segment."""
     directory = data_dir / f"{topic}-{partition}"
     return b"".join(p.read_bytes() for p in sorted(directory.glob("*.log")))
+
+
+class _LiveProducer(threading.Thread):
+    """Produces ``live-N`` records to partition 0 until stopped; counts acknowledgements."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        super().__init__(daemon=True)
+        self.topic = topic
+        self.acked = 0
+        self.failed: list[str] = []
+        self._halt = threading.Event()
+        self._producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
+                                   "enable.idempotence": True, "linger.ms": 5})
+
+    def _delivered(self, error, message) -> None:
+        if error is not None:
+            self.failed.append(str(error))
+        else:
+            self.acked += 1
+
+    def run(self) -> None:
+        sent = 0
+        while not self._halt.is_set():
+            self._producer.produce(self.topic, value=b"live-%06d" % sent, partition=0,
+                                   on_delivery=self._delivered)
+            sent += 1
+            self._producer.poll(0.005)
+        self._producer.flush(60)
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(90)
 
 
 def _log_start(data_dir: Path, topic: str, partition: int) -> int:
@@ -116,8 +149,12 @@ def test_move_a_replicated_partition_with_records(cluster, wait_until) -> None:
     wait_until(lambda: _log_start(built.brokers[2].data_dir, "trimmed", 0) == 60,
                what="broker 2's log start at 60")
     before = wait_until(lambda: (v := _view(built, "moving")) and v["isr"] == [1, 2] and v)
+    # Idempotent acks=all producing goes on through the move and its leader change.
+    live = _LiveProducer(built.bootstrap, "moving")
+    live.start()
     admin = _admin(built)
     try:
+        wait_until(lambda: live.acked >= 20, what="live records acknowledged before the move")
         result = admin.alter_partition_reassignments({
             TopicPartition("moving", 0): [2, 3], TopicPartition("trimmed", 0): [2, 3],
         })
@@ -132,8 +169,13 @@ def test_move_a_replicated_partition_with_records(cluster, wait_until) -> None:
 
         after = wait_until(done, timeout=30, what="the moves to [2, 3]")
         assert admin.list_partition_reassignments() == {}
+        acked_at_move = live.acked
+        wait_until(lambda: live.acked >= acked_at_move + 20,
+                   what="live records acknowledged by the new leader")
     finally:
         admin.close()
+        live.stop()
+    assert live.failed == []
     # Broker 1 led: leadership moved to the target's first replica with the next epoch.
     assert after["leader"] == 2 and after["leader_epoch"] > before["leader_epoch"]
     assert sorted(after["isr"]) == [2, 3]
@@ -147,8 +189,12 @@ def test_move_a_replicated_partition_with_records(cluster, wait_until) -> None:
     assert len(_segments(data[3], "moving", 0)) > RECORDS * 10
     wait_until(lambda: _segments(data[1], "moving", 0) == b"",
                what="broker 1 dropping its replica's data")
-    values = _consume_all(built.bootstrap, "moving", RECORDS)
-    assert values == [b"value-%06d" % i for i in range(RECORDS)]
+    total = RECORDS + live.acked
+    values = _consume_all(built.bootstrap, "moving", total)
+    # Nothing acknowledged lost or duplicated, in order.
+    assert values == [b"value-%06d" % i for i in range(RECORDS)] + [
+        b"live-%06d" % i for i in range(live.acked)
+    ]
     # Broker 3's copy of the trimmed partition: the leader's batches from the one holding
     # its log start (60) on, byte for byte.
     copy = _segments(data[3], "trimmed", 0)
