@@ -287,3 +287,43 @@ def _check_errors_and_not_controller(built, controller: int) -> None:
     listing = zk_wire.request(other.address, ListPartitionReassignmentsRequest(
         timeout_ms=5000, topics=None), 0)
     assert listing.error_code == 41
+
+
+def test_a_new_controller_completes_a_move_the_old_one_started(cluster, wait_until) -> None:
+    """The move lives in the topic znode: when the controller dies mid-move, the next
+    controller completes it once the new replica is in sync."""
+    built = cluster(3, configs=CONFIGS)
+    controller = zk_wire.metadata(built.bootstrap_of(1), [])["controller_id"]
+    frozen, other = sorted(i for i in (1, 2, 3) if i != controller)
+    _create(built.bootstrap, "handover", [[controller, other]])
+    _produce(built.bootstrap, "handover", 100)
+    wait_until(lambda: (v := _view(built, "handover")) and v["isr"] == [controller, other])
+    tp = TopicPartition("handover", 0)
+    admin = KafkaAdminClient(bootstrap_servers=built.bootstrap_of(controller, other),
+                             request_timeout_ms=30000)
+    try:
+        assert admin.list_partition_reassignments() == {}
+        built.freeze(frozen)  # the new replica cannot catch up while the old controller lives
+        assert admin.alter_partition_reassignments({tp: [other, frozen]}) == {tp: None}
+    finally:
+        admin.close()
+    built.kill(controller)
+    built.thaw(frozen)
+
+    def completed():
+        views = [zk_wire.metadata(built.brokers[i].address, ["handover"]) for i in (frozen, other)]
+        parts = [v["topics"]["handover"]["partitions"][0] for v in views]
+        if all(v["controller_id"] in (frozen, other) for v in views) and all(
+            p["replicas"] == [other, frozen] and sorted(p["isr"]) == sorted([other, frozen])
+            for p in parts
+        ):
+            return parts[0]
+        return None
+
+    done = wait_until(completed, timeout=45, interval=0.5, what="the new controller's completion")
+    assert done["leader"] == other
+    data = {i: built.brokers[i].data_dir for i in (frozen, other)}
+    wait_until(lambda: _segments(data[frozen], "handover", 0)
+               == _segments(data[other], "handover", 0) != b"")
+    values = _consume_all(built.bootstrap_of(frozen, other), "handover", 100)
+    assert values == [b"value-%06d" % i for i in range(100)]
