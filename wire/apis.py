@@ -46,6 +46,8 @@ class ApiKey(IntEnum):
     DELETE_GROUPS = 42
     ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
     OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
@@ -134,6 +136,8 @@ SUPPORTED: dict[ApiKey, ApiSpec] = {
         _api(ApiKey.DELETE_GROUPS, "DeleteGroups", 0, 2),
         _api(ApiKey.ELECT_LEADERS, "ElectLeaders", 0, 2),
         _api(ApiKey.INCREMENTAL_ALTER_CONFIGS, "IncrementalAlterConfigs", 0, 1),
+        _api(ApiKey.ALTER_PARTITION_REASSIGNMENTS, "AlterPartitionReassignments", 0, 1),
+        _api(ApiKey.LIST_PARTITION_REASSIGNMENTS, "ListPartitionReassignments", 0, 0),
         _api(ApiKey.OFFSET_DELETE, "OffsetDelete", 0, 0),
         _api(ApiKey.DESCRIBE_CLUSTER, "DescribeCluster", 0, 1),
         _api(

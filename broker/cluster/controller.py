@@ -25,11 +25,21 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import trio
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 
 from kafkette.broker.clock import now_ms
 from kafkette.broker.cluster import znodes
 from kafkette.broker.cluster.metadata import NO_LEADER, ClusterMetadata, PartitionState
+from kafkette.broker.cluster.reassignment import (
+    Assignment,
+    Completion,
+    ReassignmentRefused,
+    cancel,
+    check_target,
+    plan_completion,
+    reassign_to,
+)
+from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
@@ -68,14 +78,15 @@ def plan_partition(
       partition goes offline (leader -1, epoch + 1, ISR keeps the last leader so it
       can lead again when it returns) unless unclean.leader.election.enable lets the
       first live replica lead alone (records only the old ISR had are lost);
-    - leader alive but some ISR members dead: they leave the ISR, epoch + 1.
+    - leader alive but some ISR members dead (or no longer replicas, after a
+      reassignment): they leave the ISR, epoch + 1.
     """
     if state is None:
         alive = tuple(r for r in replicas if r in live)
         if not alive:
             return None
         return StateChange(topic, partition, None, alive[0], 0, alive)
-    alive_isr = tuple(r for r in state.isr if r in live)
+    alive_isr = tuple(r for r in state.isr if r in live and r in replicas)
     if state.leader == NO_LEADER or state.leader not in live:
         candidates = [r for r in replicas if r in live and r in state.isr]
         if candidates:
@@ -153,7 +164,7 @@ def plan_preferred_leaders(metadata: ClusterMetadata, percentage: int) -> list[S
         if name in metadata.pending_deletions:
             continue
         for p, replicas in topic.replicas.items():
-            if replicas:
+            if replicas and not topic.reassigning(p):
                 preferred.setdefault(replicas[0], []).append((name, p))
     changes = []
     for broker, partitions in sorted(preferred.items()):
@@ -357,7 +368,9 @@ class Controller:
             log.info("brokers %s registered again since the last step: their"
                      " leaderships move and they rejoin as followers", sorted(bounced))
         unsettled: set[int] = set()
+        changed = set()
         for change in plan(metadata, self.unclean_default, bounced):
+            changed.add((change.topic, change.partition))
             if not self._apply(client, change) and change.current is not None:
                 # Lost a race: a bounced broker stays "bounced" until its move is written.
                 unsettled.update(bounced & {change.current.leader, *change.current.isr})
@@ -365,6 +378,155 @@ class Controller:
             b: self._broker_epochs[b] if b in unsettled else info.epoch
             for b, info in metadata.brokers.items()
         }
+        self._complete_reassignments(client, metadata, changed)
+
+    # Reassignments (KIP-455; the rules are in reassignment.py) ---------------------
+
+    async def alter_reassignments(
+        self,
+        requests: dict[tuple[str, int], tuple[int, ...] | None],
+        allow_replication_factor_change: bool = True,
+    ) -> dict[tuple[str, int], tuple[ErrorCode, str | None]]:
+        """Start (a target) or cancel (None) reassignments: each partition's result.
+        NOT_CONTROLLER for every partition when this broker is not the controller."""
+        if not self.active or self.retired:
+            return dict.fromkeys(requests, (ErrorCode.NOT_CONTROLLER, None))
+        try:
+            return await self.session.run(
+                self._alter_reassignments, requests, allow_replication_factor_change
+            )
+        except Fenced:
+            self.active = False
+            return dict.fromkeys(requests, (ErrorCode.NOT_CONTROLLER, None))
+        except KazooException as exc:  # ZooKeeper away: nothing known to be written
+            log.warning("reassignment request not written, ZooKeeper unavailable: %r", exc)
+            return dict.fromkeys(
+                requests, (ErrorCode.REQUEST_TIMED_OUT, f"ZooKeeper unavailable ({exc!r})")
+            )
+
+    def _alter_reassignments(
+        self,
+        client: KazooClient,
+        requests: dict[tuple[str, int], tuple[int, ...] | None],
+        allow_rf_change: bool,
+    ) -> dict[tuple[str, int], tuple[ErrorCode, str | None]]:
+        live = {int(c) for c in client.get_children(znodes.BROKER_IDS)}
+        results: dict[tuple[str, int], tuple[ErrorCode, str | None]] = {}
+        by_topic: dict[str, dict[int, tuple[int, ...] | None]] = {}
+        for (topic, p), target in requests.items():
+            by_topic.setdefault(topic, {})[p] = target
+        for topic, wanted in by_topic.items():
+            for _ in range(5):  # the assignment moved under us (CreatePartitions): again
+                outcome = self._alter_topic(client, topic, wanted, live, allow_rf_change)
+                if outcome is not None:
+                    break
+            else:
+                outcome = {
+                    p: (ErrorCode.REASSIGNMENT_IN_PROGRESS, "The assignment kept changing.")
+                    for p in wanted
+                }
+            results.update({(topic, p): r for p, r in outcome.items()})
+        return results
+
+    def _alter_topic(
+        self,
+        client: KazooClient,
+        topic: str,
+        wanted: dict[int, tuple[int, ...] | None],
+        live: set[int],
+        allow_rf_change: bool,
+    ) -> dict[int, tuple[ErrorCode, str | None]] | None:
+        """One topic's requests in one conditional write; None when it lost a race."""
+        unknown = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist.")
+        try:
+            data, stat = client.get(znodes.topic_path(topic))
+        except NoNodeError:
+            return dict.fromkeys(wanted, unknown)
+        doc = znodes.decode_topic(data)
+        if doc.topic_id is None or client.exists(znodes.delete_topic_path(topic)):
+            return dict.fromkeys(wanted, unknown)
+        replicas, adding, removing = dict(doc.replicas), dict(doc.adding), dict(doc.removing)
+        results: dict[int, tuple[ErrorCode, str | None]] = {}
+        for p, target in wanted.items():
+            if p not in replicas:
+                results[p] = unknown
+                continue
+            current = Assignment(replicas[p], adding.get(p, ()), removing.get(p, ()))
+            if target is None:
+                if not current.moving:
+                    results[p] = (
+                        ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
+                        f"No reassignment in progress for partition {topic}-{p}.",
+                    )
+                    continue
+                new = cancel(current)
+            else:
+                try:
+                    check_target(current, target, live, allow_rf_change)
+                except ReassignmentRefused as refused:
+                    results[p] = (refused.code, refused.message)
+                    continue
+                new = reassign_to(current, target)
+            replicas[p], adding[p], removing[p] = new.replicas, new.adding, new.removing
+            results[p] = (ErrorCode.NONE, None)
+            log.info(
+                "reassignment of %s-%d: %s (replicas %s, adding %s, removing %s)", topic, p,
+                "cancelled" if target is None else f"to {list(target)}",
+                list(new.replicas), list(new.adding), list(new.removing),
+            )
+        if not any(code == ErrorCode.NONE for code, _ in results.values()):
+            return results
+        encoded = znodes.encode_topic(doc.topic_id, replicas, adding, removing)
+        path, version = znodes.topic_path(topic), stat.version
+        if not self._fenced_commit(
+            client, lambda txn: txn.set_data(path, encoded, version=version)
+        ):
+            return None
+        return results
+
+    def _complete_reassignments(
+        self, client: KazooClient, metadata: ClusterMetadata, skip: set[tuple[str, int]]
+    ) -> None:
+        """Every moving partition whose target replicas are all in the ISR completes:
+        the partition state and the topic's assignment in one transaction."""
+        for name, topic in metadata.topics.items():
+            if name in metadata.pending_deletions or not (topic.adding or topic.removing):
+                continue
+            done = [
+                c for p in sorted(topic.replicas)
+                if (name, p) not in skip
+                and (c := plan_completion(topic, p, metadata.states.get((name, p)),
+                                          metadata.brokers)) is not None
+            ]
+            if done:
+                self._complete(client, topic, done)
+
+    def _complete(self, client: KazooClient, topic, done: list[Completion]) -> None:
+        replicas, adding, removing = (
+            dict(topic.replicas), dict(topic.adding), dict(topic.removing)
+        )
+        for c in done:
+            replicas[c.partition] = c.replicas
+            adding.pop(c.partition, None)
+            removing.pop(c.partition, None)
+        encoded = znodes.encode_topic(topic.topic_id, replicas, adding, removing)
+
+        def ops(txn) -> None:
+            for c in done:
+                txn.set_data(
+                    znodes.state_path(c.topic, c.partition),
+                    znodes.encode_state(c.leader, c.leader_epoch, c.isr, self.epoch),
+                    version=c.current.zk_version,
+                )
+            txn.set_data(znodes.topic_path(topic.name), encoded, version=topic.zk_version)
+
+        if self._fenced_commit(client, ops):
+            for c in done:
+                log.info(
+                    "reassignment of %s-%d completed: replicas %s, leader %d, leader epoch %d,"
+                    " isr %s", c.topic, c.partition, list(c.replicas), c.leader,
+                    c.leader_epoch, list(c.isr),
+                )
 
     def _apply(self, client: KazooClient, change: StateChange) -> bool:
         data = znodes.encode_state(change.leader, change.leader_epoch, change.isr, self.epoch)
@@ -414,7 +576,9 @@ class Controller:
             assignment = znodes.decode_topic(data)
             if assignment.topic_id is not None:
                 continue
-            new = znodes.encode_topic(uuid.uuid4(), assignment.replicas)
+            new = znodes.encode_topic(
+                uuid.uuid4(), assignment.replicas, assignment.adding, assignment.removing
+            )
             try:
                 client.set(znodes.topic_path(topic), new, version=stat.version)
             except (BadVersionError, NoNodeError):

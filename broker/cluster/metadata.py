@@ -44,6 +44,24 @@ class TopicInfo:
     replicas: dict[int, tuple[int, ...]]  # partition -> replicas, preferred leader first
     configs: dict[str, str]
     zk_version: int = 0  # of /brokers/topics/<t>, for CreatePartitions' conditional write
+    # Ongoing reassignments (KIP-455), only partitions being moved: the target replicas
+    # not in the original set, and the original replicas not in the target. While a
+    # partition moves, ``replicas`` is the full set (target first, then the rest).
+    adding: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    removing: dict[int, tuple[int, ...]] = field(default_factory=dict)
+
+    def target_replicas(self, partition: int) -> tuple[int, ...]:
+        """Where the partition is going (its replicas when it is not moving)."""
+        removing = self.removing.get(partition, ())
+        return tuple(r for r in self.replicas.get(partition, ()) if r not in removing)
+
+    def original_replicas(self, partition: int) -> tuple[int, ...]:
+        """Where the partition was before its ongoing reassignment (Kafka's origin)."""
+        adding = self.adding.get(partition, ())
+        return tuple(r for r in self.replicas.get(partition, ()) if r not in adding)
+
+    def reassigning(self, partition: int) -> bool:
+        return bool(self.adding.get(partition) or self.removing.get(partition))
 
 
 NO_LEADER = -1

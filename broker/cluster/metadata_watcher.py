@@ -132,6 +132,7 @@ class MetadataWatcher:
             topics[name] = TopicInfo(
                 name, assignment.topic_id, dict(assignment.replicas),
                 dict(cache.configs.get(name, {})), version,
+                dict(assignment.adding), dict(assignment.removing),
             )
         states = {k: v for k, v in cache.states.items() if k[0] in topics}
         return ClusterMetadata(

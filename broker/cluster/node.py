@@ -141,6 +141,9 @@ class ClusterNode:
             # this broker is alive.
             self.replicas = manager(self.broker, self)
             await self.replicas.start(nursery)
+            # After the replica manager: a replica removed by a reassignment has stopped
+            # following before its data goes (Kafka's StopReplica with delete).
+            self.add_listener(self._drop_stray_replicas)
         await self._register()
         # Ready only once this broker's view has itself and a controller (racing for it
         # if there is none), so its first Metadata answers already name both.
@@ -241,6 +244,13 @@ class ClusterNode:
         if self.replicas is not None:
             await self.replicas.stop()
         await self.session.close()
+
+    async def _drop_stray_replicas(self, metadata: ClusterMetadata) -> None:
+        if self._leaving:
+            return  # the listeners' view hides what this broker still holds (see above)
+        from kafkette.broker.cluster.stray_replicas import drop_stray_replicas
+
+        await drop_stray_replicas(self.broker, metadata, self.broker_id)
 
     async def _offer_to_controller(self, metadata: ClusterMetadata) -> None:
         self.controller.offer(metadata)

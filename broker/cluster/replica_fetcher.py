@@ -262,6 +262,23 @@ class ReplicaFetcher:
                 )
                 await trio.to_thread.run_sync(partition.log.truncate_to, max(offset, 0))
 
+    async def _restart_at(self, state: FollowerPartition, fetched_at: int, offset: int) -> bool:
+        """Kafka's ``truncateFullyAndStartAt`` on a follower that fetched below the
+        leader's log start; False (back off) if the log moved meanwhile."""
+        partition = state.partition
+        async with partition.append_lock:
+            if self._partitions.get(state.key) is not state:
+                return True
+            if partition.log.log_end_offset != fetched_at:
+                return True  # changed meanwhile: the next fetch asks again
+            log.info(
+                "%s-%d: fetch offset %d is below the log start %d of leader %d:"
+                " restarting the local log empty at %d",
+                partition.topic, partition.index, fetched_at, offset, self.leader_id, offset,
+            )
+            await trio.to_thread.run_sync(partition.log.truncate_fully_and_start_at, offset)
+        return True
+
     async def _fetch(self, states: list[FollowerPartition]) -> None:
         config = self._config
         topics: dict[str, list[dict]] = {}
@@ -321,6 +338,12 @@ class ReplicaFetcher:
             state.paused = True
             return True
         if error == ErrorCode.OFFSET_OUT_OF_RANGE:
+            leader_start = answer["log_start_offset"]
+            if 0 <= fetched_at < leader_start:
+                # Below the leader's log start (a new replica, or one away while retention
+                # or DeleteRecords moved it): everything it holds is gone on the leader.
+                # Kafka's follower restarts its log empty at the leader's log start.
+                return await self._restart_at(state, fetched_at, leader_start)
             self._warn(
                 "range",
                 "replica fetch of %s-%d at %d out of range on broker %d (its log starts at %d)",
@@ -368,6 +391,13 @@ class ReplicaFetcher:
                     # Headers None: the log reads them again and checks every CRC, as
                     # Kafka's follower validates what it is sent.
                     data = bytes(records[start:end])
+                    first = headers[0].base_offset
+                    if first < leo and leo == log_.log_start_offset:
+                        # An empty log restarted at the leader's log start, which falls
+                        # inside this batch (DeleteRecords cut it): restart at the batch's
+                        # base and take it whole; the leader's log start then moves ours
+                        # (below). Kafka's follower does the same (KAFKA-6975).
+                        await trio.to_thread.run_sync(log_.truncate_fully_and_start_at, first)
                     try:
                         await trio.to_thread.run_sync(log_.append_as_follower, data, None)
                     except OffsetMismatch as exc:  # our log moved under us: ask again

@@ -167,6 +167,11 @@ class ZkAdmin:
                     "This server does not host this topic-partition.",
                 ) from None
             current = znodes.decode_topic(data)
+            if current.adding or current.removing:
+                raise TopicError(
+                    ErrorCode.REASSIGNMENT_IN_PROGRESS,
+                    f"A partition reassignment is in progress for topic '{name}'.",
+                )
             existing = len(current.replicas)
             if total < existing:
                 raise TopicError(

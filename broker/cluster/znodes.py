@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 CLUSTER_ID = "/cluster/id"
 CONTROLLER = "/controller"
@@ -155,29 +155,53 @@ def topic_id_from_str(text: str) -> uuid.UUID:
 
 @dataclass(frozen=True, slots=True)
 class TopicAssignment:
+    """``/brokers/topics/<t>``. During a reassignment (KIP-455) ``replicas`` of a
+    partition is the full set (target first, then the original replicas not in the
+    target), ``adding`` the target replicas not in the original set and ``removing``
+    the original replicas not in the target; both are empty otherwise."""
+
     topic_id: uuid.UUID | None
     replicas: dict[int, tuple[int, ...]]
+    adding: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    removing: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
 
-def encode_topic(topic_id: uuid.UUID, replicas: dict[int, tuple[int, ...]]) -> bytes:
+def encode_topic(
+    topic_id: uuid.UUID,
+    replicas: dict[int, tuple[int, ...]],
+    adding: dict[int, tuple[int, ...]] | None = None,
+    removing: dict[int, tuple[int, ...]] | None = None,
+) -> bytes:
+    """Kafka's version 3 (2.8+): version 2's ``adding_replicas``/``removing_replicas``
+    (only partitions being reassigned are listed) plus the topic id."""
     return _dump(
         {
             "version": 3,
             "topic_id": topic_id_to_str(topic_id),
             "partitions": {str(p): list(r) for p, r in sorted(replicas.items())},
-            "adding_replicas": {},
-            "removing_replicas": {},
+            "adding_replicas": {str(p): list(r) for p, r in sorted((adding or {}).items()) if r},
+            "removing_replicas": {
+                str(p): list(r) for p, r in sorted((removing or {}).items()) if r
+            },
         }
     )
+
+
+def _partition_lists(raw: object, keep_empty: bool = False) -> dict[int, tuple[int, ...]]:
+    if not isinstance(raw, dict):
+        return {}
+    return {int(p): tuple(int(b) for b in r) for p, r in raw.items() if r or keep_empty}
 
 
 def decode_topic(data: bytes) -> TopicAssignment:
     doc = _load(data)
     raw_id = doc.get("topic_id")
-    replicas = {
-        int(p): tuple(int(b) for b in r) for p, r in (doc.get("partitions") or {}).items()
-    }
-    return TopicAssignment(topic_id_from_str(raw_id) if raw_id else None, replicas)
+    return TopicAssignment(
+        topic_id_from_str(raw_id) if raw_id else None,
+        _partition_lists(doc.get("partitions") or {}, keep_empty=True),
+        _partition_lists(doc.get("adding_replicas") or {}),
+        _partition_lists(doc.get("removing_replicas") or {}),
+    )
 
 
 # /brokers/topics/<topic>/partitions/<p>/state ---------------------------------

@@ -93,6 +93,27 @@ def _refuse_non_topic(rtype: int) -> None:
         raise TopicError(ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}")
 
 
+# Kafka's replication throttles (``kafka-reassign-partitions.sh --throttle``): dynamic
+# broker configs and topic configs. kafkette does not throttle replication, so they are
+# never set: deleting them (what the tool's ``--verify`` does once a move completes) is
+# a no-op that succeeds; setting them is refused like any other unknown config.
+REPLICATION_THROTTLE_CONFIGS = frozenset({
+    "leader.replication.throttled.rate",
+    "follower.replication.throttled.rate",
+    "replica.alter.log.dirs.io.max.bytes.per.second",
+    "leader.replication.throttled.replicas",
+    "follower.replication.throttled.replicas",
+})
+
+
+def _only_clears_throttles(resource: dict) -> bool:
+    changes = resource["configs"]
+    return bool(changes) and all(
+        c["name"] in REPLICATION_THROTTLE_CONFIGS and c["config_operation"] == OP_DELETE
+        for c in changes
+    )
+
+
 def _replace_all(broker: Broker, resource: dict) -> dict[str, str]:
     """AlterConfigs: the request's entries become the topic's whole set."""
     return {c["name"]: c["value"] for c in resource["configs"] if c["value"] is not None}
@@ -119,6 +140,13 @@ async def _alter(broker: Broker, request: Request, new_configs) -> dict:
         }
         responses.append(response)
         try:
+            if new_configs is _apply_each and _only_clears_throttles(resource):
+                if rtype == RESOURCE_TOPIC and broker.topics.metadata(rname) is None:
+                    raise TopicError(
+                        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic '{rname}'"
+                    )
+                if rtype in (RESOURCE_TOPIC, RESOURCE_BROKER):
+                    continue  # never set here: nothing to delete
             _refuse_non_topic(rtype)
             configs = new_configs(broker, resource)
             await broker.topics.set_configs(rname, configs, validate_only=body["validate_only"])

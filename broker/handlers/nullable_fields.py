@@ -47,6 +47,9 @@ NULLABLE_REQUEST_FIELDS: dict[tuple[str, str], str] = {
     ("AlterConfigs", "resources.configs.value"): "the config is left unset (back to its default)",
     ("CreatePartitions", "topics.assignments"): "the broker places the new partitions",
     ("ElectLeaders", "topic_partitions"): "every partition of every topic",
+    ("AlterPartitionReassignments", "topics.partitions.replicas"): "cancel the partition's "
+    "ongoing reassignment (NO_REASSIGNMENT_IN_PROGRESS when none)",
+    ("ListPartitionReassignments", "topics"): "every ongoing reassignment",
     ("IncrementalAlterConfigs", "resources.configs.value"): "SET: INVALID_CONFIG; DELETE: "
     "nothing needed; APPEND/SUBTRACT: an empty list",
 }
