@@ -90,7 +90,9 @@ class Load:
 class ConfluentLoad(Load):
     """librdkafka: enable.idempotence, acks=all."""
 
-    def __init__(self, bootstrap: str, topic: str, name: str = "confluent") -> None:
+    def __init__(
+        self, bootstrap: str, topic: str, name: str = "confluent", **overrides: Any
+    ) -> None:
         super().__init__(name)
         from confluent_kafka import Producer
 
@@ -104,6 +106,7 @@ class ConfluentLoad(Load):
                 "message.timeout.ms": DELIVERY_TIMEOUT_MS,
                 "retry.backoff.ms": 100,
                 "topic.metadata.refresh.interval.ms": 1000,
+                **overrides,
             }
         )
 
@@ -271,7 +274,9 @@ def create_topic(
 
     topic = "failover-" + uuid.uuid4().hex[:10]
     if assignment is not None:
-        new = NewTopic(topic, replica_assignment=[assignment], config=configs or {})
+        new = NewTopic(
+            topic, num_partitions=1, replica_assignment=[assignment], config=configs or {}
+        )
     else:
         new = NewTopic(topic, partitions, rf, config=configs or {})
     admin = AdminClient({"bootstrap.servers": bootstrap})
