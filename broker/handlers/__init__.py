@@ -23,6 +23,7 @@ from kafkette.broker.handlers import (
     produce,
     producer_ids,
     sasl,
+    topic_partitions,
     transactions,
     txn_offsets,
 )
@@ -40,6 +41,7 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.SASL_AUTHENTICATE: sasl.handle_sasl_authenticate,
     ApiKey.METADATA: cluster.handle_metadata,
     ApiKey.DESCRIBE_CLUSTER: cluster.handle_describe_cluster,
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: topic_partitions.handle_describe_topic_partitions,
     ApiKey.ELECT_LEADERS: elections.handle_elect_leaders,
     ApiKey.PRODUCE: produce.handle_produce,
     ApiKey.FETCH: fetch.handle_fetch,

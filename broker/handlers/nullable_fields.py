@@ -47,6 +47,7 @@ NULLABLE_REQUEST_FIELDS: dict[tuple[str, str], str] = {
     ("AlterConfigs", "resources.configs.value"): "the config is left unset (back to its default)",
     ("CreatePartitions", "topics.assignments"): "the broker places the new partitions",
     ("ElectLeaders", "topic_partitions"): "every partition of every topic",
+    ("DescribeTopicPartitions", "cursor"): "start at the first topic (in name order)",
     ("IncrementalAlterConfigs", "resources.configs.value"): "SET: INVALID_CONFIG; DELETE: "
     "nothing needed; APPEND/SUBTRACT: an empty list",
 }
