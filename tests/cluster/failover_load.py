@@ -30,7 +30,13 @@ from typing import Any
 # on a loaded two-core machine.
 DELIVERY_TIMEOUT_MS = 120_000
 TIMEOUT = 60.0
-REFERENCE_KAFKA = Path("/work/shared/reference-kafka/kafka-ref")
+# ../shared/reference-kafka beside the checkout (or beside the folder of worktrees).
+_ROOT = Path(__file__).resolve().parents[2]
+REFERENCE_KAFKA = next(
+    (p / "shared" / "reference-kafka" / "kafka-ref" for p in (_ROOT.parent, _ROOT.parent.parent)
+     if (p / "shared" / "reference-kafka" / "kafka-ref").exists()),
+    _ROOT.parent / "shared" / "reference-kafka" / "kafka-ref",
+)
 
 
 # --- loads -----------------------------------------------------------------------

@@ -39,8 +39,8 @@ def _failover_load():
 
 
 fl = _failover_load()
-RECORDS = 3000
-KILL_AFTER_ACKED = 600
+RECORDS = 2000
+KILL_AFTER_ACKED = 500
 
 
 def test_java_producer_rides_out_kill_9_of_the_leader(cluster, wait_until) -> None:
@@ -51,7 +51,7 @@ def test_java_producer_rides_out_kill_9_of_the_leader(cluster, wait_until) -> No
     topic = fl.create_topic(c.bootstrap, 3, {"min.insync.replicas": "2"})
     leader = fl.wait_full_isr(c, wait_until, topic, [1, 2, 3])
 
-    load = fl.JavaLoad(home, c.bootstrap, topic, RECORDS, throughput=300).start()
+    load = fl.JavaLoad(home, c.bootstrap, topic, RECORDS, throughput=400).start()
     wait_until(
         lambda: load.acked_count >= KILL_AFTER_ACKED or load.process.poll() is not None,
         timeout=fl.TIMEOUT,
