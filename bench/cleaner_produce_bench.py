@@ -102,6 +102,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--kafkette-config", action="append", default=[], metavar="KEY=VALUE",
                         help="passed to kafkette serve as --config KEY=VALUE (repeatable), "
                              "e.g. log.cleaner.io.max.bytes.per.second=5000000")
+    parser.add_argument("--trace", type=Path, default=None, metavar="DIR",
+                        help="keep, per run, every record's (scheduled time, produce latency) "
+                             "and the broker's log in DIR, to line slow answers up with the "
+                             "cleaner's log lines (times are CLOCK_MONOTONIC seconds)")
     args = parser.parse_args(argv)
     if args.quick:
         args.mb, args.seconds, args.warmup = 24, 8.0, 1.0
@@ -336,16 +340,35 @@ def one_run(
                 watcher.stop.set()
                 watcher.join(timeout=5)
             figures.update(latency_figures(state, results, consumer, altered_ns, end_ns))
+            if args.trace is not None:
+                save_trace(args.trace / workdir.name, workdir, results, altered_ns, end_ns)
             samples = sum(1 for scheduled, _ in results if altered_ns <= scheduled < end_ns)
+            # A backlog already there at the alter (the machine was busy) spills into a
+            # short window: the warm-up's p99 says whether it did.
+            warmup = [ms for scheduled, ms in results if scheduled < altered_ns]
             line += (
                 f"; over {(end_ns - altered_ns) / 1e9:.1f} s ({samples} records) produce "
                 f"p50 {figures[f'cleaner.{state}.produce_p50_ms']:.1f} ms, "
-                f"p99 {figures[f'cleaner.{state}.produce_p99_ms']:.1f} ms"
+                f"p99 {figures[f'cleaner.{state}.produce_p99_ms']:.1f} ms "
+                f"(warm-up before the alter: p99 {percentile(warmup, 0.99):.1f} ms)"
             )
             _require_alive(ctx)
             return figures, end_ns - altered_ns, line
     finally:
         broker.stop()
+
+
+def save_trace(
+    target: Path, workdir: Path, results: list[tuple[int, float]], altered_ns: int, end_ns: int
+) -> None:
+    """``--trace``: latencies.txt (monotonic s, ms; the window on its first line) and broker.log."""
+    target.mkdir(parents=True, exist_ok=True)
+    lines = [f"# window {altered_ns / 1e9:.6f} {end_ns / 1e9:.6f}"]
+    lines += [f"{scheduled / 1e9:.6f} {ms:.3f}" for scheduled, ms in sorted(results)]
+    (target / "latencies.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for name in ("broker.log", "server.log"):
+        if (workdir / name).exists():
+            shutil.copy(workdir / name, target / name)
 
 
 def wait_for_clean(watcher: SizeWatcher, since_ns: int, timeout_s: float, ctx: Context) -> int:

@@ -194,6 +194,11 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "offsets.retention.check.interval.ms", "LONG", "600000", "How often offsets expire.",
             at_least=1,
         ),
+        _d(
+            "offsets.commit.timeout.ms", "INT", "5000",
+            "How long a group coordinator's write waits for its replicas (cluster mode).",
+            at_least=1,
+        ),
         _d("group.initial.rebalance.delay.ms", "INT", "3000", "Wait for more members."),
         _d("group.min.session.timeout.ms", "INT", "6000", "Smallest session timeout."),
         _d("group.max.session.timeout.ms", "INT", "1800000", "Largest session timeout."),

@@ -16,6 +16,15 @@ event loop:
   batch of the producer, and ``write_txn_marker`` (called by the transaction
   coordinator) appends the COMMIT/ABORT marker in order with every other write
   before telling the state machine (see docs/groups.md).
+
+In a cluster (``broker.cluster``) the coordinator serves only the groups whose
+``__consumer_offsets`` partition this broker leads (docs/cluster.md,
+"Coordinators"): a listener on the cluster metadata loads a partition's groups
+from its log when this broker becomes its leader (COORDINATOR_LOAD_IN_PROGRESS
+for them meanwhile) and forgets them when it stops leading it (members waiting
+in JoinGroup/SyncGroup are answered NOT_COORDINATOR); requests for groups of
+other partitions get NOT_COORDINATOR, so clients find the new coordinator. Every
+write is committed (the high watermark passes it) before anyone is answered.
 """
 
 from __future__ import annotations
@@ -32,7 +41,12 @@ from kafkette.broker import groups
 from kafkette.broker.clock import now_ms
 from kafkette.broker.groups import OFFSETS_TOPIC
 from kafkette.broker.groups.config import GroupConfig
-from kafkette.broker.internal_topics import create_if_missing, partitions_in_use, replay_batches
+from kafkette.broker.internal_topics import (
+    append_committed,
+    create_if_missing,
+    partitions_in_use,
+    replay_batches,
+)
 from kafkette.broker.partition import Partition
 from kafkette.broker.throttled_log import describe_error, storage_errors
 from kafkette.broker.topics import TopicError
@@ -46,6 +60,8 @@ from kafkette.wire.records import (
 )
 
 if TYPE_CHECKING:
+    from kafkette.broker.cluster.metadata import ClusterMetadata
+    from kafkette.broker.cluster.replica_manager import ReplicaManager
     from kafkette.broker.groups import (
         GroupCoordinatorState,
         JoinResponse,
@@ -58,6 +74,16 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kafkette.groups")
 
+# A cluster write that did not commit, as Kafka 4.0's group coordinator answers it
+# (normalizeException): leadership gone -> NOT_COORDINATOR (find the new one);
+# too few replicas or no commit in time -> COORDINATOR_NOT_AVAILABLE (retry).
+_WRITE_ERRORS = {
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+}
+
 
 
 def offsets_topic_configs(config: GroupConfig) -> dict[str, str]:
@@ -68,6 +94,15 @@ def offsets_topic_configs(config: GroupConfig) -> dict[str, str]:
         "segment.bytes": str(config.offsets_topic_segment_bytes),
         "compression.type": "producer",
     }
+
+
+@dataclass(slots=True)
+class _Ownership:
+    """Cluster mode: an offsets partition this broker leads (``token`` tells one
+    leadership from the next; ``loaded`` once its groups are in memory)."""
+
+    token: int
+    loaded: bool = False
 
 
 @dataclass(slots=True)
@@ -103,7 +138,8 @@ class ProducerRejected(Exception):
 
 
 class GroupCoordinator:
-    """The broker's single group coordinator (this node coordinates every group)."""
+    """The broker's group coordinator: of every group on a single node, of the groups
+    of the offsets partitions this broker leads in a cluster."""
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
@@ -112,6 +148,11 @@ class GroupCoordinator:
         self._lock = trio.Lock()
         self._waiters: dict[object, _Waiter] = {}
         self._rearm = trio.Event()
+        # Cluster mode: the offsets partitions this broker leads. None on a single node,
+        # which coordinates every group.
+        self._owned: dict[int, _Ownership] | None = None
+        self._tokens = 0
+        self._nursery: trio.Nursery | None = None
 
     # Start-up ----------------------------------------------------------------
 
@@ -119,8 +160,11 @@ class GroupCoordinator:
         """Rebuild the state from ``__consumer_offsets``, if it exists yet.
 
         The topic is created on the first write (as Kafka creates it on first
-        use), so a fresh broker starts without making 50 partitions.
+        use), so a fresh broker starts without making 50 partitions. In a cluster
+        nothing is loaded here: partitions load as this broker comes to lead them.
         """
+        if self.broker.cluster is not None:
+            return
         in_use = partitions_in_use(
             self.broker.topics, OFFSETS_TOPIC, self.config.offsets_topic_num_partitions,
             "offsets.topic.num.partitions",
@@ -167,15 +211,126 @@ class GroupCoordinator:
     async def start(self, nursery: trio.Nursery) -> None:
         nursery.start_soon(self._timer)
         nursery.start_soon(self._expire_offsets_periodically)
+        cluster = self.broker.cluster
+        if cluster is not None:
+            self._owned = {}
+            self._nursery = nursery
+            cluster.add_listener(self._on_metadata)
+            await self._on_metadata(cluster.metadata)
+
+    # Cluster mode: groups move with leadership -----------------------------------
+
+    @property
+    def _replicas(self) -> ReplicaManager | None:
+        cluster = self.broker.cluster
+        return None if cluster is None else cluster.replicas
+
+    def coordinator_error(self, group_id: str) -> ErrorCode:
+        """NONE if this broker coordinates ``group_id`` now; NOT_COORDINATOR if another
+        broker leads its offsets partition, COORDINATOR_LOAD_IN_PROGRESS while its
+        groups load. Always NONE on a single node."""
+        if self._owned is None:
+            return ErrorCode.NONE
+        owned = self._owned.get(self.state.partition_for(group_id))
+        if owned is None:
+            return ErrorCode.NOT_COORDINATOR
+        return ErrorCode.NONE if owned.loaded else ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+
+    @property
+    def loading(self) -> bool:
+        """Cluster mode: some offsets partition this broker leads is still loading."""
+        return self._owned is not None and not all(o.loaded for o in self._owned.values())
+
+    def _check_group(self, group_id: str | None) -> None:
+        if group_id is not None:
+            error = self.coordinator_error(group_id)
+            if error != ErrorCode.NONE:
+                raise CoordinatorUnavailable(error.name, error)
+
+    def _led_offsets_partitions(self, metadata: ClusterMetadata) -> set[int]:
+        """The offsets partitions whose leader this broker is, in ``metadata`` and for
+        the replica manager (which took the role before this listener runs)."""
+        topic = metadata.topics.get(OFFSETS_TOPIC)
+        replicas = self._replicas
+        cluster = self.broker.cluster
+        if topic is None or replicas is None or cluster is None:
+            return set()
+        me = cluster.broker_id
+        led = set()
+        for index in topic.replicas:
+            state = metadata.states.get((OFFSETS_TOPIC, index))
+            if state is None or state.leader != me:
+                continue
+            if isinstance(replicas.leader_partition(OFFSETS_TOPIC, index), Partition):
+                led.add(index)
+        return led
+
+    async def _on_metadata(self, metadata: ClusterMetadata) -> None:
+        """Load the offsets partitions this broker now leads, unload those it lost
+        (Kafka's onElection / onResignation of the group coordinator)."""
+        if self._owned is None:
+            return
+        topic = metadata.topics.get(OFFSETS_TOPIC)
+        if topic is not None and len(topic.replicas) != self.config.offsets_topic_num_partitions:
+            # The partition count is the topic's, whatever offsets.topic.num.partitions says.
+            self.config = replace(self.config, offsets_topic_num_partitions=len(topic.replicas))
+            self.state.config = self.config
+        led = self._led_offsets_partitions(metadata)
+        for index in [i for i in self._owned if i not in led]:
+            del self._owned[index]
+            replies = self.state.unload_partition(index, ErrorCode.NOT_COORDINATOR)
+            self._deliver(groups.Outcome(None, replies))
+            log.info("unloaded the groups of %s: no longer its leader", partition_name(index))
+        for index in sorted(led - self._owned.keys()):
+            self._tokens += 1
+            self._owned[index] = _Ownership(self._tokens)
+            assert self._nursery is not None
+            try:
+                self._nursery.start_soon(self._load_partition, index, self._tokens)
+            except RuntimeError:  # the broker is stopping: it serves no request any more
+                return
+        self._rearm.set()
+
+    async def _load_partition(self, index: int, token: int) -> None:
+        """Read the partition's records (no write goes to it while it loads: its groups
+        are answered COORDINATOR_LOAD_IN_PROGRESS), then install them under the lock."""
+        started = trio.current_time()
+        partition = self.broker.topics.partition(OFFSETS_TOPIC, index)
+        try:
+            records = (
+                [] if partition is None
+                else await trio.to_thread.run_sync(_read_all_records, [partition])
+            )
+        except Exception as exc:  # a failed disk: its groups stay unavailable
+            storage_errors.failure("loading groups from", partition_name(index), exc)
+            return
+        async with self._lock:
+            assert self._owned is not None
+            owned = self._owned.get(index)
+            if owned is None or owned.token != token:
+                return  # lost (or lost and regained: that load is the one) meanwhile
+            replies = self.state.load_partition(
+                index, records, now_ms(), ErrorCode.NOT_COORDINATOR
+            )
+            self._deliver(groups.Outcome(None, replies))
+            owned.loaded = True
+            self._rearm.set()
+        log.info(
+            "loaded %d groups from %d records of %s in %.3fs",
+            len(self.state.groups_on_partition(index)), len(records), partition_name(index),
+            trio.current_time() - started,
+        )
 
     # Driving the state machine -------------------------------------------------
 
-    async def run(self, call: object) -> Outcome:
+    async def run(self, call: object, group_id: str | None = None) -> Outcome:
         """Run ``call(state, now_ms)`` under the lock; persist, then deliver replies.
 
-        Raises CoordinatorUnavailable if the records could not be written.
+        Raises CoordinatorUnavailable if the records could not be written, or (with
+        ``group_id``, in a cluster) if this broker does not coordinate that group now.
         """
         async with self._lock:
+            self._check_group(group_id)
             return await self._run_locked(call)
 
     async def run_transactional(
@@ -195,6 +350,7 @@ class GroupCoordinator:
         CoordinatorUnavailable as ``run``.
         """
         async with self._lock:
+            self._check_group(group_id)
             index = self.state.partition_for(group_id)
             error = verify(index)
             if error != ErrorCode.NONE:
@@ -238,6 +394,12 @@ class GroupCoordinator:
             partition = topics.partition(OFFSETS_TOPIC, partition_index)
             if partition is None:
                 return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if self._owned is not None:
+                owned = self._owned.get(partition_index)
+                if owned is None:
+                    return ErrorCode.NOT_LEADER_OR_FOLLOWER
+                if not owned.loaded:  # its load would miss a marker written now: retried
+                    return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
             now = now_ms()
             try:
                 verdict = await append_marker(
@@ -247,6 +409,8 @@ class GroupCoordinator:
                     coordinator_epoch=coordinator_epoch,
                     committed=committed,
                     timestamp=now,
+                    replicas=self._replicas,
+                    timeout_s=self.config.offsets_commit_timeout_ms / 1000,
                 )
             except Exception as exc:
                 where = partition_name(partition_index)
@@ -304,6 +468,14 @@ class GroupCoordinator:
         replies = [
             groups.Reply(r.ticket, _error_like(r.response, error)) for r in outcome.replies
         ]
+        if self._owned is not None:
+            # Groups of a partition this broker no longer leads are not reloaded: the
+            # unload dropped them, and their new coordinator has them.
+            state = self.state
+            gone = {g for g in group_ids if state.partition_for(g) not in self._owned}  # type: ignore[arg-type]
+            for index in {state.partition_for(g) for g in gone}:  # type: ignore[arg-type]
+                replies += state.unload_partition(index, error)
+            group_ids -= gone
         if group_ids:
             state = self.state
             wanted = sorted({state.partition_for(g) for g in group_ids})  # type: ignore[arg-type]
@@ -322,13 +494,16 @@ class GroupCoordinator:
                 replies += state.reload_groups(group_ids, on_disk, now_ms(), error)  # type: ignore[arg-type]
         self._deliver(groups.Outcome(None, replies))
 
-    async def wait_for_reply(self, call: object) -> JoinResponse | SyncResponse:
-        """For JoinGroup/SyncGroup: run ``call(state, now_ms, ticket)`` and wait for its reply."""
+    async def wait_for_reply(
+        self, call: object, group_id: str | None = None
+    ) -> JoinResponse | SyncResponse:
+        """For JoinGroup/SyncGroup: run ``call(state, now_ms, ticket)`` and wait for its
+        reply (``group_id``: as ``run``)."""
         ticket = object()
         waiter = _Waiter()
         self._waiters[ticket] = waiter
         try:
-            await self.run(lambda state, now: call(state, now, ticket))  # type: ignore[operator]
+            await self.run(lambda state, now: call(state, now, ticket), group_id)  # type: ignore[operator]
             await waiter.done.wait()
         finally:
             self._waiters.pop(ticket, None)
@@ -371,11 +546,20 @@ class GroupCoordinator:
                 )
             )
             try:
-                await partition.append_batch(batch)
+                # offsets.commit.timeout.ms: how long a write waits for the followers
+                # (acks=-1) before the request fails (COORDINATOR_NOT_AVAILABLE, retried).
+                error = await append_committed(
+                    partition, batch, self._replicas, self.config.offsets_commit_timeout_ms / 1000
+                )
             except Exception as exc:  # KAFKA_STORAGE_ERROR, which Kafka answers NOT_COORDINATOR
                 storage_errors.failure("writing to", f"{OFFSETS_TOPIC}-{index}", exc)
                 message = describe_error(exc)
                 raise CoordinatorUnavailable(message, ErrorCode.NOT_COORDINATOR) from exc
+            if error != ErrorCode.NONE:  # cluster mode: not committed
+                log.info("write to %s not committed: %s", partition_name(index), error.name)
+                raise CoordinatorUnavailable(
+                    error.name, _WRITE_ERRORS.get(error, ErrorCode.UNKNOWN_SERVER_ERROR)
+                )
 
     # Timers -------------------------------------------------------------------
 

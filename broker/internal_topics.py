@@ -6,6 +6,10 @@ with the partition count configured then (a later change of
 is ignored, as in Kafka), and replayed on start: whole batches from the log
 start to the log end, decoded, records below the log start (a batch
 straddling a DeleteRecords) left out.
+
+In a cluster, a coordinator's write counts only once it is committed: Kafka
+appends group metadata, offsets, transaction state and markers with acks=-1
+and answers after the high watermark passes them (``append_committed``).
 """
 
 from __future__ import annotations
@@ -16,9 +20,14 @@ from typing import TYPE_CHECKING
 
 from kafkette.broker.topics import TopicError
 from kafkette.wire.errors import ErrorCode
+from kafkette.wire.record_batch import read_header
 from kafkette.wire.records import Record, decode_batches
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from kafkette.broker.cluster.replica_manager import ReplicaManager
+    from kafkette.broker.partition import Partition
     from kafkette.broker.topics import TopicRegistry
     from kafkette.log import PartitionLog
     from kafkette.wire.record_batch import BatchHeader
@@ -68,3 +77,41 @@ def replay_batches(partition_log: PartitionLog) -> Iterator[tuple[BatchHeader, l
                 records = [r for r in records if (r.offset or 0) >= start]
             yield header, records
             offset = header.next_offset
+
+
+async def append_committed(
+    partition: Partition,
+    batch: bytearray,
+    replicas: ReplicaManager | None,
+    timeout_s: float,
+    check: Callable[[], ErrorCode] | None = None,
+) -> ErrorCode:
+    """Append a batch the broker built (``Partition.append_batch``); in a cluster
+    (``replicas`` given) only while this broker leads the partition, then wait until the
+    high watermark passes it (acks=-1), at most ``timeout_s``.
+
+    NONE once committed; ``check``'s error, NOT_LEADER_OR_FOLLOWER (not the leader,
+    or leadership lost while waiting), NOT_ENOUGH_REPLICAS (the ISR is smaller than
+    ``min.insync.replicas``: nothing written), NOT_ENOUGH_REPLICAS_AFTER_APPEND or
+    REQUEST_TIMED_OUT otherwise (the caller maps them as Kafka's coordinators do).
+    A storage failure raises, as ``append_batch`` does. On a single node
+    (``replicas`` None) this is exactly ``append_batch``.
+    """
+    if replicas is None:
+        return await partition.append_batch(batch, check)
+
+    def leading_then_check() -> ErrorCode:
+        led = replicas.leader_partition(partition.topic, partition.index)
+        if led is not partition:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        # acks=-1: an ISR smaller than min.insync.replicas refuses the write up front.
+        error = replicas.check_min_isr(partition)
+        if error != ErrorCode.NONE:
+            return error
+        return ErrorCode.NONE if check is None else check()
+
+    error = await partition.append_batch(batch, leading_then_check)
+    if error != ErrorCode.NONE:
+        return error
+    last_offset = read_header(batch).next_offset - 1  # the log patched the base offset in
+    return await replicas.wait_for_acks(partition, last_offset, timeout_s)

@@ -52,7 +52,9 @@ a :class:`CleanSession` does steps 2-6 from plain data (segment paths and
 sizes), reading closed segments by path without any lock and writing
 fsynced ``.cleaned`` files, never swapping. The broker runs the session in
 its cleaner process (``log/cleaner_process.py``); :func:`clean_log` runs it
-in the calling thread (tests, benches).
+in the calling thread (tests, benches). Both passes read each record's key,
+offset and value nullness through log/cleaner_keys.py (a C walk), and decode
+whole records only for the batches a clean shortens.
 """
 
 from __future__ import annotations
@@ -347,12 +349,9 @@ def _build_map(
                 continue
             if header.is_transactional and txns.aborted_entry(header) is not None:
                 continue  # aborted records never shadow committed ones
-            _, records = decode_batch(data, check_crc=False)
-            if len(offset_map) and len(offset_map) + len(records) > offset_map.capacity:
+            if len(offset_map) and len(offset_map) + header.records_count > offset_map.capacity:
                 return header.base_offset  # full: the rest is for the next clean
-            for record in records:
-                if record.key is not None and record.offset >= first_dirty:  # type: ignore[operator]
-                    offset_map.put(record.key, record.offset)  # type: ignore[arg-type]
+            offset_map.put_batch(header, data, first_dirty)
     return first_uncleanable
 
 
@@ -493,30 +492,30 @@ def _clean_batch(
         if remembered or is_last:
             return data if header.records_count == 0 else rebuild_batch(header, [])
         return None
-    _, records = decode_batch(data, check_crc=False)
-    stats.records_read += len(records)
+    count = header.records_count
+    stats.records_read += count
     horizon = delete_horizon_of(header)
-    kept = []
+    # Records without a key are not among the survivors: a compacted log has no
+    # use for them (Kafka drops them too); nor are those a later offset shadows.
+    kept_indexes = []
     tombstones = False
-    for record in records:
-        if record.key is None:
-            continue  # a compacted log has no use for it (Kafka drops it too)
-        if offset_map.get(record.key) > record.offset:  # type: ignore[operator]
-            continue  # a later record of the key exists
-        if record.value is None:
+    for index, value_is_null in offset_map.survivors(header, data):
+        if value_is_null:
             if horizon is not None and now >= horizon:
                 continue  # tombstone past its delete horizon
             tombstones = True
-        kept.append(record)
-    stats.records_kept += len(kept)
+        kept_indexes.append(index)
+    stats.records_kept += len(kept_indexes)
     new_horizon = now + retention_ms if tombstones and horizon is None else None
     if tombstones:
         due = horizon if horizon is not None else new_horizon
         if stats.next_delete_horizon_ms is None or due < stats.next_delete_horizon_ms:  # type: ignore[operator]
             stats.next_delete_horizon_ms = due
-    if len(kept) == len(records) and new_horizon is None:
+    if len(kept_indexes) == count and new_horizon is None:
         return data
-    if kept:
+    if kept_indexes:
+        _, records = decode_batch(data, check_crc=False)  # only batches that keep some
+        kept = [records[index] for index in kept_indexes]
         return rebuild_batch(header, kept, delete_horizon_ms=new_horizon)
     remembered = header.producer_id >= 0 and header.last_offset in producer_batches.get(
         header.producer_id, ()
@@ -594,7 +593,7 @@ def clean_log(
 
 def clean_log_with(
     log: PartitionLog, checkpoint: int, now: int, open_session: Callable[[CleanJob], Session],
-    *, expire_tombstones: bool = False,
+    *, expire_tombstones: bool = False, pace: Callable[[float], None] | None = None,
 ) -> CleanStats | None:
     """One clean of ``log`` from ``checkpoint``; None if there was nothing to clean.
 
@@ -606,6 +605,11 @@ def clean_log_with(
     With ``expire_tombstones`` a log with no dirty range is still rewritten
     (with an empty map): the pass that drops tombstones whose delete horizon
     has passed, when nothing new was written after them.
+
+    ``pace`` is called after each group's swap with the seconds that group
+    took (write and swap); the broker waits there (see
+    ``LogCleanerManager``), so a fast clean does not swap group after group
+    back to back while the broker serves. It may raise CleanAborted.
 
     Raises CleanAborted (nothing half-done stays: the group being written is
     discarded) and FileGone (segments deleted under the clean, e.g. by
@@ -630,6 +634,7 @@ def clean_log_with(
         first = 0
         for group in group_by_size(to_clean, config.segment_bytes, config.max_index_bytes):
             base = group[0].base_offset
+            started = time.monotonic()
             swapped = False
             try:
                 written = session.write_group(first, len(group), producer_batches)
@@ -642,6 +647,8 @@ def clean_log_with(
                     cleaned_txn_index_path(log.directory, base).unlink(missing_ok=True)
             groups += 1
             first += len(group)
+            if pace is not None:
+                pace(time.monotonic() - started)
         stats = session.stats
         stats.end_offset = end
         stats.groups = groups

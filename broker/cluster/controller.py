@@ -103,10 +103,20 @@ def plan_partition(
     return None
 
 
-def plan(metadata: ClusterMetadata, unclean_default: bool) -> list[StateChange]:
-    """Every partition's change for this snapshot."""
+def plan(
+    metadata: ClusterMetadata, unclean_default: bool, bounced: frozenset[int] = frozenset()
+) -> list[StateChange]:
+    """Every partition's change for this snapshot.
+
+    ``bounced`` brokers (registered again since the last step, see
+    ``bounced_brokers``) count as dead for this step: they lose their
+    leaderships and leave the ISRs, as Kafka's controller handles a broker whose
+    epoch changed (a failure, then a start-up). They come back as followers and
+    rejoin the ISR by catching up; the next snapshot (the writes fire it) sees
+    them alive.
+    """
     changes = []
-    live = metadata.brokers
+    live = set(metadata.brokers) - bounced
     for name, topic in metadata.topics.items():
         if name in metadata.pending_deletions:
             continue
@@ -119,6 +129,17 @@ def plan(metadata: ClusterMetadata, unclean_default: bool) -> list[StateChange]:
             if change is not None:
                 changes.append(change)
     return changes
+
+
+def bounced_brokers(
+    known: dict[int, int], metadata: ClusterMetadata
+) -> frozenset[int]:
+    """Brokers whose registration is newer than the one ``known`` (id -> broker epoch)
+    last saw: they restarted, however quickly, and lost whatever they held in memory."""
+    return frozenset(
+        b for b, info in metadata.brokers.items()
+        if b in known and known[b] != info.epoch
+    )
 
 
 def plan_preferred_leaders(metadata: ClusterMetadata, percentage: int) -> list[StateChange]:
@@ -177,6 +198,7 @@ class Controller:
         self._epoch_version = -1
         self._latest: ClusterMetadata | None = None
         self._wake = trio.Event()
+        self._broker_epochs: dict[int, int] = {}  # as of this controller's last step
 
     def offer(self, metadata: ClusterMetadata) -> None:
         """A new snapshot (listener; never blocks)."""
@@ -330,8 +352,19 @@ class Controller:
     def _duties(self, client: KazooClient, metadata: ClusterMetadata) -> None:
         self._delete_topics(client, metadata)
         self._add_topic_ids(client, metadata)
-        for change in plan(metadata, self.unclean_default):
-            self._apply(client, change)
+        bounced = bounced_brokers(self._broker_epochs, metadata)
+        if bounced:
+            log.info("brokers %s registered again since the last step: their"
+                     " leaderships move and they rejoin as followers", sorted(bounced))
+        unsettled: set[int] = set()
+        for change in plan(metadata, self.unclean_default, bounced):
+            if not self._apply(client, change) and change.current is not None:
+                # Lost a race: a bounced broker stays "bounced" until its move is written.
+                unsettled.update(bounced & {change.current.leader, *change.current.isr})
+        self._broker_epochs = {
+            b: self._broker_epochs[b] if b in unsettled else info.epoch
+            for b, info in metadata.brokers.items()
+        }
 
     def _apply(self, client: KazooClient, change: StateChange) -> bool:
         data = znodes.encode_state(change.leader, change.leader_epoch, change.isr, self.epoch)

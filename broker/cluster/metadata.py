@@ -14,10 +14,15 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True, slots=True)
 class BrokerInfo:
+    """A registered broker. ``epoch`` is the zxid that created its registration znode
+    (Kafka's broker epoch): a broker that restarted has a new one, even when the
+    controller never saw its old registration vanish."""
+
     id: int
     host: str
     port: int
     rack: str | None
+    epoch: int = -1
 
 
 @dataclass(frozen=True, slots=True)

@@ -177,14 +177,14 @@ class MetadataWatcher:
         brokers = {}
         for child in client.get_children(znodes.BROKER_IDS, watch=self._watch(BROKERS)):
             try:
-                data, _ = client.get(znodes.broker_path(int(child)))
+                data, stat = client.get(znodes.broker_path(int(child)))
                 host, port, rack = znodes.decode_broker(data)
             except NoNodeError:
                 continue  # gone meanwhile: the children watch fires again
             except ValueError as exc:
                 log.warning("ignoring broker registration %s: %s", child, exc)
                 continue
-            brokers[int(child)] = BrokerInfo(int(child), host, port, rack)
+            brokers[int(child)] = BrokerInfo(int(child), host, port, rack, stat.czxid)
         return brokers
 
     def _read_topic(self, client: KazooClient, topic: str) -> list[Key]:

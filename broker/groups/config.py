@@ -26,6 +26,7 @@ class GroupConfig:
     group_max_size: int = INT32_MAX
     offsets_retention_minutes: int = 10080
     offsets_retention_check_interval_ms: int = 600_000
+    offsets_commit_timeout_ms: int = 5000
     offsets_topic_num_partitions: int = 50
     offsets_topic_segment_bytes: int = 104_857_600
     offset_metadata_max_bytes: int = 4096

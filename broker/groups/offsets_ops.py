@@ -521,6 +521,45 @@ class OffsetsOps:
         self._replies, self._records = [], []
         return replies
 
+    def groups_on_partition(self, partition: int) -> set[str]:
+        """The groups in memory whose records live in ``__consumer_offsets`` ``partition``."""
+        return {g for g in self._groups if self.partition_for(g) == partition}
+
+    def load_partition(
+        self, partition: int, records: Iterable[LoadedRecord], now_ms: int, error: int
+    ) -> list[Reply]:
+        """Cluster mode: this coordinator now leads ``__consumer_offsets`` ``partition``;
+        rebuild its groups from ``records`` (the partition's, in log order), as Kafka's
+        ``loadGroupsForPartition``. Groups of other partitions are untouched; any group
+        of this one still in memory is replaced (its waiting members get ``error``)."""
+        items = list(records)
+        wanted = self.groups_on_partition(partition)
+        for item in items:
+            if isinstance(item, TxnMarker):
+                continue
+            key = item.key if isinstance(item, TransactionalRecord) else item[0]
+            if key is not None:
+                group_id = record_group_id(key)
+                if group_id is not None and self.partition_for(group_id) == partition:
+                    wanted.add(group_id)
+        return self.reload_groups(wanted, items, now_ms, error)
+
+    def unload_partition(self, partition: int, error: int) -> list[Reply]:
+        """Cluster mode: this coordinator no longer leads ``__consumer_offsets``
+        ``partition``; forget its groups (Kafka's ``removeGroupsForPartition``). Members
+        waiting in JoinGroup or SyncGroup get ``error`` (the returned replies)."""
+        replies: list[Reply] = []
+        for group_id in self.groups_on_partition(partition):
+            group = self._groups.pop(group_id)
+            for member in group.members.values():
+                if member.join_ticket is not None:
+                    replies.append(
+                        Reply(member.join_ticket, JoinResponse(error, member_id=member.member_id))
+                    )
+                if member.sync_ticket is not None:
+                    replies.append(Reply(member.sync_ticket, SyncResponse(error)))
+        return replies
+
     def _replay_loaded(self, item: LoadedRecord, only: set[str] | None) -> None:
         """Replay one item of ``load``/``reload_groups`` (``only``: just those groups)."""
         if isinstance(item, TxnMarker):

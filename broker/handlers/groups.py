@@ -95,8 +95,8 @@ async def _find_coordinator_in_cluster(broker: Broker, body: dict, keys: list[st
     """Cluster mode: the coordinator of a key is the leader of its partition of the
     internal topic (``abs(hash(key)) % partitions``, Kafka's rule). The topic is
     created on the first lookup, as Kafka does; until it has leaders the answer is
-    COORDINATOR_NOT_AVAILABLE and clients ask again. (Moving a coordinator's state
-    with leadership is phase 2, docs/cluster.md.)"""
+    COORDINATOR_NOT_AVAILABLE and clients ask again. The coordinators load and
+    unload their state as that leadership moves (docs/cluster.md, "Coordinators")."""
     from kafkette.broker.group_coordinator import offsets_topic_configs
     from kafkette.broker.groups import OFFSETS_TOPIC
     from kafkette.broker.groups.partitioning import java_string_hash, kafka_abs
@@ -188,7 +188,7 @@ async def handle_join_group(broker: Broker, request: Request) -> dict:
         )
 
     try:
-        response = await broker.groups.wait_for_reply(call)
+        response = await broker.groups.wait_for_reply(call, body["group_id"])
     except CoordinatorUnavailable as exc:
         return {"error_code": int(exc.code), "generation_id": -1, "member_id": body["member_id"]}
     log.debug(
@@ -238,7 +238,7 @@ async def handle_sync_group(broker: Broker, request: Request) -> dict:
         )
 
     try:
-        response = await broker.groups.wait_for_reply(call)
+        response = await broker.groups.wait_for_reply(call, body["group_id"])
     except CoordinatorUnavailable as exc:
         return {"error_code": int(exc.code), "assignment": b""}
     log.debug(
@@ -268,9 +268,14 @@ async def handle_heartbeat(broker: Broker, request: Request) -> dict:
                 member_id=body["member_id"],
                 group_instance_id=body["group_instance_id"],
                 now_ms=now,
-            )
+            ),
+            body["group_id"],
         )
     except CoordinatorUnavailable as exc:
+        if exc.code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            # Kafka answers a heartbeat blindly while the group loads: the member keeps
+            # its session, and the loaded group counts its session from the load.
+            return {"throttle_time_ms": 0, "error_code": 0}
         return {"error_code": int(exc.code)}
     if outcome.result:
         log.debug(
@@ -290,7 +295,8 @@ async def handle_leave_group(broker: Broker, request: Request) -> dict:
         outcome = await broker.groups.run(
             lambda state, now: state.leave_group(
                 group_id=body["group_id"], members=members, now_ms=now
-            )
+            ),
+            body["group_id"],
         )
     except CoordinatorUnavailable as exc:
         return {"error_code": int(exc.code)}
@@ -331,7 +337,8 @@ async def handle_offset_commit(broker: Broker, request: Request) -> dict:
                     expire_timestamp_ms=min(now + retention, MAX_TIMESTAMP_MS)
                     if retention > 0
                     else None,
-                )
+                ),
+                body["group_id"],
             )
             errors.update(outcome.result)
         except CoordinatorUnavailable as exc:
@@ -384,10 +391,21 @@ def errors_by_topic(topics: list[dict], errors: dict[tuple[str, int], int]) -> l
 
 
 def _fetch_group(broker: Broker, group_id: str, topics: list[dict] | None, stable: bool):
+    error = broker.groups.coordinator_error(group_id)
+    if error != ErrorCode.NONE:  # a cluster: another broker's group, or still loading
+        return _GroupError(int(error))
     partitions = None
     if topics is not None:
         partitions = [(t["name"], i) for t in topics for i in t["partition_indexes"]]
     return broker.groups.state.fetch_offsets(group_id, partitions, stable)
+
+
+class _GroupError:
+    """An OffsetFetch answer for a group this broker does not coordinate now."""
+
+    def __init__(self, error: int) -> None:
+        self.error = error
+        self.partitions: dict = {}
 
 
 def _by_topic(result) -> list[dict]:
@@ -428,9 +446,11 @@ async def handle_offset_fetch(broker: Broker, request: Request) -> dict:
 async def handle_list_groups(broker: Broker, request: Request) -> dict:
     body = request.body
     listings = broker.groups.state.list_groups(body["states_filter"], body["types_filter"])
+    # Kafka lists what it has, with COORDINATOR_LOAD_IN_PROGRESS while a partition loads.
+    loading = broker.groups.loading
     return {
         "throttle_time_ms": 0,
-        "error_code": 0,
+        "error_code": int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS) if loading else 0,
         "groups": [
             {
                 "group_id": g.group_id,
@@ -448,6 +468,10 @@ async def handle_describe_groups(broker: Broker, request: Request) -> dict:
     include_ops = body["include_authorized_operations"]
     groups = []
     for d in broker.groups.state.describe_groups(body["groups"]):
+        error = broker.groups.coordinator_error(d.group_id)
+        if error != ErrorCode.NONE:  # a cluster: another broker's group, or loading
+            groups.append(_describe_error(d.group_id, int(error), include_ops))
+            continue
         groups.append(
             {
                 "error_code": d.error,
@@ -475,10 +499,32 @@ async def handle_describe_groups(broker: Broker, request: Request) -> dict:
     return {"throttle_time_ms": 0, "groups": groups}
 
 
+def _describe_error(group_id: str, error: int, include_ops: bool) -> dict:
+    return {
+        "error_code": error,
+        "error_message": None,
+        "group_id": group_id,
+        "group_state": "",
+        "protocol_type": "",
+        "protocol_data": "",
+        "members": [],
+        "authorized_operations": GROUP_OPERATIONS_ALL if include_ops else OPERATIONS_NOT_REQUESTED,
+    }
+
+
 async def handle_delete_groups(broker: Broker, request: Request) -> dict:
     names = request.body["groups_names"]
+    coordinator = broker.groups
+
+    def call(state, now):
+        # Under the coordinator's lock: in a cluster, only the groups it coordinates now.
+        refused = {g: int(e) for g in names if (e := coordinator.coordinator_error(g))}
+        outcome = state.delete_groups([g for g in names if g not in refused], now)
+        outcome.result.update(refused)
+        return outcome
+
     try:
-        outcome = await broker.groups.run(lambda state, now: state.delete_groups(names, now))
+        outcome = await coordinator.run(call)
         results = outcome.result
     except CoordinatorUnavailable as exc:
         results = dict.fromkeys(names, int(exc.code))
@@ -506,7 +552,8 @@ async def handle_offset_delete(broker: Broker, request: Request) -> dict:
         outcome = await broker.groups.run(
             lambda state, now: state.delete_offsets(
                 group_id=body["group_id"], partitions=wanted, now_ms=now
-            )
+            ),
+            body["group_id"],
         )
     except CoordinatorUnavailable as exc:
         return {"error_code": int(exc.code), "topics": []}

@@ -80,7 +80,9 @@ async def _add_one(
         }
         return _partition_results(topics, errors)
     coordinator = broker.transactions
-    if verify_only:
+    if verify_only and (not_here := coordinator.coordinator_error(transactional_id)):
+        errors = dict.fromkeys(wanted, int(not_here))  # a cluster: another broker's id
+    elif verify_only:
         errors = {
             tp: int(
                 coordinator.verify_partition(transactional_id, producer_id, producer_epoch, *tp)
@@ -167,7 +169,7 @@ async def handle_write_txn_markers(broker: Broker, request: Request) -> dict:
             for index in topic["partition_indexes"]:
                 if topic["name"] in INTERNAL_TOPICS and topic["name"] != "__consumer_offsets":
                     error = ErrorCode.INVALID_TOPIC_EXCEPTION
-                elif marker["coordinator_epoch"] > COORDINATOR_EPOCH:
+                elif broker.cluster is None and marker["coordinator_epoch"] > COORDINATOR_EPOCH:
                     # No coordinator has a higher epoch than this node's own: such a
                     # marker would be remembered by the partition and fence every
                     # later marker of the real coordinator (a stuck LSO for ever).
@@ -232,10 +234,13 @@ async def handle_describe_transactions(broker: Broker, request: Request) -> dict
     states = []
     for transactional_id in request.body["transactional_ids"]:
         metadata = broker.transactions.get(transactional_id)
-        if metadata is None or metadata.state == TxnState.DEAD:
+        # In a cluster, an id of a partition this broker does not lead (or still loads):
+        # NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS, as Kafka.
+        not_here = broker.transactions.coordinator_error(transactional_id)
+        if not_here or metadata is None or metadata.state == TxnState.DEAD:
             states.append(
                 {
-                    "error_code": int(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND),
+                    "error_code": int(not_here or ErrorCode.TRANSACTIONAL_ID_NOT_FOUND),
                     "transactional_id": transactional_id,
                     "transaction_state": "",
                     "transaction_timeout_ms": 0,

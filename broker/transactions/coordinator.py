@@ -21,11 +21,23 @@ found prepared (marker writes are idempotent for readers: a second COMMIT of
 a closed transaction changes nothing), leaves Ongoing ones to time out or to
 be fenced by their producer's next InitProducerId, and runs the two periodic
 jobs: abort of timed-out transactions and removal of expired ids.
+
+In a cluster (docs/cluster.md, "Coordinators") a broker coordinates the ids
+whose ``__transaction_state`` partition it leads: a listener on the cluster
+metadata loads a partition when this broker becomes its leader (completing its
+prepared transactions, as the start-up load does) and forgets its ids when it
+stops leading it; requests for other ids get NOT_COORDINATOR (while loading,
+COORDINATOR_LOAD_IN_PROGRESS). The coordinator epoch every marker carries is
+the partition's leader epoch at the load (Kafka's coordinatorEpoch), so markers
+of a stale coordinator are fenced (TRANSACTION_COORDINATOR_FENCED). Writes
+answer once committed; markers for partitions led elsewhere go to their leader
+as WriteTxnMarkers (``remote_markers.py``).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -34,7 +46,12 @@ import trio
 from kafkette.broker.clock import now_ms
 from kafkette.broker.groups import OFFSETS_TOPIC
 from kafkette.broker.groups.partitioning import java_string_hash, kafka_abs
-from kafkette.broker.internal_topics import create_if_missing, partitions_in_use, replay_batches
+from kafkette.broker.internal_topics import (
+    append_committed,
+    create_if_missing,
+    partitions_in_use,
+    replay_batches,
+)
 from kafkette.broker.partition import LEADER_EPOCH
 from kafkette.broker.throttled_log import ThrottledLog, describe_error, storage_errors
 from kafkette.broker.topics import TopicError
@@ -59,13 +76,26 @@ from kafkette.wire.errors import ErrorCode
 from kafkette.wire.records import Record, build_batch
 
 if TYPE_CHECKING:
+    from kafkette.broker.cluster.metadata import ClusterMetadata
+    from kafkette.broker.cluster.replica_manager import ReplicaManager
     from kafkette.broker.partition import Partition
     from kafkette.broker.server import Broker
+    from kafkette.broker.transactions.remote_markers import RemoteMarkers
 
 log = logging.getLogger("kafkette.transactions")
 _marker_failures = ThrottledLog(log, interval_s=10.0)
 
 MARKER_RETRY_SECONDS = 0.5
+# Cluster mode: how long a write of __transaction_state or a marker waits to be
+# committed (Kafka's coordinator uses request.timeout.ms, 30000).
+COMMIT_TIMEOUT_S = 30.0
+# A cluster write that did not commit, as Kafka's TransactionStateManager answers it.
+_WRITE_ERRORS = {
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+}
 # Leader epoch of __transaction_state: the coordinator epoch every marker carries.
 COORDINATOR_EPOCH = LEADER_EPOCH
 # Marker errors after which that partition is done (Kafka's completion handler drops
@@ -95,6 +125,16 @@ class _WriteFailed(Exception):
         self.code = code
 
 
+@dataclass(slots=True)
+class _Ownership:
+    """Cluster mode: a ``__transaction_state`` partition this broker leads, from the
+    load in ``coordinator_epoch`` (``token`` tells one leadership from the next)."""
+
+    token: int
+    coordinator_epoch: int
+    loaded: bool = False
+
+
 @dataclass(frozen=True, slots=True)
 class InitResult:
     error: ErrorCode
@@ -103,7 +143,8 @@ class InitResult:
 
 
 class TransactionCoordinator:
-    """This node's transaction coordinator (a single node coordinates every id)."""
+    """This node's transaction coordinator (a single node coordinates every id; in a
+    cluster, the ids of the ``__transaction_state`` partitions it leads)."""
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
@@ -112,6 +153,11 @@ class TransactionCoordinator:
         self._txns: dict[str, TransactionMetadata] = {}
         self._pending: dict[str, TxnState] = {}  # id -> state being written
         self._nursery: trio.Nursery | None = None
+        # Cluster mode: the __transaction_state partitions this broker leads (None on a
+        # single node, which coordinates every id), and the marker sender.
+        self._owned: dict[int, _Ownership] | None = None
+        self._tokens = 0
+        self._remote: RemoteMarkers | None = None
 
     # Start-up ------------------------------------------------------------
 
@@ -120,7 +166,10 @@ class TransactionCoordinator:
         return kafka_abs(java_string_hash(transactional_id)) % self.num_partitions
 
     async def load(self) -> None:
-        """Rebuild every id's state from ``__transaction_state``, if it exists yet."""
+        """Rebuild every id's state from ``__transaction_state``, if it exists yet
+        (in a cluster, partitions load as this broker comes to lead them)."""
+        if self.broker.cluster is not None:
+            return
         in_use = partitions_in_use(
             self.broker.topics, TRANSACTION_STATE_TOPIC, self.num_partitions,
             "transaction.state.log.num.partitions",
@@ -130,20 +179,7 @@ class TransactionCoordinator:
         self.num_partitions = in_use
         partitions = self.broker.topics.partitions(TRANSACTION_STATE_TOPIC)
         records = await trio.to_thread.run_sync(_read_all_records, partitions)
-        for key, value in records:
-            try:
-                transactional_id = decode_key(key)
-                metadata = None if value is None else decode_value(transactional_id, value)
-                if metadata is None or metadata.state == TxnState.DEAD:
-                    self._txns.pop(transactional_id, None)
-                elif metadata.state == TxnState.PREPARE_EPOCH_FENCE:
-                    # Never written by Kafka or kafkette (in memory only); if found, the
-                    # transaction was open: it times out or is fenced like any Ongoing one.
-                    self._txns[transactional_id] = replace(metadata, state=TxnState.ONGOING)
-                else:
-                    self._txns[transactional_id] = metadata
-            except (BadTransactionRecord, UnicodeDecodeError) as exc:
-                log.warning("skipped an unreadable %s record: %s", TRANSACTION_STATE_TOPIC, exc)
+        _replay(records, self._txns)
         log.info(
             "loaded %d transactional ids from %d records of %s",
             len(self._txns),
@@ -154,17 +190,131 @@ class TransactionCoordinator:
     async def start(self, nursery: trio.Nursery) -> None:
         """Finish the transactions found prepared, start the periodic jobs."""
         self._nursery = nursery
-        for metadata in list(self._txns.values()):
-            if metadata.state in PREPARED:
-                log.info(
-                    "completing %s of %s after restart",
-                    metadata.state.display_name,
-                    metadata.transactional_id,
-                )
-                self._pending[metadata.transactional_id] = metadata.state
-                nursery.start_soon(self._complete, metadata)
+        self._complete_prepared(list(self._txns.values()), "after restart")
         nursery.start_soon(self._abort_timed_out_periodically)
         nursery.start_soon(self._remove_expired_periodically)
+        cluster = self.broker.cluster
+        if cluster is not None:
+            from kafkette.broker.transactions.remote_markers import RemoteMarkers
+
+            self._owned = {}
+            self._remote = RemoteMarkers(cluster.broker_id)
+            cluster.add_listener(self._on_metadata)
+            await self._on_metadata(cluster.metadata)
+
+    def _complete_prepared(self, loaded: list[TransactionMetadata], when: str) -> None:
+        assert self._nursery is not None
+        for metadata in loaded:
+            if metadata.state in PREPARED:
+                log.info(
+                    "completing %s of %s %s",
+                    metadata.state.display_name,
+                    metadata.transactional_id,
+                    when,
+                )
+                self._pending[metadata.transactional_id] = metadata.state
+                self._nursery.start_soon(self._complete, metadata)
+
+    # Cluster mode: ids move with leadership ------------------------------------
+
+    @property
+    def _replicas(self) -> ReplicaManager | None:
+        cluster = self.broker.cluster
+        return None if cluster is None else cluster.replicas
+
+    def coordinator_error(self, transactional_id: str) -> ErrorCode:
+        """NONE if this broker coordinates ``transactional_id`` now; NOT_COORDINATOR
+        if another broker leads its partition, COORDINATOR_LOAD_IN_PROGRESS while it
+        loads. Always NONE on a single node."""
+        if self._owned is None:
+            return ErrorCode.NONE
+        owned = self._owned.get(self.partition_for(transactional_id))
+        if owned is None:
+            return ErrorCode.NOT_COORDINATOR
+        return ErrorCode.NONE if owned.loaded else ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+
+    def _ownership(self, transactional_id: str) -> _Ownership | None:
+        """The id's partition as this broker owns it now (None: not owned, or a single
+        node, see ``_still_owned``)."""
+        if self._owned is None:
+            return None
+        return self._owned.get(self.partition_for(transactional_id))
+
+    def _still_owned(self, transactional_id: str, owned: _Ownership | None) -> bool:
+        """Still the coordinator of the id in the same leadership as ``owned``?"""
+        return self._owned is None or (
+            owned is not None and self._ownership(transactional_id) is owned
+        )
+
+    def coordinator_epoch(self, transactional_id: str) -> int:
+        owned = self._ownership(transactional_id)
+        return COORDINATOR_EPOCH if owned is None else owned.coordinator_epoch
+
+    async def _on_metadata(self, metadata: ClusterMetadata) -> None:
+        """Load the partitions this broker now leads, forget those it lost (Kafka's
+        onElection / onResignation of the transaction coordinator)."""
+        cluster = self.broker.cluster
+        replicas = self._replicas
+        if self._owned is None or cluster is None:
+            return
+        topic = metadata.topics.get(TRANSACTION_STATE_TOPIC)
+        led: dict[int, int] = {}
+        if topic is not None and replicas is not None:
+            self.num_partitions = len(topic.replicas)
+            for index in topic.replicas:
+                state = metadata.states.get((TRANSACTION_STATE_TOPIC, index))
+                if state is None or state.leader != cluster.broker_id:
+                    continue
+                partition = replicas.leader_partition(TRANSACTION_STATE_TOPIC, index)
+                if isinstance(partition, ErrorCode):
+                    continue
+                led[index] = partition.leader_epoch
+        for index in [i for i in self._owned if i not in led]:
+            del self._owned[index]
+            gone = [t for t in self._txns if self.partition_for(t) == index]
+            for transactional_id in gone:
+                del self._txns[transactional_id]
+                self._pending.pop(transactional_id, None)
+            log.info(
+                "unloaded %d transactional ids of %s-%d: no longer its leader",
+                len(gone), TRANSACTION_STATE_TOPIC, index,
+            )
+        for index in sorted(led.keys() - self._owned.keys()):
+            self._tokens += 1
+            owned = _Ownership(self._tokens, led[index])
+            self._owned[index] = owned
+            assert self._nursery is not None
+            try:
+                self._nursery.start_soon(self._load_partition, index, owned)
+            except RuntimeError:  # the broker is stopping: it serves no request any more
+                return
+
+    async def _load_partition(self, index: int, owned: _Ownership) -> None:
+        """Kafka's loadTransactionsForTxnTopicPartition: replay the partition, then
+        install its ids and complete the transactions found prepared."""
+        partition = self.broker.topics.partition(TRANSACTION_STATE_TOPIC, index)
+        try:
+            records = (
+                [] if partition is None
+                else await trio.to_thread.run_sync(_read_all_records, [partition])
+            )
+        except Exception as exc:  # a failed disk: its ids stay unavailable
+            storage_errors.failure("loading", f"{TRANSACTION_STATE_TOPIC}-{index}", exc)
+            return
+        assert self._owned is not None
+        if self._owned.get(index) is not owned:
+            return  # lost meanwhile
+        loaded: dict[str, TransactionMetadata] = {}
+        _replay(records, loaded)
+        for transactional_id in [t for t in self._txns if self.partition_for(t) == index]:
+            del self._txns[transactional_id]
+        self._txns.update(loaded)
+        owned.loaded = True
+        log.info(
+            "loaded %d transactional ids from %d records of %s-%d (coordinator epoch %d)",
+            len(loaded), len(records), TRANSACTION_STATE_TOPIC, index, owned.coordinator_epoch,
+        )
+        self._complete_prepared(list(loaded.values()), "after becoming coordinator")
 
     async def ensure_topic(self) -> ErrorCode:
         """Create ``__transaction_state`` on first use (FindCoordinator, first write)."""
@@ -201,7 +351,18 @@ class TransactionCoordinator:
         PRODUCER_FENCED to INVALID_PRODUCER_EPOCH, as Kafka's ReplicaManager).
         Synchronous and in memory: call it from the event loop, under the
         partition's append lock so no marker slips between check and append.
+
+        In a cluster the partition's leader is often not the id's coordinator:
+        Kafka asks the coordinator (AddPartitionsToTxn, verify only); this broker
+        verifies only the ids it coordinates itself and lets the others through, as
+        Kafka does with ``transaction.partition.verification.enable=false``.
         """
+        if self._owned is not None:
+            error = self.coordinator_error(transactional_id)
+            if error == ErrorCode.NOT_COORDINATOR:
+                return ErrorCode.NONE
+            if error != ErrorCode.NONE:
+                return error
         metadata = self._txns.get(transactional_id)
         if metadata is None or metadata.producer_id != producer_id:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING
@@ -226,6 +387,8 @@ class TransactionCoordinator:
         """InitProducerId with a transactional id (Kafka's handleInitProducerId, v1)."""
         if not transactional_id:
             return InitResult(ErrorCode.INVALID_REQUEST)
+        if error := self.coordinator_error(transactional_id):
+            return InitResult(error)
         if not 0 < timeout_ms <= self.config.transaction_max_timeout_ms:
             return InitResult(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
         if transactional_id in self._pending:
@@ -299,6 +462,8 @@ class TransactionCoordinator:
         """The checks AddPartitionsToTxn, AddOffsetsToTxn and EndTxn share, in Kafka's order."""
         if not transactional_id:
             return ErrorCode.INVALID_REQUEST, None
+        if error := self.coordinator_error(transactional_id):
+            return error, None
         metadata = self._txns.get(transactional_id)
         if metadata is None or metadata.producer_id != producer_id:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING, None
@@ -370,11 +535,14 @@ class TransactionCoordinator:
             self._pending.pop(transactional_id, None)
 
     async def _write(self, new: TransactionMetadata) -> ErrorCode:
+        owned = self._ownership(new.transactional_id)
         with trio.CancelScope(shield=True):  # written and installed, or neither
             try:
                 await self._append(new.transactional_id, encode_value(new))
             except _WriteFailed as exc:
                 return exc.code
+            if not self._still_owned(new.transactional_id, owned):
+                return ErrorCode.NOT_COORDINATOR  # unloaded meanwhile: the new one decides
             self._txns[new.transactional_id] = new
         return ErrorCode.NONE
 
@@ -388,10 +556,15 @@ class TransactionCoordinator:
         record = Record(0, 0, encode_key(transactional_id), value)
         batch = bytearray(build_batch([record], partition_leader_epoch=LEADER_EPOCH))
         try:
-            await partition.append_batch(batch)
+            error = await append_committed(partition, batch, self._replicas, COMMIT_TIMEOUT_S)
         except Exception as exc:  # KAFKA_STORAGE_ERROR: Kafka answers NOT_COORDINATOR
             storage_errors.failure("writing to", f"{TRANSACTION_STATE_TOPIC}-{index}", exc)
             raise _WriteFailed(ErrorCode.NOT_COORDINATOR) from exc
+        if error != ErrorCode.NONE:  # cluster mode: not committed
+            log.info(
+                "write to %s-%d not committed: %s", TRANSACTION_STATE_TOPIC, index, error.name
+            )
+            raise _WriteFailed(_WRITE_ERRORS.get(error, ErrorCode.UNKNOWN_SERVER_ERROR))
 
     async def _allocate_producer_id(self) -> int | None:
         try:
@@ -411,18 +584,34 @@ class TransactionCoordinator:
         """Write every marker, then persist the Complete state. Retries until both succeed
         (a full disk); a shutdown meanwhile leaves the Prepare state for the next start."""
         transactional_id = prepared.transactional_id
+        owned = self._ownership(transactional_id)
+
+        def still_owned() -> bool:
+            return self._still_owned(transactional_id, owned)
+
         try:
             await self.write_markers(
                 prepared.partitions,
                 producer_id=prepared.producer_id,
                 producer_epoch=prepared.producer_epoch,
                 committed=prepared.state == TxnState.PREPARE_COMMIT,
+                coordinator_epoch=self.coordinator_epoch(transactional_id),
+                still_owned=still_owned,
             )
             completed = prepared.prepare_complete(now_ms())
-            while await self._write(completed):
+            while True:
+                if not still_owned():  # checked before every attempt: never a stale write
+                    log.info(
+                        "%s of %s left to the new coordinator",
+                        prepared.state.display_name, transactional_id,
+                    )
+                    return
+                if not await self._write(completed):
+                    break
                 await trio.sleep(MARKER_RETRY_SECONDS)
         finally:
-            self._pending.pop(transactional_id, None)
+            if still_owned():
+                self._pending.pop(transactional_id, None)
         log.debug("%s of %s", completed.state.display_name, transactional_id)
 
     async def write_markers(
@@ -432,19 +621,22 @@ class TransactionCoordinator:
         producer_id: int,
         producer_epoch: int,
         committed: bool,
+        coordinator_epoch: int = COORDINATOR_EPOCH,
+        still_owned: Callable[[], bool] = lambda: True,
     ) -> None:
-        """A marker in each partition, concurrently; each retried until it is final."""
+        """A marker in each partition, concurrently; each retried until it is final
+        (or, in a cluster, until this broker is no longer the transaction's
+        coordinator: the new one completes it)."""
 
         async def one(topic: str, index: int) -> None:
-            while True:
+            while still_owned():
                 try:
-                    error = await write_marker(
-                        self.broker,
+                    error = await self._write_marker(
                         topic,
                         index,
                         producer_id=producer_id,
                         producer_epoch=producer_epoch,
-                        coordinator_epoch=COORDINATOR_EPOCH,
+                        coordinator_epoch=coordinator_epoch,
                         committed=committed,
                     )
                 except Exception as exc:  # a bug or a failed group write: retry, say so
@@ -465,6 +657,43 @@ class TransactionCoordinator:
         async with trio.open_nursery() as nursery:
             for topic, index in sorted(partitions):
                 nursery.start_soon(one, topic, index)
+
+    async def _write_marker(
+        self,
+        topic: str,
+        index: int,
+        *,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        committed: bool,
+    ) -> ErrorCode:
+        """Write one marker here, or (cluster mode) have the partition's leader write it."""
+        cluster = self.broker.cluster
+        if cluster is not None:
+            metadata = cluster.metadata
+            if topic not in metadata.topics:
+                return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # deleted: nothing to mark
+            leader = metadata.brokers.get(metadata.leader_of(topic, index))
+            if leader is None:
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER  # no leader now: retried
+            if leader.id != cluster.broker_id:
+                assert self._remote is not None
+                return await self._remote.write(
+                    leader, topic, index,
+                    producer_id=producer_id, producer_epoch=producer_epoch,
+                    coordinator_epoch=coordinator_epoch, committed=committed,
+                    timeout_s=COMMIT_TIMEOUT_S + 5,
+                )
+        return await write_marker(
+            self.broker,
+            topic,
+            index,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            coordinator_epoch=coordinator_epoch,
+            committed=committed,
+        )
 
     # Periodic jobs ----------------------------------------------------------
 
@@ -516,7 +745,7 @@ class TransactionCoordinator:
             try:
                 with trio.CancelScope(shield=True):
                     await self._append(transactional_id, None)
-                    del self._txns[transactional_id]
+                    self._txns.pop(transactional_id, None)
                     removed += 1
             except _WriteFailed:
                 continue
@@ -525,6 +754,27 @@ class TransactionCoordinator:
         if removed:
             log.info("removed %d expired transactional ids", removed)
         return removed
+
+
+def _replay(
+    records: list[tuple[bytes, bytes | None]], into: dict[str, TransactionMetadata]
+) -> None:
+    """Apply ``__transaction_state`` records in log order: the last one per id wins,
+    a tombstone (or Dead) forgets it."""
+    for key, value in records:
+        try:
+            transactional_id = decode_key(key)
+            metadata = None if value is None else decode_value(transactional_id, value)
+            if metadata is None or metadata.state == TxnState.DEAD:
+                into.pop(transactional_id, None)
+            elif metadata.state == TxnState.PREPARE_EPOCH_FENCE:
+                # Never written by Kafka or kafkette (in memory only); if found, the
+                # transaction was open: it times out or is fenced like any Ongoing one.
+                into[transactional_id] = replace(metadata, state=TxnState.ONGOING)
+            else:
+                into[transactional_id] = metadata
+        except (BadTransactionRecord, UnicodeDecodeError) as exc:
+            log.warning("skipped an unreadable %s record: %s", TRANSACTION_STATE_TOPIC, exc)
 
 
 def _read_all_records(partitions: list[Partition]) -> list[tuple[bytes, bytes | None]]:

@@ -17,12 +17,14 @@ from typing import TYPE_CHECKING
 
 from kafkette.broker.clock import now_ms
 from kafkette.broker.groups import OFFSETS_TOPIC
+from kafkette.broker.internal_topics import append_committed
 from kafkette.broker.partition import LEADER_EPOCH, Partition
 from kafkette.broker.throttled_log import storage_errors
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.records import ControlRecordType, build_control_batch
 
 if TYPE_CHECKING:
+    from kafkette.broker.cluster.replica_manager import ReplicaManager
     from kafkette.broker.server import Broker
 
 
@@ -57,6 +59,7 @@ async def write_marker(
             coordinator_epoch=coordinator_epoch,
             committed=committed,
             timestamp=now_ms(),
+            replicas=None if broker.cluster is None else broker.cluster.replicas,
         )
     except Exception as exc:  # a full disk: the caller retries
         storage_errors.failure("writing a transaction marker to", f"{topic}-{index}", exc)
@@ -72,12 +75,16 @@ async def append_marker(
     coordinator_epoch: int,
     committed: bool,
     timestamp: int,
+    replicas: ReplicaManager | None = None,
+    timeout_s: float = 30.0,
 ) -> ErrorCode:
     """The one way a marker enters a partition log, for data and offsets partitions.
 
     Under the partition's append lock: the log's ``check_marker``, then the
     append (a storage failure raises), then long-polling fetches are woken
     (a read_committed consumer waits for exactly this: the LSO moving on).
+    In a cluster (``replicas``): only on the leader, and answered once committed
+    (``append_committed``: Kafka writes markers with acks=-1).
     """
     batch = bytearray(
         build_control_batch(
@@ -89,7 +96,10 @@ async def append_marker(
             partition_leader_epoch=LEADER_EPOCH,
         )
     )
-    return await partition.append_batch(
+    return await append_committed(
+        partition,
         batch,
+        replicas,
+        timeout_s,
         check=lambda: partition.log.check_marker(producer_id, producer_epoch, coordinator_epoch),
     )

@@ -209,3 +209,30 @@ def test_elect_leaders_preferred_on_demand(cluster, wait_until) -> None:
 
     again = admin.elect_leaders(ElectionType.PREFERRED, asked[:1]).result(timeout=60)
     assert again[TopicPartition("elect", 0)].code() == 84  # ELECTION_NOT_NEEDED
+
+
+def test_leader_restarted_at_once_never_leads_on_at_its_old_epoch(cluster, wait_until) -> None:
+    """kill -9 and an immediate restart: the broker waits its old registration out, registers
+    again with a new broker epoch, and the controller treats it as failed and back (Kafka's
+    broker epoch), however short the gap was: it does not lead on at the old leader epoch,
+    and it rejoins the ISR as a follower."""
+    built = cluster(3)
+    controller = wait_until(lambda: _same_view(built, [1, 2, 3], []))["controller_id"]
+    leader, *followers = [b for b in (1, 2, 3) if b != controller] + [controller]
+    _create(
+        built.bootstrap,
+        NewTopic("bounce", num_partitions=1, replica_assignment=[[leader, *followers]]),
+    )
+    wait_until(lambda: _same_view(built, [1, 2, 3], ["bounce"]))
+    epoch = built.partition_state("bounce", 0)["leader_epoch"]
+
+    built.kill(leader)
+    built.start(leader)
+
+    def rejoined():
+        state = built.partition_state("bounce", 0)
+        return state if state and sorted(state["isr"]) == [1, 2, 3] else None
+
+    state = wait_until(rejoined, timeout=FAILOVER_TIMEOUT_S, what="the ISR whole again")
+    assert state["leader_epoch"] > epoch
+    assert state["leader"] != leader or state["leader_epoch"] >= epoch + 2

@@ -160,3 +160,33 @@ def test_preferred_leaders_move_back_past_the_imbalance_threshold() -> None:
     ]
     # Not in the ISR (not caught up): never.
     assert plan_preferred_leaders(metadata({0: 2, 1: 3}, isr=(2, 3)), 10) == []
+
+
+def _metadata(brokers: dict[int, int], states: dict) -> object:
+    from kafkette.broker.cluster.metadata import BrokerInfo, ClusterMetadata, TopicInfo
+
+    return ClusterMetadata(
+        cluster_id="c",
+        controller_id=1,
+        brokers={b: BrokerInfo(b, "h", 9000 + b, None, epoch) for b, epoch in brokers.items()},
+        topics={"t": TopicInfo("t", uuid.uuid4(), {0: (1, 2, 3)}, {})},
+        states=states,
+    )
+
+
+def test_a_broker_registered_again_loses_its_leadership_and_isr_place() -> None:
+    """Kafka's broker epoch: a leader that restarted between two controller steps
+    (its old registration gone and a new one made, unseen) must not lead on at the
+    same leader epoch; it leaves the ISR and rejoins as a follower."""
+    from kafkette.broker.cluster.controller import bounced_brokers, plan
+
+    state = PartitionState(1, 4, (1, 2, 3), 1, 7)
+    before = _metadata({1: 100, 2: 200, 3: 300}, {("t", 0): state})
+    after = _metadata({1: 400, 2: 200, 3: 300}, {("t", 0): state})
+    assert bounced_brokers({}, after) == frozenset()  # a new controller knows no epochs
+    assert bounced_brokers({1: 100, 2: 200, 3: 300}, before) == frozenset()
+    bounced = bounced_brokers({1: 100, 2: 200, 3: 300}, after)
+    assert bounced == {1}
+    [change] = plan(after, False, bounced)
+    assert (change.leader, change.leader_epoch, change.isr) == (2, 5, (2, 3))
+    assert plan(after, False) == []  # unseen, the bounce changed nothing

@@ -314,3 +314,37 @@ def test_max_compaction_lag_rolls_the_active_segment(tmp_path, clock):
     append(log, keyed_batch([(b"k", b"3")], timestamp=clock() + 1500))
     assert len(log.segment_base_offsets) == 2  # the lag forced a roll: now cleanable
     log.close()
+
+
+def test_pace_runs_after_each_group_and_may_stop_the_clean(tmp_path, clock):
+    """The broker waits between groups (LogCleanerManager); a stop there leaves a whole log."""
+    from kafkette.log.cleaner import CleanSession, clean_log_with
+
+    def session(job):
+        return CleanSession(job, OffsetMap(1 << 20), Throttler(1e308, threading.Event()))
+
+    log = PartitionLog.open(tmp_path / "t-0", COMPACT, clock, recover=False)
+    written = write_rounds(log, rounds=10, keys=12)
+    before = latest((o, k, v) for o, (k, v) in written.items())
+    waits: list[float] = []
+    stats = clean_log_with(log, 0, clock(), session, pace=waits.append)
+    assert stats is not None and stats.groups >= 2
+    assert len(waits) == stats.groups and all(seconds >= 0 for seconds in waits)
+    assert latest(all_records(log)) == before
+
+    other = PartitionLog.open(tmp_path / "u-0", COMPACT, clock, recover=False)
+    written = write_rounds(other, rounds=10, keys=12)
+    before = latest((o, k, v) for o, (k, v) in written.items())
+
+    def stop(_seconds: float) -> None:
+        raise CleanAborted("broker stopping")
+
+    with pytest.raises(CleanAborted):
+        clean_log_with(other, 0, clock(), session, pace=stop)
+    assert latest(all_records(other)) == before  # the first group swapped, the rest as written
+    assert not list(other.directory.glob("*.cleaned")) and not list(other.directory.glob("*.swap"))
+    other.close()
+    reopened = PartitionLog.open(tmp_path / "u-0", COMPACT, clock, recover=True)
+    assert latest(all_records(reopened)) == before
+    reopened.close()
+    log.close()

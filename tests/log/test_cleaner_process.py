@@ -12,7 +12,7 @@ from compaction_data import COMPACT, all_records, clean, latest, write_rounds
 
 from kafkette.log import PartitionLog
 from kafkette.log.cleaner import CleanAborted, clean_log_with
-from kafkette.log.cleaner_process import CleanerDied, CleanerProcess
+from kafkette.log.cleaner_process import CLEANER_NICENESS, CleanerDied, CleanerProcess
 
 MAP_BYTES = 1 << 20
 UNLIMITED = 1.7976931348623157e308
@@ -115,3 +115,15 @@ def test_a_dead_child_fails_one_clean_and_is_replaced(tmp_path, clock, process):
     assert stats is not None and process.pid not in (None, first_pid)
     assert latest(all_records(log)) == latest((o, k, v) for o, (k, v) in written.items())
     log.close()
+
+
+def test_the_child_runs_at_the_lowest_cpu_priority(process):
+    """The broker's produce and fetch must win the CPU over a clean (docs/performance.md)."""
+    process.start()
+    assert process.pid is not None
+    deadline = time.monotonic() + 30
+    niceness = os.getpriority(os.PRIO_PROCESS, process.pid)
+    while niceness != CLEANER_NICENESS and time.monotonic() < deadline:
+        time.sleep(0.05)  # the child lowers itself first thing; give it a moment under load
+        niceness = os.getpriority(os.PRIO_PROCESS, process.pid)
+    assert niceness == CLEANER_NICENESS == 19
