@@ -1,6 +1,6 @@
-"""kill -9 of the controller under acks=all idempotent load: nothing acknowledged lost.
+"""The controller killed or frozen under acks=all idempotent load: nothing acknowledged lost.
 
-Two cases, each on three brokers with a replication factor 3 topic whose preferred
+Two kill -9 cases, each on three brokers with a replication factor 3 topic whose preferred
 leader the test picks through an explicit assignment:
 
 - the controller is also the partition's leader: its session expires, another
@@ -12,7 +12,8 @@ leader the test picks through an explicit assignment:
 
 In both the producer (confluent-kafka in one, kafka-python in the other) keeps
 producing, every acknowledged record is there exactly once, and the killed
-broker comes back, truncates, catches up, rejoins the ISR, byte-identical.
+broker comes back, truncates, catches up, rejoins the ISR, byte-identical. A third
+test freezes the controller (SIGSTOP) while the cluster moves on without it.
 """
 
 from __future__ import annotations
@@ -84,3 +85,41 @@ def test_kill_9_of_the_controller_that_leads_the_partition(cluster, wait_until) 
 
 def test_kill_9_of_the_controller_that_only_follows(cluster, wait_until) -> None:
     _kill_controller_under_load(cluster(3), wait_until, "kafka-python", controller_leads=False)
+
+
+def test_frozen_controller_resumes_fenced_while_the_cluster_moved_on(cluster, wait_until) -> None:
+    """SIGSTOP of the controller past the session timeout: another broker takes over and,
+    while the old one sleeps, the partition's leader is killed, so the leadership moves
+    under the *new* controller. The old controller resumes with a stale view (it still
+    believes in the dead leader and in its own role) and an expired session: it must not
+    act on it. It registers again, follows the current leader, catches up and rejoins the
+    ISR, and acks=all (stalled with one replica in sync) flows again."""
+    c = cluster(3)
+    controller = wait_until(c.controller, timeout=fl.TIMEOUT, what="a controller")
+    leader, follower = [i for i in (1, 2, 3) if i != controller]
+    topic = fl.create_topic(c.bootstrap, configs={"min.insync.replicas": "2"},
+                            assignment=[leader, follower, controller])
+    assert fl.wait_full_isr(c, wait_until, topic, [1, 2, 3]) == leader
+    old_epoch = int(c.zk().get("/controller_epoch")[0])
+    (load,) = fl.new_loads(c.bootstrap, topic, ["confluent"])
+    fl.wait_acked(wait_until, [load], 200, "before the freeze")
+    c.freeze(controller)
+    try:
+        wait_until(lambda: c.controller() not in (None, controller), timeout=fl.TIMEOUT,
+                   what="a new controller while the old one is frozen")
+        fl.wait_full_isr(c, wait_until, topic, [leader, follower])
+        fl.wait_acked(wait_until, [load], 200, "without the frozen controller")
+        c.kill(leader)
+        assert c.wait_leader(topic, 0, exclude=(leader,)) == follower
+    finally:
+        c.thaw(controller)
+    stalled = load.acked_count
+    fl.wait_full_isr(c, wait_until, topic, [follower, controller])
+    assert c.partition_state(topic, 0)["leader"] == follower
+    assert int(c.zk().get("/controller_epoch")[0]) > old_epoch
+    fl.wait_acked(wait_until, [load], 200, "once the old controller is back in sync")
+    acked = load.stop()
+    assert load.errors == [] and len(acked) > stalled
+    fl.check_exactly_once(fl.read_values(c.bootstrap_of(follower, controller), topic), acked)
+    c.start(leader)
+    fl.wait_converged(c, wait_until, topic, [1, 2, 3])
