@@ -9,21 +9,28 @@ then measures with one confluent-kafka producer (``linger.ms=5``) on one partiti
 - ``rf3-acks1``: replication factor 3, acks=1 (the followers fetch, nobody waits for them);
 - ``rf3-acks-all``: replication factor 3, ``min.insync.replicas=2``, acks=all, idempotent:
   every answer waits for the high watermark, i.e. for both followers' next fetch;
-- ``failover``: under acks=all idempotent load, kill -9 of the leader, then the time to the
-  first record acknowledged after the kill (dominated by ``zookeeper.session.timeout.ms``:
-  the controller elects only once the dead broker's session expires), and the records lost
-  (acknowledged but not readable afterwards: must be 0).
+- ``failover``: under acks=all idempotent load, kill -9 of a leader that is not the controller,
+  then the time to the first acknowledgement of a record produced after the kill (dominated by
+  ``zookeeper.session.timeout.ms``: the controller elects only once the dead broker's session
+  expires), and the records lost (acknowledged but not readable afterwards: must be 0).
+
+Then the same four measurements on Apache Kafka 4.0 as three combined KRaft nodes
+(``bench/kafka_kraft_cluster.py``; ``broker.session.timeout.ms`` set to the same 6 s), when the
+reference distribution and java are there (``--systems kafkette`` skips it; the reason is printed
+when it cannot run). Each system runs alone: the first is stopped before the second starts.
 
 Figures are records/s from the first produce to the last acknowledgement, and seconds. A script,
 not a test: figures depend on the machine (two shared cores here: the three brokers, ZooKeeper
-and the client compete for them).
+and the client compete for them). Results: docs/performance.md, "Cluster".
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,10 +39,23 @@ import time
 import uuid
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkette.broker.cluster.zookeeper_server import ZooKeeperServer, free_port
+
+try:  # run as ``python -m bench.replication_bench``
+    from .kafka_kraft_cluster import KafkaKRaftCluster
+except ImportError:  # run as a file
+    from kafka_kraft_cluster import KafkaKRaftCluster  # type: ignore[no-redef]
+
+# ../shared/reference-kafka beside the checkout (or beside the folder of worktrees).
+_ROOT = Path(__file__).resolve().parents[1]
+REFERENCE_KAFKA = next(
+    (p for p in (_ROOT.parent / "shared" / "reference-kafka",
+                 _ROOT.parent.parent / "shared" / "reference-kafka") if p.exists()),
+    _ROOT.parent / "shared" / "reference-kafka",
+)
 
 READY = re.compile(r"^kafkette ready on ")
 SESSION_TIMEOUT_MS = 6000
@@ -77,6 +97,10 @@ class LocalCluster:
             else:
                 raise RuntimeError(f"a broker exited; see {self.root}")
 
+    def controller(self) -> int:
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        return admin.describe_cluster(request_timeout=30).result(60).controller.id
+
     def kill(self, broker_id: int) -> None:
         proc = self.procs.pop(broker_id)
         proc.kill()
@@ -93,7 +117,18 @@ class LocalCluster:
 def create(bootstrap: str, rf: int, configs: dict[str, str] | None = None) -> str:
     topic = f"bench-rf{rf}-{uuid.uuid4().hex[:6]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, 1, rf, config=configs or {})])[topic].result(60)
+    for attempt in range(5):
+        try:
+            admin.create_topics([NewTopic(topic, 1, rf, config=configs or {})])[topic].result(60)
+            break
+        except KafkaException as exc:
+            # Right after start librdkafka may retire the bootstrap connection the request
+            # went out on (_DESTROY_BROKER), or the topic exists from the lost answer.
+            if exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                break
+            if attempt == 4:
+                raise
+            time.sleep(1)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         part = admin.list_topics(topic, timeout=10).topics[topic].partitions.get(0)
@@ -129,27 +164,44 @@ def produce(bootstrap: str, topic: str, records: int, size: int, acks: str) -> f
     return records / (time.perf_counter() - started)
 
 
-def failover(cluster: LocalCluster) -> dict[str, float]:
-    topic = create(cluster.bootstrap, 3, {"min.insync.replicas": "2"})
+def failover(cluster: LocalCluster | KafkaKRaftCluster) -> dict[str, float]:
+    """kill -9 of a partition leader that is not the controller (the same case on both
+    systems), under acks=all idempotent load paced at about 1,000 records/s: seconds from the
+    kill to the first acknowledgement of a record produced after the kill. (A record produced
+    before the kill may be acknowledged by the old leader and its delivery report served just
+    after the kill, so only records the dead broker never saw count.)"""
+    controller = cluster.controller()
+    leader = next(i for i in sorted(cluster.procs) if i != controller)
+    others = [i for i in sorted(cluster.procs) if i != leader]
+    topic = f"bench-failover-{uuid.uuid4().hex[:6]}"
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    leader = admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader
+    admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[leader, *others]],
+                                  config={"min.insync.replicas": "2"})])[topic].result(60)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        part = admin.list_topics(topic, timeout=10).topics[topic].partitions.get(0)
+        if part is not None and part.leader == leader and len(part.isrs) == 3:
+            break
+        time.sleep(0.2)
+    else:
+        raise RuntimeError(f"{topic}: not led by {leader} with a full ISR")
     producer = Producer(
         {"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True,
          "linger.ms": 1, "message.timeout.ms": 120000}
     )
     acked: list[tuple[float, bytes]] = []
+    sent_at: list[float] = []
     stop = threading.Event()
 
+    def delivered(err: object, msg: object) -> None:
+        if err is None:
+            acked.append((time.monotonic(), msg.value()))  # type: ignore[attr-defined]
+
     def load() -> None:
-        n = 0
         while not stop.is_set():
             try:
-                producer.produce(
-                    topic, b"%d" % n, partition=0,
-                    on_delivery=lambda err, msg: acked.append((time.monotonic(), msg.value()))
-                    if err is None else None,
-                )
-                n += 1
+                producer.produce(topic, b"%d" % len(sent_at), partition=0, on_delivery=delivered)
+                sent_at.append(time.monotonic())
             except BufferError:
                 pass
             producer.poll(0.001)
@@ -160,10 +212,15 @@ def failover(cluster: LocalCluster) -> dict[str, float]:
         time.sleep(0.05)
     killed_at = time.monotonic()
     cluster.kill(leader)
+
+    def first_after() -> float | None:
+        times = [t for t, v in list(acked) if sent_at[int(v)] > killed_at]
+        return min(times) if times else None
+
     deadline = killed_at + 120
-    while not any(t > killed_at for t, _ in acked[-50:]) and time.monotonic() < deadline:
+    while first_after() is None and time.monotonic() < deadline:
         time.sleep(0.01)
-    first_after = min((t for t, _ in acked if t > killed_at), default=float("nan"))
+    first = first_after()
     time.sleep(2)
     stop.set()
     thread.join(30)
@@ -171,7 +228,7 @@ def failover(cluster: LocalCluster) -> dict[str, float]:
     read = consume(cluster.bootstrap, topic)
     lost = {v for _, v in acked} - set(read)
     return {
-        "failover_s": first_after - killed_at,
+        "failover_s": (first if first is not None else float("nan")) - killed_at,
         "acked": float(len(acked)),
         "lost": float(len(lost)),
         "duplicates": float(len(read) - len(set(read))),
@@ -192,35 +249,80 @@ def consume(bootstrap: str, topic: str) -> list[bytes]:
     return values
 
 
+def kafka_home() -> tuple[Path | None, str]:
+    """KAFKA_HOME of the reference Kafka 4.0, or None and why not."""
+    if shutil.which("java") is None:
+        return None, "java is not installed"
+    script = REFERENCE_KAFKA / "kafka-ref"
+    if os.environ.get("KAFKA_HOME"):
+        return Path(os.environ["KAFKA_HOME"]), ""
+    if not script.exists():
+        return None, f"no reference Kafka at {REFERENCE_KAFKA} and KAFKA_HOME is not set"
+    out = subprocess.run([str(script), "home"], capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        return None, f"kafka-ref home failed: {out.stderr.strip()[-200:]}"
+    return Path(out.stdout.strip()), ""
+
+
+def measure(cluster: LocalCluster | KafkaKRaftCluster, records: int, size: int,
+            throughput: bool) -> dict[str, float]:
+    results: dict[str, float] = {}
+    if throughput:
+        for name, rf, acks, configs in (
+            ("rf1-acks1", 1, "1", None),
+            ("rf3-acks1", 3, "1", None),
+            ("rf3-acks-all", 3, "all", {"min.insync.replicas": "2"}),
+        ):
+            topic = create(cluster.bootstrap, rf, configs)
+            produce(cluster.bootstrap, topic, min(5000, records), size, acks)  # warm-up
+            results[f"{name}_records_per_s"] = produce(
+                cluster.bootstrap, topic, records, size, acks
+            )
+    results.update(failover(cluster))
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--size", type=int, default=1000)
+    parser.add_argument("--systems", default="kafkette,kafka",
+                        help="comma-separated: kafkette, kafka (Apache Kafka 4.0, 3 KRaft nodes)")
+    parser.add_argument("--failover-only", action="store_true")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    results: dict[str, float] = {}
-    with tempfile.TemporaryDirectory(prefix="kafkette-repl-bench-") as tmp:
-        cluster = LocalCluster(Path(tmp))
-        try:
-            cluster.start()
-            for name, rf, acks, configs in (
-                ("rf1-acks1", 1, "1", None),
-                ("rf3-acks1", 3, "1", None),
-                ("rf3-acks-all", 3, "all", {"min.insync.replicas": "2"}),
-            ):
-                topic = create(cluster.bootstrap, rf, configs)
-                produce(cluster.bootstrap, topic, min(5000, args.records), args.size, acks)
-                results[f"{name}_records_per_s"] = produce(
-                    cluster.bootstrap, topic, args.records, args.size, acks
+    results: dict[str, dict[str, float]] = {}
+    skipped: dict[str, str] = {}
+    for system in args.systems.split(","):
+        with tempfile.TemporaryDirectory(prefix=f"kafkette-repl-bench-{system}-") as tmp:
+            cluster: LocalCluster | KafkaKRaftCluster
+            if system == "kafkette":
+                cluster = LocalCluster(Path(tmp))
+            elif system == "kafka":
+                home, why = kafka_home()
+                if home is None:
+                    skipped[system] = why
+                    continue
+                cluster = KafkaKRaftCluster(Path(tmp), home, SESSION_TIMEOUT_MS)
+            else:
+                raise SystemExit(f"unknown system {system!r}")
+            try:
+                cluster.start()
+                results[system] = measure(
+                    cluster, args.records, args.size, not args.failover_only
                 )
-            results.update(failover(cluster))
-        finally:
-            cluster.stop()
+            except Exception as exc:  # report the other system's figures all the same
+                skipped[system] = f"failed: {exc!r} (logs in a temporary folder, removed)"
+            finally:
+                cluster.stop()
+            if not args.json and system in results:
+                for key, value in results[system].items():
+                    print(f"{system:9s} {key:28s} {value:12.2f}", flush=True)
     if args.json:
-        print(json.dumps(results))
+        print(json.dumps({"results": results, "skipped": skipped}))
     else:
-        for key, value in results.items():
-            print(f"{key:28s} {value:12.2f}")
+        for system, why in skipped.items():
+            print(f"{system:9s} skipped: {why}")
     return 0
 
 

@@ -53,6 +53,7 @@ class ApiKey(IntEnum):
     DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
+    DESCRIBE_TOPIC_PARTITIONS = 75
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +141,7 @@ SUPPORTED: dict[ApiKey, ApiSpec] = {
         _api(ApiKey.LIST_PARTITION_REASSIGNMENTS, "ListPartitionReassignments", 0, 0),
         _api(ApiKey.OFFSET_DELETE, "OffsetDelete", 0, 0),
         _api(ApiKey.DESCRIBE_CLUSTER, "DescribeCluster", 0, 1),
+        _api(ApiKey.DESCRIBE_TOPIC_PARTITIONS, "DescribeTopicPartitions", 0, 0),
         _api(
             ApiKey.ADD_PARTITIONS_TO_TXN,
             "AddPartitionsToTxn",

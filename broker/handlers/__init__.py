@@ -24,6 +24,7 @@ from kafkette.broker.handlers import (
     producer_ids,
     reassignments,
     sasl,
+    topic_partitions,
     transactions,
     txn_offsets,
 )
@@ -41,6 +42,7 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.SASL_AUTHENTICATE: sasl.handle_sasl_authenticate,
     ApiKey.METADATA: cluster.handle_metadata,
     ApiKey.DESCRIBE_CLUSTER: cluster.handle_describe_cluster,
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: topic_partitions.handle_describe_topic_partitions,
     ApiKey.ELECT_LEADERS: elections.handle_elect_leaders,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: reassignments.handle_alter_partition_reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: reassignments.handle_list_partition_reassignments,

@@ -50,6 +50,7 @@ NULLABLE_REQUEST_FIELDS: dict[tuple[str, str], str] = {
     ("AlterPartitionReassignments", "topics.partitions.replicas"): "cancel the partition's "
     "ongoing reassignment (NO_REASSIGNMENT_IN_PROGRESS when none)",
     ("ListPartitionReassignments", "topics"): "every ongoing reassignment",
+    ("DescribeTopicPartitions", "cursor"): "start at the first topic (in name order)",
     ("IncrementalAlterConfigs", "resources.configs.value"): "SET: INVALID_CONFIG; DELETE: "
     "nothing needed; APPEND/SUBTRACT: an empty list",
 }
