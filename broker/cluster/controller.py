@@ -273,7 +273,12 @@ class Controller:
             return []
 
     def _rebalance(self, client: KazooClient, metadata: ClusterMetadata) -> None:
+        # A broker registered again since the last step is not handed leaderships before
+        # that step has moved it out of the ISRs (it may have lost an unflushed tail).
+        bounced = bounced_brokers(self._broker_epochs, metadata)
         for change in plan_preferred_leaders(metadata, self.imbalance_percentage):
+            if change.leader in bounced:
+                continue
             log.info("preferred replica %d leads %s-%d again", change.leader, change.topic,
                      change.partition)
             self._apply(client, change)
@@ -297,6 +302,7 @@ class Controller:
             return
         won = await self.session.run(self._try_elect)
         if won:
+            self._broker_epochs = {}  # a new term: registrations seen before prove nothing
             self.active = True
             log.info("broker %d is the controller (controller epoch %d)", self.broker_id,
                      self.epoch)
@@ -565,9 +571,10 @@ class Controller:
                 pass
 
     def _add_topic_ids(self, client: KazooClient, metadata: ClusterMetadata) -> None:
-        """Topics written without an id (by an old tool) get one, as Kafka 2.8+ does."""
+        """Topics written without an id (by an old tool) get one, as Kafka 2.8+ does: the
+        id the brokers know it by when it had one (its logs stay), else a new one."""
         for topic in client.get_children(znodes.BROKER_TOPICS):
-            if topic in metadata.topics:
+            if topic in metadata.topics and topic not in metadata.ids_to_restore:
                 continue
             try:
                 data, stat = client.get(znodes.topic_path(topic))
@@ -576,8 +583,10 @@ class Controller:
             assignment = znodes.decode_topic(data)
             if assignment.topic_id is not None:
                 continue
+            known = metadata.topics.get(topic)
+            topic_id = known.topic_id if known is not None else uuid.uuid4()
             new = znodes.encode_topic(
-                uuid.uuid4(), assignment.replicas, assignment.adding, assignment.removing
+                topic_id, assignment.replicas, assignment.adding, assignment.removing
             )
             try:
                 client.set(znodes.topic_path(topic), new, version=stat.version)

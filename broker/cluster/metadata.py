@@ -76,6 +76,9 @@ class ClusterMetadata:
     states: dict[tuple[str, int], PartitionState]
     # Topics whose deletion was asked (/admin/delete_topics) and not yet done.
     pending_deletions: frozenset[str] = field(default_factory=frozenset)
+    # Topics whose znode lost its topic id (rewritten by an old tool): listed in
+    # ``topics`` under the id they had; the controller writes it back.
+    ids_to_restore: frozenset[str] = field(default_factory=frozenset)
 
     def state(self, topic: str, partition: int) -> PartitionState | None:
         return self.states.get((topic, partition))

@@ -14,6 +14,7 @@ marked dirty and read again.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -74,6 +75,10 @@ class MetadataWatcher:
         self.cluster_id = cluster_id
         self._publish = publish
         self._cache = _Cache()
+        # The id each topic had when last seen with one: a topic znode rewritten without
+        # its id (an old tool) keeps it, rather than vanish from the snapshot (which
+        # would delete every broker's local logs of it) and come back as a new topic.
+        self._known_topic_ids: dict[str, uuid.UUID] = {}
         self._dirty: set[Key] = set(ROOT_KEYS)
         self._wake = trio.Event()
         self._watchers: dict[Key, Callable[[object], None]] = {}
@@ -126,11 +131,16 @@ class MetadataWatcher:
     def snapshot(self) -> ClusterMetadata:
         cache = self._cache
         topics = {}
+        restore = set()
         for name, (assignment, version) in cache.assignments.items():
-            if assignment.topic_id is None:
+            topic_id = assignment.topic_id or self._known_topic_ids.get(name)
+            if topic_id is None:
                 continue  # written without an id by an old tool: the controller adds one
+            if assignment.topic_id is None:
+                restore.add(name)
+            self._known_topic_ids[name] = topic_id
             topics[name] = TopicInfo(
-                name, assignment.topic_id, dict(assignment.replicas),
+                name, topic_id, dict(assignment.replicas),
                 dict(cache.configs.get(name, {})), version,
                 dict(assignment.adding), dict(assignment.removing),
             )
@@ -142,6 +152,7 @@ class MetadataWatcher:
             topics=topics,
             states=states,
             pending_deletions=cache.pending_deletions,
+            ids_to_restore=frozenset(restore),
         )
 
     # Worker thread ----------------------------------------------------------------
@@ -211,6 +222,7 @@ class MetadataWatcher:
         cache = self._cache
         cache.assignments.pop(topic, None)
         cache.configs.pop(topic, None)
+        self._known_topic_ids.pop(topic, None)
         for key in [k for k in cache.states if k[0] == topic]:
             del cache.states[key]
 
