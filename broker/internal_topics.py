@@ -100,10 +100,14 @@ async def append_committed(
     if replicas is None:
         return await partition.append_batch(batch, check)
 
-    def leading_then_check() -> ErrorCode:
+    tenure: int | None = None
+
+    def leading_then_check() -> ErrorCode:  # under the append lock
+        nonlocal tenure
         led = replicas.leader_partition(partition.topic, partition.index)
         if led is not partition:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        tenure = replicas.leader_tenure(partition)
         # acks=-1: an ISR smaller than min.insync.replicas refuses the write up front.
         error = replicas.check_min_isr(partition)
         if error != ErrorCode.NONE:
@@ -114,4 +118,4 @@ async def append_committed(
     if error != ErrorCode.NONE:
         return error
     last_offset = read_header(batch).next_offset - 1  # the log patched the base offset in
-    return await replicas.wait_for_acks(partition, last_offset, timeout_s)
+    return await replicas.wait_for_acks(partition, last_offset, timeout_s, tenure)

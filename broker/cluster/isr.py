@@ -18,6 +18,10 @@ without a cluster. The rules are Kafka's (ReplicaManager/Partition, KIP-101):
 - **Expand**: a replica outside the ISR rejoins once its LEO reaches the HW and
   the start of the current leader epoch, i.e. it fetches in this epoch and
   holds everything committed.
+- **Maximal ISR** (KIP-497): while an expansion is being written, ZooKeeper may
+  already list the joiner, which could then be elected; so the HW counts it from
+  the moment the write starts (``pending_joiners``) until the write fails. A
+  shrink keeps counting the larger, current ISR until it is written.
 """
 
 from __future__ import annotations
@@ -56,6 +60,8 @@ class LeaderReplication:
         self.high_watermark = high_watermark
         self.replicas = replicas
         self.isr: tuple[int, ...] = isr
+        # Joiners of an ISR expansion being written: they count for the HW already.
+        self.pending_joiners: tuple[int, ...] = ()
         # Members of the ISR get a full lag period from the moment we lead before
         # they can be judged slow, as Kafka resets lastCaughtUpTime on leadership.
         self.followers: dict[int, FollowerState] = {
@@ -93,10 +99,16 @@ class LeaderReplication:
         state.last_fetch_ms = now_ms
         return False
 
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        """The ISR plus the joiners of a pending expansion: the replicas ZooKeeper may
+        list as in sync right now, hence those the HW must wait for."""
+        return (*self.isr, *(r for r in self.pending_joiners if r not in self.isr))
+
     def advance_high_watermark(self, leader_leo: int) -> bool:
-        """Recompute the HW from the ISR's LEOs; True if it moved (it only moves up)."""
+        """Recompute the HW from the maximal ISR's LEOs; True if it moved (only up)."""
         low = leader_leo
-        for r in self.isr:
+        for r in self.maximal_isr:
             if r == self.leader_id:
                 continue
             state = self.followers.get(r)
@@ -114,6 +126,7 @@ class LeaderReplication:
             r
             for r, state in self.followers.items()
             if r not in self.isr
+            and r not in self.pending_joiners
             and state.log_end_offset >= self.high_watermark
             and state.log_end_offset >= self.epoch_start_offset
         )

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import trio
+from kazoo.exceptions import KazooException
 
 from kafkette.broker.cluster.isr import LeaderReplication
 from kafkette.broker.cluster.replica_fetcher import ReplicaFetcher
@@ -345,6 +346,15 @@ class ReplicaManager:
             and lead.replication.leader_epoch == leader_epoch
         )
 
+    def leader_tenure(self, partition: Partition) -> int | None:
+        """The leadership tenure of ``partition`` now (None if this broker does not lead
+        it): taken under the append lock at append time and given to ``wait_for_acks``,
+        so an ack never counts a leadership that went away and came back meanwhile."""
+        lead = self._leading.get((partition.topic, partition.index))
+        if lead is None or lead.partition is not partition:
+            return None
+        return lead.tenure
+
     def min_insync_replicas(self, topic: str) -> int:
         raw = self._broker.topics.topic_configs(topic).get("min.insync.replicas")
         return int(raw) if raw is not None else self.config.min_insync_replicas
@@ -359,20 +369,24 @@ class ReplicaManager:
         return ErrorCode.NONE
 
     async def wait_for_acks(
-        self, partition: Partition, last_offset: int, timeout_s: float
+        self, partition: Partition, last_offset: int, timeout_s: float, tenure: int | None
     ) -> ErrorCode:
         """Hold an acks=all answer until the HW passes ``last_offset`` (Kafka's
         DelayedProduce): NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank
         below min.insync.replicas meanwhile, NOT_LEADER_OR_FOLLOWER if leadership
-        moved, REQUEST_TIMED_OUT when ``timeout_s`` runs out."""
+        moved, REQUEST_TIMED_OUT when ``timeout_s`` runs out.
+
+        ``tenure`` is ``leader_tenure`` taken when the records were appended (under the
+        append lock): if leadership left and came back since, the records may have been
+        truncated and others written at the same offsets, so the answer is
+        NOT_LEADER_OR_FOLLOWER even though this broker leads again."""
         key = (partition.topic, partition.index)
-        first = self._leading.get(key)
-        if first is None or first.partition is not partition:
+        if tenure is None:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         with trio.move_on_after(max(timeout_s, 0)):
             while True:
                 lead = self._leading.get(key)
-                if lead is None or lead.partition is not partition or lead.tenure != first.tenure:
+                if lead is None or lead.partition is not partition or lead.tenure != tenure:
                     return ErrorCode.NOT_LEADER_OR_FOLLOWER
                 if lead.replication.high_watermark > last_offset:
                     if len(lead.replication.isr) < self.min_insync_replicas(partition.topic):
@@ -401,7 +415,7 @@ class ReplicaManager:
         if not lead.isr_update_pending:
             joining = replication.expand_candidates()
             if joining:
-                self._change_isr(lead, (*replication.isr, *joining), "expanding")
+                self._change_isr(lead, (*replication.isr, *joining), "expanding", joining)
 
     # --- HW and ISR ----------------------------------------------------------------------
 
@@ -412,16 +426,35 @@ class ReplicaManager:
             lead.partition.notify_high_watermark()  # consumers long-polling below it
             lead.notify()
 
-    def _change_isr(self, lead: LeaderState, new_isr: Iterable[int], verb: str) -> None:
+    def _change_isr(
+        self,
+        lead: LeaderState,
+        new_isr: Iterable[int],
+        verb: str,
+        joining: tuple[int, ...] = (),
+    ) -> None:
+        """Start the ISR write. ``joining`` (an expansion) counts for the HW from now
+        until ZooKeeper has answered (KIP-497's maximal ISR): ZooKeeper may list them as
+        soon as the write is sent, and then any of them may be elected."""
         assert self._nursery is not None, "start() first"
         if lead.state.zk_version == lead.isr_conflict_version:
             return
         lead.isr_update_pending = True
+        lead.replication.pending_joiners = joining
         self._nursery.start_soon(self._write_isr, lead, tuple(new_isr), verb)
 
     async def _write_isr(self, lead: LeaderState, new_isr: tuple[int, ...], verb: str) -> None:
+        """Write the ISR change, conditional on the znode version it was decided on.
+
+        A conflict (BadVersion) waits for the newer snapshot that must come. ZooKeeper
+        unreachable decides nothing (the write may even have been applied), so the same
+        write is retried every ``replica.fetch.backoff.ms`` while this broker leads in
+        the same state, the joiners of an expansion still counting for the HW; it stops
+        when a snapshot brings a newer state (ours, or the controller's) or another epoch.
+        """
         partition = lead.partition
         key = (partition.topic, partition.index)
+        base = lead.state
         try:
             log.info(
                 "%s ISR of %s-%d from %s to %s (epoch %d)",
@@ -432,19 +465,41 @@ class ReplicaManager:
                 list(new_isr),
                 lead.replication.leader_epoch,
             )
-            written = await self._node.admin.update_isr(key[0], key[1], lead.state, list(new_isr))
+            failures = 0
+            while True:
+                try:
+                    written = await self._node.admin.update_isr(
+                        key[0], key[1], base, list(new_isr)
+                    )
+                    break
+                except KazooException as exc:
+                    if failures == 0:
+                        log.warning(
+                            "ISR update of %s-%d not written (%r): retrying every %d ms",
+                            key[0],
+                            key[1],
+                            exc,
+                            self.config.replica_fetch_backoff_ms,
+                        )
+                    failures += 1
+                await trio.sleep(self.config.replica_fetch_backoff_ms / 1000)
+                if self._leading.get(key) is not lead or lead.state is not base:
+                    return  # a newer snapshot decides
             if written is None:
                 log.info("ISR update of %s-%d lost a race: waiting for new metadata", *key)
-                lead.isr_conflict_version = lead.state.zk_version
+                lead.isr_conflict_version = base.zk_version
                 return
             if self._leading.get(key) is lead:
                 lead.state = written
                 lead.replication.isr = tuple(written.isr)
+                lead.replication.pending_joiners = ()
                 self._advance_high_watermark(lead)
                 lead.notify()
-        except Exception as exc:  # ZooKeeper unreachable: the next check retries
+        except Exception as exc:  # not ZooKeeper's answer: the next fetch or check retries
             log.warning("ISR update of %s-%d failed: %s", key[0], key[1], exc)
         finally:
+            # Written (and applied above) or not written: the joiners count no more.
+            lead.replication.pending_joiners = ()
             lead.isr_update_pending = False
 
     async def _isr_shrink_loop(self) -> None:

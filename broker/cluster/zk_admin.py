@@ -269,9 +269,11 @@ class ZkAdmin:
     async def update_isr(
         self, topic: str, partition: int, state: PartitionState, new_isr: Sequence[int]
     ) -> PartitionState | None:
-        """The leader's ISR change, conditional on ``state.zk_version``; None when it was
-        not written: a conflict (the controller or another write moved the state: act on
-        the next snapshot) or ZooKeeper unreachable (try again later)."""
+        """The leader's ISR change, conditional on ``state.zk_version``; None on a
+        conflict (the controller or another write moved the state: act on the next
+        snapshot, which will carry a newer version). Raises ``KazooException`` when
+        ZooKeeper cannot be reached: nothing was decided, so the caller retries later
+        (no newer version would ever come to wake it)."""
         isr = tuple(new_isr)
         data = znodes.encode_state(state.leader, state.leader_epoch, isr, state.controller_epoch)
 
@@ -291,7 +293,7 @@ class ZkAdmin:
         except KazooException as exc:
             log.warning("%s-%d: ISR change not written, ZooKeeper unavailable: %r",
                         topic, partition, exc)
-            return None
+            raise
         if result is not None:
             log.info("%s-%d: isr %s -> %s", topic, partition, list(state.isr), list(isr))
         return result

@@ -72,6 +72,7 @@ class _Append:
     header: BatchHeader | None = None  # the one batch (Kafka's rule), once validated
     duplicate: BatchMetadata | None = None
     last_offset: int = -1  # once appended (or of the batch it duplicates)
+    tenure: int | None = None  # cluster: the leadership tenure checked under the append lock
 
 
 def _partition_response(index: int, error: int = 0, message: str | None = None) -> dict:
@@ -302,6 +303,10 @@ async def _append_all(
 def _still_leader(replicas: ReplicaManager, item: _Append) -> bool:
     """Under the append lock: leadership did not move since the request was planned."""
     if replicas.is_leader(item.partition, item.leader_epoch):
+        # The tenure the acks=all wait must see unchanged: taken here, not when the wait
+        # starts (another partition's wait may come first, and leadership may move away
+        # and back meanwhile, replacing these records at the same offsets).
+        item.tenure = replicas.leader_tenure(item.partition)
         return True
     item.response["error_code"] = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
     return False
@@ -314,7 +319,9 @@ async def _wait_for_acks(replicas: ReplicaManager, work: list[_Append], timeout_
         if item.response["error_code"] != 0 or item.last_offset < 0:
             continue
         remaining = deadline - trio.current_time()
-        error = await replicas.wait_for_acks(item.partition, item.last_offset, remaining)
+        error = await replicas.wait_for_acks(
+            item.partition, item.last_offset, remaining, item.tenure
+        )
         if error != ErrorCode.NONE:
             item.response["error_code"] = int(error)
 

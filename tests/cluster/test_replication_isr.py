@@ -108,3 +108,24 @@ def test_assignment_update_keeps_known_followers() -> None:
     assert set(state.followers) == {2}
     assert state.followers[2].log_end_offset == 5
     assert state.record_fetch(3, 5, leader_leo=5, now_ms=3)  # not a replica any more
+
+
+def test_pending_joiners_count_for_the_hw_until_the_write_is_answered() -> None:
+    # KIP-497's maximal ISR: once the expansion is sent, ZooKeeper may list replica 3
+    # and elect it, so nothing it lacks may be committed meanwhile.
+    state = leader(isr=(1, 2), hw=5)
+    state.record_fetch(2, 20, leader_leo=20, now_ms=1)
+    state.record_fetch(3, 5, leader_leo=20, now_ms=1)
+    assert state.expand_candidates() == (3,)
+    state.pending_joiners = (3,)
+    assert state.maximal_isr == (1, 2, 3)
+    assert state.expand_candidates() == ()  # already being written
+    assert not state.advance_high_watermark(20)
+    assert state.high_watermark == 5  # replica 3 holds only up to 5
+    state.record_fetch(3, 12, leader_leo=20, now_ms=2)
+    assert state.advance_high_watermark(20)
+    assert state.high_watermark == 12
+    # The write failed: the joiner counts no more, the HW goes on over the ISR.
+    state.pending_joiners = ()
+    assert state.advance_high_watermark(20)
+    assert state.high_watermark == 20
