@@ -288,12 +288,7 @@ class ZkAdmin:
                 state.leader, state.leader_epoch, isr, state.controller_epoch, stat.version
             )
 
-        try:
-            result = await self.session.run(write)
-        except KazooException as exc:
-            log.warning("%s-%d: ISR change not written, ZooKeeper unavailable: %r",
-                        topic, partition, exc)
-            raise
+        result = await self.session.run(write)  # KazooException: the caller retries and logs
         if result is not None:
             log.info("%s-%d: isr %s -> %s", topic, partition, list(state.isr), list(isr))
         return result
