@@ -815,13 +815,18 @@ class PartitionLog:
         Cuts at a batch boundary (a batch holding ``offset`` goes entirely), so
         the new log end offset may be below ``offset``. Below the first
         segment the log is emptied and restarts at ``offset``. Leader-epoch
-        entries starting at or past the new log end go; the HW, if explicit,
+        entries starting at or past the new log end go (also when nothing is
+        cut, as Kafka's truncateTo); the HW, if explicit,
         is clamped to the new log end.
         """
         with self._write_lock:
             if self._closed:
                 raise LogClosed(str(self.directory))
             if offset >= self._log_end_offset:
+                # Nothing to cut, but an epoch entry at the log end (this broker led that
+                # epoch without appending) goes, as in Kafka: a follower asking its leader
+                # again (KIP-279) must then ask for an older epoch.
+                self.leader_epoch_cache.truncate_from_end(self._log_end_offset)
                 return
             if offset < self._segments[0].base_offset:
                 self._restart_at(offset)

@@ -10,8 +10,11 @@ Before fetching in a new leader epoch the follower truncates (KIP-101,
 KIP-279): it asks the leader OffsetForLeaderEpoch (v3, ``replica_id`` = own
 id) for its latest epoch and cuts its log at min(leader's end offset, its own
 end of the epoch the leader answered), so a tail the old leader never
-replicated cannot survive beside the new leader's records. A follower with no
-epoch recorded falls back to its high watermark, as Kafka does.
+replicated cannot survive beside the new leader's records. When its own
+answer is an older epoch than the leader's (it never had the leader's epoch),
+it cuts at its own end of that older epoch and asks again, until both answer
+the same epoch. A follower with no epoch recorded falls back to its high
+watermark, as Kafka does.
 
 Errors: FENCED_LEADER_EPOCH means the metadata here is stale: the partition
 waits for the replica manager to hand it over again with the next snapshot.
@@ -83,6 +86,25 @@ def split_batches(
             headers.append(header)
         pos += header.size
     return start, pos if headers else start, headers
+
+
+def truncation_step(
+    leader_epoch: int, leader_end: int, own_epoch: int, own_end: int, log_end_offset: int
+) -> tuple[int, bool]:
+    """(offset to truncate to, done) for one OffsetForLeaderEpoch answer (KIP-279).
+
+    ``leader_epoch``/``leader_end``: the leader's answer (defined); ``own_epoch``/
+    ``own_end``: this log's ``end_offset_for_epoch(leader_epoch)``. When this log
+    does not know the leader's epoch (its answer is an older one), its records from
+    ``own_end`` on may differ from the leader's even below ``leader_end``: cut there
+    and ask again (not done) with the now latest, older epoch, until both sides
+    answer the same epoch, as Kafka's getOffsetTruncationState does.
+    """
+    if own_end < 0:  # no epoch known here at all: the leader's end is all there is
+        return min(leader_end, log_end_offset), True
+    if own_epoch != leader_epoch:
+        return min(own_end, log_end_offset), False
+    return min(leader_end, own_end, log_end_offset), True
 
 
 class ReplicaFetcher:
@@ -173,7 +195,14 @@ class ReplicaFetcher:
         ) / 1000
 
     async def _truncate(self, states: list[FollowerPartition]) -> None:
-        """OffsetForLeaderEpoch for the partitions entering a new epoch, then truncate."""
+        """OffsetForLeaderEpoch for the partitions entering a new epoch, then truncate,
+        asking again at once while a round left a partition on an older epoch."""
+        while states:
+            states = await self._truncate_round(states)
+
+    async def _truncate_round(self, states: list[FollowerPartition]) -> list[FollowerPartition]:
+        """One OffsetForLeaderEpoch round; returns the partitions to ask again."""
+        again: list[FollowerPartition] = []
         asks: dict[tuple[str, int], tuple[FollowerPartition, int]] = {}
         for state in states:
             log_ = state.partition.log
@@ -185,7 +214,7 @@ class ReplicaFetcher:
             else:
                 asks[state.key] = (state, latest)
         if not asks:
-            return
+            return again
         topics: dict[str, list[dict]] = {}
         for (topic, index), (state, latest) in asks.items():
             topics.setdefault(topic, []).append(
@@ -225,15 +254,28 @@ class ReplicaFetcher:
                     )
                     continue
                 log_ = state.partition.log
-                leo = log_.log_end_offset
+                done = True
                 if answer["end_offset"] < 0:
                     target = log_.high_watermark
                 else:
-                    _, own_end = log_.end_offset_for_epoch(answer["leader_epoch"])
-                    target = min(answer["end_offset"], own_end if own_end >= 0 else leo)
+                    own_epoch, own_end = log_.end_offset_for_epoch(answer["leader_epoch"])
+                    target, done = truncation_step(
+                        answer["leader_epoch"],
+                        answer["end_offset"],
+                        own_epoch,
+                        own_end,
+                        log_.log_end_offset,
+                    )
                 await self._truncate_to(state, state.leader_epoch, target)
-                if self._current(key, epochs) is state:
+                if self._current(key, epochs) is not state:
+                    continue
+                if done:
                     state.truncated = True
+                elif log_.leader_epoch_cache.latest_epoch < asks[key][1]:
+                    again.append(state)  # an older epoch to ask about now
+                # else no progress (cannot happen with a sound leader): the loop retries
+                # after its backoff.
+        return again
 
     def _current(
         self, key: tuple[str, int], epochs: dict[tuple[str, int], int]
@@ -260,7 +302,8 @@ class ReplicaFetcher:
                     epoch,
                     self.leader_id,
                 )
-                await trio.to_thread.run_sync(partition.log.truncate_to, max(offset, 0))
+            # Also at or past the LEO: an epoch entry at the log end goes (see truncate_to).
+            await trio.to_thread.run_sync(partition.log.truncate_to, max(offset, 0))
 
     async def _restart_at(self, state: FollowerPartition, fetched_at: int, offset: int) -> bool:
         """Kafka's ``truncateFullyAndStartAt`` on a follower that fetched below the

@@ -146,12 +146,15 @@ def _plan(
 def _cluster_partition(
     replicas: ReplicaManager, name: str, fetch: dict, response: dict, replica_id: int
 ) -> Partition | None:
-    """The led partition (error filled in otherwise); a follower's fetch offset recorded."""
+    """The led partition (error filled in otherwise); a follower's fetch offset recorded
+    unless it is past the log end."""
     led = replicas.leader_partition(name, fetch["partition"], fetch["current_leader_epoch"])
     if isinstance(led, ErrorCode):
         response["error_code"] = int(led)
         return None
-    if replica_id >= 0:
+    # Past the leader's log end the read answers OFFSET_OUT_OF_RANGE: as Kafka, only a
+    # fetch that can succeed updates the follower's state (else it would count as caught up).
+    if replica_id >= 0 and fetch["fetch_offset"] <= led.log.log_end_offset:
         replicas.record_follower_fetch(led, replica_id, fetch["fetch_offset"])
     return led
 

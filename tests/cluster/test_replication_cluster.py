@@ -551,6 +551,13 @@ def test_leader_shrinks_the_isr_of_a_stalled_follower_and_takes_it_back(
         # Still in the ISR (its lag is not yet 4 s): the HW cannot pass the new batch.
         timed_out = produce_raw(leader_address, topic, 0, -1, [b"b"], timeout_ms=1000)
         assert timed_out["error_code"] == 7  # REQUEST_TIMED_OUT
+        # A fetch in the stalled follower's name past the leader's log end is out of
+        # range and must not count it as caught up (the HW stays below "b").
+        forged = fetch_body(topic, 0, -1)
+        forged["replica_id"] = stalled
+        forged["topics"][0]["partitions"][0]["fetch_offset"] = 100
+        answer = raw_call(leader_address, ApiKey.FETCH, 12, forged).body["responses"][0]
+        assert answer["partitions"][0]["error_code"] == 1  # OFFSET_OUT_OF_RANGE
         # The batch is in the leader's log, above the HW: consumers do not see it.
         fetched = raw_call(leader_address, ApiKey.FETCH, 12, fetch_body(topic, 0, -1))
         answer = fetched.body["responses"][0]["partitions"][0]

@@ -19,11 +19,16 @@ import trio
 from kafkette.broker.clock import now_ms
 from kafkette.broker.cluster.config import ClusterConfig
 from kafkette.broker.cluster.peer_client import PeerClient, PeerError
-from kafkette.broker.cluster.replica_fetcher import ReplicaFetcher, split_batches
+from kafkette.broker.cluster.replica_fetcher import (
+    ReplicaFetcher,
+    split_batches,
+    truncation_step,
+)
 from kafkette.broker.embedded import EmbeddedBroker
 from kafkette.broker.partition import Partition
 from kafkette.log import DataDir
 from kafkette.log.config import LogConfig
+from kafkette.log.leader_epoch_cache import LeaderEpochCache
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.client_connection import NEED_DATA, ClientConnection, Response
 from kafkette.wire.record_batch import patch_leader_epoch, read_header
@@ -236,3 +241,67 @@ def test_peer_client_survives_a_cancelled_request_and_reports_refusals(
             await dead.request(ApiKey.API_VERSIONS, 3, {})
 
     trio.run(main)
+
+
+def converge(leader_cache: LeaderEpochCache, leader_leo: int, log_) -> list[tuple[int, int]]:
+    """The follower's OffsetForLeaderEpoch rounds against ``leader_cache``, as
+    ReplicaFetcher runs them: (epoch asked, offset truncated to) per round."""
+    rounds: list[tuple[int, int]] = []
+    for _ in range(10):
+        asked = log_.leader_epoch_cache.latest_epoch
+        leader_epoch, leader_end = leader_cache.end_offset_for(asked, leader_leo)
+        own_epoch, own_end = log_.end_offset_for_epoch(leader_epoch)
+        target, done = truncation_step(
+            leader_epoch, leader_end, own_epoch, own_end, log_.log_end_offset
+        )
+        log_.truncate_to(target)
+        rounds.append((asked, target))
+        if done:
+            return rounds
+    raise AssertionError(f"no agreement after {rounds}")
+
+
+@pytest.mark.parametrize("follower_leo", [55, 50])
+def test_follower_asks_again_until_its_epoch_agrees_with_the_leaders(
+    tmp_path: Path, follower_leo: int
+) -> None:
+    """KIP-279: leader epochs [(0,0),(1,40),(3,60)], follower [(0,0),(2,50)]. The
+    leader answers (1, 60) for epoch 2, which the follower never had: its own answer
+    for 1 is (0, 50), so it cuts at 50 and asks again for epoch 0 -> (0, 40) -> 40,
+    dropping the epoch-0 records 40-49 where the leader holds epoch-1 records. With
+    follower_leo 50 the follower led epoch 2 without appending: the entry at its log
+    end must go all the same, or it would ask for epoch 2 forever."""
+    leader_cache = LeaderEpochCache(tmp_path / "leader-epoch-checkpoint")
+    for epoch, start in [(0, 0), (1, 40), (3, 60)]:
+        leader_cache.assign(epoch, start)
+    follower_dir = DataDir.open(tmp_path / "follower", LogConfig(), now_ms)
+    try:
+        follower_dir.create_topic("t", 1, {})
+        log_ = follower_dir.partition("t", 0)
+        first = batch([b"e0-%d" % i for i in range(50)], epoch=0)
+        log_.append(first, [read_header(first)])
+        if follower_leo > 50:
+            tail = batch([b"e2-%d" % i for i in range(follower_leo - 50)], epoch=2)
+            patch_base_offset(tail, 50)
+            log_.append(tail, [read_header(tail)])
+        else:
+            log_.leader_epoch_cache.assign(2, 50)
+        assert log_.leader_epoch_cache.latest_epoch == 2
+        assert log_.log_end_offset == follower_leo
+
+        assert converge(leader_cache, 70, log_) == [(2, 50), (0, 40)]
+        # Batches are cut whole: the 50-record epoch-0 batch holding 40 goes entirely.
+        assert log_.log_end_offset <= 40
+        assert log_.leader_epoch_cache.latest_epoch in (0, -1)
+    finally:
+        follower_dir.close()
+
+
+def test_truncation_step_decisions() -> None:
+    # Same epoch on both sides: the smaller end, done.
+    assert truncation_step(3, 60, 3, 80, 90) == (60, True)
+    assert truncation_step(3, 60, 3, 55, 90) == (55, True)
+    # The follower's own answer is an older epoch: cut at its end, ask again.
+    assert truncation_step(1, 60, 0, 50, 55) == (50, False)
+    # Nothing known here: the leader's end (never past the LEO).
+    assert truncation_step(1, 60, -1, -1, 30) == (30, True)
