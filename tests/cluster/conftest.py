@@ -20,6 +20,10 @@ so everything reaches them as fixtures:
   running at teardown is killed.
 - ``wait_until``: ``wait_until(predicate, timeout=30, what="...")``, a bounded poll.
 
+Helper modules: ``failover_load.py`` (the loads and checks the failover tests share)
+is registered here as the module ``kafkette_cluster_failover_load``, so a test module
+imports it by that name (``import kafkette_cluster_failover_load as fl``).
+
 Each broker logs to ``<tmp>/broker-<id>.log`` (appended across restarts); a test
 that fails gets the tail of every broker's log and of ZooKeeper's in its report.
 Every wait has a deadline: a test that hits one fails, it never hangs.
@@ -50,6 +54,24 @@ from kafkette.broker.cluster.zookeeper_server import (
     find_zookeeper,
     free_port,
 )
+
+
+def _register_beside(stem: str) -> None:
+    """Load ``<stem>.py`` beside this file as ``kafkette_cluster_<stem>`` (once)."""
+    import importlib.util
+
+    name = f"kafkette_cluster_{stem}"
+    if name in sys.modules:
+        return
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{stem}.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+
+
+_register_beside("failover_load")
+
 
 READY_LINE = re.compile(r"^kafkette ready on (\S+):(\d+)$")
 HOST = "127.0.0.1"

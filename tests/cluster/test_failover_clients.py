@@ -16,29 +16,11 @@ the controller, SIGSTOP and rolling-restart variants are in the other
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
+import kafkette_cluster_failover_load as fl
 import pytest
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
-
-def _failover_load():
-    name = "kafkette_tests_failover_load"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).with_name("failover_load.py")
-        )
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-fl = _failover_load()
 RECORDS = 2000
 KILL_AFTER_ACKED = 500
 

@@ -12,29 +12,10 @@ replicas converge.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
+import kafkette_cluster_failover_load as fl
 import pytest
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
-
-def _failover_load():
-    name = "kafkette_tests_failover_load"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).with_name("failover_load.py")
-        )
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-fl = _failover_load()
 
 
 def test_preferred_leader_takes_leadership_back_under_load(cluster, wait_until) -> None:
