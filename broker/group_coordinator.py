@@ -4,8 +4,9 @@
 committed offset without I/O. This module is what it needs around it on the
 event loop:
 
-- one ``trio.Lock`` so calls, their record appends and their replies happen
-  in order (the state machine is driven from one task at a time);
+- one ``trio.Lock`` so calls and their record appends happen in order (the
+  state machine is driven from one task at a time); in a cluster the wait for
+  the records' replication happens after it is released;
 - ``__consumer_offsets``: records are appended to the group's partition
   before anyone is answered (persist first), and read back on start;
 - tickets: JoinGroup and SyncGroup wait for a ``Reply`` that a later call
@@ -24,14 +25,17 @@ from its log when this broker becomes its leader (COORDINATOR_LOAD_IN_PROGRESS
 for them meanwhile) and forgets them when it stops leading it (members waiting
 in JoinGroup/SyncGroup are answered NOT_COORDINATOR); requests for groups of
 other partitions get NOT_COORDINATOR, so clients find the new coordinator. Every
-write is committed (the high watermark passes it) before anyone is answered.
+write is committed (the high watermark passes it) before anyone is answered: the
+records are appended under the lock, the wait for their replication happens after
+it is released (so one slow follower does not stall every group), and OffsetFetch
+answers the last committed offsets meanwhile.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -42,7 +46,7 @@ from kafkette.broker.clock import now_ms
 from kafkette.broker.groups import OFFSETS_TOPIC
 from kafkette.broker.groups.config import GroupConfig
 from kafkette.broker.internal_topics import (
-    append_committed,
+    append_uncommitted,
     create_if_missing,
     partitions_in_use,
     replay_batches,
@@ -111,6 +115,15 @@ class _Waiter:
 
     done: trio.Event = field(default_factory=trio.Event)
     response: JoinResponse | SyncResponse | None = None
+
+
+@dataclass(slots=True)
+class _Commit:
+    """Cluster mode: a batch appended to offsets partition ``index``; ``wait(timeout_s)``
+    answers once the high watermark passed it (``append_uncommitted``)."""
+
+    index: int
+    wait: Callable[[float], Awaitable[ErrorCode]]
 
 
 class CoordinatorUnavailable(Exception):
@@ -192,6 +205,8 @@ class GroupCoordinator:
         """The state machine, built (and its modules imported) on first use."""
         if self._state is None:
             self._state = groups.GroupCoordinatorState(self.config)
+            if self.broker.cluster is not None:
+                self._state.track_unconfirmed()
         return self._state
 
     async def _offsets_partition(self, index: int) -> Partition:
@@ -331,7 +346,8 @@ class GroupCoordinator:
         """
         async with self._lock:
             self._check_group(group_id)
-            return await self._run_locked(call)
+            outcome, commits = await self._run_locked(call)
+        return await self._await_commits(outcome, commits)
 
     async def run_transactional(
         self, call: object, *, group_id: str, producer_id: int, producer_epoch: int,
@@ -359,7 +375,8 @@ class GroupCoordinator:
             error = partition.log.check_producer_epoch(producer_id, producer_epoch)
             if error != ErrorCode.NONE:
                 raise ProducerRejected(error)
-            return await self._run_locked(call)
+            outcome, commits = await self._run_locked(call)
+        return await self._await_commits(outcome, commits)
 
     async def write_txn_marker(
         self,
@@ -431,12 +448,16 @@ class GroupCoordinator:
             self._rearm.set()
         return ErrorCode.NONE
 
-    async def _run_locked(self, call: object) -> Outcome:
-        """``run``'s body; the caller holds the lock."""
+    async def _run_locked(self, call: object) -> tuple[Outcome, list[_Commit]]:
+        """``run``'s body; the caller holds the lock. Applies the call and appends its
+        records (so the log's order is the state machine's). On a single node, or
+        with nothing to wait for, the replies are delivered here, as the write is
+        done; in a cluster the caller releases the lock, then ``_await_commits``."""
         outcome: Outcome = call(self.state, now_ms())  # type: ignore[operator]
         try:
-            await self._persist(outcome.records)
+            commits = await self._persist(outcome.records)
         except Exception as exc:
+            self.state.settle_unconfirmed(outcome.records)
             failure = exc if isinstance(exc, CoordinatorUnavailable) else None
             if failure is None:  # a bug of ours: still answer, revert, and say so
                 storage_errors.failure("writing to", OFFSETS_TOPIC, exc)
@@ -446,9 +467,47 @@ class GroupCoordinator:
             if failure is exc:
                 raise
             raise failure from exc
+        if commits:
+            return outcome, commits
+        self.state.settle_unconfirmed(outcome.records)
         self._deliver(outcome)
         self._rearm.set()
-        return outcome
+        return outcome, commits
+
+    async def _await_commits(self, outcome: Outcome, commits: list[_Commit]) -> Outcome:
+        """Cluster mode, without the lock: wait until the high watermark passes each
+        appended batch (at most ``offsets.commit.timeout.ms`` each), then answer. So a
+        follower slow to fetch (or dead but still in the ISR) holds only the requests
+        whose records wait for it, not every group of this broker. Meanwhile the state
+        already shows the call's changes to later calls (their records come after these
+        in the log), but OffsetFetch still answers the committed offsets. A write that
+        does not commit is reverted under the lock, as a failed append is."""
+        if not commits:
+            return outcome
+        failure: CoordinatorUnavailable | None = None
+        try:
+            for commit in commits:
+                error = await commit.wait(self.config.offsets_commit_timeout_ms / 1000)
+                if error != ErrorCode.NONE:
+                    log.info(
+                        "write to %s not committed: %s", partition_name(commit.index), error.name
+                    )
+                    failure = CoordinatorUnavailable(
+                        error.name, _WRITE_ERRORS.get(error, ErrorCode.UNKNOWN_SERVER_ERROR)
+                    )
+                    break
+        finally:
+            if failure is None:
+                self.state.settle_unconfirmed(outcome.records)
+        if failure is None:
+            self._deliver(outcome)
+            self._rearm.set()
+            return outcome
+        async with self._lock:
+            self.state.settle_unconfirmed(outcome.records)
+            await self._revert(outcome, failure.code)
+            self._rearm.set()
+        raise failure
 
     async def _revert(self, outcome: Outcome, error: int) -> None:
         """After a failed persist: make memory match ``__consumer_offsets`` again.
@@ -523,12 +582,16 @@ class GroupCoordinator:
                 waiter.response = reply.response
                 waiter.done.set()
 
-    async def _persist(self, records: list[OffsetsRecord]) -> None:
+    async def _persist(self, records: list[OffsetsRecord]) -> list[_Commit]:
         """One batch per partition and producer: a TxnOffsetCommit's records are a
         transactional batch of the producer (base sequence -1: the log opens or
-        extends the producer's transaction without sequence bookkeeping)."""
+        extends the producer's transaction without sequence bookkeeping).
+
+        Appends only; answers the waits for their replication (none on a single node,
+        where the append is the whole write)."""
+        commits: list[_Commit] = []
         if not records:
-            return
+            return commits
         by_batch: dict[tuple[int, int, int], list[Record]] = {}
         for record in records:
             batch_key = (record.partition, record.producer_id, record.producer_epoch)
@@ -546,20 +609,21 @@ class GroupCoordinator:
                 )
             )
             try:
-                # offsets.commit.timeout.ms: how long a write waits for the followers
-                # (acks=-1) before the request fails (COORDINATOR_NOT_AVAILABLE, retried).
-                error = await append_committed(
-                    partition, batch, self._replicas, self.config.offsets_commit_timeout_ms / 1000
-                )
+                # In a cluster the wait for the followers (acks=-1, at most
+                # offsets.commit.timeout.ms) is _await_commits', without the lock.
+                error, commit = await append_uncommitted(partition, batch, self._replicas)
             except Exception as exc:  # KAFKA_STORAGE_ERROR, which Kafka answers NOT_COORDINATOR
                 storage_errors.failure("writing to", f"{OFFSETS_TOPIC}-{index}", exc)
                 message = describe_error(exc)
                 raise CoordinatorUnavailable(message, ErrorCode.NOT_COORDINATOR) from exc
-            if error != ErrorCode.NONE:  # cluster mode: not committed
+            if error != ErrorCode.NONE:  # cluster mode: not appended
                 log.info("write to %s not committed: %s", partition_name(index), error.name)
                 raise CoordinatorUnavailable(
                     error.name, _WRITE_ERRORS.get(error, ErrorCode.UNKNOWN_SERVER_ERROR)
                 )
+            if commit is not None:
+                commits.append(_Commit(index, commit))
+        return commits
 
     # Timers -------------------------------------------------------------------
 

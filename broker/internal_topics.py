@@ -24,7 +24,7 @@ from kafkette.wire.record_batch import read_header
 from kafkette.wire.records import Record, decode_batches
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     from kafkette.broker.cluster.replica_manager import ReplicaManager
     from kafkette.broker.partition import Partition
@@ -97,8 +97,27 @@ async def append_committed(
     A storage failure raises, as ``append_batch`` does. On a single node
     (``replicas`` None) this is exactly ``append_batch``.
     """
+    error, commit = await append_uncommitted(partition, batch, replicas, check)
+    if error != ErrorCode.NONE or commit is None:
+        return error
+    return await commit(timeout_s)
+
+
+async def append_uncommitted(
+    partition: Partition,
+    batch: bytearray,
+    replicas: ReplicaManager | None,
+    check: Callable[[], ErrorCode] | None = None,
+) -> tuple[ErrorCode, Callable[[float], Awaitable[ErrorCode]] | None]:
+    """``append_committed`` in two steps, so a caller can append under its own lock
+    (log order = its order) and wait for the replication after releasing it.
+
+    Answers the append's error and, in a cluster after a successful append, the wait:
+    ``await commit(timeout_s)`` answers as ``append_committed`` does. On a single node
+    (``replicas`` None) this is ``append_batch`` and there is nothing to wait for (None).
+    """
     if replicas is None:
-        return await partition.append_batch(batch, check)
+        return await partition.append_batch(batch, check), None
 
     tenure: int | None = None
 
@@ -116,6 +135,10 @@ async def append_committed(
 
     error = await partition.append_batch(batch, leading_then_check)
     if error != ErrorCode.NONE:
-        return error
+        return error, None
     last_offset = read_header(batch).next_offset - 1  # the log patched the base offset in
-    return await replicas.wait_for_acks(partition, last_offset, timeout_s, tenure)
+
+    async def commit(timeout_s: float) -> ErrorCode:
+        return await replicas.wait_for_acks(partition, last_offset, timeout_s, tenure)
+
+    return ErrorCode.NONE, commit

@@ -61,6 +61,9 @@ class OffsetsOps:
     config: GroupConfig
     _groups: dict[str, Group]
     _records: list[OffsetsRecord]
+    # Cluster mode: per group, per partition, the last committed offset (None: none)
+    # and how many writes of it wait for replication. None on a single node.
+    _unconfirmed: dict[str, dict[TopicPartition, tuple[CommittedOffset | None, int]]] | None
     # Provided by TxnOffsetsOps (broker/groups/txn_offsets.py).
     _next_position: Callable[[], int]
     _add_pending: Callable[[Group, int, TopicPartition, CommittedOffset], None]
@@ -146,6 +149,7 @@ class OffsetsOps:
             self._schedule_heartbeat(group.members[member_id], now_ms)
 
         def store(tp: TopicPartition, entry: CommittedOffset) -> None:
+            self._hold_unconfirmed(group_id, tp, group.offsets.get(tp))
             group.offsets[tp] = entry
             group.offset_positions[tp] = self._next_position()
             self._records.append(self._offset_record(group_id, tp, entry))
@@ -254,7 +258,17 @@ class OffsetsOps:
         partition with pending transactional offsets answers
         UNSTABLE_OFFSET_COMMIT and offset -1, and the client retries."""
         group = self._groups.get(group_id)
-        offsets = {} if group is None else group.offsets
+        offsets: Mapping[TopicPartition, CommittedOffset] = {} if group is None else group.offsets
+        unconfirmed = None if self._unconfirmed is None else self._unconfirmed.get(group_id)
+        if unconfirmed:
+            # Cluster mode: what is committed, not what waits for replication.
+            visible = dict(offsets)
+            for tp, (last_committed, _writes) in unconfirmed.items():
+                if last_committed is None:
+                    visible.pop(tp, None)
+                else:
+                    visible[tp] = last_committed
+            offsets = visible
         wanted = list(offsets) if partitions is None else list(partitions)
         result: dict[TopicPartition, FetchedOffset] = {}
         for tp in wanted:
@@ -266,6 +280,56 @@ class OffsetsOps:
             else:
                 result[tp] = FetchedOffset(entry.offset, entry.leader_epoch, entry.metadata)
         return OffsetFetchResult(errors.NONE, result)
+
+    # --- cluster mode: offset writes waiting for replication -------------------------
+
+    def track_unconfirmed(self) -> None:
+        """Cluster mode: from now on OffsetFetch answers, for an offset whose write
+        waits for replication, the last committed value (Kafka keeps such commits in
+        ``pendingOffsetCommits``, invisible until the append completes); the broker
+        calls ``settle_unconfirmed`` with the call's records once the wait is over."""
+        if self._unconfirmed is None:
+            self._unconfirmed = {}
+
+    def _hold_unconfirmed(
+        self, group_id: str, tp: TopicPartition, last: CommittedOffset | None
+    ) -> None:
+        """An ordinary offset record for ``tp`` is being written over ``last``."""
+        if self._unconfirmed is None:
+            return
+        held = self._unconfirmed.setdefault(group_id, {})
+        entry = held.get(tp)
+        # Several writes in flight: the value before the first one stays shown.
+        held[tp] = (last, 1) if entry is None else (entry[0], entry[1] + 1)
+
+    def settle_unconfirmed(self, records: Iterable[OffsetsRecord]) -> None:
+        """The writes of ``records`` are over (committed, or failed and reverted):
+        once no write of an offset is in flight, OffsetFetch shows the offset as the
+        state holds it. (While another write of the same offset is in flight, the value
+        from before the first one is still shown: committed, if not the newest.)"""
+        if not self._unconfirmed:
+            return
+        for record in records:
+            if record.producer_id >= 0:
+                continue  # transactional: pending until its marker, never held here
+            try:
+                key = rec.decode_key(record.key)
+            except rec.UnsupportedRecord:
+                continue
+            if not isinstance(key, rec.OffsetCommitKey):
+                continue
+            held = self._unconfirmed.get(key.group_id)
+            tp = (key.topic, key.partition)
+            entry = None if held is None else held.get(tp)
+            if entry is None:
+                continue
+            assert held is not None
+            if entry[1] > 1:
+                held[tp] = (entry[0], entry[1] - 1)
+            else:
+                del held[tp]
+                if not held:
+                    del self._unconfirmed[key.group_id]
 
     # --- OffsetDelete / DeleteGroups / retention -------------------------------------
 
@@ -377,12 +441,14 @@ class OffsetsOps:
         """One tombstone per partition that has a committed or a pending offset;
         like its replay, it removes both."""
         for tp in partitions:
-            committed = group.offsets.pop(tp, None) is not None
+            old = group.offsets.pop(tp, None)
+            committed = old is not None
             group.offset_positions.pop(tp, None)
             pending = group.has_pending(tp)
             if pending:
                 self._drop_pending(group, [tp])
             if committed or pending:
+                self._hold_unconfirmed(group.group_id, tp, old)
                 self._records.append(self._offset_record(group.group_id, tp, None))
 
     def _maybe_bury(self, group: Group, now_ms: int) -> None:

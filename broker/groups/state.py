@@ -104,6 +104,7 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         self._records = []
         self._position = 0
         self._txn_groups: dict[int, set[str]] = {}
+        self._unconfirmed = None
 
     # --- plumbing ----------------------------------------------------------------
 
