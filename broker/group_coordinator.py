@@ -410,6 +410,8 @@ class GroupCoordinator:
                 return ErrorCode.NONE
             partition = topics.partition(OFFSETS_TOPIC, partition_index)
             if partition is None:
+                if self._owned is not None and topics.has_partition(OFFSETS_TOPIC, partition_index):
+                    return ErrorCode.NOT_LEADER_OR_FOLLOWER  # no replica here (cluster mode)
                 return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             if self._owned is not None:
                 owned = self._owned.get(partition_index)

@@ -11,8 +11,11 @@ changes are written there (``broker/cluster/zk_admin.py``) and each waits,
 bounded by the request's timeout, until this broker's snapshot shows it (and,
 for new partitions, their leaders), so a client that asks again sees it. The
 local logs follow every snapshot (``follow_cluster``): topics the cluster has
-get local logs with ZooKeeper's topic id and configs, topics it no longer has
-are deleted locally, every broker alike.
+get local logs with ZooKeeper's topic id and configs, but only for the
+partitions this broker is a replica of (as Kafka: a broker hosts its replicas,
+nothing else); topics it no longer has are deleted locally. A partition whose
+replica a reassignment removes is dropped by ``broker/cluster/stray_replicas.py``
+once the replica has stopped (``drop_local_partition``).
 
 Size limits are KRaft's, checked before any file is made: a controller
 operation writes at most ``MAX_RECORDS_PER_USER_OP`` metadata records (one
@@ -111,11 +114,12 @@ class TopicRegistry:
         self.config = config
         self._admin_lock = trio.Lock()
         self.cluster: ClusterNode | None = None  # set by the broker in cluster mode
-        self._partitions: dict[str, list[Partition]] = {}
+        # topic -> hosted partition index -> Partition (all of them in single-node mode)
+        self._partitions: dict[str, dict[int, Partition]] = {}
         for name, meta in data_dir.topics.items():
-            self._partitions[name] = [
-                Partition(name, i, data_dir.partition(name, i)) for i in range(meta.partitions)
-            ]
+            self._partitions[name] = {
+                i: Partition(name, i, data_dir.partition(name, i)) for i in meta.hosted_indexes()
+            }
 
     # Lookups -----------------------------------------------------------------
 
@@ -133,16 +137,23 @@ class TopicRegistry:
         return None
 
     def partitions(self, name: str) -> list[Partition]:
-        return self._partitions.get(name, [])
+        """The topic's partitions hosted here, by index (all of them on a single node)."""
+        parts = self._partitions.get(name)
+        return [] if parts is None else [parts[i] for i in sorted(parts)]
 
     def partition(self, name: str, index: int) -> Partition | None:
+        """The partition if hosted here; None if unknown or (cluster mode) another
+        broker's only: ``has_partition`` tells the two apart."""
         parts = self._partitions.get(name)
-        if parts is None or not 0 <= index < len(parts):
-            return None
-        return parts[index]
+        return None if parts is None else parts.get(index)
+
+    def has_partition(self, name: str, index: int) -> bool:
+        """Does the topic have partition ``index``, hosted here or not?"""
+        meta = self.data_dir.topics.get(name)
+        return meta is not None and 0 <= index < meta.partitions
 
     def all_partitions(self) -> list[Partition]:
-        return [p for parts in self._partitions.values() for p in parts]
+        return [p for parts in self._partitions.values() for p in parts.values()]
 
     def topic_configs(self, name: str) -> Mapping[str, str]:
         meta = self.metadata(name)
@@ -200,9 +211,9 @@ class TopicRegistry:
                 meta = await trio.to_thread.run_sync(
                     lambda: self.data_dir.create_topic(name, partitions, clean)
                 )
-            self._partitions[name] = [
-                Partition(name, i, self.data_dir.partition(name, i)) for i in range(partitions)
-            ]
+            self._partitions[name] = {
+                i: Partition(name, i, self.data_dir.partition(name, i)) for i in range(partitions)
+            }
             return meta
 
     async def delete(self, name: str, *, timeout_s: float = DEFAULT_ADMIN_TIMEOUT_S) -> None:
@@ -217,7 +228,7 @@ class TopicRegistry:
             with _storage_errors_as_topic_error("deleting topic", name):
                 await trio.to_thread.run_sync(self.data_dir.delete_topic, name)
             parts = self._partitions.pop(name)
-            for part in parts:
+            for part in parts.values():
                 part.notify_appended()  # wake fetchers: they will see the topic gone
 
     async def add_partitions(
@@ -230,7 +241,9 @@ class TopicRegistry:
         timeout_s: float = DEFAULT_ADMIN_TIMEOUT_S,
     ) -> None:
         if self.cluster is not None:
-            if total - len(self.partitions(name)) > MAX_RECORDS_PER_USER_OP:
+            meta = self.metadata(name)
+            current = 0 if meta is None else meta.partitions
+            if total - current > MAX_RECORDS_PER_USER_OP:
                 raise TopicError(ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE)
             await self.cluster.admin.add_partitions(
                 name, total, assignments, validate_only=validate_only
@@ -255,7 +268,7 @@ class TopicRegistry:
             with _storage_errors_as_topic_error("adding partitions to", name):
                 await trio.to_thread.run_sync(self.data_dir.add_partitions, name, total)
             for i in range(len(parts), total):
-                parts.append(Partition(name, i, self.data_dir.partition(name, i)))
+                parts[i] = Partition(name, i, self.data_dir.partition(name, i))
 
     async def set_configs(
         self, name: str, configs: Mapping[str, str], *, validate_only: bool
@@ -392,11 +405,15 @@ class TopicRegistry:
                         log.info("topic %s was re-created in the cluster: new local logs", name)
                         await self._delete_local(name)
                         local = None
+                    hosted = self._replicas_here(topic)
                     if local is None:
-                        await self._create_local(name, len(topic.replicas), configs, topic)
+                        await self._create_local(name, len(topic.replicas), configs, topic, hosted)
                         continue
                     if local.partitions < len(topic.replicas):
-                        await self._grow_local(name, len(topic.replicas))
+                        await self._grow_local(name, len(topic.replicas), hosted)
+                    for index in sorted(hosted):
+                        if name in self._partitions and index not in self._partitions[name]:
+                            await self._host_local(name, index)
                     if dict(local.configs) != configs:
                         await trio.to_thread.run_sync(
                             self.data_dir.set_topic_configs, name, configs
@@ -410,23 +427,60 @@ class TopicRegistry:
                 except OSError as exc:
                     storage_errors.failure("deleting topic", name, exc)
 
-    async def _create_local(self, name: str, partitions: int, configs: dict[str, str], topic):
-        await trio.to_thread.run_sync(
-            lambda: self.data_dir.create_topic(name, partitions, configs, topic.topic_id)
-        )
-        self._partitions[name] = [
-            Partition(name, i, self.data_dir.partition(name, i)) for i in range(partitions)
-        ]
+    def _replicas_here(self, topic) -> set[int]:
+        """The partitions of a snapshot's topic this broker is a replica of (during a
+        reassignment: of the adding and removing replicas alike, as Kafka)."""
+        assert self.cluster is not None
+        me = self.cluster.broker_id
+        return {p for p, replicas in topic.replicas.items() if me in replicas}
 
-    async def _grow_local(self, name: str, total: int) -> None:
+    async def _create_local(
+        self, name: str, partitions: int, configs: dict[str, str], topic, hosted: set[int]
+    ) -> None:
+        await trio.to_thread.run_sync(
+            lambda: self.data_dir.create_topic(
+                name, partitions, configs, topic.topic_id, partitions_hosted=hosted
+            )
+        )
+        meta = self.data_dir.topics[name]
+        self._partitions[name] = {
+            i: Partition(name, i, self.data_dir.partition(name, i)) for i in meta.hosted_indexes()
+        }
+
+    async def _grow_local(self, name: str, total: int, hosted: set[int]) -> None:
         parts = self._partitions[name]
-        await trio.to_thread.run_sync(self.data_dir.add_partitions, name, total)
-        for i in range(len(parts), total):
-            parts.append(Partition(name, i, self.data_dir.partition(name, i)))
+        await trio.to_thread.run_sync(self.data_dir.add_partitions, name, total, hosted)
+        for i in self.data_dir.topics[name].hosted_indexes():
+            if i not in parts:
+                parts[i] = Partition(name, i, self.data_dir.partition(name, i))
+
+    async def _host_local(self, name: str, index: int) -> None:
+        """A reassignment made this broker a replica: the partition gets a new, empty log."""
+        log_ = await trio.to_thread.run_sync(self.data_dir.host_partition, name, index)
+        self._partitions[name][index] = Partition(name, index, log_)
+        log.info("%s-%d: now a replica here: local log created", name, index)
+
+    async def drop_local_partition(self, name: str, index: int) -> bool:
+        """No longer a replica (reassignment): forget the partition, then delete its
+        directory (Kafka's StopReplica with delete). False if it was not hosted here."""
+        async with self._admin_lock:
+            parts = self._partitions.get(name)
+            partition = None if parts is None else parts.pop(index, None)
+            if partition is None:
+                return False
+            try:
+                async with partition.append_lock:
+                    await trio.to_thread.run_sync(self.data_dir.drop_partition, name, index)
+            except BaseException:
+                if index in self.data_dir.topics[name].hosted_indexes():
+                    parts[index] = partition  # still there (topics.json unchanged): keep it
+                raise
+            partition.notify_appended()
+            return True
 
     async def _delete_local(self, name: str) -> None:
         await trio.to_thread.run_sync(self.data_dir.delete_topic, name)
-        for part in self._partitions.pop(name, []):
+        for part in self._partitions.pop(name, {}).values():
             part.notify_appended()
 
 

@@ -4,6 +4,7 @@ Layout::
 
     <data dir>/
         topics.json                 topic name -> id, partition count, configs
+                                    (and, in cluster mode, the partitions hosted here)
         .kafka_cleanshutdown        present only while the broker is stopped cleanly
         replication-offset-checkpoint   high watermarks (cluster mode; Kafka's format)
         <topic>-<partition>/        one PartitionLog each (see partition_log.py)
@@ -16,6 +17,13 @@ persist removes what was made, so the change happens whole or not at all. A
 crash in between leaves only directories no topic owns, which the next open
 removes. Deleting a topic persists its removal first, then renames each
 directory to ``<topic>-<p>.<uuid>-delete`` and removes it.
+
+A topic may be hosted in part (cluster mode: a broker keeps the logs of the
+partitions it is a replica of, as Kafka does): its ``hosted`` set names the
+partitions with a directory here; None (single-node mode) means all of them,
+and then topics.json says nothing more than before. ``host_partition`` and
+``drop_partition`` change the set one partition at a time, in the same order
+as above (directory, then topics.json; topics.json, then the directory).
 
 Threading: topic-level changes (and their file work, which can take seconds
 for thousands of partitions) are serialised by ``_admin_lock``, which only
@@ -62,6 +70,19 @@ class TopicMetadata:
     topic_id: uuid.UUID
     partitions: int
     configs: dict[str, str] = field(default_factory=dict)
+    # The partitions with a log here; None: all of them (single-node mode).
+    hosted: frozenset[int] | None = None
+
+    def hosted_indexes(self) -> list[int]:
+        """The partitions with a local log, in order."""
+        if self.hosted is None:
+            return list(range(self.partitions))
+        return sorted(self.hosted)
+
+    def is_hosted(self, index: int) -> bool:
+        if self.hosted is None:
+            return 0 <= index < self.partitions
+        return index in self.hosted
 
 
 def validate_topic_name(name: str) -> None:
@@ -122,7 +143,7 @@ class DataDir:
         logs: dict[tuple[str, int], PartitionLog] = {}
         for meta in topics.values():
             config = log_config_for(meta.configs, default_config)
-            for index in range(meta.partitions):
+            for index in meta.hosted_indexes():
                 logs[(meta.name, index)] = PartitionLog.open(
                     path / partition_dir_name(meta.name, index), config, clock, recover=not clean
                 )
@@ -154,8 +175,12 @@ class DataDir:
         partitions: int,
         configs: Mapping[str, str],
         topic_id: uuid.UUID | None = None,
+        partitions_hosted: Iterable[int] | None = None,
     ) -> TopicMetadata:
         """Create the topic's partition logs, persist it, then publish it: all or nothing.
+
+        ``partitions_hosted``: only these partitions get a log here (cluster
+        mode); None: all of them.
 
         Raises ValueError for a bad name, partition count or config value,
         TopicExists if the name is taken, OSError if the files cannot be made
@@ -169,8 +194,11 @@ class DataDir:
             self._check_open()
             if name in self._topics:
                 raise TopicExists(name)
-            meta = TopicMetadata(name, topic_id or uuid.uuid4(), partitions, dict(configs))
-            made = self._make_logs(name, range(partitions), config)
+            hosted = _hosted_set(partitions_hosted, partitions)
+            meta = TopicMetadata(
+                name, topic_id or uuid.uuid4(), partitions, dict(configs), hosted
+            )
+            made = self._make_logs(name, meta.hosted_indexes(), config)
             self._persist_or_undo({**self._topics, name: meta}, made)
             self._logs = {**self._logs, **made}
             self._topics = {**self._topics, name: meta}
@@ -184,18 +212,24 @@ class DataDir:
             del topics[name]
             self._persist_topics(topics)
             self._topics = topics
-            doomed = [(name, i) for i in range(meta.partitions)]
+            doomed = [(name, i) for i in meta.hosted_indexes()]
             logs = dict(self._logs)
             removed = [logs.pop(key) for key in doomed]
             self._logs = logs
             for log in removed:
                 log.close(flush=False)
             self._discard_directories(
-                self.path / partition_dir_name(name, index) for index in range(meta.partitions)
+                self.path / partition_dir_name(name, index) for index in meta.hosted_indexes()
             )
 
-    def add_partitions(self, name: str, new_total: int) -> None:
-        """Grow a topic to ``new_total`` partitions (Kafka never shrinks one): all or nothing."""
+    def add_partitions(
+        self, name: str, new_total: int, partitions_hosted: Iterable[int] | None = None
+    ) -> None:
+        """Grow a topic to ``new_total`` partitions (Kafka never shrinks one): all or nothing.
+
+        For a topic hosted in part, only the new partitions in
+        ``partitions_hosted`` get a log here (None: none of them).
+        """
         with self._admin_lock:
             self._check_open()
             meta = self._require_topic(name)
@@ -204,8 +238,15 @@ class DataDir:
                     f"topic {name} has {meta.partitions} partitions; {new_total} is not more"
                 )
             config = log_config_for(meta.configs, self._default_config)
-            grown = TopicMetadata(name, meta.topic_id, new_total, dict(meta.configs))
-            made = self._make_logs(name, range(meta.partitions, new_total), config)
+            added = range(meta.partitions, new_total)
+            if meta.hosted is None:
+                hosted = None
+                new_hosted = list(added)
+            else:
+                new_hosted = sorted(set(partitions_hosted or ()) & set(added))
+                hosted = meta.hosted | frozenset(new_hosted)
+            grown = TopicMetadata(name, meta.topic_id, new_total, dict(meta.configs), hosted)
+            made = self._make_logs(name, new_hosted, config)
             self._persist_or_undo({**self._topics, name: grown}, made)
             self._logs = {**self._logs, **made}
             self._topics = {**self._topics, name: grown}
@@ -215,12 +256,58 @@ class DataDir:
         config = log_config_for(configs, self._default_config)
         with self._admin_lock:
             meta = self._require_topic(name)
-            changed = TopicMetadata(name, meta.topic_id, meta.partitions, dict(configs))
+            changed = TopicMetadata(
+                name, meta.topic_id, meta.partitions, dict(configs), meta.hosted
+            )
             self._persist_topics({**self._topics, name: changed})
             self._topics = {**self._topics, name: changed}
             logs = self._logs
-            for index in range(meta.partitions):
+            for index in meta.hosted_indexes():
                 logs[(name, index)].update_config(config)
+
+    def host_partition(self, name: str, index: int) -> PartitionLog:
+        """Give partition ``index`` of the topic a (new, empty) log here: the directory
+        first, then topics.json, then the published tables. No-op if already hosted."""
+        with self._admin_lock:
+            self._check_open()
+            meta = self._require_topic(name)
+            if not 0 <= index < meta.partitions:
+                raise UnknownTopicOrPartition(f"{name}-{index}")
+            if meta.is_hosted(index):
+                return self._logs[(name, index)]
+            assert meta.hosted is not None
+            config = log_config_for(meta.configs, self._default_config)
+            changed = TopicMetadata(
+                name, meta.topic_id, meta.partitions, dict(meta.configs),
+                meta.hosted | {index},
+            )
+            made = self._make_logs(name, [index], config)
+            self._persist_or_undo({**self._topics, name: changed}, made)
+            self._logs = {**self._logs, **made}
+            self._topics = {**self._topics, name: changed}
+            return made[(name, index)]
+
+    def drop_partition(self, name: str, index: int) -> None:
+        """Stop hosting partition ``index``: topics.json forgets it first, then its log
+        is closed and its directory removed (Kafka's StopReplica with delete).
+        No-op if not hosted here."""
+        with self._admin_lock:
+            meta = self._require_topic(name)
+            if not meta.is_hosted(index):
+                return
+            hosted = frozenset(meta.hosted_indexes()) - {index}
+            changed = TopicMetadata(
+                name, meta.topic_id, meta.partitions, dict(meta.configs), hosted
+            )
+            topics = {**self._topics, name: changed}
+            self._persist_topics(topics)
+            self._topics = topics
+            logs = dict(self._logs)
+            removed = logs.pop((name, index), None)
+            self._logs = logs
+            if removed is not None:
+                removed.close(flush=False)
+            self._discard_directory(self.path / partition_dir_name(name, index))
 
     def partition(self, topic: str, index: int) -> PartitionLog:
         log = self._logs.get((topic, index))
@@ -375,13 +462,7 @@ class DataDir:
         document = {
             "version": 1,
             "topics": [
-                {
-                    "name": meta.name,
-                    "topic_id": str(meta.topic_id),
-                    "partitions": meta.partitions,
-                    "configs": meta.configs,
-                }
-                for meta in sorted(topics.values(), key=lambda m: m.name)
+                _topic_entry(meta) for meta in sorted(topics.values(), key=lambda m: m.name)
             ],
         }
         atomic_write(self.path / TOPICS_FILE, json.dumps(document, indent=1).encode())
@@ -422,7 +503,7 @@ class DataDir:
                 continue
             topic, index = parsed
             meta = self._topics.get(topic)
-            if meta is not None and index < meta.partitions:
+            if meta is not None and meta.is_hosted(index):
                 continue
             if initialised:
                 _log.warning("removing %s: no topic owns it", child)
@@ -443,6 +524,30 @@ def _read_topics(path: Path) -> dict[str, TopicMetadata]:
             uuid.UUID(entry["topic_id"]),
             int(entry["partitions"]),
             {str(k): str(v) for k, v in entry["configs"].items()},
+            None if "hosted" not in entry else frozenset(int(i) for i in entry["hosted"]),
         )
         topics[meta.name] = meta
     return topics
+
+
+def _topic_entry(meta: TopicMetadata) -> dict:
+    """A topic's topics.json entry; ``hosted`` only for a topic hosted in part, so a
+    single-node data dir is written exactly as before."""
+    entry: dict = {
+        "name": meta.name,
+        "topic_id": str(meta.topic_id),
+        "partitions": meta.partitions,
+        "configs": meta.configs,
+    }
+    if meta.hosted is not None:
+        entry["hosted"] = sorted(meta.hosted)
+    return entry
+
+
+def _hosted_set(hosted: Iterable[int] | None, partitions: int) -> frozenset[int] | None:
+    if hosted is None:
+        return None
+    chosen = frozenset(hosted)
+    if any(not 0 <= i < partitions for i in chosen):
+        raise ValueError(f"hosted partitions {sorted(chosen)} outside 0..{partitions - 1}")
+    return chosen

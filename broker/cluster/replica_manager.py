@@ -322,6 +322,9 @@ class ReplicaManager:
         """The partition if this broker leads it in the client's epoch; else Kafka's error."""
         partition = self._broker.topics.partition(topic, index)
         if partition is None:
+            # A partition of the topic that has no replica here: not the leader (Kafka).
+            if self._broker.topics.has_partition(topic, index):
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         key = (topic, index)
         lead = self._leading.get(key)

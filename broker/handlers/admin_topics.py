@@ -188,7 +188,8 @@ def _added_partitions(broker: Broker, topics: list[dict]) -> int:
     """New partitions the request would make in all (its metadata records in KRaft)."""
     total = 0
     for topic in topics:
-        current = len(broker.topics.partitions(topic["name"]))
+        meta = broker.topics.metadata(topic["name"])
+        current = 0 if meta is None else meta.partitions
         if current and topic["count"] > current:
             total += topic["count"] - current
     return total

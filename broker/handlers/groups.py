@@ -362,7 +362,7 @@ def offset_commits(
     for topic in topics:
         for p in topic["partitions"]:
             tp = (topic["name"], p["partition_index"])
-            if broker.topics.partition(*tp) is None:
+            if not broker.topics.has_partition(*tp):
                 errors[tp] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             else:
                 epoch = p["committed_leader_epoch"] if with_leader_epoch else -1
@@ -540,7 +540,7 @@ async def handle_offset_delete(broker: Broker, request: Request) -> dict:
         (t["name"], p["partition_index"])
         for t in body["topics"]
         for p in t["partitions"]
-        if broker.topics.partition(t["name"], p["partition_index"]) is None
+        if not broker.topics.has_partition(t["name"], p["partition_index"])
     }
     wanted = [
         (t["name"], p["partition_index"])

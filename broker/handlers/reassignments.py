@@ -48,7 +48,7 @@ def _requests(body: dict) -> dict[Key, tuple[int, ...] | None]:
 def _single_node(broker: Broker, wanted: dict[Key, tuple[int, ...] | None]) -> dict[Key, Result]:
     results: dict[Key, Result] = {}
     for (topic, index), target in wanted.items():
-        if broker.topics.partition(topic, index) is None:
+        if not broker.topics.has_partition(topic, index):
             results[(topic, index)] = (
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."
             )

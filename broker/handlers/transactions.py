@@ -68,7 +68,7 @@ async def _add_one(
     coordinator sees it); otherwise every partition gets the coordinator's answer.
     """
     wanted = [(t["name"], index) for t in topics for index in t["partitions"]]
-    unknown = {tp for tp in wanted if broker.topics.partition(*tp) is None}
+    unknown = {tp for tp in wanted if not broker.topics.has_partition(*tp)}
     if unknown:
         errors = {
             tp: int(

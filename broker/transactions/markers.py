@@ -50,6 +50,8 @@ async def write_marker(
         )
     partition = broker.topics.partition(topic, index)
     if partition is None:
+        if broker.cluster is not None and broker.topics.has_partition(topic, index):
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER  # no replica here (cluster mode)
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     try:
         return await append_marker(

@@ -187,8 +187,8 @@ def test_move_a_replicated_partition_with_records(cluster, wait_until) -> None:
     wait_until(lambda: _segments(data[3], "moving", 0) == _segments(data[2], "moving", 0),
                what="broker 3's copy byte-identical to broker 2's")
     assert len(_segments(data[3], "moving", 0)) > RECORDS * 10
-    wait_until(lambda: _segments(data[1], "moving", 0) == b"",
-               what="broker 1 dropping its replica's data")
+    wait_until(lambda: not (data[1] / "moving-0").exists(),
+               what="broker 1 deleting its replica's directory")
     total = RECORDS + live.acked
     values = _consume_all(built.bootstrap, "moving", total)
     # Nothing acknowledged lost or duplicated, in order.
@@ -200,7 +200,7 @@ def test_move_a_replicated_partition_with_records(cluster, wait_until) -> None:
     copy = _segments(data[3], "trimmed", 0)
     assert copy and _segments(data[2], "trimmed", 0).endswith(copy)
     wait_until(lambda: _log_start(data[3], "trimmed", 0) == 60, what="broker 3's log start")
-    wait_until(lambda: _segments(data[1], "trimmed", 0) == b"")
+    wait_until(lambda: not (data[1] / "trimmed-0").exists())
     values = _consume_all(built.bootstrap, "trimmed", 40)
     assert values == [b"value-%06d" % i for i in range(60, 100)]
 

@@ -153,3 +153,28 @@ def test_find_coordinator_is_the_offsets_partition_leader(cluster, wait_until) -
     java_hash = java_hash - 2**32 if java_hash >= 2**31 else java_hash
     assert coordinator == partitions[abs(java_hash) % 6]["leader"]
     assert all(len(p["replicas"]) == 3 for p in partitions.values())
+
+
+def _partition_dirs(data_dir: Path, topic: str) -> set[str]:
+    return {p.name for p in data_dir.glob(f"{topic}-*") if p.is_dir()}
+
+
+def test_each_broker_hosts_only_its_replicas(cluster, wait_until) -> None:
+    built = cluster(3)
+    admin = _admin(built.bootstrap)
+    for future in admin.create_topics([NewTopic("spread", 3, 1)], request_timeout=60).values():
+        future.result(timeout=60)
+
+    def agreed():
+        views = [zk_wire.metadata(b.address, ["spread"]) for b in built.brokers.values()]
+        parts = [v["topics"]["spread"]["partitions"] for v in views]
+        led = all(len(p) == 3 and all(s["leader"] >= 0 for s in p.values()) for p in parts)
+        return parts[0] if led and parts[0] == parts[1] == parts[2] else None
+
+    partitions = wait_until(agreed, what="every broker showing the topic with its leaders")
+    owners = {p: state["replicas"] for p, state in partitions.items()}
+    assert sorted(r for replicas in owners.values() for r in replicas) == [1, 2, 3]
+    for broker_id, broker in built.brokers.items():
+        # Kafka's layout: a directory for each partition this broker is a replica of, no other.
+        mine = {f"spread-{p}" for p, replicas in owners.items() if broker_id in replicas}
+        assert _partition_dirs(broker.data_dir, "spread") == mine

@@ -259,3 +259,33 @@ def test_lookups_never_wait_for_an_admin_change(tmp_path, clock):
         reader.join(30)
     assert answers == [(2, 0, 2, 1000)]
     data_dir.close()
+
+
+def test_a_topic_hosted_in_part_reopens_exactly_its_partitions(tmp_path, clock):
+    data_dir = DataDir.open(tmp_path, LogConfig(), clock)
+    data_dir.create_topic("part", 4, {}, partitions_hosted={1, 3})
+    data_dir.create_topic("whole", 2, {})
+    assert _partition_dirs(tmp_path, "part") == ["part-1", "part-3"]
+    with pytest.raises(UnknownTopicOrPartition):
+        data_dir.partition("part", 0)
+    append(data_dir, "part", 3)
+    data_dir.host_partition("part", 0)  # a reassignment adds this broker
+    data_dir.drop_partition("part", 1)  # ... and removes it from another partition
+    data_dir.add_partitions("part", 6, partitions_hosted={5})
+    assert _partition_dirs(tmp_path, "part") == ["part-0", "part-3", "part-5"]
+    document = json.loads((tmp_path / TOPICS_FILE).read_text())
+    entries = {t["name"]: t for t in document["topics"]}
+    assert entries["part"]["hosted"] == [0, 3, 5]
+    assert "hosted" not in entries["whole"]  # single-node topics are written as before
+    data_dir.close()
+
+    reopened = DataDir.open(tmp_path, LogConfig(), clock)
+    assert sorted((t, i) for t, i, _ in reopened.partitions()) == [
+        ("part", 0), ("part", 3), ("part", 5), ("whole", 0), ("whole", 1)
+    ]
+    assert reopened.partition("part", 3).log_end_offset == 2
+    assert reopened.topics["part"].partitions == 6
+    assert _partition_dirs(tmp_path, "part") == ["part-0", "part-3", "part-5"]
+    reopened.delete_topic("part")
+    assert _partition_dirs(tmp_path, "part") == []
+    reopened.close()
