@@ -90,7 +90,9 @@ def test_leader_killed_new_leader_from_isr_with_next_epoch(cluster, wait_until) 
         if view is None:
             return None
         partition = view["topics"]["failover"]["partitions"][0]
-        return partition if partition["leader"] != leader else None
+        # -1 in between: the brokers saw the leader's registration go before the controller's
+        # election reached them (Metadata then answers LEADER_NOT_AVAILABLE).
+        return partition if partition["leader"] not in (leader, -1) else None
 
     after = wait_until(elected, timeout=FAILOVER_TIMEOUT_S, what="a new leader")
     assert after["leader"] == followers[0]  # first in assignment order, alive, in the ISR
@@ -114,7 +116,11 @@ def test_partition_offline_without_isr_then_back_with_its_replica(cluster, wait_
     def offline():
         view = _same_view(built, others, ["single"])
         partition = view and view["topics"]["single"]["partitions"][0]
-        return partition if partition and partition["leader"] == -1 else None
+        # Wait for the controller's write (epoch 1), not the moment the brokers merely saw the
+        # leader's registration go (leader -1 at epoch 0).
+        if partition and partition["leader"] == -1 and partition["leader_epoch"] >= 1:
+            return partition
+        return None
 
     down = wait_until(offline, timeout=FAILOVER_TIMEOUT_S, what="the partition offline")
     assert down["error_code"] == 5  # LEADER_NOT_AVAILABLE
