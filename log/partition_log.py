@@ -375,14 +375,8 @@ class PartitionLog:
         if not headers:
             raise ValueError("append needs at least one batch")
         with self._write_lock:
-            if self._closed:
-                raise LogClosed(str(self.directory))
             config = self._config
-            total = len(batches)
-            if total > config.segment_bytes:
-                raise RecordBatchTooLarge(
-                    f"{total} bytes exceed segment.bytes={config.segment_bytes}"
-                )
+            total = self._check_appendable(len(batches))
             append_time = (
                 self._clock() if config.message_timestamp_type == "LogAppendTime" else -1
             )
@@ -459,14 +453,8 @@ class PartitionLog:
         if not headers:
             raise ValueError("append needs at least one batch")
         with self._write_lock:
-            if self._closed:
-                raise LogClosed(str(self.directory))
             config = self._config
-            total = len(batches)
-            if total > config.segment_bytes:
-                raise RecordBatchTooLarge(
-                    f"{total} bytes exceed segment.bytes={config.segment_bytes}"
-                )
+            total = self._check_appendable(len(batches))
             first_offset = headers[0].base_offset
             next_offset = self._log_end_offset
             latest_epoch = self.leader_epoch_cache.latest_epoch
@@ -509,6 +497,16 @@ class PartitionLog:
             if next_offset - self._recovery_point >= config.flush_interval_messages:
                 self.flush()
             return AppendInfo(first_offset, next_offset - 1, -1, self._log_start_offset)
+
+    def _check_appendable(self, total: int) -> int:
+        """Caller holds the write lock: the log is open and ``total`` bytes fit a segment."""
+        if self._closed:
+            raise LogClosed(str(self.directory))
+        if total > self._config.segment_bytes:
+            raise RecordBatchTooLarge(
+                f"{total} bytes exceed segment.bytes={self._config.segment_bytes}"
+            )
+        return total
 
     def roll(self) -> None:
         """Start a new segment at the log end offset (no-op if the active one is empty)."""

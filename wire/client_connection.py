@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from kafkette.wire import primitives as p
 from kafkette.wire.apis import ApiKey, api_spec
 from kafkette.wire.codec import message_codec
-from kafkette.wire.connection import NEED_DATA, _NeedData
-from kafkette.wire.exceptions import FrameTooLargeError, MalformedFrameError
+from kafkette.wire.connection import NEED_DATA, _NeedData, announced_frame_size
+from kafkette.wire.exceptions import MalformedFrameError
 from kafkette.wire.schema import load_message
 
 __all__ = ["NEED_DATA", "ClientConnection", "Response"]
@@ -114,14 +114,10 @@ class ClientConnection:
 
     def next_response(self) -> Response | _NeedData:
         """The next whole response, or NEED_DATA. Raises ``MalformedFrameError``."""
-        if len(self._buffer) < 4:
-            return NEED_DATA
-        size = _SIZE.unpack_from(self._buffer, 0)[0]
-        if size < 4:
-            raise MalformedFrameError(f"response frame size {size}")
-        if size > self.max_response_bytes:
-            raise FrameTooLargeError(size, self.max_response_bytes)
-        if len(self._buffer) < 4 + size:
+        size = announced_frame_size(
+            self._buffer, self.max_response_bytes, minimum=4, what="response frame"
+        )
+        if size is None or len(self._buffer) < 4 + size:
             return NEED_DATA
         if not self._pending:
             raise MalformedFrameError("a response arrived with no request pending")

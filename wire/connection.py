@@ -83,14 +83,7 @@ class ServerConnection:
 
     def next_frame_size(self) -> int | None:
         """The announced size of the next frame, once its prefix has arrived."""
-        if len(self._buffer) < 4:
-            return None
-        size = _SIZE.unpack_from(self._buffer, 0)[0]
-        if size < 0:
-            raise MalformedFrameError(f"negative frame size {size}")
-        if size > self.max_request_bytes:
-            raise FrameTooLargeError(size, self.max_request_bytes)
-        return size
+        return announced_frame_size(self._buffer, self.max_request_bytes)
 
     def next_request(self) -> Request | _NeedData:
         """The next whole request, or NEED_DATA.
@@ -156,6 +149,22 @@ class ServerConnection:
         ):
             return None
         return self.encode_response(header, {"error_code": UNSUPPORTED_VERSION})
+
+
+def announced_frame_size(
+    buffer: bytearray, limit: int, minimum: int = 0, what: str = "frame"
+) -> int | None:
+    """The size prefix of the frame at the start of ``buffer`` (None until its 4 bytes
+    arrived), checked against ``minimum`` and ``limit``; both sides of a connection
+    read frames this way. Raises ``MalformedFrameError`` / ``FrameTooLargeError``."""
+    if len(buffer) < 4:
+        return None
+    size = _SIZE.unpack_from(buffer, 0)[0]
+    if size < minimum:
+        raise MalformedFrameError(f"{what} size {size} is below {minimum}")
+    if size > limit:
+        raise FrameTooLargeError(size, limit)
+    return size
 
 
 def _frame_chunks(out: Output) -> list[object]:
