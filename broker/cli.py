@@ -1,8 +1,9 @@
-"""``kafkette serve``: the command line, Kafka-style config, signals.
+"""``kafkette serve`` and ``kafkette cluster``: their arguments, Kafka-style config, signals.
 
-Prints exactly one line ``kafkette ready on HOST:PORT`` on stdout once the
-listener accepts connections (tools wait for it), logs to stderr, and shuts
-down gracefully on SIGINT or SIGTERM.
+``serve`` prints exactly one line ``kafkette ready on HOST:PORT`` on stdout once the
+listener accepts connections (tools wait for it), logs to stderr, and shuts down gracefully
+on SIGINT or SIGTERM. The ``kafkette`` command itself (``kafkette.cli``) registers these two
+subcommands beside the client tools; trio and the server are imported only when one runs.
 """
 
 from __future__ import annotations
@@ -12,21 +13,40 @@ import logging
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import trio
-
-from kafkette import __version__
 from kafkette.broker.config import ConfigError, load_config, parse_assignments, parse_properties
-from kafkette.broker.server import Broker, StartupError, parse_endpoint
+
+if TYPE_CHECKING:
+    from kafkette.broker.server import Broker
 
 log = logging.getLogger("kafkette")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kafkette", description="A Kafka-compatible broker.")
-    parser.add_argument("--version", action="version", version=f"kafkette {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="run the broker")
+SERVE_EXAMPLES = """examples:
+  kafkette serve                                  # 127.0.0.1:9092, data in ./kafkette-data
+  kafkette serve --listen 0.0.0.0:9092 --advertised-listener myhost:9092
+  kafkette serve --data-dir /tmp/k --config num.partitions=3 --config log.retention.ms=60000
+  kafkette serve --config-file server.properties --log-level DEBUG
+"""
+
+CLUSTER_EXAMPLES = """examples:
+  kafkette cluster                                # ZooKeeper + 3 brokers on free ports
+  kafkette cluster --brokers 5 --config min.insync.replicas=2
+  kafkette cluster --zookeeper 127.0.0.1:2181/dev
+"""
+
+
+def add_parsers(commands: argparse._SubParsersAction) -> None:
+    """Register ``serve`` and ``cluster`` on the ``kafkette`` command's subparsers."""
+    serve = commands.add_parser(
+        "serve",
+        help="run the broker",
+        description="Run one broker (single node, no ZooKeeper unless zookeeper.connect is set).",
+        epilog=SERVE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    serve.set_defaults(run=run_serve)
     serve.add_argument("--listen", default="127.0.0.1:9092", help="HOST:PORT to listen on")
     serve.add_argument(
         "--advertised-listener",
@@ -57,7 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
             "brokers on free ports; print 'kafkette cluster ready on HOST:PORT,...' once all "
             "are ready; stop everything on Ctrl-C or SIGTERM."
         ),
+        epilog=CLUSTER_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    cluster.set_defaults(run=run_cluster)
     cluster.add_argument("--brokers", type=int, default=3, help="how many brokers (default 3)")
     cluster.add_argument(
         "--zookeeper",
@@ -84,18 +107,23 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="the brokers' log level (their logs go to stderr, prefixed; default INFO)",
     )
-    return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def _configure_logging(level: str) -> None:
     logging.basicConfig(
-        level=args.log_level,
+        level=level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    if args.command == "cluster":
-        return _cluster(args)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """``kafkette serve``: the exit code (0 after a clean stop, 1 start failure, 2 bad config)."""
+    import trio
+
+    from kafkette.broker.server import Broker, StartupError, parse_endpoint
+
+    _configure_logging(args.log_level)
     try:
         props: dict[str, str] = {}
         if args.config_file:
@@ -138,6 +166,8 @@ def _leaves(
 
 
 async def _serve(broker: Broker) -> None:
+    import trio
+
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
             await nursery.start(broker.run)
@@ -148,8 +178,10 @@ async def _serve(broker: Broker) -> None:
                 break
 
 
-def _cluster(args: argparse.Namespace) -> int:
+def run_cluster(args: argparse.Namespace) -> int:
     """``kafkette cluster``: imported only here, so ``serve`` never loads the cluster code."""
+    import trio
+
     from kafkette.broker.cluster.local_cluster import (
         DEFAULT_DATA_DIR,
         ClusterStartError,
@@ -172,6 +204,7 @@ def _cluster(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as exc:
         print(f"kafkette: {exc}", file=sys.stderr)
         return 2
+    _configure_logging(args.log_level)
     kinds = (ClusterStartError, ZooKeeperNotInstalled, ZooKeeperStartError)
     failures: list[BaseException] = []
     interrupted = False

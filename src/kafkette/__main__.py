@@ -1,5 +1,5 @@
 """``python -m kafkette``: the same CLI as the ``kafkette`` console script."""
 
-from kafkette.broker.cli import main
+from kafkette.cli import main
 
 raise SystemExit(main())

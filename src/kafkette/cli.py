@@ -1,0 +1,77 @@
+"""The ``kafkette`` command: brokers and the client tools under one parser.
+
+``serve`` and ``cluster`` run brokers (``kafkette.broker.cli``); every other subcommand is a
+client tool that talks to any Kafka-compatible broker (``kafkette.tools``). Each module
+registers its own subparser and sets ``run`` on it. Registering imports only argparse-level
+code: client libraries, rich and trio load when a subcommand runs, so ``kafkette serve``
+starts as fast as before and ``kafkette --help`` is instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from kafkette import __version__
+from kafkette.broker import cli as broker_cli
+from kafkette.tools import SUBCOMMAND_MODULES
+
+EXAMPLES = """examples:
+  kafkette serve                                   # a broker on 127.0.0.1:9092
+  kafkette topics create clicks --partitions 3
+  kafkette topics list
+  printf 'user-1:hello\\nuser-2:world\\n' | kafkette produce clicks -K:
+  kafkette consume clicks --from-beginning --count 2 -f '%k %s\\n'
+  kafkette groups describe my-app
+  kafkette dump-log kafkette-data/clicks-0/00000000000000000000.log --print-data-log
+
+Every tool takes -b HOST:PORT (default $KAFKETTE_BOOTSTRAP or 127.0.0.1:9092), -X key=value
+for client configs, and --json for scripts. `kafkette COMMAND --help` shows more examples.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kafkette",
+        description="A Kafka-compatible broker, and tools that work against any Kafka.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"kafkette {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    broker_cli.add_parsers(commands)
+    for name in SUBCOMMAND_MODULES:
+        importlib.import_module(f"kafkette.tools.{name}").register(commands)
+    return parser
+
+
+def _subparser(parser: argparse.ArgumentParser, path: list[str]) -> argparse.ArgumentParser:
+    """The (nested) subparser that ``path`` of command words selected, for its own usage line."""
+    for word in path:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction) and word in action.choices:
+                parser = action.choices[word]
+                break
+        else:
+            break
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        # argparse would blame the top-level parser; the user typed a subcommand's flags.
+        words = [w for w in (argv if argv is not None else sys.argv[1:]) if not w.startswith("-")]
+        _subparser(parser, words[:3]).error(f"unrecognized arguments: {' '.join(extras)}")
+    try:
+        return args.run(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # `kafkette consume t | head`: the reader left; say nothing, as cat does.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0

@@ -1,0 +1,131 @@
+"""What every client tool shares: broker options, client configs, output, errors, exit codes.
+
+Exit codes scripts can trust (docs/cli.md): 0 done; 1 the broker or the data said no (a topic
+exists, a group is not empty, an invalid config...); 2 the command line is wrong; 3 no broker
+answered at the bootstrap address; 130 interrupted. Errors are one line on stderr,
+``kafkette: <what happened>: <what to do>``, and nothing else.
+
+Output: aligned tables (rich) when stdout is a terminal; the same columns as plain
+space-aligned text on a pipe, with no colour, progress or decoration; ``--json`` prints JSON
+(one document, or one object per line for streams) for scripts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+BOOTSTRAP_ENV = "KAFKETTE_BOOTSTRAP"
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_UNREACHABLE = 3
+EXIT_INTERRUPTED = 130
+
+
+class ToolError(Exception):
+    """A failure to report as one line and an exit code (``EXIT_FAILED`` unless told)."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_FAILED) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def add_client_options(parser: argparse.ArgumentParser) -> None:
+    """``-b/--bootstrap`` and ``-X key=value`` (client configs, as kcat takes them)."""
+    parser.add_argument(
+        "-b",
+        "--bootstrap",
+        default=os.environ.get(BOOTSTRAP_ENV, DEFAULT_BOOTSTRAP),
+        metavar="HOST:PORT[,...]",
+        help=f"brokers to bootstrap from (default ${BOOTSTRAP_ENV} or {DEFAULT_BOOTSTRAP})",
+    )
+    parser.add_argument(
+        "-X",
+        dest="client_configs",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a librdkafka client config (repeatable), e.g. -X security.protocol=SASL_PLAINTEXT",
+    )
+
+
+def add_json_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print JSON for scripts")
+
+
+def client_config(args: argparse.Namespace, **defaults: Any) -> dict[str, Any]:
+    """The confluent-kafka config: ``defaults``, then bootstrap, then every ``-X`` (last wins)."""
+    config: dict[str, Any] = dict(defaults)
+    config["bootstrap.servers"] = args.bootstrap
+    for item in args.client_configs:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ToolError(f"-X {item!r} is not KEY=VALUE: write e.g. -X acks=all", EXIT_USAGE)
+        config[key.strip()] = value
+    return config
+
+
+def unreachable(bootstrap: str) -> ToolError:
+    return ToolError(
+        f"no broker answered at {bootstrap}: start one with `kafkette serve` "
+        f"or point -b (or ${BOOTSTRAP_ENV}) at a running broker",
+        EXIT_UNREACHABLE,
+    )
+
+
+def run_tool(body: Any, args: argparse.Namespace) -> int:
+    """Run ``body(args)``; turn ``ToolError`` into its one line and exit code."""
+    try:
+        body(args)
+    except ToolError as exc:
+        print(f"kafkette: {exc}", file=sys.stderr)
+        return exc.exit_code
+    return EXIT_OK
+
+
+def stdout_is_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
+def print_json(document: Any) -> None:
+    json.dump(document, sys.stdout, indent=2 if stdout_is_terminal() else None, default=str)
+    sys.stdout.write("\n")
+
+
+def print_table(
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    title: str | None = None,
+) -> None:
+    """Rows under a header: a rich table on a terminal, aligned plain text on a pipe."""
+    cells = [["" if value is None else str(value) for value in row] for row in rows]
+    if stdout_is_terminal():
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=title, box=None, header_style="bold", pad_edge=False)
+        for column in columns:
+            table.add_column(column, overflow="fold")
+        for row in cells:
+            table.add_row(*row)
+        Console().print(table)
+        return
+    widths = [len(column) for column in columns]
+    for row in cells:
+        widths = [max(width, len(cell)) for width, cell in zip(widths, row, strict=False)]
+    lines = [columns, *cells]
+    for line in lines:
+        text = "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=False))
+        sys.stdout.write(text.rstrip() + "\n")
+
+
+def print_mapping(pairs: Mapping[str, Any], title: str | None = None) -> None:
+    """A two-column KEY VALUE table."""
+    print_table(("KEY", "VALUE"), sorted(pairs.items()), title=title)
