@@ -592,14 +592,49 @@ def _offsets_parser(key: bytes | None, value: bytes | None) -> tuple[Any, Any]:
         {"memberId": m.member_id, "groupInstanceId": m.group_instance_id,
          "clientId": m.client_id, "clientHost": m.client_host,
          "rebalanceTimeout": m.rebalance_timeout_ms, "sessionTimeout": m.session_timeout_ms,
-         "subscription": base64.b64encode(m.subscription).decode(),
-         "assignment": base64.b64encode(m.assignment).decode()}
+         "subscription": _consumer_protocol_json(
+             "ConsumerProtocolSubscription", m.subscription, group.protocol_type),
+         "assignment": _consumer_protocol_json(
+             "ConsumerProtocolAssignment", m.assignment, group.protocol_type)}
         for m in group.members
     ]
     data = {"protocolType": group.protocol_type, "generation": group.generation,
             "protocol": group.protocol, "leader": group.leader,
             "currentStateTimestamp": group.current_state_timestamp_ms, "members": members}
     return _compact(key_doc), _compact({"version": str(version), "data": data})
+
+
+def _consumer_protocol_json(definition: str, data: bytes, protocol_type: str) -> Any:
+    """A member's subscription or assignment as Kafka's JSON converters write it (only the
+    fields of its version, bytes in base64); base64 of the whole when it is not the consumer
+    protocol or does not decode."""
+    from kafkette.wire.codec import message_codec
+    from kafkette.wire.schema import in_range
+
+    def to_json(fields: Any, value: Any, version: int) -> Any:
+        out = {}
+        for spec in fields:
+            if not in_range(version, spec.versions) or spec.name not in value:
+                continue
+            item = value[spec.name]
+            if spec.fields and item is not None:
+                item = ([to_json(spec.fields, v, version) for v in item] if spec.is_array
+                        else to_json(spec.fields, item, version))
+            elif isinstance(item, bytes | bytearray | memoryview):
+                item = base64.b64encode(bytes(item)).decode()
+            out[spec.json_name[:1].lower() + spec.json_name[1:]] = item  # Kafka's camelCase
+        return out
+
+    if protocol_type == "consumer" and len(data) >= 2:
+        version = int.from_bytes(data[:2], "big", signed=True)
+        try:
+            codec = message_codec(definition, version)
+            decoded, end = codec.decode(memoryview(data), 2)
+            if end == len(data):
+                return to_json(codec.spec.fields, decoded, version)
+        except (ValueError, LookupError, IndexError):
+            pass
+    return base64.b64encode(data).decode()
 
 
 def _transaction_parser(key: bytes | None, value: bytes | None) -> tuple[Any, Any]:
