@@ -92,9 +92,9 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    paths = [Path(p) for p in args.paths]
+    paths = list(args.paths)
     for group in args.files:
-        paths.extend(Path(p) for p in group.split(",") if p)
+        paths.extend(p for p in group.split(",") if p)
     if not paths:
         print("kafkette: dump-log needs a PATH: a segment, index or partition directory",
               file=sys.stderr)
@@ -143,7 +143,8 @@ class _Dumper:
 
     # --- dispatch ---------------------------------------------------------
 
-    def dump_path(self, path: Path) -> None:
+    def dump_path(self, given: str) -> None:
+        path = Path(given)
         if path.is_dir():
             files = sorted(
                 (p for p in path.iterdir() if p.is_file()),
@@ -151,14 +152,15 @@ class _Dumper:
             )
             for file in files:
                 if _kind_rank(file) < len(_SUFFIX_ORDER) or file.name == "leader-epoch-checkpoint":
-                    self.dump_file(file)
+                    self.dump_file(file, os.path.join(given, file.name))
             return
         if not path.exists():
             raise ToolError(f"{path}: no such file: give a segment, index or partition directory",
                             EXIT_FAILED)
-        self.dump_file(path)
+        self.dump_file(path, given)
 
-    def dump_file(self, path: Path) -> None:
+    def dump_file(self, path: Path, shown: str) -> None:
+        """Dump one file; ``shown`` is its path as the user wrote it (Kafka echoes that)."""
         from kafkette.tools.log_files import FileStop
 
         handlers = {
@@ -177,7 +179,7 @@ class _Dumper:
         if self.args.index_sanity_check and path.suffix not in (".index", ".timeindex"):
             return
         if not self.json:
-            print(f"Dumping {path}")
+            print(f"Dumping {shown}")
         try:
             handler(path)
         except FileStop as stop:
