@@ -126,10 +126,13 @@ def render(run: dict) -> str:
     lines.append("")
     lines.append("## Reproduce")
     lines.append("")
+    lines.append("From the repository root, with the Python of the environment `kafkette[test]` is")
+    lines.append("installed in (README's set-up: `.venv/bin/python`):")
+    lines.append("")
     lines.append("```sh")
-    lines.append(".venv/bin/pytest compat-tests -q            # starts kafkette itself")
-    lines.append(".venv/bin/pytest compat-tests -q --bootstrap HOST:PORT --broker-name NAME")
-    lines.append(".venv/bin/python compat-tests/report.py     # rewrites this file")
+    lines.append("python -m pytest compat-tests -q            # starts kafkette itself")
+    lines.append("python -m pytest compat-tests -q --bootstrap HOST:PORT --broker-name NAME")
+    lines.append("python compat-tests/report.py               # rewrites this file")
     lines.append("```")
     return "\n".join(lines) + "\n"
 
