@@ -75,13 +75,14 @@ def connector_coordinates(pyspark_version: str) -> str:
 def find_jars(folder: Path) -> tuple[dict[str, Path], list[str]]:
     """Map each required artifact to its jar in ``folder``; also return the artifacts not found.
 
-    A jar counts when it is named ``<artifact>-<version>.jar``; if several versions are present
-    the highest-sorting name wins.
+    A jar counts when it is named ``<artifact>-<version>.jar`` (Maven's name) or
+    ``<group>_<artifact>-<version>.jar`` (the name Spark's Ivy resolver gives the copies in
+    ``<spark.jars.ivy>/jars``); if several versions are present the highest-sorting name wins.
     """
     found: dict[str, Path] = {}
     names = sorted(p.name for p in folder.glob("*.jar")) if folder.is_dir() else []
     for artifact in REQUIRED_ARTIFACTS:
-        pattern = re.compile(rf"^{re.escape(artifact)}-\d[\w.\-]*\.jar$")
+        pattern = re.compile(rf"^(?:[\w.]+_)?{re.escape(artifact)}-\d[\w.\-]*\.jar$")
         matches = [name for name in names if pattern.match(name)]
         if matches:
             found[artifact] = folder / matches[-1]
@@ -95,6 +96,11 @@ def _jar_version(jar: Path, artifact: str) -> str:
 
 def _same_minor(a: str, b: str) -> bool:
     return a.split(".")[:2] == b.split(".")[:2]
+
+
+def spark_line(version: str) -> str:
+    """``4.0.1`` -> ``4.0.x``: any connector release of PySpark's minor line works with it."""
+    return ".".join(version.split(".")[:2]) + ".x"
 
 
 def maven_central_reachable(timeout: float = 3.0) -> bool:
@@ -118,8 +124,11 @@ def missing_connector_message(folder: Path, missing: list[str], pyspark_version:
         "  3. run on a machine that reaches Maven Central; Spark then fetches "
         f"{connector_coordinates(pyspark_version)} and its dependencies via spark.jars.packages.\n"
         f"Needed jars: spark-sql-kafka-0-10_{SCALA_BINARY_VERSION} and "
-        f"spark-token-provider-kafka-0-10_{SCALA_BINARY_VERSION} at PySpark's version "
-        f"({pyspark_version}), kafka-clients 3.9.x, commons-pool2 2.12.x."
+        f"spark-token-provider-kafka-0-10_{SCALA_BINARY_VERSION} of Spark "
+        f"{spark_line(pyspark_version)} (any {spark_line(pyspark_version)} release works with "
+        f"PySpark {pyspark_version}), kafka-clients 3.9.x, commons-pool2 2.12.x. pip's pyspark "
+        "does not ship them: download them on a connected machine and copy them over "
+        "(docs/spark.md, 'Getting the connector')."
     )
 
 
@@ -142,7 +151,8 @@ def resolve_connector(pyspark_version: str | None = None) -> ConnectorSource:
         if not _same_minor(jar_version, pyspark_version):
             raise MissingConnectorError(
                 f"{found[connector]} is built for Spark {jar_version} but PySpark is "
-                f"{pyspark_version}; use the connector of PySpark's minor line."
+                f"{pyspark_version}; use a Spark {spark_line(pyspark_version)} connector "
+                "(any release of that line works)."
             )
         return ConnectorSource(jars=tuple(found[a] for a in REQUIRED_ARTIFACTS))
     if maven_central_reachable():

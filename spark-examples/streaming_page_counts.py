@@ -180,12 +180,29 @@ def stop_between_batches(query: StreamingQuery, timeout: float = 30.0) -> None:
     query.stop()
 
 
+def rows_written(progress: Mapping) -> int | None:
+    """Rows one micro-batch handed to its sink, from its progress report.
+
+    The Kafka sink reports ``sink.numOutputRows``; file sinks (Parquet) report -1. In append
+    mode the aggregation's state store emits a window exactly when the watermark evicts it, so
+    its ``numRowsRemoved`` is the rows the sink got (the plan after it maps rows one to one).
+    None when neither is known.
+    """
+    reported = progress["sink"].get("numOutputRows", -1)
+    if reported is not None and reported >= 0:
+        return reported
+    operators = progress.get("stateOperators") or []
+    if operators:
+        return operators[-1].get("numRowsRemoved")
+    return None
+
+
 def summarize(query: StreamingQuery) -> str:
     """One line: micro-batches run, records read and rows written in this process's lifetime."""
     progress = query.recentProgress  # Spark keeps the last 100 progress reports
     read = sum(p["numInputRows"] for p in progress)
-    outputs = [p["sink"].get("numOutputRows", -1) for p in progress]
-    written = sum(outputs) if all(n >= 0 for n in outputs) else "?"  # file sinks report -1
+    outputs = [rows_written(p) for p in progress]
+    written = sum(outputs) if None not in outputs else "an unknown number of rows"
     return f"{query.name}: {len(progress)} micro-batches, {read} records read, {written} written"
 
 
