@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kafkette.tools.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ToolError
+from kafkette.tools.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 EXAMPLES = """\
 examples:
@@ -105,10 +105,6 @@ def run(args: argparse.Namespace) -> int:
     try:
         for path in paths:
             dumper.dump_path(path)
-    except ToolError as exc:
-        sys.stdout.flush()
-        print(f"kafkette: {exc}", file=sys.stderr)
-        return exc.exit_code
     except BrokenPipeError:  # `| head`: the reader has all it wants
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes stdout
@@ -155,8 +151,11 @@ class _Dumper:
                     self.dump_file(file, os.path.join(given, file.name))
             return
         if not path.exists():
-            raise ToolError(f"{path}: no such file: give a segment, index or partition directory",
-                            EXIT_FAILED)
+            self.failed = True  # said once; the other paths are still dumped
+            sys.stdout.flush()
+            print(f"kafkette: {given}: no such file: give a segment, index or partition "
+                  "directory", file=sys.stderr)
+            return
         self.dump_file(path, given)
 
     def dump_file(self, path: Path, shown: str) -> None:

@@ -43,7 +43,7 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ])
         for future in created.values():
             future.result(30)
-        idempotent = Producer({"bootstrap.servers": bootstrap, "linger.ms": 100,
+        idempotent = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1000,
                                "enable.idempotence": True})
         idempotent.produce("plain", key=b"k1", value=b"v1", headers=[("h1", b"x"), ("h2", None)],
                            timestamp=T0)
@@ -51,7 +51,7 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         idempotent.produce("plain", key=None, value=b"v3", timestamp=T0 + 2)
         assert idempotent.flush(30) == 0
         for codec, base in (("gzip", T0 + 1000), ("zstd", T0 + 2000)):
-            compressed = Producer({"bootstrap.servers": bootstrap, "linger.ms": 100,
+            compressed = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1000,
                                    "compression.type": codec, "enable.idempotence": False})
             compressed.produce("plain", key=codec.encode(), value=b"z" * 100, timestamp=base)
             compressed.produce("plain", key=b"tomb", value=None, timestamp=base + 1)
@@ -231,6 +231,12 @@ def test_torn_and_corrupt_segments_say_where_they_stop(cli: CliRun, data_dir: Pa
     assert shallow.returncode == 1
     assert [line.rsplit(" ", 1)[1] for line in _lines(shallow) if "isvalid" in line] == [
         "false", "true", "true"]
+    missing = cli("dump-log", str(tmp_path / "nothere.log"), str(data_dir / "txn-0"))
+    assert missing.returncode == 1
+    assert missing.stderr.startswith(f"kafkette: {tmp_path / 'nothere.log'}: no such file")
+    assert sum(line.startswith("baseOffset:") for line in _lines(missing)) == 6
+    assert _lines(cli("dump-log")) == [] and cli("dump-log").returncode == 2
+
     deep = cli("dump-log", "--print-data-log", str(torn))
     assert deep.returncode == 1 and "Traceback" not in deep.stderr
     assert "isvalid: false" in _lines(deep)[-1]
