@@ -409,7 +409,6 @@ class _Dumper:
         from kafkette.tools.log_files import (
             FileStop,
             iter_log_batches,
-            read_offset_index,
             read_time_index,
         )
 
@@ -424,9 +423,6 @@ class _Dumper:
                 batches = [b.header for b in iter_log_batches(log_file)]
             except FileStop:
                 pass  # the .log's own dump reports where it stops
-        index_file = path.with_suffix(".index")
-        offset_entries = read_offset_index(index_file)[0] if index_file.exists() else []
-        del offset_entries  # positions only speed Kafka's search; a full walk is exact
         previous = -1
         for timestamp, offset in entries:
             if log_file.exists():

@@ -78,21 +78,25 @@ def iter_log_batches(path: Path, max_bytes: int | None = None) -> Iterator[LogBa
     ``isvalid: false``). The walk ends at the end of the file, at ``max_bytes``, or
     with ``FileStop`` at bytes that cannot be a batch (torn tail, bad length or magic).
     """
-    limit = path.stat().st_size if max_bytes is None else min(max_bytes, path.stat().st_size)
+    file_size = path.stat().st_size
+    limit = file_size if max_bytes is None else min(max_bytes, file_size)
+    cut = limit < file_size  # --max-bytes ends the walk early, as Kafka's slice does
     with open(path, "rb") as file:
         position = 0
         while position < limit:
             head = _read_exact(file, HEADER_SIZE)
             remaining = limit - position
-            if len(head) < LOG_OVERHEAD:
+            if len(head) < LOG_OVERHEAD or remaining < LOG_OVERHEAD:
+                if cut:
+                    return
                 raise FileStop(path, position, f"{remaining} bytes left, too few for a batch")
             _, length = struct.unpack_from(">qi", head)
             size = length + LOG_OVERHEAD
             if length < HEADER_SIZE - LOG_OVERHEAD:
                 raise FileStop(path, position, f"batch length {length} is too small")
             if size > remaining:
-                if max_bytes is not None and max_bytes < path.stat().st_size:
-                    return  # --max-bytes cut the walk short, as Kafka's slice does
+                if cut:
+                    return
                 raise FileStop(
                     path, position, f"batch of {size} bytes but only {remaining} remain (torn)"
                 )
