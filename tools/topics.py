@@ -34,8 +34,28 @@ EPILOG = """examples:
 """
 
 
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
+
+
 def is_internal(name: str) -> bool:
     return name.startswith("__")
+
+
+def known_topics(admin: Any, args: argparse.Namespace, internal: bool,
+                 wanted: list[str] | None = None) -> dict[str, Any]:
+    """Topic metadata by name; with ``internal`` (or when named), the internal topics too.
+
+    Kafka lists internal topics in an all-topics Metadata answer; kafkette leaves them out
+    and answers them only when asked by name, so they are asked for by name here.
+    """
+    topics = dict(ac.cluster_metadata(admin, args).topics)
+    extra = [n for n in (INTERNAL_TOPICS if internal else ()) if n not in topics]
+    extra += [n for n in (wanted or []) if is_internal(n) and n not in topics and n not in extra]
+    for name in extra:
+        found = ac.cluster_metadata(admin, args, topic=name).topics.get(name)
+        if found is not None and found.error is None and found.partitions:
+            topics[name] = found
+    return topics
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -117,12 +137,12 @@ def replication_factor(topic: Any) -> int:
 
 def run_list(args: argparse.Namespace) -> None:
     admin = ac.admin_client(args)
-    metadata = ac.cluster_metadata(admin, args)
+    topics = known_topics(admin, args, args.internal)
     rows = []
-    for name in sorted(metadata.topics):
+    for name in sorted(topics):
         if is_internal(name) and not args.internal:
             continue
-        topic = metadata.topics[name]
+        topic = topics[name]
         rows.append({"topic": name, "partitions": len(topic.partitions),
                      "replication_factor": replication_factor(topic),
                      "internal": is_internal(name)})
@@ -213,18 +233,17 @@ def missing_topic(name: str) -> ToolError:
 
 def run_describe(args: argparse.Namespace) -> None:
     admin = ac.admin_client(args)
-    metadata = ac.cluster_metadata(admin, args)
-    names = args.topics or sorted(n for n in metadata.topics
-                                  if args.internal or not is_internal(n))
+    topics = known_topics(admin, args, args.internal and not args.topics, args.topics)
+    names = args.topics or sorted(n for n in topics if args.internal or not is_internal(n))
     for name in names:
-        if name not in metadata.topics:
+        if name not in topics:
             raise missing_topic(name)
-    partitions = [(name, p) for name in names for p in sorted(metadata.topics[name].partitions)]
+    partitions = [(name, p) for name in names for p in sorted(topics[name].partitions)]
     offsets = log_offsets(admin, args, partitions)
     overrides = topic_overrides(admin, args, names)
     documents = []
     for name in names:
-        topic = metadata.topics[name]
+        topic = topics[name]
         rows = []
         for pid in sorted(topic.partitions):
             partition = topic.partitions[pid]
