@@ -7,6 +7,7 @@ and one-line error a script would see.
 from __future__ import annotations
 
 import json
+import socket
 import time
 
 from confluent_kafka import KafkaException, Producer
@@ -161,3 +162,16 @@ def test_usage_errors_and_help_examples(cli):
     assert wrong.stderr.startswith("usage: kafkette topics create")
     bad_x = cli("topics", "list", "-X", "nonsense", "-b", "127.0.0.1:1")
     assert bad_x.returncode == 2 and "-X 'nonsense' is not KEY=VALUE" in bad_x.stderr
+
+
+def test_a_broker_that_never_answers_is_exit_3_after_the_timeout(cli):
+    """A listener that takes connections but says nothing: bounded by --timeout, then exit 3."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)  # the kernel completes the handshakes; nobody ever reads
+        address = f"127.0.0.1:{silent.getsockname()[1]}"
+        done = cli("topics", "list", "-b", address, "--timeout", "2", timeout=60)
+    assert done.returncode == 3
+    assert done.stdout == ""
+    assert done.stderr == (f"kafkette: the broker at {address} did not answer within 2 s: "
+                           "check it is up and reachable, or raise --timeout\n")
