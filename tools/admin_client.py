@@ -63,8 +63,9 @@ def admin_client(args: argparse.Namespace) -> Any:
     probe(args.bootstrap, args.timeout)
     try:
         return AdminClient(config)
-    except Exception as exc:  # a bad -X key: librdkafka names it
-        raise ToolError(f"bad client config: {exc}: fix the -X option", 2) from exc
+    except Exception as exc:  # a bad -X key or value: librdkafka names it
+        text = exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else str(exc)
+        raise ToolError(f"bad client config: {text}: fix or drop that -X option", 2) from exc
 
 
 def consumer(args: argparse.Namespace, group: str) -> Any:

@@ -164,6 +164,13 @@ def test_usage_errors_and_help_examples(cli):
     assert bad_x.returncode == 2 and "-X 'nonsense' is not KEY=VALUE" in bad_x.stderr
 
 
+def test_unknown_client_config_is_a_usage_error(cli, kafkette_bootstrap):
+    done = cli("topics", "list", "-X", "no.such.property=1", "-b", kafkette_bootstrap)
+    assert (done.returncode, done.stderr) == (2, 'kafkette: bad client config: No such '
+                                              'configuration property: "no.such.property": '
+                                              "fix or drop that -X option\n")
+
+
 def test_a_broker_that_never_answers_is_exit_3_after_the_timeout(cli):
     """A listener that takes connections but says nothing: bounded by --timeout, then exit 3."""
     with socket.socket() as silent:
