@@ -182,3 +182,15 @@ def test_a_broker_that_never_answers_is_exit_3_after_the_timeout(cli):
     assert done.stdout == ""
     assert done.stderr == (f"kafkette: the broker at {address} did not answer within 2 s: "
                            "check it is up and reachable, or raise --timeout\n")
+
+
+def test_registering_the_admin_tools_loads_no_client_library():
+    """`kafkette --help` and `kafkette serve` build this parser: confluent-kafka and rich wait."""
+    import subprocess
+    import sys
+
+    code = ("import sys, kafkette.cli as c; c.build_parser(); "
+            "print(sorted(m for m in ('confluent_kafka', 'rich') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert done.stdout == "[]\n"
