@@ -120,9 +120,15 @@ def test_a_dedicated_broker_with_its_own_configs(kafka_broker, kafka_broker_fact
 '''
 
 
+def plugin_entry_point() -> str | None:
+    return {ep.name: ep.value for ep in entry_points(group="pytest11")}.get("kafkette")
+
+
 @pytest.fixture
 def user_project(pytester: pytest.Pytester) -> pytest.Pytester:
     """A project with an ini file and a test module, no conftest: fixtures only from the plugin."""
+    if plugin_entry_point() is None:
+        pytest.fail("kafkette's pytest11 entry point is not installed: pip install -e . again")
     pytester.makeini(INI)
     pytester.makepyfile(test_user=USER_TESTS)
     return pytester
@@ -138,9 +144,8 @@ def session_data_dirs(project: pytest.Pytester) -> list[Path]:
 
 
 def test_the_entry_point_names_the_plugin() -> None:
-    names = {ep.name: ep.value for ep in entry_points(group="pytest11")}
-    assert names.get("kafkette") == "kafkette.pytest_plugin", (
-        "kafkette's pytest11 entry point is not installed: reinstall (pip install -e .)"
+    assert plugin_entry_point() == "kafkette.pytest_plugin", (
+        "kafkette's pytest11 entry point is not installed: pip install -e . again"
     )
 
 
@@ -194,6 +199,8 @@ def test_the_environment_variable_points_the_fixtures_too(
 
 
 def test_a_malformed_ini_line_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    if plugin_entry_point() is None:
+        pytest.fail("kafkette's pytest11 entry point is not installed: pip install -e . again")
     pytester.makeini("[pytest]\nkafkette_broker_configs =\n    log.retention.ms\n")
     pytester.makepyfile(test_user="def test_uses(kafka_broker):\n    pass\n")
     result = pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider")
