@@ -241,13 +241,23 @@ def produce(args: argparse.Namespace) -> None:
 
 
 def wait_for_topic(producer: Any, topic: str, bootstrap: str) -> Any:
-    """The topic's metadata; asking for it creates it where the broker allows, as any client."""
+    """The topic's metadata; asking for it creates it where the broker allows, as any client.
+
+    A broker creating the topic answers LEADER_NOT_AVAILABLE until it is ready: wait for
+    it. One that does not create topics on Metadata answers UNKNOWN_TOPIC_OR_PART: ask once
+    more (the answer may have raced a creation), then say so.
+    """
+    from confluent_kafka import KafkaError
+
     deadline = time.monotonic() + AUTO_CREATE_WAIT_S
+    unknown_answers = 0
     while True:
         metadata = topic_metadata(producer, topic, bootstrap)
         if not is_missing(metadata) and metadata.partitions:
             return metadata
-        if time.monotonic() > deadline:
+        if metadata.error is not None and metadata.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            unknown_answers += 1
+        if unknown_answers >= 2 or time.monotonic() > deadline:
             raise ToolError(
                 f"topic {topic} does not exist and the broker does not create topics on "
                 f"produce (auto.create.topics.enable=false): create it with "
@@ -275,8 +285,10 @@ class _Pacer:
 
     def wait(self, producer: Any) -> None:
         now = time.monotonic()
-        if now < self.next_at:
-            producer.poll(self.next_at - now)  # serve reports while waiting
+        while now < self.next_at:
+            # serve reports while waiting; poll returns early when it served one
+            producer.poll(self.next_at - now)
+            now = time.monotonic()
         self.next_at = max(self.next_at, now - 1.0) + self.interval
 
 
