@@ -61,8 +61,8 @@ escapes \\n \\r \\t \\\\ \\xNN. Null keys and values print as nothing.
 key/value/header values are strings (UTF-8), null, or {"base64": "..."} for other bytes.
 """
 
-BATCH = 1000  # records asked from librdkafka's local queue per consume() call
-POLL_TIMEOUT_S = 0.5  # how long one consume() waits; Ctrl-C is seen between calls
+BATCH = 1000  # records taken from librdkafka's local queue per consume() call
+POLL_TIMEOUT_S = 0.5  # how long an idle consume() waits; Ctrl-C is seen between calls
 TOPIC_WAIT_S = 1.0
 
 
@@ -163,6 +163,10 @@ def consumer_config(args: argparse.Namespace) -> dict[str, Any]:
         "isolation.level": args.isolation_level,
         "enable.partition.eof": bool(args.exit_at_end),
     }
+    if args.exit_at_end:
+        # The end shows as a fetch at the end that comes back empty: do not let the broker
+        # hold that fetch for librdkafka's default 500 ms before -e can exit.
+        defaults["fetch.wait.max.ms"] = 100
     if args.group is not None:
         defaults["group.id"] = args.group
         defaults["auto.offset.reset"] = "latest" if args.from_end else "earliest"
@@ -270,7 +274,13 @@ def read_loop(consumer: Any, args: argparse.Namespace, render: Any) -> None:
     printed = 0
     while True:
         wanted = BATCH if remaining is None else min(BATCH, remaining)
-        batch = consumer.consume(wanted, POLL_TIMEOUT_S)
+        # What is already fetched, at once; else wait for the first record, then take what
+        # came with it. (consume(n, timeout) alone waits for n records or the timeout.)
+        batch = consumer.consume(wanted, 0)
+        if not batch:
+            batch = consumer.consume(1, POLL_TIMEOUT_S)
+            if batch and wanted > 1:
+                batch += consumer.consume(wanted - 1, 0)
         if not batch:
             if reader_gone():
                 raise BrokenPipeError  # `| head` left while we had nothing to write
