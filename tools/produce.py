@@ -60,6 +60,7 @@ Nothing is printed on stdout; exit 1 with one line if any record was not deliver
 READ_CHUNK = 1 << 16
 POLL_EVERY = 1024  # records between polls that serve (error-only) delivery reports
 AUTO_CREATE_WAIT_S = 5.0
+UNKNOWN_TOPIC_WAIT_S = 2.0
 FLUSH_AFTER_INTERRUPT_S = 10.0
 
 
@@ -244,20 +245,21 @@ def wait_for_topic(producer: Any, topic: str, bootstrap: str) -> Any:
     """The topic's metadata; asking for it creates it where the broker allows, as any client.
 
     A broker creating the topic answers LEADER_NOT_AVAILABLE until it is ready: wait for
-    it. One that does not create topics on Metadata answers UNKNOWN_TOPIC_OR_PART: ask once
-    more (the answer may have raced a creation), then say so.
+    it. One that does not create topics on Metadata answers UNKNOWN_TOPIC_OR_PART; so does
+    Apache Kafka for a moment after a CreateTopics (its metadata catches up
+    asynchronously): keep asking for a short while, then say so.
     """
     from confluent_kafka import KafkaError
 
-    deadline = time.monotonic() + AUTO_CREATE_WAIT_S
-    unknown_answers = 0
+    started = time.monotonic()
     while True:
         metadata = topic_metadata(producer, topic, bootstrap)
         if not is_missing(metadata) and metadata.partitions:
             return metadata
-        if metadata.error is not None and metadata.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-            unknown_answers += 1
-        if unknown_answers >= 2 or time.monotonic() > deadline:
+        unknown = (metadata.error is not None
+                   and metadata.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART)
+        waited = time.monotonic() - started
+        if waited > AUTO_CREATE_WAIT_S or (unknown and waited > UNKNOWN_TOPIC_WAIT_S):
             raise ToolError(
                 f"topic {topic} does not exist and the broker does not create topics on "
                 f"produce (auto.create.topics.enable=false): create it with "
