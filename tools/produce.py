@@ -119,11 +119,12 @@ def unescape(text: str) -> bytes:
     return b"".join(part for part in parts if isinstance(part, bytes))
 
 
-def split_records(stream: BinaryIO, delimiter: bytes) -> Iterator[bytes]:
-    """The pieces of ``stream`` between delimiters, as soon as each one is complete.
+def split_records(stream: BinaryIO, delimiter: bytes) -> Iterator[list[bytes]]:
+    """The records of ``stream``, a list per read: the pieces between delimiters.
 
     ``read1`` returns what is available, so a line typed at a terminal is sent at once; a
-    last piece without a delimiter is a record too.
+    last piece without a delimiter is a record too. Lists (not one record at a time) keep
+    the generator's per-record cost off the produce loop.
     """
     rest = b""
     read = getattr(stream, "read1", stream.read)
@@ -131,11 +132,12 @@ def split_records(stream: BinaryIO, delimiter: bytes) -> Iterator[bytes]:
         chunk = read(READ_CHUNK)
         if not chunk:
             break
-        pieces = (rest + chunk).split(delimiter)
+        pieces = (rest + chunk).split(delimiter) if rest else chunk.split(delimiter)
         rest = pieces.pop()
-        yield from pieces
+        if pieces:
+            yield pieces
     if rest:
-        yield rest
+        yield [rest]
 
 
 def parse_headers(items: list[str]) -> list[tuple[str, bytes]]:
@@ -210,11 +212,11 @@ def produce(args: argparse.Namespace) -> None:
     interrupted = False
     bad_line: str | None = None
     try:
-        records = split_records(stream, delimiter)
+        chunks = split_records(stream, delimiter)
         if args.json:
-            sent, bad_line = produce_json(producer, args, records, headers, progress)
+            sent, bad_line = produce_json(producer, args, chunks, headers, progress)
         else:
-            sent = produce_lines(producer, args, records, key_delimiter, headers, progress)
+            sent = produce_lines(producer, args, chunks, key_delimiter, headers, progress)
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -267,15 +269,16 @@ def wait_for_topic(producer: Any, topic: str, bootstrap: str) -> Any:
         time.sleep(0.2)
 
 
-def _send(producer: Any, topic: str, value: bytes | None, key: bytes | None,
-          partition: int, extra: dict[str, Any]) -> None:
-    """``produce``, waiting for room when librdkafka's queue is full."""
+def _send_when_room(producer: Any, topic: str, value: bytes | None, key: bytes | None,
+                    partition: int, extra: dict[str, Any]) -> None:
+    """``produce`` after librdkafka's queue was full: serve it until there is room."""
     while True:
+        producer.poll(0.05)
         try:
             producer.produce(topic, value, key, partition, **extra)
             return
         except BufferError:
-            producer.poll(0.05)
+            continue
 
 
 class _Pacer:
@@ -294,7 +297,7 @@ class _Pacer:
         self.next_at = max(self.next_at, now - 1.0) + self.interval
 
 
-def produce_lines(producer: Any, args: argparse.Namespace, records: Iterator[bytes],
+def produce_lines(producer: Any, args: argparse.Namespace, chunks: Iterator[list[bytes]],
                   key_delimiter: bytes | None, headers: list[tuple[str, bytes]],
                   progress: Progress) -> int:
     topic = args.topic
@@ -303,34 +306,50 @@ def produce_lines(producer: Any, args: argparse.Namespace, records: Iterator[byt
     null_empty = args.null_empty
     extra: dict[str, Any] = {"headers": headers} if headers else {}
     pacer = _Pacer(args.rate) if args.rate else None
-    poll = producer.poll
+    produce, poll = producer.produce, producer.poll
+    # Plain lines (no key, header, partition, rate): the loop is one produce call per line.
+    plain = (key_delimiter is None and fixed_key is None and partition == -1 and not extra
+             and not null_empty and pacer is None)
     sent = 0
-    for line in records:
-        key = fixed_key
-        value: bytes | None = line
-        if not line:
-            if not null_empty:
-                continue  # an empty line: kcat skips it
-            value = None
+    for lines in chunks:
+        if plain:
+            for value in lines:
+                if not value:
+                    continue  # an empty line: kcat skips it
+                try:
+                    produce(topic, value)
+                except BufferError:
+                    _send_when_room(producer, topic, value, None, -1, extra)
+                sent += 1
         else:
-            if key_delimiter is not None:
-                found_key, sep, rest = line.partition(key_delimiter)
-                if sep:
-                    key, value = found_key, rest
-            if null_empty:
-                value = value or None
-                key = key or None
-        if pacer is not None:
-            pacer.wait(producer)
-        _send(producer, topic, value, key, partition, extra)
-        sent += 1
-        if sent % POLL_EVERY == 0:
-            poll(0)
-            progress.update(sent)
+            for line in lines:
+                key = fixed_key
+                value: bytes | None = line
+                if not line:
+                    if not null_empty:
+                        continue
+                    value = None
+                else:
+                    if key_delimiter is not None:
+                        found_key, sep, rest = line.partition(key_delimiter)
+                        if sep:
+                            key, value = found_key, rest
+                    if null_empty:
+                        value = value or None
+                        key = key or None
+                if pacer is not None:
+                    pacer.wait(producer)
+                try:
+                    produce(topic, value, key, partition, **extra)
+                except BufferError:
+                    _send_when_room(producer, topic, value, key, partition, extra)
+                sent += 1
+        poll(0)
+        progress.update(sent)
     return sent
 
 
-def produce_json(producer: Any, args: argparse.Namespace, records: Iterator[bytes],
+def produce_json(producer: Any, args: argparse.Namespace, chunks: Iterator[list[bytes]],
                  headers: list[tuple[str, bytes]], progress: Progress) -> tuple[int, str | None]:
     """Records from JSON lines; stops at the first bad line and says which one."""
     from confluent_kafka import KafkaException
@@ -340,6 +359,7 @@ def produce_json(producer: Any, args: argparse.Namespace, records: Iterator[byte
     default_partition = -1 if args.partition is None else args.partition
     pacer = _Pacer(args.rate) if args.rate else None
     sent = 0
+    records = (line for lines in chunks for line in lines)
     for number, line in enumerate(records, start=1):
         if not line.strip():
             continue
@@ -357,7 +377,11 @@ def produce_json(producer: Any, args: argparse.Namespace, records: Iterator[byte
         if pacer is not None:
             pacer.wait(producer)
         try:
-            _send(producer, args.topic, record.value, record.key, partition, extra)
+            try:
+                producer.produce(args.topic, record.value, record.key, partition, **extra)
+            except BufferError:
+                _send_when_room(producer, args.topic, record.value, record.key, partition,
+                                extra)
         except KafkaException as exc:  # e.g. a partition the topic lacks
             reason = exc.args[0].str()
             return sent, (f"input line {number}: {reason}; the {sent:,} records before it "
