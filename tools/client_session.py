@@ -12,11 +12,11 @@ only when stderr is a terminal and the records do not go to that terminal themse
 
 from __future__ import annotations
 
-import socket
 import sys
 import time
 from typing import Any
 
+from kafkette.tools.admin_client import probe
 from kafkette.tools.common import ToolError, unreachable
 
 METADATA_TIMEOUT_S = 10.0
@@ -32,33 +32,14 @@ def quiet(config: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
-def any_bootstrap_answers(bootstrap: str) -> bool:
-    """Whether one bootstrap address accepts a TCP connection.
-
-    librdkafka reports a refused connection only when a request times out (seconds); a
-    plain connect says "nobody there" at once, so the unreachable error comes at once too.
-    """
-    for address in bootstrap.split(","):
-        address = address.strip().rpartition("://")[2]
-        host, _, port = address.rpartition(":")
-        if not port.isdigit():
-            return True  # not ours to judge: let librdkafka parse it
-        try:
-            with socket.create_connection((host.strip("[]") or "localhost", int(port)),
-                                          timeout=CONNECT_TIMEOUT_S):
-                return True
-        except OSError:
-            continue
-    return False
-
-
 def topic_metadata(client: Any, topic: str, bootstrap: str) -> Any:
     """The topic's metadata (``TopicMetadata``); ``ToolError`` when no broker answered."""
     from confluent_kafka import KafkaError, KafkaException
 
     if bootstrap not in _ANSWERED:
-        if not any_bootstrap_answers(bootstrap):
-            raise unreachable(bootstrap)
+        # librdkafka reports a refused connection only when the request times out; a plain
+        # TCP connect says "nobody there" at once (the admin tools' probe).
+        probe(bootstrap, CONNECT_TIMEOUT_S)
         _ANSWERED.add(bootstrap)
     try:
         metadata = client.list_topics(topic, timeout=METADATA_TIMEOUT_S)

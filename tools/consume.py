@@ -26,7 +26,7 @@ import argparse
 import os
 import sys
 import time
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from kafkette.tools.client_session import (
@@ -85,7 +85,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                        help="start at offset N; -N: the last N records of each partition")
     start.add_argument("--from-timestamp", metavar="MS|ISO",
                        help="start at the first record at or after this time (epoch ms or "
-                            "ISO 8601; no zone means UTC)")
+                            "ISO 8601; no zone means local time)")
     parser.add_argument("-G", "--group", metavar="GROUP",
                         help="consume as a member of GROUP, committing offsets")
     parser.add_argument("-p", "--partition", dest="partitions", type=int, action="append",
@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def parse_timestamp(text: str) -> int:
-    """Epoch milliseconds, or an ISO 8601 time (UTC when it names no zone) -> epoch ms."""
+    """Epoch milliseconds, or an ISO 8601 time (local when it names no zone) -> epoch ms."""
     if text.lstrip("-").isdigit():
         return int(text)
     try:
@@ -122,7 +122,7 @@ def parse_timestamp(text: str) -> int:
                         "ISO 8601: write e.g. 1763892000000 or 2026-11-23T10:00:00Z",
                         EXIT_USAGE) from None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
+        moment = moment.astimezone()  # local time, as kafka-consumer-groups.sh --to-datetime
     return int(moment.timestamp() * 1000)
 
 
@@ -154,6 +154,8 @@ def check_usage(args: argparse.Namespace) -> None:
         if args.offset is not None or args.from_timestamp is not None:
             raise ToolError("with -G the group's committed offsets decide where to start: move "
                             "them with `kafkette groups reset-offsets`", EXIT_USAGE)
+    elif any(topic.startswith("^") for topic in args.topics):
+        raise ToolError("a ^regex topic is a group subscription: add -G GROUP", EXIT_USAGE)
     if args.count is not None and args.count < 0:
         raise ToolError("-c must be 0 or more", EXIT_USAGE)
 

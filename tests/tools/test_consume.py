@@ -102,7 +102,7 @@ def test_start_positions_and_count(kafkette_bootstrap: str, cli: Callable[..., A
     assert offsets("--offset", "-1") == ["2"]  # the last record of each partition
     assert offsets("--from-end") == []
     assert offsets("--from-timestamp", "2000") == ["1", "2"]
-    assert offsets("--from-timestamp", "1970-01-01T00:00:02.001") == ["2"]  # UTC
+    assert offsets("--from-timestamp", "1970-01-01T00:00:02.001Z") == ["2"]
     assert offsets("--from-timestamp", "2099-01-01T00:00:00+01:00") == []
     both = cli("consume", topic, "-b", kafkette_bootstrap, "-e", "-f", "%p/%o\\n")
     assert sorted(both.stdout.splitlines()) == ["0/0", "0/1", "0/2", "1/0", "1/1"]
@@ -192,6 +192,8 @@ def test_pipe_to_head_and_ctrl_c(kafkette_bootstrap: str, unique_topic: Callable
 def test_usage_errors(cli: Callable[..., Any]) -> None:
     done = cli("consume", "t", "-G", "g", "-p", "0")
     assert done.returncode == 2 and done.stderr.startswith("kafkette: -p does not go with -G")
+    done = cli("consume", "^t.*", "-e")
+    assert done.returncode == 2 and "add -G GROUP" in done.stderr
     done = cli("consume", "t", "-f", "%q")
     assert done.returncode == 2 and done.stderr.startswith("kafkette: -f: unknown format token")
     done = cli("consume", "t", "--from-timestamp", "yesterday")
