@@ -41,9 +41,9 @@ _TOKENS: dict[str, str] = {
 _ESCAPES = {"n": b"\n", "r": b"\r", "t": b"\t", "\\": b"\\", "0": b"\0"}
 
 TOKEN_HELP = (
-    "%%s value, %%k key, %%S value size, %%K key size (-1 for null), %%t topic, "
-    "%%p partition, %%o offset, %%T timestamp (ms), %%h headers (n=v,...), %%%% a %%; "
-    "escapes \\n \\r \\t \\\\ \\xNN"
+    "%s value, %k key, %S value size, %K key size (-1 for null), %t topic, %p partition, "
+    "%o offset, %T timestamp (ms), %h headers (n=v,...), %% a %; escapes \\n \\r \\t "
+    "\\\\ \\xNN"
 )
 
 
@@ -80,7 +80,7 @@ def parse_format(text: str) -> list[bytes | str]:
                     literal.clear()
                 parts.append(token)
             else:
-                raise FormatError(f"unknown format token %{token}: use {TOKEN_HELP % ()}")
+                raise FormatError(f"unknown format token %{token}: use {TOKEN_HELP}")
             i += 2
         elif char == "\\" and i + 1 < len(text):
             escape = text[i + 1]
