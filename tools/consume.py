@@ -164,6 +164,10 @@ def consumer_config(args: argparse.Namespace) -> dict[str, Any]:
     defaults: dict[str, Any] = {
         "isolation.level": args.isolation_level,
         "enable.partition.eof": bool(args.exit_at_end),
+        # confluent-kafka's librdkafka stops fetching for 1 s once its local queue holds
+        # queued.min.messages; a reader that drains 100,000 records in a fraction of that
+        # then sits idle: measured 5.2 s -> 0.9 s for 1M x 100 B. 10 ms keeps fetching going.
+        "fetch.queue.backoff.ms": 10,
     }
     if args.exit_at_end:
         # The end shows as a fetch at the end that comes back empty: do not let the broker
