@@ -29,7 +29,16 @@ from .processes import ProcessRegistry, RssSampler
 from .profiling import PySpyRecording
 from .report import markdown, medians, print_report, summarize, write_chart, write_json
 from .targets import evaluate
-from .workloads import FULL, QUICK, WORKLOADS, Context, Sizes, WorkloadError
+from .workloads import (
+    CONSUMER_QUEUE_DEFAULTS,
+    FULL,
+    QUICK,
+    WORKLOADS,
+    Context,
+    Sizes,
+    WorkloadError,
+    fill_config,
+)
 
 DEFAULT_RESULTS = Path(__file__).resolve().parent / "results"
 IDLE_SETTLE_S = 1.0
@@ -57,7 +66,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "in the results folder; figures of profiled runs are perturbed)")
     parser.add_argument("--kafkette-config", action="append", default=[], metavar="KEY=VALUE",
                         help="passed to kafkette serve as --config KEY=VALUE (repeatable)")
+    parser.add_argument("--consumer-config", action="append", default=[], metavar="KEY=VALUE",
+                        help="librdkafka setting for the consume workloads' consumer (repeatable),"
+                             " e.g. fetch.queue.backoff.ms=0; the queue limits used are reported")
     args = parser.parse_args(argv)
+    args.consumer_settings = dict(CONSUMER_QUEUE_DEFAULTS)
+    for item in args.consumer_config:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            parser.error(f"--consumer-config wants KEY=VALUE, got {item!r}")
+        args.consumer_settings[key.strip()] = value.strip()
     args.broker_names = _split(parser, args.brokers, all_brokers())
     args.workload_names = _split(parser, args.workloads, WORKLOADS)
     if args.rounds is None:
@@ -101,6 +119,8 @@ def _environment(brokers: dict[str, Broker], sizes: Sizes, args: argparse.Namesp
         "rounds": args.rounds,
         "workloads": args.workload_names,
         "sizes": {key: str(value) for key, value in vars(sizes).items()},
+        "consumer_settings": args.consumer_settings,
+        "fill_producer_settings": {size: fill_config(size) for size in (100, 1024)},
     }
 
 
@@ -140,7 +160,9 @@ class Runner:
                 raise WorkloadError(f"broker exited with code {broker.proc.returncode} when idle")
             run["metrics"]["idle_rss_mb"] = broker.rss_mb()
             with RssSampler(broker.proc.pid) as sampler, self._profiler(run, broker):
-                context = Context(broker, self.sizes, sampler, note)
+                context = Context(
+                    broker, self.sizes, sampler, note, dict(self.args.consumer_settings)
+                )
                 run["metrics"].update(WORKLOADS[workload](context))
             if not broker.alive():
                 raise WorkloadError(f"broker exited with code {broker.proc.returncode}")

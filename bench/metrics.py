@@ -27,6 +27,30 @@ def _throughput(prefix: str, label: str) -> list[Metric]:
     ]
 
 
+def _consume_details(prefix: str, label: str) -> list[Metric]:
+    """What makes a consume figure comparable: the fill's batches, each Fetch response's load,
+    the broker's CPU per record and the client's own limits (bench/workloads.py)."""
+    return [
+        Metric(f"{prefix}.fill_batches", f"{label}: batches in the partition", "batches", False),
+        Metric(f"{prefix}.fill_batch_records", f"{label}: records per batch", "records", True),
+        Metric(f"{prefix}.fill_batch_kb", f"{label}: KB per Produce request (one batch)", "KB",
+               True),
+        Metric(f"{prefix}.fetch_records", f"{label}: records per Fetch response", "records", True),
+        Metric(f"{prefix}.fetch_batches", f"{label}: batches per Fetch response", "batches",
+               True),
+        Metric(f"{prefix}.fetch_kb", f"{label}: KB per Fetch response", "KB", True),
+        Metric(f"{prefix}.fetch_used_pct", f"{label}: record bytes in received bytes", "%",
+               True),
+        Metric(f"{prefix}.broker_cpu_s_per_m", f"{label}: broker CPU s per million records",
+               "CPU s", False),
+        Metric(f"{prefix}.client_thread_busy_pct",
+               f"{label}: busiest client thread (share of a core)", "%", False),
+        Metric(f"{prefix}.ceiling_records_per_s",
+               f"{label}: client-bound ceiling (same consumer, in-memory mock broker)", "rec/s",
+               True),
+    ]
+
+
 def _catalogue() -> list[Metric]:
     metrics = [
         Metric("start_s", "start time (launch to first Metadata)", "s", False),
@@ -44,6 +68,7 @@ def _catalogue() -> list[Metric]:
                 f"produce {size} acks={acks} (kafka-python)",
             )
         metrics += _throughput(f"consume.{size}", f"consume {size} (confluent-kafka)")
+        metrics += _consume_details(f"consume.{size}", f"consume {size}")
         for codec in ("lz4", "zstd", "snappy", "gzip"):
             metrics += _throughput(
                 f"produce.confluent.{size}.{codec}",
