@@ -74,10 +74,17 @@ def _catalogue() -> list[Metric]:
                 f"produce.confluent.{size}.{codec}",
                 f"produce {size} {codec} acks=1 (confluent-kafka)",
             )
-    for quantile in ("p50", "p99", "p99.9"):
-        metrics.append(Metric(f"e2e.{quantile}_ms", f"end-to-end latency {quantile}", "ms", False))
+    for prefix, words in (("e2e", ""), ("e2e-mixed", ", beside a full-speed producer")):
+        for quantile in ("p50", "p99", "p99.9"):
+            metrics.append(Metric(
+                f"{prefix}.{quantile}_ms", f"end-to-end latency {quantile}{words}", "ms", False
+            ))
+        metrics.append(Metric(
+            f"{prefix}.offered_per_s", f"end-to-end offered rate achieved{words}", "rec/s", True
+        ))
     metrics += [
-        Metric("e2e.offered_per_s", "end-to-end offered rate achieved", "rec/s", True),
+        Metric("e2e-mixed.background_per_s", "full-speed producer beside the latency pair",
+               "rec/s", True),
         Metric("partitions.create_s", "create 1,000-partition topic", "s", False),
         Metric("partitions.rss_mb", "RSS with 1,000 partitions", "MB", False),
         Metric("partitions.produce_p50_ms", "produce latency p50, 1,000 partitions", "ms", False),

@@ -25,6 +25,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from .brokers import RunningBroker
+from .load_client import ClientGroup
 from .metrics import percentile
 from .probe import ProbeError, api_versions, open_idle_connections
 from .processes import CpuWindow, RssSampler
@@ -613,6 +614,30 @@ def end_to_end_latency(ctx: Context) -> dict[str, float]:
     Measuring from the scheduled time (not the actual send) keeps a stalled producer from hiding
     latency (coordinated omission). Producer: acks=all, linger.ms=1; 1 KiB records.
     """
+    return _end_to_end(ctx, "e2e")
+
+
+def end_to_end_latency_mixed(ctx: Context) -> dict[str, float]:
+    """The same latency pair while another producer (its own process) writes 1 KiB records,
+    acks=1, as fast as it can to another topic: does bulk traffic delay the latency-sensitive?"""
+    create_topic(ctx, "e2e-background")
+    seconds = ctx.sizes.e2e_warmup_s + ctx.sizes.e2e_seconds + 2.0
+    background = ClientGroup([[
+        "produce", "--bootstrap", ctx.broker.bootstrap, "--topic", "e2e-background",
+        "--size", "1024", "--acks", "1", "--seconds", f"{seconds}",
+    ]])
+    with background:
+        background.start()
+        background.go()
+        figures = _end_to_end(ctx, "e2e-mixed")
+        (result,) = background.results(timeout_s=90)
+    if result["error"]:
+        raise WorkloadError(f"background producer: {result['error']}")
+    figures["e2e-mixed.background_per_s"] = result["records"] / result["seconds"]
+    return figures
+
+
+def _end_to_end(ctx: Context, prefix: str) -> dict[str, float]:
     sizes = ctx.sizes
     topic = "e2e-latency"
     create_topic(ctx, topic)
@@ -649,10 +674,10 @@ def end_to_end_latency(ctx: Context) -> dict[str, float]:
         raise WorkloadError(f"e2e consumer got {consumer.received} of {sent} records")
     latencies = consumer.latencies_ms
     return {
-        "e2e.p50_ms": percentile(latencies, 0.50),
-        "e2e.p99_ms": percentile(latencies, 0.99),
-        "e2e.p99.9_ms": percentile(latencies, 0.999),
-        "e2e.offered_per_s": offered_per_s,
+        f"{prefix}.p50_ms": percentile(latencies, 0.50),
+        f"{prefix}.p99_ms": percentile(latencies, 0.99),
+        f"{prefix}.p99.9_ms": percentile(latencies, 0.999),
+        f"{prefix}.offered_per_s": offered_per_s,
     }
 
 
@@ -756,6 +781,7 @@ WORKLOADS: dict[str, Callable[[Context], dict[str, float]]] = {
     "produce-kafka-python": produce_kafka_python,
     "consume": consume_confluent,
     "latency": end_to_end_latency,
+    "latency-mixed": end_to_end_latency_mixed,
     "partitions": many_partitions,
     "connections": idle_connections,
 }
