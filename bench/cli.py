@@ -28,12 +28,12 @@ from .brokers import Broker, RunningBroker, all_brokers
 from .processes import ProcessRegistry, RssSampler
 from .profiling import PySpyRecording
 from .report import markdown, medians, print_report, summarize, write_chart, write_json
+from .suites import DEFAULT_WORKLOADS, WORKLOADS
 from .targets import evaluate
 from .workloads import (
     CONSUMER_QUEUE_DEFAULTS,
     FULL,
     QUICK,
-    WORKLOADS,
     Context,
     Sizes,
     WorkloadError,
@@ -55,8 +55,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="rounds per broker and workload (default 3, or 1 with --quick)")
     parser.add_argument("--brokers", default="kafkette,tansu,kafka",
                         help="comma-separated, from: kafkette, tansu, kafka")
-    parser.add_argument("--workloads", default=",".join(WORKLOADS),
-                        help=f"comma-separated, from: {', '.join(WORKLOADS)}")
+    parser.add_argument("--workloads", default=",".join(DEFAULT_WORKLOADS),
+                        help=f"comma-separated, from: {', '.join(WORKLOADS)} (default: all but "
+                             "scaling and idle-partitions)")
     parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS,
                         help="folder for JSON/Markdown/PNG results (default bench/results)")
     parser.add_argument("--start-timeout", type=float, default=90.0,

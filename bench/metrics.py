@@ -98,6 +98,44 @@ def _catalogue() -> list[Metric]:
         Metric("connections.produce_p99_ms", "produce latency p99, 1,000 idle connections", "ms",
                False),
     ]
+    metrics += [  # bench/java_perf.py: Kafka's own perf tools
+        Metric("java-perf.produce.records_per_s",
+               "kafka-producer-perf-test 1 KiB, 3 partitions, acks=1", "rec/s", True),
+        Metric("java-perf.produce.avg_ms", "kafka-producer-perf-test average latency", "ms",
+               False),
+        Metric("java-perf.produce.broker_cpu_s_per_m",
+               "kafka-producer-perf-test: broker CPU s per million records", "CPU s", False),
+        Metric("java-perf.consume.records_per_s",
+               "kafka-consumer-perf-test 1 KiB, group consumer (nMsg.sec)", "rec/s", True),
+        Metric("java-perf.consume.fetch_records_per_s",
+               "kafka-consumer-perf-test without the group join (fetch.nMsg.sec)", "rec/s", True),
+        Metric("java-perf.consume.rebalance_ms", "kafka-consumer-perf-test group join", "ms",
+               False),
+        Metric("java-perf.consume.broker_cpu_s_per_m",
+               "kafka-consumer-perf-test: broker CPU s per million records", "CPU s", False),
+    ]
+    for partitions in (1, 16, 256):  # bench/scaling.py
+        for clients in (1, 4, 16):
+            where = f"{clients} clients x {partitions} partitions"
+            prefix = f"scaling.p{partitions}.c{clients}"
+            metrics += [
+                Metric(f"{prefix}.produce_per_s", f"scaling produce 100B, {where}", "rec/s",
+                       True),
+                Metric(f"{prefix}.consume_per_s", f"scaling consume 100B, {where}", "rec/s",
+                       True),
+                Metric(f"{prefix}.broker_cpu_s_per_m",
+                       f"scaling produce, broker CPU s per million records, {where}", "CPU s",
+                       False),
+            ]
+    metrics += [
+        Metric("idle.create_s", "create the idle-partitions topic (10,000; quick 2,000)", "s",
+               False),
+        Metric("idle.rss_mb", "RSS with the idle-partitions topic", "MB", False),
+        Metric("idle.cpu_pct", "broker CPU while idle with those partitions", "%", False),
+        Metric("idle.metadata_ms", "Metadata (all topics) round trip over those partitions",
+               "ms", False),
+        Metric("idle.metadata_kb", "Metadata (all topics) response size", "KB", False),
+    ]
     metrics += [  # bench/cleaner_produce_bench.py
         Metric("cleaner.clean_s", "clean of the compacted topic (alter to last shrink)", "s",
                False),

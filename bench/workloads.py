@@ -58,6 +58,9 @@ class Sizes:
     partitions: int
     connections: int
     latency_samples: int
+    java_perf_records: int = 1_000_000
+    scaling_seconds: float = 3.0  # per phase (produce, consume) of each scaling cell
+    idle_partitions: int = 10_000
 
 
 QUICK = Sizes(
@@ -71,6 +74,9 @@ QUICK = Sizes(
     partitions=1000,
     connections=1000,
     latency_samples=200,
+    java_perf_records=200_000,
+    scaling_seconds=1.5,
+    idle_partitions=2_000,
 )
 
 FULL = Sizes(
