@@ -34,6 +34,7 @@ from .workloads import (
     CONSUMER_QUEUE_DEFAULTS,
     FULL,
     QUICK,
+    UNPAUSED,
     Context,
     Sizes,
     WorkloadError,
@@ -249,13 +250,18 @@ def main(argv: list[str] | None = None) -> int:
             "figures are noisy, compare ratios from the same run only"
         )
         console.print(f"[yellow]{notes[-1]}[/yellow]")
-    if "consume" in args.workload_names:
+    if {"consume", "consume-unpaused"} & set(args.workload_names):
         notes.append(
             "consume: topics filled with fixed batches ("
             + ", ".join(f"{size} B: {fill_config(size)['batch.num.messages']} records"
                         for size in (100, 1024))
             + " a batch, linger.ms=100, uncompressed); consumer settings: "
             + ", ".join(f"{key}={value}" for key, value in args.consumer_settings.items())
+        )
+    if "consume-unpaused" in args.workload_names:
+        notes.append(
+            "consume-unpaused: the same consumer with "
+            + ", ".join(f"{key}={value}" for key, value in UNPAUSED.items())
         )
     interrupted = False
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),

@@ -46,8 +46,8 @@ def _consume_details(prefix: str, label: str) -> list[Metric]:
         Metric(f"{prefix}.client_thread_busy_pct",
                f"{label}: busiest client thread (share of a core)", "%", False),
         Metric(f"{prefix}.ceiling_records_per_s",
-               f"{label}: client-bound ceiling (same consumer, in-memory mock broker)", "rec/s",
-               True),
+               f"{label}: client-bound reference (same consumer, in-memory mock broker)",
+               "rec/s", True),
     ]
 
 
@@ -74,6 +74,8 @@ def _catalogue() -> list[Metric]:
                 f"produce.confluent.{size}.{codec}",
                 f"produce {size} {codec} acks=1 (confluent-kafka)",
             )
+    metrics += _throughput("consume-unpaused.100B", "consume 100B, queue limits lifted")
+    metrics += _consume_details("consume-unpaused.100B", "consume 100B, queue limits lifted")
     for prefix, words in (("e2e", ""), ("e2e-mixed", ", beside a full-speed producer")):
         for quantile in ("p50", "p99", "p99.9"):
             metrics.append(Metric(

@@ -66,7 +66,7 @@ class Sizes:
 QUICK = Sizes(
     produce_bytes={100: 5 * MB, 1024: 20 * MB},
     kafka_python_bytes={100: 1 * MB, 1024: 4 * MB},
-    consume_bytes={100: 10 * MB, 1024: 50 * MB},
+    consume_bytes={100: 30 * MB, 1024: 50 * MB},
     cap_s=15.0,
     e2e_rate=10_000,
     e2e_warmup_s=1.0,
@@ -208,6 +208,9 @@ def _produce_confluent(
             producer.poll(0.001)
     left = producer.flush(max(30.0, cap_s))
     elapsed = time.perf_counter() - started
+    stats = config.get("stats_cb")
+    if isinstance(stats, _Stats):  # counters up to date, including the last requests
+        stats.fresh(producer)
     if failures:
         raise WorkloadError(f"{len(failures)} delivery failures, first: {failures[0]}")
     if left:
@@ -411,6 +414,16 @@ def _timed_consume(
     return received, received - counted_from, time.perf_counter() - started
 
 
+# The consume-unpaused workload: the consumer's queue never counts as full, so librdkafka never
+# stops fetching for fetch.queue.backoff.ms; the difference from ``consume`` at 100 B is the
+# effect of the default queue limits.
+UNPAUSED = {
+    "queued.min.messages": "10000000",
+    "queued.max.messages.kbytes": "2097151",
+    "fetch.queue.backoff.ms": "0",
+}
+
+
 def consume_confluent(ctx: Context) -> dict[str, float]:
     """Consume throughput from a pre-filled single-partition topic, from offset 0 to the end.
 
@@ -420,9 +433,19 @@ def consume_confluent(ctx: Context) -> dict[str, float]:
     share of a core, and the client-bound ceiling (the same consumer reading the same batches
     from librdkafka's in-memory mock broker).
     """
+    return _consume(ctx, "consume", (100, 1024))
+
+
+def consume_unpaused(ctx: Context) -> dict[str, float]:
+    """``consume`` at 100 B with the consumer's queue limits lifted (UNPAUSED)."""
+    ctx.consumer_config.update(UNPAUSED)
+    return _consume(ctx, "consume-unpaused", (100,))
+
+
+def _consume(ctx: Context, prefix: str, sizes: tuple[int, ...]) -> dict[str, float]:
     figures: dict[str, float] = {}
-    for size in (100, 1024):
-        name = f"consume.{SIZE_NAMES[size]}"
+    for size in sizes:
+        name = f"{prefix}.{SIZE_NAMES[size]}"
         topic = f"consume-{size}"
         ctx.note(f"{name} (pre-filling)")
         create_topic(ctx, topic)
@@ -786,6 +809,7 @@ WORKLOADS: dict[str, Callable[[Context], dict[str, float]]] = {
     "produce-compressed": produce_compressed,
     "produce-kafka-python": produce_kafka_python,
     "consume": consume_confluent,
+    "consume-unpaused": consume_unpaused,
     "latency": end_to_end_latency,
     "latency-mixed": end_to_end_latency_mixed,
     "partitions": many_partitions,
