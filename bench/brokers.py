@@ -242,10 +242,18 @@ def reference_kafka_home(timeout_s: float = 120.0) -> Path | None:
         out = subprocess.run(
             [str(script), "home"], capture_output=True, text=True, timeout=timeout_s, check=False
         )
-    except (OSError, subprocess.TimeoutExpired):
+    except (OSError, subprocess.TimeoutExpired) as error:
+        REFERENCE_PROBLEMS.append(f"{script} home: {error}")
         return None
     lines = out.stdout.strip().splitlines()
-    return Path(lines[-1]) if out.returncode == 0 and lines else None
+    if out.returncode == 0 and lines:
+        return Path(lines[-1])
+    REFERENCE_PROBLEMS.append(f"{script} home: {out.stderr.strip()[-300:] or out.returncode}")
+    return None
+
+
+# Why the last ``kafka-ref home`` gave nothing (e.g. "java is not installed"), for the report.
+REFERENCE_PROBLEMS: list[str] = []
 
 
 def java_tool_env(home: Path, log_dir: Path, heap: str = "-Xmx512m") -> dict[str, str]:
@@ -282,7 +290,8 @@ class ApacheKafka(Broker):
     def unavailable_reason(self) -> str | None:
         home = self.home()
         if home is None:
-            return f"KAFKA_HOME not set and no reference distribution ({KAFKA_REF} home)"
+            detail = f": {REFERENCE_PROBLEMS[-1]}" if REFERENCE_PROBLEMS else ""
+            return f"KAFKA_HOME not set and no reference distribution{detail}"
         for script in ("kafka-server-start.sh", "kafka-storage.sh"):
             if not (home / "bin" / script).is_file():
                 return f"KAFKA_HOME={home} has no bin/{script}"

@@ -119,3 +119,15 @@ def test_versus_table_has_median_ratio_and_spread() -> None:
     assert lines[2] == (
         "| consume 100B (confluent-kafka) records/s (rec/s) | 330 | 210 | 1.57x | 18% / 10% |"
     )
+
+
+def test_a_failing_reference_script_is_the_reason_kafka_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = tmp_path / "kafka-ref"
+    _script(script, "echo 'kafka-ref: java is not installed' >&2; exit 2")
+    monkeypatch.delenv("KAFKA_HOME", raising=False)
+    monkeypatch.setenv("KAFKA_REF", str(script))
+    reason = ApacheKafka().unavailable_reason() or ""
+    assert reason.startswith("KAFKA_HOME not set and no reference distribution")
+    assert "java is not installed" in reason
