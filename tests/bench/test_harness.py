@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.brokers import ApacheKafka, kafka_cluster_id  # noqa: E402
+from bench.brokers import ApacheKafka, Tansu, kafka_cluster_id  # noqa: E402
 from bench.java_perf import parse_consumer, parse_producer  # noqa: E402
 from bench.processes import ProcessRegistry  # noqa: E402
 from bench.report import summarize, versus_table  # noqa: E402
@@ -133,3 +133,10 @@ def test_a_failing_reference_script_is_the_reason_kafka_is_skipped(
     reason = ApacheKafka().unavailable_reason() or ""
     assert reason.startswith("KAFKA_HOME not set and no reference distribution")
     assert "java is not installed" in reason
+
+
+def test_a_missing_tansu_is_skipped_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TANSU_BIN", str(tmp_path / "no-such-tansu"))
+    assert "missing or not executable" in (Tansu().unavailable_reason() or "")
