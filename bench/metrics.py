@@ -130,9 +130,9 @@ def _catalogue() -> list[Metric]:
                        False),
             ]
     metrics += [
-        Metric("idle.create_s", "create the idle-partitions topic (10,000; quick 2,000)", "s",
-               False),
-        Metric("idle.rss_mb", "RSS with the idle-partitions topic", "MB", False),
+        Metric("idle.create_s", "create 10,000 partitions (quick 2,000), topics of 1,000",
+               "s", False),
+        Metric("idle.rss_mb", "RSS with 10,000 idle partitions (quick 2,000)", "MB", False),
         Metric("idle.cpu_pct", "broker CPU while idle with those partitions", "%", False),
         Metric("idle.metadata_ms", "Metadata (all topics) round trip over those partitions",
                "ms", False),
