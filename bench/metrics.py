@@ -27,6 +27,30 @@ def _throughput(prefix: str, label: str) -> list[Metric]:
     ]
 
 
+def _consume_details(prefix: str, label: str) -> list[Metric]:
+    """What makes a consume figure comparable: the fill's batches, each Fetch response's load,
+    the broker's CPU per record and the client's own limits (bench/workloads.py)."""
+    return [
+        Metric(f"{prefix}.fill_batches", f"{label}: batches in the partition", "batches", False),
+        Metric(f"{prefix}.fill_batch_records", f"{label}: records per batch", "records", True),
+        Metric(f"{prefix}.fill_batch_kb", f"{label}: KB per Produce request (one batch)", "KB",
+               True),
+        Metric(f"{prefix}.fetch_records", f"{label}: records per Fetch response", "records", True),
+        Metric(f"{prefix}.fetch_batches", f"{label}: batches per Fetch response", "batches",
+               True),
+        Metric(f"{prefix}.fetch_kb", f"{label}: KB per Fetch response", "KB", True),
+        Metric(f"{prefix}.fetch_used_pct", f"{label}: record bytes in received bytes", "%",
+               True),
+        Metric(f"{prefix}.broker_cpu_s_per_m", f"{label}: broker CPU s per million records",
+               "CPU s", False),
+        Metric(f"{prefix}.client_thread_busy_pct",
+               f"{label}: busiest client thread (share of a core)", "%", False),
+        Metric(f"{prefix}.ceiling_records_per_s",
+               f"{label}: client-bound reference (same consumer, in-memory mock broker)",
+               "rec/s", True),
+    ]
+
+
 def _catalogue() -> list[Metric]:
     metrics = [
         Metric("start_s", "start time (launch to first Metadata)", "s", False),
@@ -44,15 +68,25 @@ def _catalogue() -> list[Metric]:
                 f"produce {size} acks={acks} (kafka-python)",
             )
         metrics += _throughput(f"consume.{size}", f"consume {size} (confluent-kafka)")
+        metrics += _consume_details(f"consume.{size}", f"consume {size}")
         for codec in ("lz4", "zstd", "snappy", "gzip"):
             metrics += _throughput(
                 f"produce.confluent.{size}.{codec}",
                 f"produce {size} {codec} acks=1 (confluent-kafka)",
             )
-    for quantile in ("p50", "p99", "p99.9"):
-        metrics.append(Metric(f"e2e.{quantile}_ms", f"end-to-end latency {quantile}", "ms", False))
+    metrics += _throughput("consume-unpaused.100B", "consume 100B, queue limits lifted")
+    metrics += _consume_details("consume-unpaused.100B", "consume 100B, queue limits lifted")
+    for prefix, words in (("e2e", ""), ("e2e-mixed", ", beside a full-speed producer")):
+        for quantile in ("p50", "p99", "p99.9"):
+            metrics.append(Metric(
+                f"{prefix}.{quantile}_ms", f"end-to-end latency {quantile}{words}", "ms", False
+            ))
+        metrics.append(Metric(
+            f"{prefix}.offered_per_s", f"end-to-end offered rate achieved{words}", "rec/s", True
+        ))
     metrics += [
-        Metric("e2e.offered_per_s", "end-to-end offered rate achieved", "rec/s", True),
+        Metric("e2e-mixed.background_per_s", "full-speed producer beside the latency pair",
+               "rec/s", True),
         Metric("partitions.create_s", "create 1,000-partition topic", "s", False),
         Metric("partitions.rss_mb", "RSS with 1,000 partitions", "MB", False),
         Metric("partitions.produce_p50_ms", "produce latency p50, 1,000 partitions", "ms", False),
@@ -65,6 +99,44 @@ def _catalogue() -> list[Metric]:
                False),
         Metric("connections.produce_p99_ms", "produce latency p99, 1,000 idle connections", "ms",
                False),
+    ]
+    metrics += [  # bench/java_perf.py: Kafka's own perf tools
+        Metric("java-perf.produce.records_per_s",
+               "kafka-producer-perf-test 1 KiB, 3 partitions, acks=1", "rec/s", True),
+        Metric("java-perf.produce.avg_ms", "kafka-producer-perf-test average latency", "ms",
+               False),
+        Metric("java-perf.produce.broker_cpu_s_per_m",
+               "kafka-producer-perf-test: broker CPU s per million records", "CPU s", False),
+        Metric("java-perf.consume.records_per_s",
+               "kafka-consumer-perf-test 1 KiB, group consumer (nMsg.sec)", "rec/s", True),
+        Metric("java-perf.consume.fetch_records_per_s",
+               "kafka-consumer-perf-test without the group join (fetch.nMsg.sec)", "rec/s", True),
+        Metric("java-perf.consume.rebalance_ms", "kafka-consumer-perf-test group join", "ms",
+               False),
+        Metric("java-perf.consume.broker_cpu_s_per_m",
+               "kafka-consumer-perf-test: broker CPU s per million records", "CPU s", False),
+    ]
+    for partitions in (1, 16, 256):  # bench/scaling.py
+        for clients in (1, 4, 16):
+            where = f"{clients} clients x {partitions} partitions"
+            prefix = f"scaling.p{partitions}.c{clients}"
+            metrics += [
+                Metric(f"{prefix}.produce_per_s", f"scaling produce 100B, {where}", "rec/s",
+                       True),
+                Metric(f"{prefix}.consume_per_s", f"scaling consume 100B, {where}", "rec/s",
+                       True),
+                Metric(f"{prefix}.broker_cpu_s_per_m",
+                       f"scaling produce, broker CPU s per million records, {where}", "CPU s",
+                       False),
+            ]
+    metrics += [
+        Metric("idle.create_s", "create 10,000 partitions (quick 2,000), topics of 1,000",
+               "s", False),
+        Metric("idle.rss_mb", "RSS with 10,000 idle partitions (quick 2,000)", "MB", False),
+        Metric("idle.cpu_pct", "broker CPU while idle with those partitions", "%", False),
+        Metric("idle.metadata_ms", "Metadata (all topics) round trip over those partitions",
+               "ms", False),
+        Metric("idle.metadata_kb", "Metadata (all topics) response size", "KB", False),
     ]
     metrics += [  # bench/cleaner_produce_bench.py
         Metric("cleaner.clean_s", "clean of the compacted topic (alter to last shrink)", "s",

@@ -88,6 +88,13 @@ def metadata_broker_count(
     return broker_count
 
 
+def metadata_all_topics(sock: socket.socket, correlation_id: int) -> int:
+    """Metadata v7 for every topic (what a client's full refresh asks); returns the response size
+    in bytes once all of it has arrived. The body is not parsed: only its cost is measured."""
+    request = _request(METADATA, 7, correlation_id, struct.pack(">ib", -1, 0))
+    return len(_round_trip(sock, request, correlation_id))
+
+
 def probe_metadata(host: str, port: int, timeout_s: float = 1.0) -> int:
     """Connect, negotiate with ApiVersions, fetch Metadata; return the broker count.
 

@@ -124,6 +124,77 @@ def rss_mb(pid: int, tree: list[int] | None = None) -> float:
     return total_kib * 1024 / 1e6
 
 
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _stat_cpu_seconds(stat_path: str) -> float:
+    """utime + stime (fields 14 and 15 of /proc/.../stat) in seconds; 0.0 if gone."""
+    try:
+        fields = Path(stat_path).read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def cpu_seconds(pid: int, tree: list[int] | None = None) -> float:
+    """CPU seconds (user + system) used so far by ``pid`` and its live descendants.
+
+    For Apache Kafka ``pid`` is the JVM itself (kafka-server-start.sh execs java); threads are
+    included (the process's stat counts all of them).
+    """
+    return sum(
+        _stat_cpu_seconds(f"/proc/{member}/stat")
+        for member in (tree if tree is not None else process_tree(pid))
+    )
+
+
+def thread_cpu_seconds() -> dict[int, tuple[str, float]]:
+    """{thread id: (thread name, CPU seconds)} for every thread of this process (the harness's
+    clients: Python's main thread and librdkafka's own threads)."""
+    threads: dict[int, tuple[str, float]] = {}
+    for entry in os.scandir("/proc/self/task"):
+        try:
+            name = Path(entry.path, "comm").read_text().strip()
+        except OSError:
+            continue
+        threads[int(entry.name)] = (name, _stat_cpu_seconds(f"{entry.path}/stat"))
+    return threads
+
+
+class CpuWindow:
+    """CPU used between ``start()`` and ``stop()``: the broker's process tree and each harness
+    thread, beside the wall-clock time.
+
+    ``broker_s``: broker CPU seconds; ``busiest_thread``: (name, share of one core) of the harness
+    thread that used most CPU — near 1.0 means the client, not the broker, set the pace.
+    """
+
+    def __init__(self, broker_pid: int) -> None:
+        self._pid = broker_pid
+        self._tree = process_tree(broker_pid)
+        self.broker_s = 0.0
+        self.client_s = 0.0
+        self.wall_s = 0.0
+        self.busiest_thread: tuple[str, float] = ("", 0.0)
+
+    def start(self) -> None:
+        self._wall = time.perf_counter()
+        self._broker = cpu_seconds(self._pid, self._tree)
+        self._threads = thread_cpu_seconds()
+
+    def stop(self) -> None:
+        self.wall_s = time.perf_counter() - self._wall
+        self.broker_s = cpu_seconds(self._pid, self._tree) - self._broker
+        used = {
+            tid: (name, seconds - self._threads.get(tid, (name, 0.0))[1])
+            for tid, (name, seconds) in thread_cpu_seconds().items()
+        }
+        self.client_s = sum(seconds for _name, seconds in used.values())
+        if used and self.wall_s > 0:
+            name, seconds = max(used.values(), key=lambda item: item[1])
+            self.busiest_thread = (name, seconds / self.wall_s)
+
+
 class RssSampler:
     """Background thread sampling a process tree's RSS (MB, 10^6 bytes), keeping the peak.
 

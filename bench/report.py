@@ -63,14 +63,49 @@ def fmt(value: float | None, unit: str) -> str:
         return f"{value:.2f}" if value < 100 else f"{value:,.0f}"
     if unit == "s":
         return f"{value:.3f}" if value < 10 else f"{value:.1f}"
+    if unit == "CPU s":
+        return f"{value:.2f}"
     return f"{value:,.1f}"
 
 
+def spread(stats: dict[str, float] | None) -> str:
+    """(max - min) / median over the rounds, as a percentage; '-' for a single round."""
+    if not stats or stats.get("n", 1) < 2 or not stats["median"]:
+        return "-"
+    return f"{100 * (stats['max'] - stats['min']) / abs(stats['median']):.0f}%"
+
+
+def versus_table(summary: Summary, peer: str, labels: dict[str, str]) -> list[str]:
+    """Markdown lines: figure | kafkette | peer | ratio | spread, for every figure both have.
+
+    The shape of docs/performance.md's issue-16 table: medians over the alternating rounds,
+    the ratio kafkette/peer, and each side's spread ((max - min) / median) beside it.
+    """
+    mine, theirs = summary.get(SUBJECT, {}), summary.get(peer, {})
+    peer_label = labels.get(peer, peer)
+    lines = [
+        f"| figure | kafkette | {peer_label} | ratio | spread (kafkette / {peer_label}) |",
+        "|---|---|---|---|---|",
+    ]
+    for key, metric in CATALOGUE.items():
+        if key not in mine or key not in theirs:
+            continue
+        a, b = mine[key], theirs[key]
+        ratio = f"{a['median'] / b['median']:.2f}x" if b["median"] else "-"
+        lines.append(
+            f"| {metric.label} ({metric.unit}) | {fmt(a['median'], metric.unit)} | "
+            f"{fmt(b['median'], metric.unit)} | {ratio} | {spread(a)} / {spread(b)} |"
+        )
+    return lines if len(lines) > 2 else []
+
+
 def table_rows(summary: Summary, brokers: list[str]) -> tuple[list[str], list[list[str]]]:
-    """Header and rows: metric, unit, better, one median per broker, kafkette/peer ratios."""
+    """Header and rows: metric, unit, better, one median per broker, kafkette/peer ratios, and
+    each broker's spread over rounds ((max - min) / median)."""
     peers = [broker for broker in brokers if broker != SUBJECT]
     ratio_peers = peers if SUBJECT in brokers else []
-    header = ["figure", "unit", "better", *brokers, *[f"kafkette/{peer}" for peer in ratio_peers]]
+    header = ["figure", "unit", "better", *brokers, *[f"kafkette/{peer}" for peer in ratio_peers],
+              "spread " + " / ".join(brokers)]
     ratio_table = ratios(summary, ratio_peers)
     rows = []
     for key, metric in CATALOGUE.items():
@@ -83,6 +118,7 @@ def table_rows(summary: Summary, brokers: list[str]) -> tuple[list[str], list[li
         for peer in ratio_peers:
             ratio = ratio_table[peer].get(key)
             row.append(f"{ratio:.2f}x" if ratio is not None else "-")
+        row.append(" / ".join(spread(summary.get(broker, {}).get(key)) for broker in brokers))
         rows.append(row)
     return header, rows
 
@@ -94,7 +130,13 @@ def markdown(
     """The results as Markdown (table, targets, notes), ready to paste into docs/performance.md."""
     header, rows = table_rows(summary, brokers)
     header = [labels.get(cell, cell) for cell in header]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines = []
+    for peer in ("kafka", "tansu"):
+        if SUBJECT in brokers and peer in brokers:
+            versus = versus_table(summary, peer, labels)
+            if versus:
+                lines += [*versus, ""]
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     if verdicts:
         lines += ["", "| target | kafkette | status |", "|---|---|---|"]

@@ -11,21 +11,24 @@ from __future__ import annotations
 
 import concurrent.futures
 import itertools
+import json
 import logging
+import math
 import random
 import resource
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from .brokers import RunningBroker
+from .load_client import ClientGroup
 from .metrics import percentile
 from .probe import ProbeError, api_versions, open_idle_connections
-from .processes import RssSampler
+from .processes import CpuWindow, RssSampler
 
 MB = 1_000_000
 SIZE_NAMES = {100: "100B", 1024: "1KiB"}
@@ -55,12 +58,15 @@ class Sizes:
     partitions: int
     connections: int
     latency_samples: int
+    java_perf_records: int = 1_000_000
+    scaling_seconds: float = 3.0  # per phase (produce, consume) of each scaling cell
+    idle_partitions: int = 10_000
 
 
 QUICK = Sizes(
     produce_bytes={100: 5 * MB, 1024: 20 * MB},
     kafka_python_bytes={100: 1 * MB, 1024: 4 * MB},
-    consume_bytes={100: 10 * MB, 1024: 50 * MB},
+    consume_bytes={100: 30 * MB, 1024: 50 * MB},
     cap_s=15.0,
     e2e_rate=10_000,
     e2e_warmup_s=1.0,
@@ -68,6 +74,9 @@ QUICK = Sizes(
     partitions=1000,
     connections=1000,
     latency_samples=200,
+    java_perf_records=200_000,
+    scaling_seconds=1.5,
+    idle_partitions=2_000,
 )
 
 FULL = Sizes(
@@ -92,6 +101,7 @@ class Context:
     sizes: Sizes
     sampler: RssSampler
     note: Callable[[str], None]
+    consumer_config: dict[str, str] = field(default_factory=lambda: dict(CONSUMER_QUEUE_DEFAULTS))
 
 
 def _require_alive(ctx: Context) -> None:
@@ -198,6 +208,9 @@ def _produce_confluent(
             producer.poll(0.001)
     left = producer.flush(max(30.0, cap_s))
     elapsed = time.perf_counter() - started
+    stats = config.get("stats_cb")
+    if isinstance(stats, _Stats):  # counters up to date, including the last requests
+        stats.fresh(producer)
     if failures:
         raise WorkloadError(f"{len(failures)} delivery failures, first: {failures[0]}")
     if left:
@@ -305,49 +318,244 @@ def produce_kafka_python(ctx: Context) -> dict[str, float]:
     return figures
 
 
+# librdkafka's own defaults for the consumer's local queue, written out so that the report says
+# what was used; ``--consumer-config KEY=VALUE`` overrides them (and any other consumer setting).
+# When the queue holds queued.min.messages records (or queued.max.messages.kbytes), the consumer
+# stops fetching that partition for fetch.queue.backoff.ms: at 100 B that caps any broker.
+CONSUMER_QUEUE_DEFAULTS = {
+    "queued.min.messages": "100000",
+    "queued.max.messages.kbytes": "65536",
+    "fetch.queue.backoff.ms": "1000",
+}
+# The topic is filled the same way on every broker: batches cut at a fixed record count
+# (16 KiB of values, the Java producer's default batch.size), never by timing, so every broker
+# stores, and serves, the same batches.
+FILL_BATCH_VALUE_BYTES = 16_384
+STATS_INTERVAL_MS = 200
+
+
+def fill_batch_records(size: int) -> int:
+    return max(1, FILL_BATCH_VALUE_BYTES // size)
+
+
+def fill_config(size: int) -> dict[str, object]:
+    """Producer settings of the fill: batches of exactly fill_batch_records(size) records."""
+    return {
+        "acks": "1",
+        "linger.ms": 100,  # far longer than a batch takes to fill: the count cuts batches
+        "batch.num.messages": fill_batch_records(size),
+        "batch.size": 8_000_000,
+        "compression.type": "none",
+    }
+
+
+class _Stats:
+    """Keeps the newest librdkafka statistics document (statistics.interval.ms JSON)."""
+
+    def __init__(self) -> None:
+        self.latest: dict = {}
+        self.count = 0
+
+    def __call__(self, text: str) -> None:
+        self.latest = json.loads(text)
+        self.count += 1
+
+    def config(self) -> dict[str, object]:
+        return {"statistics.interval.ms": STATS_INTERVAL_MS, "stats_cb": self}
+
+    def fresh(self, client: Producer | Consumer, timeout_s: float = 3.0) -> dict:
+        """Serve callbacks until a document newer than now arrives (counters are cumulative)."""
+        seen = self.count
+        deadline = time.perf_counter() + timeout_s
+        while self.count < seen + 2 and time.perf_counter() < deadline:
+            client.poll(0.05)
+        return self.latest
+
+
+def _request_count(stats: dict, request: str) -> int:
+    brokers = stats.get("brokers", {}).values()
+    return sum(broker.get("req", {}).get(request, 0) for broker in brokers)
+
+
+def _fill_figures(prefix: str, produced: int, producer_stats: dict) -> dict[str, float]:
+    batches = _request_count(producer_stats, "Produce")  # one partition: one batch per request
+    sent_bytes = sum(b.get("txbytes", 0) for b in producer_stats.get("brokers", {}).values())
+    if not batches:
+        return {}
+    return {
+        f"{prefix}.fill_batches": float(batches),
+        f"{prefix}.fill_batch_kb": sent_bytes / batches / 1000,
+        f"{prefix}.fill_batch_records": produced / batches,
+    }
+
+
+def _timed_consume(
+    consumer: Consumer, topic: str, start_offset: int, wanted: int, cap_s: float,
+    alive: Callable[[], None],
+) -> tuple[int, int, float]:
+    """Read ``wanted`` records of partition 0 from ``start_offset``; (received, counted, s).
+
+    The clock starts when the first batch has arrived (connection set-up, offset lookup and the
+    first fetch are start-up costs, not throughput); that batch's records are not counted.
+    """
+    consumer.assign([TopicPartition(topic, 0, start_offset)])
+    received, counted_from, started = 0, 0, 0.0
+    deadline = time.perf_counter() + cap_s
+    while received < wanted and time.perf_counter() < deadline:
+        alive()
+        # Never ask for more than is left: consume() would sit out its whole timeout.
+        messages = consumer.consume(num_messages=min(10_000, wanted - received), timeout=0.5)
+        for message in messages:
+            if message.error():
+                raise WorkloadError(f"consume error: {message.error()}")
+        received += len(messages)
+        if messages and not started:
+            started, counted_from = time.perf_counter(), received
+    return received, received - counted_from, time.perf_counter() - started
+
+
+# The consume-unpaused workload: the consumer's queue never counts as full, so librdkafka never
+# stops fetching for fetch.queue.backoff.ms; the difference from ``consume`` at 100 B is the
+# effect of the default queue limits.
+UNPAUSED = {
+    "queued.min.messages": "10000000",
+    "queued.max.messages.kbytes": "2097151",
+    "fetch.queue.backoff.ms": "0",
+}
+
+
 def consume_confluent(ctx: Context) -> dict[str, float]:
-    """Consume throughput from a pre-filled single-partition topic, from offset 0 to the end."""
+    """Consume throughput from a pre-filled single-partition topic, from offset 0 to the end.
+
+    Beside records/s: how the fill batched (batches, KB per batch), what each Fetch response
+    carried (records, batches, KB: from the consumer's statistics), the broker's CPU seconds per
+    million records over the timed phase (/proc/<pid>/stat), the harness's busiest thread's
+    share of a core, and the client-bound ceiling (the same consumer reading the same batches
+    from librdkafka's in-memory mock broker).
+    """
+    return _consume(ctx, "consume", (100, 1024))
+
+
+def consume_unpaused(ctx: Context) -> dict[str, float]:
+    """``consume`` at 100 B with the consumer's queue limits lifted (UNPAUSED)."""
+    ctx.consumer_config.update(UNPAUSED)
+    return _consume(ctx, "consume-unpaused", (100,))
+
+
+def _consume(ctx: Context, prefix: str, sizes: tuple[int, ...]) -> dict[str, float]:
     figures: dict[str, float] = {}
-    for size in (100, 1024):
-        name = f"consume.{SIZE_NAMES[size]}"
+    for size in sizes:
+        name = f"{prefix}.{SIZE_NAMES[size]}"
         topic = f"consume-{size}"
         ctx.note(f"{name} (pre-filling)")
         create_topic(ctx, topic)
         count = ctx.sizes.consume_bytes[size] // size
+        fill_stats = _Stats()
         produced, _ = _produce_confluent(
-            ctx, topic, size, count, {"acks": "1", "linger.ms": 5}, 4 * ctx.sizes.cap_s
+            ctx, topic, size, count, {**fill_config(size), **fill_stats.config()},
+            4 * ctx.sizes.cap_s,
         )
+        figures.update(_fill_figures(name, produced, fill_stats.latest))
         ctx.note(name)
-        consumer = Consumer(
-            _client_config(ctx, **{"group.id": "kafkette-bench", "enable.auto.commit": False})
-        )
+        stats = _Stats()
+        consumer = Consumer(_client_config(ctx, **{
+            "group.id": "kafkette-bench", "enable.auto.commit": False,
+            **ctx.consumer_config, **stats.config(),
+        }))
+        window = CpuWindow(ctx.broker.proc.pid)
         try:
-            consumer.assign([TopicPartition(topic, 0, 0)])
-            # The clock starts when the first batch has arrived (connection set-up, offset
-            # lookup and the first fetch are start-up costs, not throughput); that batch's
-            # records are not counted.
-            received, counted_from, started = 0, 0, 0.0
-            deadline = time.perf_counter() + ctx.sizes.cap_s
-            while received < produced and time.perf_counter() < deadline:
-                _require_alive(ctx)
-                # Never ask for more than is left: consume() would sit out its whole timeout.
-                wanted = min(10_000, produced - received)
-                messages = consumer.consume(num_messages=wanted, timeout=0.5)
-                for message in messages:
-                    if message.error():
-                        raise WorkloadError(f"consume error: {message.error()}")
-                received += len(messages)
-                if messages and not started:
-                    started, counted_from = time.perf_counter(), received
-            seconds = time.perf_counter() - started
+            window.start()
+            received, counted, seconds = _timed_consume(
+                consumer, topic, 0, produced, ctx.sizes.cap_s, lambda: _require_alive(ctx)
+            )
+            window.stop()
+            consumed_stats = stats.fresh(consumer)
         finally:
             consumer.close()
         if received < produced:
             raise WorkloadError(f"consumed only {received} of {produced} records in time")
-        if received - counted_from < produced // 2:
+        if counted < produced // 2:
             raise WorkloadError("first fetch returned most of the topic: too small to measure")
-        figures.update(_throughput(name, received - counted_from, size, seconds))
+        figures.update(_throughput(name, counted, size, seconds))
+        figures.update(_fetch_figures(name, consumed_stats, topic, fill_batch_records(size)))
+        figures[f"{name}.broker_cpu_s_per_m"] = window.broker_s / (received / 1e6)
+        figures[f"{name}.client_thread_busy_pct"] = 100 * window.busiest_thread[1]
+        if size == 100:  # the mock keeps ~5 MB a partition: too few 1 KiB records for a figure
+            ctx.note(f"{name} (client-bound ceiling)")
+            figures[f"{name}.ceiling_records_per_s"] = _mock_ceiling(ctx, size, produced)
     return figures
+
+
+def _fetch_figures(prefix: str, stats: dict, topic: str, batch_records: int) -> dict[str, float]:
+    fetches = _request_count(stats, "Fetch")
+    partition = stats.get("topics", {}).get(topic, {}).get("partitions", {}).get("0", {})
+    records, payload = partition.get("rxmsgs", 0), partition.get("rxbytes", 0)
+    received = sum(b.get("rxbytes", 0) for b in stats.get("brokers", {}).values())
+    if not fetches or not records:
+        return {}
+    return {
+        f"{prefix}.fetch_records": records / fetches,
+        f"{prefix}.fetch_batches": records / fetches / batch_records,
+        f"{prefix}.fetch_kb": received / fetches / 1000,
+        f"{prefix}.fetch_used_pct": 100 * payload / received if received else math.nan,
+    }
+
+
+def _mock_ceiling(ctx: Context, size: int, count: int) -> float:
+    """records/s of the same consumer reading the same batches from an in-memory source.
+
+    The source is librdkafka's mock broker (``test.mock.num.brokers``, C threads in this
+    process, no GIL), filled with the same fixed batches. It keeps only the newest few MB of a
+    partition, so the consumer re-reads that window until it has read ``count`` records (each
+    pass restarts fetching: a conservative ceiling).
+    """
+    producer = Producer({
+        "test.mock.num.brokers": 1, "logger": _CLIENT_LOG,
+        "queue.buffering.max.messages": 1_000_000, **fill_config(size),
+    })
+    try:
+        broker = next(iter(producer.list_topics(timeout=10).brokers.values()))
+        fill = min(count, 20 * MB // size)
+        value = bytes(size)
+        for _ in range(fill):
+            while True:
+                try:
+                    producer.produce("ceiling", value, partition=0)
+                    break
+                except BufferError:
+                    producer.poll(0.001)
+        if producer.flush(30):
+            raise WorkloadError("mock broker fill not acknowledged")
+        consumer = Consumer({
+            "bootstrap.servers": f"{broker.host}:{broker.port}", "logger": _CLIENT_LOG,
+            "group.id": "kafkette-bench-ceiling", "enable.auto.commit": False,
+            **ctx.consumer_config,
+            # At the window's end a fetch would otherwise wait out the default 500 ms for data
+            # that never comes before the seek back is served; mid-window it changes nothing.
+            "fetch.wait.max.ms": 1,
+        })
+        try:
+            low, high = consumer.get_watermark_offsets(TopicPartition("ceiling", 0), timeout=10)
+            consumer.assign([TopicPartition("ceiling", 0, low)])
+            counted, in_pass, started = 0, 0, 0.0
+            deadline = time.perf_counter() + ctx.sizes.cap_s
+            while counted < count and time.perf_counter() < deadline:
+                messages = consumer.consume(num_messages=min(10_000, high - low - in_pass),
+                                            timeout=0.5)
+                if started:
+                    counted += len(messages)
+                elif messages:
+                    started = time.perf_counter()  # as on a broker: the first batch is not timed
+                in_pass += len(messages)
+                if in_pass >= high - low:  # the end of the window: read it again
+                    consumer.seek(TopicPartition("ceiling", 0, low))
+                    in_pass = 0
+            seconds = time.perf_counter() - started
+        finally:
+            consumer.close()
+    finally:
+        producer.flush(1)
+    return counted / seconds if started and counted else math.nan
 
 
 class _LatencyConsumer(threading.Thread):
@@ -435,6 +643,30 @@ def end_to_end_latency(ctx: Context) -> dict[str, float]:
     Measuring from the scheduled time (not the actual send) keeps a stalled producer from hiding
     latency (coordinated omission). Producer: acks=all, linger.ms=1; 1 KiB records.
     """
+    return _end_to_end(ctx, "e2e")
+
+
+def end_to_end_latency_mixed(ctx: Context) -> dict[str, float]:
+    """The same latency pair while another producer (its own process) writes 1 KiB records,
+    acks=1, as fast as it can to another topic: does bulk traffic delay the latency-sensitive?"""
+    create_topic(ctx, "e2e-background")
+    seconds = ctx.sizes.e2e_warmup_s + ctx.sizes.e2e_seconds + 2.0
+    background = ClientGroup([[
+        "produce", "--bootstrap", ctx.broker.bootstrap, "--topic", "e2e-background",
+        "--size", "1024", "--acks", "1", "--seconds", f"{seconds}",
+    ]])
+    with background:
+        background.start()
+        background.go()
+        figures = _end_to_end(ctx, "e2e-mixed")
+        (result,) = background.results(timeout_s=90)
+    if result["error"]:
+        raise WorkloadError(f"background producer: {result['error']}")
+    figures["e2e-mixed.background_per_s"] = result["records"] / result["seconds"]
+    return figures
+
+
+def _end_to_end(ctx: Context, prefix: str) -> dict[str, float]:
     sizes = ctx.sizes
     topic = "e2e-latency"
     create_topic(ctx, topic)
@@ -471,10 +703,10 @@ def end_to_end_latency(ctx: Context) -> dict[str, float]:
         raise WorkloadError(f"e2e consumer got {consumer.received} of {sent} records")
     latencies = consumer.latencies_ms
     return {
-        "e2e.p50_ms": percentile(latencies, 0.50),
-        "e2e.p99_ms": percentile(latencies, 0.99),
-        "e2e.p99.9_ms": percentile(latencies, 0.999),
-        "e2e.offered_per_s": offered_per_s,
+        f"{prefix}.p50_ms": percentile(latencies, 0.50),
+        f"{prefix}.p99_ms": percentile(latencies, 0.99),
+        f"{prefix}.p99.9_ms": percentile(latencies, 0.999),
+        f"{prefix}.offered_per_s": offered_per_s,
     }
 
 
@@ -495,8 +727,8 @@ def _produce_latencies(
         partition = (index * 7919) % partitions
         started = time.perf_counter()
         producer.produce(topic, value, partition=partition, on_delivery=on_delivery)
-        if producer.flush(10):
-            raise WorkloadError(f"produce to {topic}[{partition}] not acknowledged in 10 s")
+        if producer.flush(30):  # generous: a JVM on a loaded 2-core machine can stall seconds
+            raise WorkloadError(f"produce to {topic}[{partition}] not acknowledged in 30 s")
         if index >= 0:
             latencies.append((time.perf_counter() - started) * 1e3)
     if failures:
@@ -577,7 +809,9 @@ WORKLOADS: dict[str, Callable[[Context], dict[str, float]]] = {
     "produce-compressed": produce_compressed,
     "produce-kafka-python": produce_kafka_python,
     "consume": consume_confluent,
+    "consume-unpaused": consume_unpaused,
     "latency": end_to_end_latency,
+    "latency-mixed": end_to_end_latency_mixed,
     "partitions": many_partitions,
     "connections": idle_connections,
 }
