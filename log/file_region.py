@@ -25,9 +25,10 @@ file): once it has no descriptor its operations raise :class:`FileGone`.
 Reads that must not wait for the disk: inside :func:`reads_without_waiting`,
 every ``pread`` of this thread asks the kernel for page-cache bytes only
 (``preadv2`` with ``RWF_NOWAIT``) and raises :class:`WouldBlock` instead of
-waiting for a disk read. The event loop reads that way (a Fetch of recent
-data costs no worker-thread round trip) and hands the read to a worker
-thread when it meets bytes that are not cached.
+waiting for a disk read; a :class:`ReadLock` held by another thread raises it
+too. The event loop reads that way (a Fetch of recent data costs no
+worker-thread round trip) and hands the read to a worker thread when it
+meets bytes that are not cached.
 """
 
 from __future__ import annotations
@@ -71,6 +72,24 @@ _nowait_supported = hasattr(os, "preadv") and hasattr(os, "RWF_NOWAIT")
 def nowait_reads_supported() -> bool:
     """Whether :func:`reads_without_waiting` can read at all (else it always raises)."""
     return _nowait_supported
+
+
+class ReadLock:
+    """A lock as readers take it: inside :func:`reads_without_waiting` a lock held by
+    another thread (a truncation, a clean's swap) raises :class:`WouldBlock` instead of
+    making the event loop wait behind that thread's work."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self._lock = lock
+
+    def __enter__(self) -> None:
+        if not self._lock.acquire(blocking=not _READ_MODE.nowait):
+            raise WouldBlock("the lock is held by another thread")
+
+    def __exit__(self, *_exc: object) -> None:
+        self._lock.release()
 
 
 @contextmanager

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 import pytest
+from log_batches import build_sized_batch
 
 from kafkette.log.config import LogConfig
 from kafkette.log.file_region import (
@@ -24,7 +25,6 @@ from kafkette.log.file_region import (
 )
 from kafkette.log.partition_log import PartitionLog
 from kafkette.wire.record_batch import read_header, validate_batch
-from log_batches import build_sized_batch
 
 pytestmark = pytest.mark.skipif(
     not nowait_reads_supported(), reason="no preadv2(RWF_NOWAIT) on this platform"
@@ -108,5 +108,47 @@ def test_log_read_of_evicted_segment_would_block_then_reads_in_full(
         first = read_header(data, 0)
         assert (first.base_offset, first.last_offset) == (1000, 1009)  # the batch holding 1005
         assert len(data) // first.size == (64 * 1024) // first.size  # whole batches that fit
+    finally:
+        log.close()
+
+
+def test_read_gives_up_rather_than_wait_for_a_held_state_lock(tmp_path: Path, clock) -> None:
+    """A truncation (or a clean's swap) holds the log's state lock while it works on the
+    files: a read on the event loop must not wait behind it. The lock is held here by
+    another thread, as a truncation would; the read without the mode waits its turn."""
+    import threading
+
+    log = PartitionLog.open(tmp_path / "t-0", LogConfig(), clock, recover=False)
+    try:
+        batch = build_sized_batch(10, 100)
+        log.append(batch, [validate_batch(batch)])
+        held, release = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with log._state_lock:  # stands in for truncate_to's critical section
+                held.set()
+                release.wait(10)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        try:
+            assert held.wait(10)
+            with reads_without_waiting():
+                with pytest.raises(WouldBlock):
+                    log.read(0, 1024)
+                with pytest.raises(WouldBlock):
+                    log.aborted_transactions(0, 10)
+            waited = threading.Thread(target=lambda: results.append(log.read(0, 1024).size))
+            results: list[int] = []
+            waited.start()
+            waited.join(0.3)
+            assert waited.is_alive() and not results  # a blocking read waits for the lock
+        finally:
+            release.set()
+            holder.join(10)
+        waited.join(10)
+        assert results == [len(batch)]
+        with reads_without_waiting():  # lock free again: the read runs (cached bytes)
+            assert log.read(0, 1024).to_bytes() == bytes(batch)  # append patched it in place
     finally:
         log.close()
