@@ -21,6 +21,14 @@ then returns short and :meth:`ReadInfo.to_bytes` returns what is left.
 
 A closed or deleted file never reopens (a reopen would recreate an unlinked
 file): once it has no descriptor its operations raise :class:`FileGone`.
+
+Reads that must not wait for the disk: inside :func:`reads_without_waiting`,
+every ``pread`` of this thread asks the kernel for page-cache bytes only
+(``preadv2`` with ``RWF_NOWAIT``) and raises :class:`WouldBlock` instead of
+waiting for a disk read; a :class:`ReadLock` held by another thread raises it
+too. The event loop reads that way (a Fetch of recent data costs no
+worker-thread round trip) and hands the read to a worker thread when it
+meets bytes that are not cached.
 """
 
 from __future__ import annotations
@@ -30,6 +38,8 @@ import os
 import resource
 import threading
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 # Never plan on fewer descriptors than this, whatever the limit says.
@@ -40,6 +50,81 @@ MAX_BUDGET = 1 << 20
 
 class FileGone(ValueError):
     """The file was closed or deleted and has no descriptor left: it never reopens."""
+
+
+class WouldBlock(Exception):
+    """Inside :func:`reads_without_waiting`: the bytes are not in the page cache.
+
+    Not an OSError on purpose: callers that treat OSError as a failed disk
+    must let it through (nothing failed; the read belongs in a worker thread).
+    """
+
+
+class _ReadMode(threading.local):
+    nowait = False
+
+
+_READ_MODE = _ReadMode()
+# RWF_NOWAIT reads: Linux >= 4.14 on most file systems; off for good after the first refusal.
+_nowait_supported = hasattr(os, "preadv") and hasattr(os, "RWF_NOWAIT")
+
+
+def nowait_reads_supported() -> bool:
+    """Whether :func:`reads_without_waiting` can read at all (else it always raises)."""
+    return _nowait_supported
+
+
+class ReadLock:
+    """A lock as readers take it: inside :func:`reads_without_waiting` a lock held by
+    another thread (a truncation, a clean's swap) raises :class:`WouldBlock` instead of
+    making the event loop wait behind that thread's work."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self._lock = lock
+
+    def __enter__(self) -> None:
+        if not self._lock.acquire(blocking=not _READ_MODE.nowait):
+            raise WouldBlock("the lock is held by another thread")
+
+    def __exit__(self, *_exc: object) -> None:
+        self._lock.release()
+
+
+@contextmanager
+def reads_without_waiting() -> Iterator[None]:
+    """This thread's preads read only cached bytes meanwhile (:class:`WouldBlock` otherwise)."""
+    if not _nowait_supported:
+        raise WouldBlock("RWF_NOWAIT reads are not supported here")
+    _READ_MODE.nowait = True
+    try:
+        yield
+    finally:
+        _READ_MODE.nowait = False
+
+
+def _pread_nowait(fd: int, length: int, position: int) -> bytes:
+    """Up to ``length`` cached bytes at ``position``; WouldBlock if any is not cached."""
+    global _nowait_supported
+    buf = bytearray(length)
+    got = 0
+    view = memoryview(buf)
+    while got < length:
+        try:
+            n = os.preadv(fd, [view[got:]], position + got, os.RWF_NOWAIT)
+        except BlockingIOError:
+            raise WouldBlock(f"bytes at {position + got} are not in the page cache") from None
+        except OSError as exc:
+            if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                _nowait_supported = False  # this kernel or file system: threads it is
+                raise WouldBlock("RWF_NOWAIT reads are not supported here") from None
+            raise
+        if not n:
+            break  # end of file
+        got += n
+    view.release()
+    return bytes(buf) if got == length else bytes(buf[:got])
 
 
 def default_budget() -> int:
@@ -65,6 +150,8 @@ class OpenFile:
     def pread(self, length: int, position: int) -> bytes:
         """Up to ``length`` bytes at ``position`` (short only at end of file)."""
         fd = self.fd
+        if _READ_MODE.nowait:
+            return _pread_nowait(fd, length, position)
         data = os.pread(fd, length, position)
         if len(data) == length or not data:
             return data

@@ -12,7 +12,9 @@ Threading contract (the broker calls this from worker threads):
   each store atomic, in that order), which only grows state. The big
   ``pwrite`` of an append, header scans of reads and ``fsync`` run outside it.
 * Reads take only ``_state_lock`` (briefly), so they run concurrently with an
-  append and never see bytes that are not yet fully written.
+  append and never see bytes that are not yet fully written. They take it
+  through ``_read_lock``: a read on the event loop (``reads_without_waiting``)
+  raises WouldBlock instead of waiting while a truncation holds it.
 * The producer table (idempotence, ``producer_state_manager``) is updated by
   ``append`` after its write and rebuilt by ``truncate_to``, both under
   ``_write_lock``. ``check_sequence`` reads it without a lock: the broker
@@ -48,7 +50,7 @@ from kafkette.log.batch_scan import scan_batches
 from kafkette.log.checkpoint import OffsetsCheckpoint
 from kafkette.log.config import INT_MAX, LogConfig
 from kafkette.log.errors import LogClosed, OffsetMismatch, OffsetOutOfRange, RecordBatchTooLarge
-from kafkette.log.file_region import FileGone, ReadInfo
+from kafkette.log.file_region import FileGone, ReadInfo, ReadLock
 from kafkette.log.leader_epoch_cache import (
     LEADER_EPOCH_CHECKPOINT_FILE,
     LeaderEpochCache,
@@ -123,6 +125,9 @@ class PartitionLog:
         self._truncations = 0
         self._closed = False
         self._state_lock = threading.Lock()
+        # Reads take the state lock through this: a read on the event loop
+        # (reads_without_waiting) gives up rather than wait behind a truncation.
+        self._read_lock = ReadLock(self._state_lock)
         self._write_lock = threading.Lock()
         self._checkpoint_lock = threading.Lock()
         self._written_checkpoint: OffsetsCheckpoint | None = None
@@ -280,7 +285,7 @@ class PartitionLog:
         ``start_offset`` onward, stopping at the first entry whose last stable
         offset reaches ``upper_bound``.
         """
-        with self._state_lock:
+        with self._read_lock:
             i = max(bisect_right(self._bases, start_offset) - 1, 0)
             indexes = [s.txn_index.entries for s in self._segments[i:]]
         found: list[tuple[int, int]] = []
@@ -551,7 +556,7 @@ class PartitionLog:
         raise LogClosed(str(self.directory))
 
     def _read_once(self, offset: int, max_bytes: int, max_offset: int | None) -> ReadInfo | None:
-        with self._state_lock:
+        with self._read_lock:
             if self._closed:
                 raise LogClosed(str(self.directory))
             start, end = self._log_start_offset, self._log_end_offset
@@ -579,7 +584,7 @@ class PartitionLog:
                 if max_offset < end and size < max_bytes:
                     # Where the first batch at or past the bound starts, looked for
                     # only inside this read's window, from the index entry below it.
-                    with self._state_lock:
+                    with self._read_lock:
                         _, indexed = segment.offset_index.lookup(max_offset)
                     window_end = min(max_position, position + max_bytes)
                     capped = segment.first_batch_from(
@@ -590,7 +595,7 @@ class PartitionLog:
             stop = position + size
             if size < max_bytes and stop < limit:
                 bound = position + max_bytes
-                with self._state_lock:
+                with self._read_lock:
                     boundary = segment.offset_index.floor_position(bound)
                 if boundary > limit:
                     boundary = stop

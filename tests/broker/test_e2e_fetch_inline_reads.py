@@ -1,0 +1,101 @@
+"""Fetch reads on the event loop when the bytes are cached, in a worker thread when not.
+
+Real confluent-kafka clients over real sockets. A consumer reading what was just
+produced is answered from the page cache on the event loop (no worker thread);
+after the partition's segment is dropped from the page cache, a consumer reading
+it from offset 0 still gets every record, the reads having gone to a worker thread.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from kafkette.broker.handlers.fetch import READ_COUNTS
+from kafkette.log.file_region import nowait_reads_supported
+
+RECORDS = 3000
+
+
+def produce(bootstrap: str, topic: str) -> list[bytes]:
+    values = [f"{i:06d}".encode() + os.urandom(94) for i in range(RECORDS)]
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5,
+                         "batch.num.messages": 100})
+    for value in values:
+        producer.produce(topic, value, partition=0)
+    assert producer.flush(30) == 0
+    return values
+
+
+def consume_all(bootstrap: str, topic: str, count: int) -> list[bytes]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex,
+                         "enable.auto.commit": False,
+                         # small fetches: many Fetch requests, each a read of its own
+                         "max.partition.fetch.bytes": 16384, "fetch.max.bytes": 16384,
+                         "message.max.bytes": 16384})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    values: list[bytes] = []
+    try:
+        for _ in range(600):
+            if len(values) >= count:
+                break
+            for message in consumer.consume(1000, 0.5):
+                assert message.error() is None, message.error()
+                values.append(message.value())
+    finally:
+        consumer.close()
+    return values
+
+
+def test_recent_data_is_read_on_the_event_loop(broker, create_topic) -> None:
+    topic = create_topic(broker.bootstrap, partitions=1)
+    values = produce(broker.bootstrap, topic)
+    inline, threaded = READ_COUNTS.inline, READ_COUNTS.threaded
+    assert consume_all(broker.bootstrap, topic, RECORDS) == values
+    if nowait_reads_supported():
+        assert READ_COUNTS.inline - inline >= RECORDS * 100 // 16384  # one per Fetch at least
+        assert READ_COUNTS.threaded == threaded
+    else:  # every read in a worker thread, as before
+        assert READ_COUNTS.threaded - threaded >= RECORDS * 100 // 16384
+
+
+def test_evicted_segment_is_read_in_a_worker_thread(broker, create_topic, tmp_path) -> None:
+    if not nowait_reads_supported():
+        pytest.skip("no preadv2(RWF_NOWAIT) here: every read is threaded already")
+    topic = create_topic(broker.bootstrap, partitions=1)
+    values = produce(broker.bootstrap, topic)
+    segment = next(Path(broker.broker.config.data_dir, f"{topic}-0").glob("*.log"))
+    fd = os.open(segment, os.O_RDONLY)
+    try:
+        os.fsync(fd)  # dirty pages are never dropped
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    fallbacks = READ_COUNTS.fallbacks
+    assert consume_all(broker.bootstrap, topic, RECORDS) == values
+    # At least the first read met uncached bytes (unless this file system keeps every
+    # page, tmpfs: then there was nothing to evict and nothing to fall back from).
+    if _keeps_dropped_pages(tmp_path):  # the same file system as the broker's data dir
+        pytest.skip(f"{tmp_path}'s file system keeps dropped pages: nothing evicted")
+    assert READ_COUNTS.fallbacks > fallbacks
+
+
+def _keeps_dropped_pages(directory: Path) -> bool:
+    probe = directory / "eviction-probe"
+    probe.write_bytes(os.urandom(64 * 1024))
+    fd = os.open(probe, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        try:
+            os.preadv(fd, [bytearray(4096)], 0, os.RWF_NOWAIT)
+        except BlockingIOError:
+            return False
+        return True
+    finally:
+        os.close(fd)
+        probe.unlink()
