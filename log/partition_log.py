@@ -153,6 +153,23 @@ class PartitionLog:
         log._load_epoch_cache(loaded.has_epoch_checkpoint)
         return log
 
+    @classmethod
+    def create_new(cls, directory: Path, config: LogConfig, clock: Clock) -> PartitionLog:
+        """A new empty log in ``directory``, which must not exist (FileExistsError).
+
+        What ``open`` of an empty directory ends with, without looking for
+        files that cannot be there (checkpoint, listing, snapshots, leftover
+        segment files): a new topic's partitions cost one ``mkdir`` and one
+        empty ``.log`` file each. The caller makes the new directory entries
+        durable (one fsync of the data dir for all of them); a crash before
+        that leaves a directory recovery opens as an empty log, or none.
+        """
+        directory.mkdir()
+        segment = LogSegment.create(directory, 0, config, clock(), fresh=True)
+        log = cls(directory, config, clock, [segment], 0, 0)
+        log._written_checkpoint = OffsetsCheckpoint(0, 0)  # as open(): none written yet
+        return log
+
     def _load_epoch_cache(self, file_listed: bool) -> None:
         """Read ``leader-epoch-checkpoint``; drop entries the log no longer covers.
 

@@ -92,11 +92,19 @@ class LogSegment:
 
     @classmethod
     def create(
-        cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int
+        cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int,
+        *, fresh: bool = False,
     ) -> LogSegment:
-        """A new empty segment; stale files with the same base offset are replaced."""
-        for suffix in SEGMENT_SUFFIXES:
-            cls.path_for(directory, base_offset, suffix).unlink(missing_ok=True)
+        """A new empty segment; stale files with the same base offset are replaced
+        (``fresh``: the caller just made ``directory``, so there are none to look for).
+
+        Nothing is preallocated or zero-filled: the index files are opened (and
+        made) on first use, so a new partition costs one directory and one
+        empty ``.log`` file.
+        """
+        if not fresh:
+            for suffix in SEGMENT_SUFFIXES:
+                cls.path_for(directory, base_offset, suffix).unlink(missing_ok=True)
         # Created now (the file is how recovery finds the segment); the descriptor
         # stays in the cache for the appends that usually follow.
         log = SegmentFile(
