@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 READ_COMMITTED = 1
 # Reads below this size are copied in the worker thread instead of sendfile'd.
 COPY_BELOW_BYTES = 64 * 1024
+# A fetch at the log end of at most this many partitions reads on the event loop.
+INLINE_READ_MAX_PARTITIONS = 64
 
 
 @dataclass(slots=True)
@@ -67,13 +69,17 @@ async def handle_fetch(broker: Broker, request: Request) -> dict:
     min_bytes = body["min_bytes"]
     partitions = [w.partition for w in wanted if w.partition is not None]
     bounded = [w.bounded for w in wanted if w.partition is not None]
+    hot = _caught_up(wanted)
     while True:
         # Register before reading, so an append that lands during the read wakes us.
         appended = trio.Event()
         for partition, below_hw in zip(partitions, bounded, strict=True):
             partition.add_waiter(appended, below_hw)
         try:
-            total = await trio.to_thread.run_sync(_read_all, wanted, body["max_bytes"])
+            if hot:
+                total = _read_all(wanted, body["max_bytes"])
+            else:
+                total = await trio.to_thread.run_sync(_read_all, wanted, body["max_bytes"])
             if (
                 total >= min_bytes
                 or trio.current_time() >= deadline
@@ -87,6 +93,21 @@ async def handle_fetch(broker: Broker, request: Request) -> dict:
             for partition in partitions:
                 partition.remove_waiter(appended)
     return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": topics}
+
+
+def _caught_up(wanted: list[_Wanted]) -> bool:
+    """Read on the event loop? Yes for a consumer (or follower) at the log end of a few
+    partitions: its first read finds nothing, and what it reads after a wake-up was
+    appended while it waited, so it is in the page cache (a copy of a few KiB or file
+    regions for sendfile). A worker-thread round trip there would cost more than the
+    read, twice per record on the path from producer to long-polling consumer. Any
+    other read (from older data, possibly on disk) stays in a worker thread."""
+    if len(wanted) > INLINE_READ_MAX_PARTITIONS:
+        return False
+    for item in wanted:
+        if item.partition is not None and item.offset < item.partition.log.log_end_offset:
+            return False
+    return True
 
 
 def replica_id_of(body: dict, version: int) -> int:
