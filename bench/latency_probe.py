@@ -46,22 +46,27 @@ class _StallMeter:
 
     def __init__(self, threshold_ms: float) -> None:
         self.threshold_ns = int(threshold_ms * 1e6)
-        self.steps: list[tuple[float, float, str]] = []  # (at s, ms, task name)
+        self.steps: list[tuple[float, float, str, float]] = []  # (at s, ms, task, CPU ms)
         self.gcs: list[tuple[float, float, int, int]] = []  # (at s, ms, generation, collected)
         self.step_count = 0
         self._started = 0
+        self._cpu_started = 0
         self._gc_started = 0
         self._origin = time.perf_counter_ns()
 
     def before_task_step(self, task: object) -> None:
         self._started = time.perf_counter_ns()
+        self._cpu_started = time.thread_time_ns()
 
     def after_task_step(self, task: object) -> None:
         self.step_count += 1
         took = time.perf_counter_ns() - self._started
         if took >= self.threshold_ns:
+            # Wall time far above the thread's CPU time: the loop was not running
+            # (descheduled by the OS, or waiting for the GIL), not busy.
+            cpu = (time.thread_time_ns() - self._cpu_started) / 1e6
             at = (self._started - self._origin) / 1e9
-            self.steps.append((at, took / 1e6, getattr(task, "name", "?")))
+            self.steps.append((at, took / 1e6, getattr(task, "name", "?"), cpu))
 
     def on_gc(self, phase: str, info: dict) -> None:
         if phase == "start":
@@ -284,12 +289,13 @@ def _print_stalls(report: Path, threshold: float) -> None:
     data = json.loads(report.read_text())
     steps, gcs = data["steps"], data["gcs"]
     print(f"task steps: {data['step_count']:,}; over {threshold} ms: {len(steps)}")
-    by_task: dict[str, list[float]] = {}
-    for _at, ms, name in steps:
-        by_task.setdefault(name.rsplit(".", 1)[-1], []).append(ms)
-    for name, values in sorted(by_task.items(), key=lambda kv: -sum(kv[1]))[:12]:
-        print(f"  {name:<48} n={len(values):>4} max={max(values):7.1f} ms"
-              f" sum={sum(values):8.1f} ms")
+    by_task: dict[str, list[tuple[float, float]]] = {}
+    for _at, ms, name, cpu in steps:
+        by_task.setdefault(name.rsplit(".", 1)[-1], []).append((ms, cpu))
+    for name, values in sorted(by_task.items(), key=lambda kv: -sum(v[0] for v in kv[1]))[:12]:
+        wall = [v[0] for v in values]
+        print(f"  {name:<40} n={len(values):>4} max={max(wall):7.1f} ms"
+              f" sum={sum(wall):8.1f} ms (on CPU {sum(v[1] for v in values):7.1f} ms)")
     print(f"gc pauses over 1 ms: {len(gcs)}"
           + (f", max {max(g[1] for g in gcs):.1f} ms"
              f" (gen2: {sum(1 for g in gcs if g[2] == 2)})" if gcs else ""))
