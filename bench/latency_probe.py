@@ -96,6 +96,8 @@ def serve_with_meter(data_dir: str, stall_ms: float, report_path: str, configs: 
         after_task_step = staticmethod(meter.after_task_step)
 
     gc.callbacks.append(meter.on_gc)
+    if os.environ.get("PROBE_SWITCH_INTERVAL"):  # experiments: the GIL's switch interval
+        sys.setswitchinterval(float(os.environ["PROBE_SWITCH_INTERVAL"]))
     config = load_config(parse_assignments(configs), data_dir=Path(data_dir))
     broker = Broker(config, Endpoint(HOST, 0))
     try:
