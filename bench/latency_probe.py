@@ -189,6 +189,32 @@ def _full_speed(bootstrap: str, topic: str, stop: object, counter: object) -> No
     producer.flush(30)
 
 
+def run_throughput(bootstrap: str, records: int, size: int) -> tuple[float, float]:
+    """Produce ``records`` of ``size`` bytes at full speed (acks=1, linger.ms=5);
+    returns (seconds, records/s). The caller reads the broker's CPU around it."""
+    from confluent_kafka import Producer
+
+    topic = f"throughput-{int(time.time())}"
+    _create(bootstrap, topic, 1)
+    producer = Producer({
+        "bootstrap.servers": bootstrap, "broker.address.family": "v4", "acks": 1,
+        "linger.ms": 5, "queue.buffering.max.messages": 500_000,
+    })
+    value = bytes(size)
+    started = time.perf_counter()
+    for _ in range(records):
+        while True:
+            try:
+                producer.produce(topic, value, partition=0)
+                break
+            except BufferError:
+                producer.poll(0.001)
+    if producer.flush(120):
+        raise SystemExit("throughput producer could not flush")
+    seconds = time.perf_counter() - started
+    return seconds, records / seconds
+
+
 def run_latency(bootstrap: str, args: argparse.Namespace) -> dict[str, float]:
     from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -313,7 +339,10 @@ def main() -> int:
     parser.add_argument("--mixed", action="store_true", help="one full-speed producer beside")
     parser.add_argument("--load-bootstrap", help="--mixed: load this broker instead")
     parser.add_argument("--create", type=int, default=0, help="time an N-partition CreateTopics")
-    parser.add_argument("--no-latency", action="store_true", help="only --create")
+    parser.add_argument("--no-latency", action="store_true", help="only --create/--throughput")
+    parser.add_argument("--throughput", type=int, default=0,
+                        help="first produce N records at full speed: rate, broker CPU")
+    parser.add_argument("--throughput-size", type=int, default=100)
     parser.add_argument("--stall-ms", type=float, default=5.0)
     parser.add_argument("--config", action="append", default=[], help="broker KEY=VALUE")
     parser.add_argument("--serve", help=argparse.SUPPRESS)  # child mode: data dir
@@ -334,6 +363,12 @@ def main() -> int:
             cpu_before = _cpu_seconds(proc.pid)
             if args.create:
                 _create(bootstrap, "create-probe", args.create)
+            if args.throughput:
+                cpu = _cpu_seconds(proc.pid)
+                _, rate = run_throughput(bootstrap, args.throughput, args.throughput_size)
+                cpu = _cpu_seconds(proc.pid) - cpu
+                print(f"produce {args.throughput:,} x {args.throughput_size} B: {rate:,.0f} rec/s,"
+                      f" broker CPU {cpu / args.throughput * 1e6:.2f} s per million records")
             if not args.no_latency:
                 print(json.dumps(run_latency(bootstrap, args)))
             print(f"broker CPU: {_cpu_seconds(proc.pid) - cpu_before:.2f} s")
