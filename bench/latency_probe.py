@@ -44,8 +44,9 @@ HOST = "127.0.0.1"
 class _StallMeter:
     """A trio instrument: task steps and GC pauses longer than a threshold, in memory."""
 
-    def __init__(self, threshold_ms: float) -> None:
+    def __init__(self, threshold_ms: float, cpu: bool) -> None:
         self.threshold_ns = int(threshold_ms * 1e6)
+        self.cpu = cpu
         self.steps: list[tuple[float, float, str, float]] = []  # (at s, ms, task, CPU ms)
         self.gcs: list[tuple[float, float, int, int]] = []  # (at s, ms, generation, collected)
         self.step_count = 0
@@ -56,7 +57,8 @@ class _StallMeter:
 
     def before_task_step(self, task: object) -> None:
         self._started = time.perf_counter_ns()
-        self._cpu_started = time.thread_time_ns()
+        if self.cpu:  # a system call per step (CLOCK_THREAD_CPUTIME_ID is no vDSO clock)
+            self._cpu_started = time.thread_time_ns()
 
     def after_task_step(self, task: object) -> None:
         self.step_count += 1
@@ -64,7 +66,7 @@ class _StallMeter:
         if took >= self.threshold_ns:
             # Wall time far above the thread's CPU time: the loop was not running
             # (descheduled by the OS, or waiting for the GIL), not busy.
-            cpu = (time.thread_time_ns() - self._cpu_started) / 1e6
+            cpu = (time.thread_time_ns() - self._cpu_started) / 1e6 if self.cpu else -1.0
             at = (self._started - self._origin) / 1e9
             self.steps.append((at, took / 1e6, getattr(task, "name", "?"), cpu))
 
@@ -81,7 +83,9 @@ class _StallMeter:
         return {"steps": self.steps, "gcs": self.gcs, "step_count": self.step_count}
 
 
-def serve_with_meter(data_dir: str, stall_ms: float, report_path: str, configs: list[str]) -> int:
+def serve_with_meter(
+    data_dir: str, stall_ms: float, report_path: str, configs: list[str], cpu: bool
+) -> int:
     import trio
     import trio.abc
 
@@ -89,7 +93,7 @@ def serve_with_meter(data_dir: str, stall_ms: float, report_path: str, configs: 
     from kafkette.broker.config import load_config, parse_assignments
     from kafkette.broker.server import Broker, Endpoint
 
-    meter = _StallMeter(stall_ms)
+    meter = _StallMeter(stall_ms, cpu)
 
     class Instrument(trio.abc.Instrument):
         before_task_step = staticmethod(meter.before_task_step)
@@ -123,6 +127,7 @@ def _start_child(args: argparse.Namespace, workdir: Path) -> tuple[subprocess.Po
     argv = [
         sys.executable, "-m", "bench.latency_probe", "--serve", str(workdir / "data"),
         "--stall-ms", str(args.stall_ms), "--stall-report", str(report),
+        *(["--stall-cpu"] if args.stall_cpu else []),
     ]
     for config in args.config:
         argv += ["--config", config]
@@ -322,8 +327,9 @@ def _print_stalls(report: Path, threshold: float) -> None:
         by_task.setdefault(name.rsplit(".", 1)[-1], []).append((ms, cpu))
     for name, values in sorted(by_task.items(), key=lambda kv: -sum(v[0] for v in kv[1]))[:12]:
         wall = [v[0] for v in values]
-        print(f"  {name:<40} n={len(values):>4} max={max(wall):7.1f} ms"
-              f" sum={sum(wall):8.1f} ms (on CPU {sum(v[1] for v in values):7.1f} ms)")
+        cpu = sum(v[1] for v in values)
+        print(f"  {name:<40} n={len(values):>4} max={max(wall):7.1f} ms sum={sum(wall):8.1f} ms"
+              + (f" (on CPU {cpu:7.1f} ms)" if cpu >= 0 else ""))
     print(f"gc pauses over 1 ms: {len(gcs)}"
           + (f", max {max(g[1] for g in gcs):.1f} ms"
              f" (gen2: {sum(1 for g in gcs if g[2] == 2)})" if gcs else ""))
@@ -344,12 +350,16 @@ def main() -> int:
                         help="first produce N records at full speed: rate, broker CPU")
     parser.add_argument("--throughput-size", type=int, default=100)
     parser.add_argument("--stall-ms", type=float, default=5.0)
+    parser.add_argument("--stall-cpu", action="store_true",
+                        help="also each long step's CPU time (a clock call per step)")
     parser.add_argument("--config", action="append", default=[], help="broker KEY=VALUE")
     parser.add_argument("--serve", help=argparse.SUPPRESS)  # child mode: data dir
     parser.add_argument("--stall-report", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        return serve_with_meter(args.serve, args.stall_ms, args.stall_report, args.config)
+        return serve_with_meter(
+            args.serve, args.stall_ms, args.stall_report, args.config, args.stall_cpu
+        )
     print(f"uptime: {os.popen('uptime').read().strip()}")
     if args.bootstrap:
         if args.create:

@@ -43,8 +43,10 @@ if TYPE_CHECKING:
 READ_COMMITTED = 1
 # Reads below this size are copied in the worker thread instead of sendfile'd.
 COPY_BELOW_BYTES = 64 * 1024
-# A fetch at the log end of at most this many partitions reads on the event loop.
+# A fetch of at most this many partitions, each in its active segment and at most this
+# many offsets behind its log end, reads on the event loop (_caught_up).
 INLINE_READ_MAX_PARTITIONS = 64
+INLINE_READ_MAX_LAG = 1024
 
 
 @dataclass(slots=True)
@@ -96,16 +98,21 @@ async def handle_fetch(broker: Broker, request: Request) -> dict:
 
 
 def _caught_up(wanted: list[_Wanted]) -> bool:
-    """Read on the event loop? Yes for a consumer (or follower) at the log end of a few
-    partitions: its first read finds nothing, and what it reads after a wake-up was
-    appended while it waited, so it is in the page cache (a copy of a few KiB or file
-    regions for sendfile). A worker-thread round trip there would cost more than the
-    read, twice per record on the path from producer to long-polling consumer. Any
-    other read (from older data, possibly on disk) stays in a worker thread."""
+    """Read on the event loop? Yes for a consumer (or follower) at or near the log end
+    of a few partitions: what it reads was appended moments ago (or while it waited),
+    so it is in the page cache, and the read is a copy of a few KiB or file regions for
+    sendfile. A worker-thread round trip there would cost more than the read, on the
+    path of every record from producer to long-polling consumer. Any other read (older
+    data, possibly on disk) stays in a worker thread."""
     if len(wanted) > INLINE_READ_MAX_PARTITIONS:
         return False
     for item in wanted:
-        if item.partition is not None and item.offset < item.partition.log.log_end_offset:
+        if item.partition is None:
+            continue
+        log = item.partition.log
+        if item.offset < log.log_end_offset - INLINE_READ_MAX_LAG or (
+            item.offset < log.active_base_offset()
+        ):
             return False
     return True
 
