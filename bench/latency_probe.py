@@ -330,6 +330,9 @@ def _print_stalls(report: Path, threshold: float) -> None:
         cpu = sum(v[1] for v in values)
         print(f"  {name:<40} n={len(values):>4} max={max(wall):7.1f} ms sum={sum(wall):8.1f} ms"
               + (f" (on CPU {cpu:7.1f} ms)" if cpu >= 0 else ""))
+    for at, ms, name, cpu in sorted(steps, key=lambda step: -step[1])[:5]:
+        print(f"    longest: at {at:7.3f} s {ms:6.1f} ms {name.rsplit('.', 1)[-1]}"
+              + (f" (on CPU {cpu:.1f} ms)" if cpu >= 0 else ""))
     print(f"gc pauses over 1 ms: {len(gcs)}"
           + (f", max {max(g[1] for g in gcs):.1f} ms"
              f" (gen2: {sum(1 for g in gcs if g[2] == 2)})" if gcs else ""))
