@@ -163,13 +163,13 @@ class PartitionLog:
 
         What ``open`` of an empty directory ends with, without looking for
         files that cannot be there (checkpoint, listing, snapshots, leftover
-        segment files): a new topic's partitions cost one ``mkdir`` and one
-        empty ``.log`` file each. The caller makes the new directory entries
+        segment files): a new topic's partitions cost one ``mkdir`` each (the
+        segment's files are made on first use). The caller makes the new directory entries
         durable (one fsync of the data dir for all of them); a crash before
         that leaves a directory recovery opens as an empty log, or none.
         """
         directory.mkdir()
-        segment = LogSegment.create(directory, 0, config, clock(), fresh=True)
+        segment = LogSegment.create(directory, 0, config, clock(), fresh=True, lazy=True)
         log = cls(directory, config, clock, [segment], 0, 0)
         log._written_checkpoint = OffsetsCheckpoint(0, 0)  # as open(): none written yet
         return log
