@@ -15,8 +15,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafkette.broker.config import ConfigError, load_config, parse_assignments, parse_properties
-
 if TYPE_CHECKING:
     from kafkette.broker.server import Broker
 
@@ -121,6 +119,12 @@ def run_serve(args: argparse.Namespace) -> int:
     """``kafkette serve``: the exit code (0 after a clean stop, 1 start failure, 2 bad config)."""
     import trio
 
+    from kafkette.broker.config import (
+        ConfigError,
+        load_config,
+        parse_assignments,
+        parse_properties,
+    )
     from kafkette.broker.server import Broker, StartupError, parse_endpoint
 
     _configure_logging(args.log_level)
@@ -192,6 +196,7 @@ def run_cluster(args: argparse.Namespace) -> int:
         ZooKeeperNotInstalled,
         ZooKeeperStartError,
     )
+    from kafkette.broker.config import ConfigError, parse_assignments
 
     try:
         spec = LocalClusterSpec(

@@ -6,7 +6,12 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TOP_FOLDERS = {"wire": "kafkette.wire", "log": "kafkette.log", "broker": "kafkette.broker"}
+TOP_FOLDERS = {
+    "wire": "kafkette.wire",
+    "log": "kafkette.log",
+    "broker": "kafkette.broker",
+    "tools": "kafkette.tools",
+}
 
 
 def _setuptools() -> dict:

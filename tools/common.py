@@ -112,7 +112,7 @@ def print_table(
 
         table = Table(title=title, box=None, header_style="bold", pad_edge=False)
         for column in columns:
-            table.add_column(column, overflow="fold")
+            table.add_column(column, overflow="fold", min_width=len(column))
         for row in cells:
             table.add_row(*row)
         Console().print(table)

@@ -1,10 +1,354 @@
-"""``kafkette topics``: placeholder until its module lands (replace this file whole)."""
+"""``kafkette topics list|create|describe|alter|delete``: kafka-topics.sh's jobs, rpk's manners.
+
+Works against any Kafka-compatible broker through confluent-kafka's AdminClient
+(tools/admin_client.py bounds every call). Internal topics (names starting with ``__``,
+such as ``__consumer_offsets``) are hidden unless ``--internal``, as ``rpk topic list`` does:
+a developer asks about their own topics. ``describe`` adds each partition's log start and
+end offsets (ListOffsets earliest/latest), which kafka-topics.sh leaves to another tool.
+"""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
+
+from kafkette.tools import admin_client as ac
+from kafkette.tools.common import (
+    ToolError,
+    add_client_options,
+    add_json_option,
+    print_json,
+    print_table,
+    run_tool,
+)
+
+EPILOG = """examples:
+  kafkette topics list
+  kafkette topics create clicks --partitions 3 --config retention.ms=86400000
+  kafkette topics create clicks --if-not-exists
+  kafkette topics describe clicks views
+  kafkette topics alter clicks --partitions 6
+  kafkette topics alter clicks --config retention.ms=3600000 --delete-config cleanup.policy
+  kafkette topics delete clicks views --if-exists
+  kafkette topics list --json | jq -r '.[].topic'
+"""
+
+
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
+
+
+def is_internal(name: str) -> bool:
+    return name.startswith("__")
+
+
+def known_topics(admin: Any, args: argparse.Namespace, internal: bool,
+                 wanted: list[str] | None = None) -> dict[str, Any]:
+    """Topic metadata by name; with ``internal`` (or when named), the internal topics too.
+
+    Kafka lists internal topics in an all-topics Metadata answer; kafkette leaves them out
+    and answers them only when asked by name, so they are asked for by name here.
+    """
+    topics = dict(ac.cluster_metadata(admin, args).topics)
+    extra = [n for n in (INTERNAL_TOPICS if internal else ()) if n not in topics]
+    extra += [n for n in (wanted or []) if is_internal(n) and n not in topics and n not in extra]
+    for name in extra:
+        found = ac.cluster_metadata(admin, args, topic=name).topics.get(name)
+        if found is not None and found.error is None and found.partitions:
+            topics[name] = found
+    return topics
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("topics", help="(not built yet)")
-    parser.set_defaults(run=lambda args: 1)
+    parser = commands.add_parser(
+        "topics", help="list, create, describe, alter and delete topics",
+        description="List, create, describe, alter and delete topics (like kafka-topics.sh).",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    def action(name: str, help: str, examples: str) -> argparse.ArgumentParser:
+        sub = actions.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".",
+                                 epilog="examples:\n" + examples,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+        add_client_options(sub)
+        ac.add_timeout_option(sub)
+        add_json_option(sub)
+        return sub
+
+    sub = action("list", "list topics with their partition count and replication factor",
+                 "  kafkette topics list\n  kafkette topics list --internal --json\n")
+    sub.add_argument("--internal", action="store_true",
+                     help="include internal topics (__consumer_offsets, __transaction_state)")
+    sub.set_defaults(run=lambda args: run_tool(run_list, args))
+
+    sub = action("create", "create topics",
+                 "  kafkette topics create clicks\n"
+                 "  kafkette topics create clicks views --partitions 3 --replication-factor 1\n"
+                 "  kafkette topics create logs --config cleanup.policy=compact "
+                 "--config segment.bytes=1048576\n"
+                 "  kafkette topics create clicks --if-not-exists   # exit 0 if it exists\n")
+    sub.add_argument("topics", nargs="+", metavar="TOPIC")
+    sub.add_argument("-p", "--partitions", type=int, default=-1,
+                     help="partition count (default: the broker's num.partitions)")
+    sub.add_argument("-r", "--replication-factor", type=int, default=-1,
+                     help="replicas per partition "
+                          "(default: the broker's default.replication.factor)")
+    sub.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE",
+                     help="a topic config (repeatable), e.g. --config retention.ms=60000")
+    sub.add_argument("--if-not-exists", action="store_true",
+                     help="succeed if the topic already exists")
+    sub.set_defaults(run=lambda args: run_tool(run_create, args))
+
+    sub = action("describe", "show partitions (leader, replicas, ISR, log offsets) and configs",
+                 "  kafkette topics describe clicks\n"
+                 "  kafkette topics describe clicks views --json\n"
+                 "  kafkette topics describe            # every topic\n")
+    sub.add_argument("topics", nargs="*", metavar="TOPIC")
+    sub.add_argument("--internal", action="store_true",
+                     help="with no TOPIC, include internal topics")
+    sub.set_defaults(run=lambda args: run_tool(run_describe, args))
+
+    sub = action("alter", "add partitions, set or delete topic configs",
+                 "  kafkette topics alter clicks --partitions 6\n"
+                 "  kafkette topics alter clicks --config retention.ms=3600000\n"
+                 "  kafkette topics alter clicks --delete-config retention.ms\n")
+    sub.add_argument("topic", metavar="TOPIC")
+    sub.add_argument("-p", "--partitions", type=int,
+                     help="the new partition count (partitions can only be added)")
+    sub.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE",
+                     help="set a topic config (repeatable; IncrementalAlterConfigs SET)")
+    sub.add_argument("--delete-config", action="append", default=[], metavar="KEY",
+                     help="remove a topic config override, back to the default (repeatable)")
+    sub.set_defaults(run=lambda args: run_tool(run_alter, args))
+
+    sub = action("delete", "delete topics",
+                 "  kafkette topics delete clicks\n"
+                 "  kafkette topics delete clicks views --if-exists\n")
+    sub.add_argument("topics", nargs="+", metavar="TOPIC")
+    sub.add_argument("--if-exists", action="store_true",
+                     help="succeed if a topic does not exist")
+    sub.set_defaults(run=lambda args: run_tool(run_delete, args))
+
+
+def replication_factor(topic: Any) -> int:
+    partitions = list(topic.partitions.values())
+    return len(partitions[0].replicas) if partitions else 0
+
+
+def run_list(args: argparse.Namespace) -> None:
+    admin = ac.admin_client(args)
+    topics = known_topics(admin, args, args.internal)
+    rows = []
+    for name in sorted(topics):
+        if is_internal(name) and not args.internal:
+            continue
+        topic = topics[name]
+        rows.append({"topic": name, "partitions": len(topic.partitions),
+                     "replication_factor": replication_factor(topic),
+                     "internal": is_internal(name)})
+    if args.json:
+        print_json(rows)
+        return
+    print_table(("TOPIC", "PARTITIONS", "REPLICATION-FACTOR"),
+                [(r["topic"], r["partitions"], r["replication_factor"]) for r in rows])
+
+
+def run_create(args: argparse.Namespace) -> None:
+    from confluent_kafka.admin import NewTopic
+
+    configs = ac.parse_key_values(args.config, "--config")
+    admin = ac.admin_client(args)
+    new = [NewTopic(name, num_partitions=args.partitions,
+                    replication_factor=args.replication_factor, config=configs)
+           for name in args.topics]
+    futures = admin.create_topics(new, operation_timeout=args.timeout,
+                                  request_timeout=args.timeout)
+    outcome = ac.results(futures, args)
+    created, existing, failures = [], [], []
+    for name in args.topics:
+        value = outcome[name]
+        if not isinstance(value, Exception):
+            created.append(name)
+        elif ac.error_code(value) == "TOPIC_ALREADY_EXISTS":
+            existing.append(name)
+        else:
+            failures.append(f"topic {name!r} was not created: {ac.error_text(value)}")
+    if existing and not args.if_not_exists:
+        failures.insert(0, f"topic {existing[0]!r} already exists: "
+                           "add --if-not-exists to accept an existing topic")
+    if args.json:
+        print_json({"created": created, "existing": existing})
+    else:
+        for name in created:
+            print(f"Created topic {name}.")
+    if failures:
+        raise ToolError("; ".join(failures))
+
+
+def log_offsets(admin: Any, args: argparse.Namespace,
+                partitions: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
+    """(log start offset, log end offset) of each partition, by ListOffsets."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    if not partitions:
+        return {}
+    found: dict[tuple[str, int], list[int]] = {tp: [-1, -1] for tp in partitions}
+    for slot, spec in ((0, OffsetSpec.earliest()), (1, OffsetSpec.latest())):
+        request = {TopicPartition(t, p): spec for t, p in partitions}
+        futures = admin.list_offsets(request, request_timeout=args.timeout)
+        for tp, value in ac.results(futures, args).items():
+            if isinstance(value, Exception):
+                raise ToolError(f"could not read the offsets of {tp.topic}-{tp.partition}: "
+                                f"{ac.error_text(value)}")
+            found[(tp.topic, tp.partition)][slot] = value.offset
+    return {tp: (pair[0], pair[1]) for tp, pair in found.items()}
+
+
+def topic_overrides(admin: Any, args: argparse.Namespace, names: list[str]) -> dict[str, dict]:
+    """Each topic's own config overrides (source DYNAMIC_TOPIC_CONFIG), as kafka-topics shows."""
+    from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
+
+    if not names:
+        return {}
+    resources = [ConfigResource(ResourceType.TOPIC, name) for name in names]
+    futures = admin.describe_configs(resources, request_timeout=args.timeout)
+    overrides: dict[str, dict] = {}
+    for resource, value in ac.results(futures, args).items():
+        if isinstance(value, Exception):
+            raise ToolError(f"could not read the configs of topic {resource.name!r}: "
+                            f"{ac.error_text(value)}")
+        overrides[resource.name] = {
+            entry.name: entry.value for entry in value.values()
+            if entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+            or entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG
+        }
+    return overrides
+
+
+def missing_topic(name: str) -> ToolError:
+    return ToolError(f"topic {name!r} does not exist: see `kafkette topics list`, "
+                     f"or create it with `kafkette topics create {name}`")
+
+
+def run_describe(args: argparse.Namespace) -> None:
+    admin = ac.admin_client(args)
+    topics = known_topics(admin, args, args.internal and not args.topics, args.topics)
+    names = args.topics or sorted(n for n in topics if args.internal or not is_internal(n))
+    for name in names:
+        if name not in topics:
+            raise missing_topic(name)
+    partitions = [(name, p) for name in names for p in sorted(topics[name].partitions)]
+    offsets = log_offsets(admin, args, partitions)
+    overrides = topic_overrides(admin, args, names)
+    documents = []
+    for name in names:
+        topic = topics[name]
+        rows = []
+        for pid in sorted(topic.partitions):
+            partition = topic.partitions[pid]
+            start, end = offsets[(name, pid)]
+            rows.append({"partition": pid, "leader": partition.leader,
+                         "replicas": list(partition.replicas), "isr": list(partition.isrs),
+                         "log_start_offset": start, "log_end_offset": end})
+        documents.append({"topic": name, "partition_count": len(rows),
+                          "replication_factor": replication_factor(topic),
+                          "partitions": rows, "configs": dict(sorted(overrides[name].items()))})
+    if args.json:
+        print_json(documents)
+        return
+    print_table(
+        ("TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR", "LOG-START-OFFSET", "LOG-END-OFFSET"),
+        [(doc["topic"], row["partition"], row["leader"], ",".join(map(str, row["replicas"])),
+          ",".join(map(str, row["isr"])), row["log_start_offset"], row["log_end_offset"])
+         for doc in documents for row in doc["partitions"]],
+    )
+    config_rows = [(doc["topic"], key, value)
+                   for doc in documents for key, value in doc["configs"].items()]
+    if config_rows:
+        print()
+        print_table(("TOPIC", "CONFIG", "VALUE"), config_rows)
+
+
+def run_alter(args: argparse.Namespace) -> None:
+    from confluent_kafka.admin import (
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        NewPartitions,
+        ResourceType,
+    )
+
+    sets = ac.parse_key_values(args.config, "--config")
+    if args.partitions is None and not sets and not args.delete_config:
+        raise ToolError("nothing to alter: give --partitions N, --config KEY=VALUE "
+                        "or --delete-config KEY", 2)
+    admin = ac.admin_client(args)
+    metadata = ac.cluster_metadata(admin, args)
+    topic = metadata.topics.get(args.topic)
+    if topic is None:
+        raise missing_topic(args.topic)
+    done: dict[str, Any] = {"topic": args.topic}
+    if args.partitions is not None:
+        current = len(topic.partitions)
+        if args.partitions <= current:
+            raise ToolError(f"topic {args.topic!r} has {current} partitions: --partitions must "
+                            f"be more than {current} (partitions can be added, never removed)")
+        futures = admin.create_partitions([NewPartitions(args.topic, args.partitions)],
+                                          operation_timeout=args.timeout,
+                                          request_timeout=args.timeout)
+        for value in ac.results(futures, args).values():
+            if isinstance(value, Exception):
+                raise ToolError(f"could not add partitions to {args.topic!r}: "
+                                f"{ac.error_text(value)}")
+        done["partitions"] = args.partitions
+    if sets or args.delete_config:
+        entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+                   for k, v in sets.items()]
+        entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE)
+                    for k in args.delete_config]
+        resource = ConfigResource(ResourceType.TOPIC, args.topic, incremental_configs=entries)
+        futures = admin.incremental_alter_configs([resource], request_timeout=args.timeout)
+        for value in ac.results(futures, args).values():
+            if isinstance(value, Exception):
+                raise ToolError(f"could not alter the configs of {args.topic!r}: "
+                                f"{ac.error_text(value)}")
+        done["set"] = sets
+        done["deleted"] = list(args.delete_config)
+    if args.json:
+        print_json(done)
+        return
+    if "partitions" in done:
+        print(f"Topic {args.topic} now has {args.partitions} partitions.")
+    if sets or args.delete_config:
+        print(f"Altered the configs of topic {args.topic}.")
+
+
+def run_delete(args: argparse.Namespace) -> None:
+    admin = ac.admin_client(args)
+    metadata = ac.cluster_metadata(admin, args)
+    missing = [name for name in args.topics if name not in metadata.topics]
+    if missing and not args.if_exists:
+        raise ToolError(f"topic {missing[0]!r} does not exist (nothing deleted): "
+                        "see `kafkette topics list`, or add --if-exists")
+    present = [name for name in args.topics if name in metadata.topics]
+    failures = []
+    deleted = []
+    if present:
+        futures = admin.delete_topics(present, operation_timeout=args.timeout,
+                                      request_timeout=args.timeout)
+        for name, value in ac.results(futures, args).items():
+            if not isinstance(value, Exception):
+                deleted.append(name)
+            elif ac.error_code(value) == "UNKNOWN_TOPIC_OR_PART" and args.if_exists:
+                missing.append(name)
+            else:
+                failures.append(f"topic {name!r} was not deleted: {ac.error_text(value)}")
+    deleted.sort(key=args.topics.index)
+    if args.json:
+        print_json({"deleted": deleted, "missing": missing})
+    else:
+        for name in deleted:
+            print(f"Deleted topic {name}.")
+    if failures:
+        raise ToolError("; ".join(failures))

@@ -52,3 +52,25 @@ def test_broker_answers_metadata_without_kafka_python_or_crc32c(tmp_path) -> Non
     assert report["api_versions_error"] == 0
     assert report["metadata_brokers"] == 1
     assert report["loaded"] == []
+
+
+CLI_SCRIPT = r"""
+import json, sys
+import kafkette.cli
+parser = kafkette.cli.build_parser()
+args = parser.parse_args(["serve", "--listen", "127.0.0.1:0"])
+heavy = ("confluent_kafka", "rich", "kafka", "trio", "kafkette.broker.server")
+print(json.dumps({"run": args.run.__name__, "loaded": [m for m in heavy if m in sys.modules]}))
+"""
+
+
+def test_the_kafkette_command_registers_every_tool_without_loading_client_libraries() -> None:
+    """``kafkette serve`` goes through the same parser as the client tools: registering the
+    tools must not load confluent-kafka, rich or trio before the broker needs them."""
+    result = subprocess.run(
+        [sys.executable, "-c", CLI_SCRIPT], capture_output=True, text=True, timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report == {"run": "run_serve", "loaded": []}
