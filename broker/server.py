@@ -21,8 +21,10 @@ clean-shutdown marker and release the data dir's lock.
 from __future__ import annotations
 
 import errno
+import gc
 import logging
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -66,6 +68,8 @@ CONNECTION_LOG_INTERVAL_SECONDS = 10.0
 # accept() failing for want of descriptors or memory: wait, retry, as trio's serve_listeners does.
 ACCEPT_CAPACITY_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
 ACCEPT_RETRY_SECONDS = 0.1
+# The GIL's switch interval in kafkette serve (Python's default is 5 ms): _tune_interpreter.
+GIL_SWITCH_INTERVAL_S = 0.0005
 
 
 class StartupError(Exception):
@@ -147,6 +151,7 @@ class Broker:
                     async with trio.open_nursery() as cluster_tasks:
                         try:
                             await self._open_storage(cluster_tasks)
+                            _tune_interpreter()
                             await self._serve_until_stopped(listeners, task_status)
                         finally:
                             with trio.CancelScope(shield=True):
@@ -446,6 +451,29 @@ def _run_log_jobs(partitions: list[Partition], retention: bool) -> None:
             partition.log.maybe_flush()
         except Exception as exc:  # a full disk fails every checkpoint: one line a minute
             storage_errors.failure("housekeeping of", f"{partition.topic}-{partition.index}", exc)
+
+
+def _tune_interpreter() -> None:
+    """``kafkette serve`` only (the process's main thread): the interpreter settings
+    a latency-sensitive server wants, which a program embedding a broker in one of
+    its threads (a test suite) keeps to itself.
+
+    * Everything alive after start (modules, configs, every partition's log and
+      index objects) leaves the cyclic garbage collector's reach (``gc.freeze``):
+      it lives as long as the broker, but each full collection would walk it all,
+      tens of milliseconds with thousands of partitions, a pause every request in
+      flight waits out.
+    * The GIL's switch interval goes from 5 ms to ``GIL_SWITCH_INTERVAL_S``: when a
+      worker thread (a large append, a cold read) holds the GIL, the event loop
+      waits that long to get it back after each of its system calls, and those
+      waits made most of the latency tail under a mixed load (issue 16).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
+    # No gc.collect() first: it would add ~10-30 ms to the start time for the few dozen
+    # unreachable objects imports leave, which stay frozen (kept) instead.
+    gc.freeze()
 
 
 def _peer_ip(stream: trio.SocketStream) -> str:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import shutil
 import threading
@@ -406,12 +407,13 @@ class DataDir:
         made: dict[tuple[str, int], PartitionLog] = {}
         directory = self.path
         try:
-            for index in indexes:
-                directory = self.path / partition_dir_name(name, index)
-                self._discard_directory(directory)
-                made[(name, index)] = PartitionLog.open(
-                    directory, config, self._clock, recover=False
-                )
+            wanted = {partition_dir_name(name, index): index for index in indexes}
+            # One listing and one fsync for all leftovers, not a stat per partition.
+            leftovers = [self.path / entry for entry in os.listdir(self.path) if entry in wanted]
+            self._discard_directories(leftovers)
+            for dir_name, index in wanted.items():
+                directory = self.path / dir_name
+                made[(name, index)] = PartitionLog.create_new(directory, config, self._clock)
             directory = self.path
             fsync_directory(self.path)  # the new directories, before topics.json names them
         except BaseException:

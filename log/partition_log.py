@@ -101,6 +101,10 @@ class AppendInfo(NamedTuple):
     log_start_offset: int
 
 
+class AppendWouldBlock(Exception):
+    """A ``nonblocking`` append would wait for a lock, roll, or fsync; nothing was written."""
+
+
 class PartitionLog:
     """A partition's segmented log on disk. See the module docstring for threading."""
 
@@ -156,6 +160,23 @@ class PartitionLog:
             log._segments, log._log_end_offset, clock(), loaded.replay_from, loaded.snapshots
         )
         log._load_epoch_cache(loaded.has_epoch_checkpoint)
+        return log
+
+    @classmethod
+    def create_new(cls, directory: Path, config: LogConfig, clock: Clock) -> PartitionLog:
+        """A new empty log in ``directory``, which must not exist (FileExistsError).
+
+        What ``open`` of an empty directory ends with, without looking for
+        files that cannot be there (checkpoint, listing, snapshots, leftover
+        segment files): a new topic's partitions cost one ``mkdir`` each (the
+        segment's files are made on first use). The caller makes the new directory entries
+        durable (one fsync of the data dir for all of them); a crash before
+        that leaves a directory recovery opens as an empty log, or none.
+        """
+        directory.mkdir()
+        segment = LogSegment.create(directory, 0, config, clock(), fresh=True, lazy=True)
+        log = cls(directory, config, clock, [segment], 0, 0)
+        log._written_checkpoint = OffsetsCheckpoint(0, 0)  # as open(): none written yet
         return log
 
     def _load_epoch_cache(self, file_listed: bool) -> None:
@@ -360,8 +381,18 @@ class PartitionLog:
 
     # ----------------------------------------------------------------- append
 
-    def append(self, batches: bytearray, headers: list[BatchHeader]) -> AppendInfo:
+    def append(
+        self, batches: bytearray, headers: list[BatchHeader], *, nonblocking: bool = False
+    ) -> AppendInfo:
         """Append already-validated batches (back to back in ``batches``).
+
+        ``nonblocking`` is for a caller on an event loop (the broker appends
+        small produce requests in place, without a worker-thread round trip):
+        the append raises :class:`AppendWouldBlock`, having changed nothing,
+        rather than wait for the write lock (retention or a truncation holds
+        it), roll a segment, persist the leader-epoch cache or fsync
+        (``flush.messages``). What remains is one ``pwrite`` into the page
+        cache and in-memory bookkeeping.
 
         Patches each batch's base offset in place (the caller's buffer is
         modified; with LogAppendTime also maxTimestamp and the CRC), writes
@@ -379,7 +410,9 @@ class PartitionLog:
         """
         if not headers:
             raise ValueError("append needs at least one batch")
-        with self._write_lock:
+        if not self._write_lock.acquire(blocking=not nonblocking):
+            raise AppendWouldBlock(str(self.directory))
+        try:
             config = self._config
             total = self._check_appendable(len(batches))
             append_time = (
@@ -414,13 +447,17 @@ class PartitionLog:
                 position += size
             if position != total:
                 raise ValueError(f"headers cover {position} of {total} bytes")
+            segment = self._segments[-1]
+            roll = bool(segment.size) and segment.should_roll(
+                config, total, max_timestamp, next_offset - 1, self._clock
+            )
+            flush = next_offset - self._recovery_point >= config.flush_interval_messages
+            if nonblocking and (roll or flush or new_epochs is not None):
+                raise AppendWouldBlock(str(self.directory))
             if new_epochs is not None:
                 for epoch, start in new_epochs:
                     self.leader_epoch_cache.assign(epoch, start)
-            segment = self._segments[-1]
-            if segment.size and segment.should_roll(
-                config, total, max_timestamp, next_offset - 1, self._clock
-            ):
+            if roll:
                 segment = self._roll(self._clock())
             segment.write(batches)
             # Published without the state lock: only this thread mutates, index
@@ -435,9 +472,11 @@ class PartitionLog:
                     segment.txn_index.append(entry)
                 self._producer_state.table.refresh_first_unstable()
             self._log_end_offset = next_offset
-            if next_offset - self._recovery_point >= config.flush_interval_messages:
+            if flush:
                 self.flush()
             return AppendInfo(base_offset, next_offset - 1, append_time, self._log_start_offset)
+        finally:
+            self._write_lock.release()
 
     def append_as_follower(
         self, batches: bytearray | bytes, headers: list[BatchHeader] | None = None

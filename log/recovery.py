@@ -179,8 +179,10 @@ def load_log(directory: Path, config: LogConfig, now_ms: int, *, recover: bool) 
             segments.clear()
         else:
             result.log_start_offset = start
-    if not segments:
-        segments.append(LogSegment.create(directory, result.log_start_offset, config, now_ms))
+    if not segments:  # a partition never written to (its .log is made on first use)
+        segments.append(
+            LogSegment.create(directory, result.log_start_offset, config, now_ms, lazy=True)
+        )
     result.recovery_point = segments[-1].next_offset if (recover or not bases) else max(
         min(checkpoint.recovery_point, segments[-1].next_offset), segments[0].base_offset
     )

@@ -92,15 +92,26 @@ class LogSegment:
 
     @classmethod
     def create(
-        cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int
+        cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int,
+        *, fresh: bool = False, lazy: bool = False,
     ) -> LogSegment:
-        """A new empty segment; stale files with the same base offset are replaced."""
-        for suffix in SEGMENT_SUFFIXES:
-            cls.path_for(directory, base_offset, suffix).unlink(missing_ok=True)
-        # Created now (the file is how recovery finds the segment); the descriptor
-        # stays in the cache for the appends that usually follow.
+        """A new empty segment; stale files with the same base offset are replaced
+        (``fresh``: the caller just made ``directory``, there is nothing to replace).
+
+        ``lazy``: the only segment of an empty log; its ``.log`` is made on first
+        use, like the index files (nothing is preallocated or zero-filled), so a
+        new partition costs one ``mkdir`` and opening thousands of never-written
+        partitions opens no descriptor. Recovery opens a directory without
+        segment files as an empty log at the checkpointed log start, which is
+        what this segment is.
+        """
+        if not fresh:
+            for suffix in SEGMENT_SUFFIXES:
+                cls.path_for(directory, base_offset, suffix).unlink(missing_ok=True)
+        # A rolled segment's file is created now (the file is how recovery finds the
+        # segment); the descriptor stays in the cache for the appends that follow.
         log = SegmentFile(
-            cls.path_for(directory, base_offset, LOG_SUFFIX), create=True, open_now=True
+            cls.path_for(directory, base_offset, LOG_SUFFIX), create=True, open_now=not lazy
         )
         return cls(
             directory,

@@ -212,6 +212,11 @@ def _read_all(wanted: list[_Wanted], max_bytes: int) -> int:
         response = item.response
         if item.partition is None or response["error_code"]:
             continue
+        # Set afresh: an earlier attempt (long-poll round, or an event-loop read redone in
+        # a thread) may have filled them before an error below ends this partition's read.
+        response["records"] = b""
+        if item.read_committed:
+            response["aborted_transactions"] = []
         log = item.partition.log
         try:
             # Read before the data (the LSO never passes what the read sees).

@@ -39,10 +39,13 @@ from kafkette.broker.partition import Partition
 from kafkette.broker.throttled_log import describe_error, storage_errors
 from kafkette.broker.topics import INTERNAL_TOPICS
 from kafkette.log.errors import RecordBatchTooLarge
+from kafkette.log.partition_log import AppendWouldBlock
 from kafkette.log.producer_state import BatchMetadata
 from kafkette.wire.batch_validation import validate_produce_records
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.record_batch import (
+    ATTRIBUTES_AT,
+    COMPRESSION_MASK,
     HEADER_SIZE,
     BatchHeader,
     InvalidBatchError,
@@ -57,6 +60,11 @@ if TYPE_CHECKING:
     from kafkette.wire.connection import Request
 
 log = logging.getLogger("kafkette.produce")
+
+# Requests with fewer bytes of records than this are validated and appended on the
+# event loop (see _append_all): a CRC and a page-cache write of this much take tens of
+# microseconds, about what a worker-thread round trip costs without the scheduling.
+INLINE_BELOW_BYTES = 64 * 1024
 
 
 @dataclass(slots=True)
@@ -286,18 +294,44 @@ async def _append_all(
     transactional_id: str | None = None,
     replicas: ReplicaManager | None = None,
 ) -> None:
-    """Take the partitions' append locks in a fixed order, then validate and append in one
-    thread call (a second hop just to validate would cost more than validating)."""
+    """Take the partitions' append locks in a fixed order, then validate and append.
+
+    A small request (``INLINE_BELOW_BYTES`` of records in all) is validated
+    and appended right here on the event loop: a worker-thread round trip
+    (two thread wake-ups, each a chance for the OS to run something else
+    first) costs more than the work, and it sat on the path of every record
+    a long-polling consumer waits for. Compressed record sets always go to a
+    worker thread (their record walk decompresses). An append that would block (another
+    thread holds the log's write lock, a roll, an fsync) goes to a worker
+    thread as larger requests do, in one thread call for all partitions (a
+    second hop just to validate would cost more than validating).
+    """
     work.sort(key=lambda w: (w.partition.topic, w.partition.index))
     async with _locks([w.partition for w in work]):
         if replicas is not None:
             work = [w for w in work if _still_leader(replicas, w)]
         work = [w for w in work if _verified(broker, w, transactional_id)]
-        if work:
+        if work and _small_and_plain(work):
+            blocked = _validate_and_write(work, nonblocking=True)
+            if blocked:
+                await trio.to_thread.run_sync(_write, blocked)
+        elif work:
             await trio.to_thread.run_sync(_validate_and_write, work)
         for item in work:
             if item.response["error_code"] == 0 and item.duplicate is None:
                 item.partition.notify_appended()  # in cluster mode this moves the HW too
+
+
+def _small_and_plain(work: list[_Append]) -> bool:
+    """Few bytes in all, none compressed (a small compressed batch may inflate to
+    anything: its record walk stays off the event loop)."""
+    total = 0
+    for item in work:
+        records = item.records
+        if len(records) > ATTRIBUTES_AT + 1 and records[ATTRIBUTES_AT + 1] & COMPRESSION_MASK:
+            return False
+        total += len(records)
+    return total < INLINE_BELOW_BYTES
 
 
 def _still_leader(replicas: ReplicaManager, item: _Append) -> bool:
@@ -326,16 +360,17 @@ async def _wait_for_acks(replicas: ReplicaManager, work: list[_Append], timeout_
             item.response["error_code"] = int(error)
 
 
-def _validate_and_write(work: list[_Append]) -> None:
-    """Worker thread, append locks held: validate, check sequences, append.
+def _validate_and_write(work: list[_Append], nonblocking: bool = False) -> list[_Append]:
+    """Worker thread (or the event loop, ``nonblocking``), append locks held: validate,
+    check sequences, append. Returns the partitions not appended because the append
+    would block (``nonblocking`` only), to be written from a worker thread.
 
     The sequence check runs here, after validation as in Kafka; it only reads
     producer state, which changes only under the same append locks.
     """
     valid = [w for w in work if _validate(w)]
     ready = [w for w in valid if _check_sequences(w)]
-    if ready:
-        _write(ready)
+    return _write(ready, nonblocking) if ready else []
 
 
 def _check_sequences(item: _Append) -> bool:
@@ -355,17 +390,22 @@ def _check_sequences(item: _Append) -> bool:
     return True
 
 
-def _write(ready: list[_Append]) -> None:
-    """Worker thread: stamp leader epochs, append.
+def _write(ready: list[_Append], nonblocking: bool = False) -> list[_Append]:
+    """Worker thread (or the event loop, ``nonblocking``): stamp leader epochs, append.
+    Returns the partitions left unwritten because an append would block.
 
     The log stamps LogAppendTime itself, for topics that use it, and records
     the producers' sequences as it appends.
     """
-    for item in ready:
+    for position, item in enumerate(ready):
         assert item.header is not None
         patch_leader_epoch(item.records, item.leader_epoch)
         try:
-            info = item.partition.log.append(item.records, [item.header])
+            info = item.partition.log.append(
+                item.records, [item.header], nonblocking=nonblocking
+            )
+        except AppendWouldBlock:
+            return ready[position:]
         except RecordBatchTooLarge as exc:  # Kafka: larger than segment.bytes
             log.info(
                 "produce to %s-%d refused: %s", item.partition.topic, item.partition.index, exc
@@ -383,6 +423,7 @@ def _write(ready: list[_Append]) -> None:
         item.response["base_offset"] = info.base_offset
         item.response["log_start_offset"] = info.log_start_offset
         item.response["log_append_time_ms"] = info.log_append_time_ms
+    return []
 
 
 class _locks:

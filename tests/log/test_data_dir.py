@@ -289,3 +289,23 @@ def test_a_topic_hosted_in_part_reopens_exactly_its_partitions(tmp_path, clock):
     reopened.delete_topic("part")
     assert _partition_dirs(tmp_path, "part") == []
     reopened.close()
+
+
+def test_a_new_topic_replaces_leftover_directories_of_its_name(tmp_path, clock):
+    """Directories an earlier life of the name left (a crash between making them and
+    persisting topics.json, with the data dir not reopened since) never leak into the
+    new topic: its logs start empty, made fresh, and survive a restart."""
+    data_dir = DataDir.open(tmp_path, LogConfig(), clock)
+    stale = tmp_path / "t-1"
+    stale.mkdir()
+    (stale / segment_file_name(0, ".log")).write_bytes(b"stale bytes")
+    (stale / segment_file_name(0, ".index")).write_bytes(bytes(8))
+    data_dir.create_topic("t", 3, {})
+    assert [data_dir.partition("t", i).log_end_offset for i in range(3)] == [0, 0, 0]
+    assert list(stale.iterdir()) == []  # the segment's files are made on first use
+    append(data_dir, "t", 1)
+    assert (stale / segment_file_name(0, ".log")).stat().st_size > 0
+    data_dir.close()
+    reopened = DataDir.open(tmp_path, LogConfig(), clock)
+    assert [reopened.partition("t", i).log_end_offset for i in range(3)] == [0, 2, 0]
+    reopened.close()
