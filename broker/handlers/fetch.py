@@ -190,6 +190,11 @@ async def _read(wanted: list[_Wanted], max_bytes: int) -> int:
     An attempt cut short by :class:`WouldBlock` is simply redone: ``_read_all``
     sets every field it answers (records, offsets) afresh on each run, as the
     long-poll loop already relies on.
+
+    What the check covers: the bytes the read copies (responses under
+    ``COPY_BELOW_BYTES``) and the batch headers it scans. A larger read answers with file
+    regions that the connection later ``sendfile``s on the event loop; their bodies are not
+    probed, so a cold region can still make that ``sendfile`` wait on the disk, as before.
     """
     if len(wanted) <= INLINE_READ_MAX_PARTITIONS:
         try:
