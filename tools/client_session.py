@@ -16,8 +16,7 @@ import sys
 import time
 from typing import Any
 
-from kafkette.tools.admin_client import probe
-from kafkette.tools.common import ToolError, unreachable
+from kafkette.tools.common import ToolError, probe, unreachable
 
 METADATA_TIMEOUT_S = 10.0
 CONNECT_TIMEOUT_S = 5.0

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -27,6 +28,8 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
 EXIT_INTERRUPTED = 130
+
+PROBE_TIMEOUT_S = 3.0
 
 
 class ToolError(Exception):
@@ -78,6 +81,34 @@ def unreachable(bootstrap: str) -> ToolError:
         f"or point -b (or ${BOOTSTRAP_ENV}) at a running broker",
         EXIT_UNREACHABLE,
     )
+
+
+def _bootstrap_addresses(bootstrap: str) -> list[tuple[str, int]]:
+    addresses = []
+    for item in bootstrap.split(","):
+        item = item.strip()
+        if "://" in item:
+            item = item.split("://", 1)[1]
+        host, sep, port = item.rpartition(":")
+        if not sep or not port.isdigit():
+            raise ToolError(f"-b {item!r} is not HOST:PORT: write e.g. -b 127.0.0.1:9092",
+                            EXIT_USAGE)
+        addresses.append((host.strip("[]") or "127.0.0.1", int(port)))
+    return addresses
+
+
+def probe(bootstrap: str, timeout: float) -> None:
+    """Exit 3 now if no bootstrap address takes a TCP connection (librdkafka would retry on).
+
+    Every tool that talks to a broker (produce, consume, the admin tools) asks this first.
+    """
+    for host, port in _bootstrap_addresses(bootstrap):
+        try:
+            with socket.create_connection((host, port), timeout=min(timeout, PROBE_TIMEOUT_S)):
+                return
+        except OSError:
+            continue
+    raise unreachable(bootstrap)
 
 
 def run_tool(body: Any, args: argparse.Namespace) -> int:
