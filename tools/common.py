@@ -112,13 +112,39 @@ def probe(bootstrap: str, timeout: float) -> None:
 
 
 def run_tool(body: Any, args: argparse.Namespace) -> int:
-    """Run ``body(args)``; turn ``ToolError`` into its one line and exit code."""
+    """Run ``body(args)``; turn ``ToolError`` into its one line and exit code.
+
+    A confluent-kafka ``KafkaException`` no tool foresaw (a timeout or refusal from a call
+    the tool did not wrap) is still one line, ``kafkette: <error name>: <reason>``, exit 1,
+    never a traceback. confluent-kafka is imported only on that path, and only when a tool
+    already loaded it, so registering the tools stays free of it.
+    """
     try:
         body(args)
     except ToolError as exc:
         print(f"kafkette: {exc}", file=sys.stderr)
         return exc.exit_code
+    except Exception as exc:
+        line = _kafka_exception_line(exc)
+        if line is None:
+            raise
+        print(f"kafkette: {line}", file=sys.stderr)
+        return EXIT_FAILED
     return EXIT_OK
+
+
+def _kafka_exception_line(exc: BaseException) -> str | None:
+    """``<error name>: <reason>`` for a confluent-kafka ``KafkaException``, else None."""
+    if "confluent_kafka" not in sys.modules:
+        return None
+    from confluent_kafka import KafkaException
+
+    if not isinstance(exc, KafkaException):
+        return None
+    error = exc.args[0] if exc.args else None
+    if hasattr(error, "name") and hasattr(error, "str"):
+        return f"{error.name()}: {error.str()}"
+    return f"KafkaException: {error if error is not None else exc}"
 
 
 def stdout_is_terminal() -> bool:
