@@ -10,14 +10,12 @@ functions, never at module import (``kafkette --help`` and ``kafkette serve`` st
 from __future__ import annotations
 
 import argparse
-import socket
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kafkette.tools.common import EXIT_UNREACHABLE, ToolError, client_config, unreachable
+from kafkette.tools.common import EXIT_UNREACHABLE, ToolError, client_config, probe
 
 DEFAULT_TIMEOUT_S = 10.0
-PROBE_TIMEOUT_S = 3.0
 
 # librdkafka's local errors that mean "nobody answered", not "the broker said no".
 _UNREACHABLE_CODES = {"_TRANSPORT", "_TIMED_OUT", "_ALL_BROKERS_DOWN", "_RESOLVE", "_WAIT_COORD"}
@@ -29,30 +27,6 @@ def add_timeout_option(parser: argparse.ArgumentParser) -> None:
         help="give up on a broker that does not answer after this long "
              f"(default {DEFAULT_TIMEOUT_S:g})",
     )
-
-
-def _bootstrap_addresses(bootstrap: str) -> list[tuple[str, int]]:
-    addresses = []
-    for item in bootstrap.split(","):
-        item = item.strip()
-        if "://" in item:
-            item = item.split("://", 1)[1]
-        host, sep, port = item.rpartition(":")
-        if not sep or not port.isdigit():
-            raise ToolError(f"-b {item!r} is not HOST:PORT: write e.g. -b 127.0.0.1:9092", 2)
-        addresses.append((host.strip("[]") or "127.0.0.1", int(port)))
-    return addresses
-
-
-def probe(bootstrap: str, timeout: float) -> None:
-    """Exit 3 now if no bootstrap address takes a TCP connection (librdkafka would retry on)."""
-    for host, port in _bootstrap_addresses(bootstrap):
-        try:
-            with socket.create_connection((host, port), timeout=min(timeout, PROBE_TIMEOUT_S)):
-                return
-        except OSError:
-            continue
-    raise unreachable(bootstrap)
 
 
 def admin_client(args: argparse.Namespace) -> Any:

@@ -12,12 +12,12 @@ only when stderr is a terminal and the records do not go to that terminal themse
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from typing import Any
 
-from kafkette.tools.admin_client import probe
-from kafkette.tools.common import ToolError, unreachable
+from kafkette.tools.common import ToolError, probe, unreachable
 
 METADATA_TIMEOUT_S = 10.0
 CONNECT_TIMEOUT_S = 5.0
@@ -26,10 +26,24 @@ PROGRESS_INTERVAL_S = 1.0
 
 
 def quiet(config: dict[str, Any]) -> dict[str, Any]:
-    """``config`` with librdkafka's own stderr logging off unless the user asked for it."""
+    """``config`` with librdkafka's own stderr logging off unless the user asked for it.
+
+    ``log_level`` 0 still lets librdkafka print its FATAL lines (a refused
+    InitProducerId, say) on stderr beside the tool's own line about the same error: a
+    logger that drops everything keeps stderr to that one line.
+    """
     if "debug" not in config and "log_level" not in config:
         config["log_level"] = 0
+        config["logger"] = _silent_logger()
     return config
+
+
+def _silent_logger() -> logging.Logger:
+    logger = logging.getLogger("kafkette.tools.librdkafka")
+    logger.propagate = False
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
+    return logger
 
 
 def topic_metadata(client: Any, topic: str, bootstrap: str) -> Any:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -27,6 +28,8 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
 EXIT_INTERRUPTED = 130
+
+PROBE_TIMEOUT_S = 3.0
 
 
 class ToolError(Exception):
@@ -80,14 +83,68 @@ def unreachable(bootstrap: str) -> ToolError:
     )
 
 
+def _bootstrap_addresses(bootstrap: str) -> list[tuple[str, int]]:
+    addresses = []
+    for item in bootstrap.split(","):
+        item = item.strip()
+        if "://" in item:
+            item = item.split("://", 1)[1]
+        host, sep, port = item.rpartition(":")
+        if not sep or not port.isdigit():
+            raise ToolError(f"-b {item!r} is not HOST:PORT: write e.g. -b 127.0.0.1:9092",
+                            EXIT_USAGE)
+        addresses.append((host.strip("[]") or "127.0.0.1", int(port)))
+    return addresses
+
+
+def probe(bootstrap: str, timeout: float) -> None:
+    """Exit 3 now if no bootstrap address takes a TCP connection (librdkafka would retry on).
+
+    Every tool that talks to a broker (produce, consume, the admin tools) asks this first.
+    """
+    for host, port in _bootstrap_addresses(bootstrap):
+        try:
+            with socket.create_connection((host, port), timeout=min(timeout, PROBE_TIMEOUT_S)):
+                return
+        except OSError:
+            continue
+    raise unreachable(bootstrap)
+
+
 def run_tool(body: Any, args: argparse.Namespace) -> int:
-    """Run ``body(args)``; turn ``ToolError`` into its one line and exit code."""
+    """Run ``body(args)``; turn ``ToolError`` into its one line and exit code.
+
+    A confluent-kafka ``KafkaException`` no tool foresaw (a timeout or refusal from a call
+    the tool did not wrap) is still one line, ``kafkette: <error name>: <reason>``, exit 1,
+    never a traceback. confluent-kafka is imported only on that path, and only when a tool
+    already loaded it, so registering the tools stays free of it.
+    """
     try:
         body(args)
     except ToolError as exc:
         print(f"kafkette: {exc}", file=sys.stderr)
         return exc.exit_code
+    except Exception as exc:
+        line = _kafka_exception_line(exc)
+        if line is None:
+            raise
+        print(f"kafkette: {line}", file=sys.stderr)
+        return EXIT_FAILED
     return EXIT_OK
+
+
+def _kafka_exception_line(exc: BaseException) -> str | None:
+    """``<error name>: <reason>`` for a confluent-kafka ``KafkaException``, else None."""
+    if "confluent_kafka" not in sys.modules:
+        return None
+    from confluent_kafka import KafkaException
+
+    if not isinstance(exc, KafkaException):
+        return None
+    error = exc.args[0] if exc.args else None
+    if hasattr(error, "name") and hasattr(error, "str"):
+        return f"{error.name()}: {error.str()}"
+    return f"KafkaException: {error if error is not None else exc}"
 
 
 def stdout_is_terminal() -> bool:

@@ -199,9 +199,19 @@ def consume(args: argparse.Namespace) -> None:
     try:
         metadata = {topic: wait_for_topic(consumer, topic, args) for topic in args.topics}
         if args.group is not None:
-            consumer.subscribe(list(args.topics))
+            try:
+                consumer.subscribe(list(args.topics))
+            except KafkaException as exc:  # e.g. a ^regex librdkafka cannot compile
+                raise ToolError(f"cannot subscribe to {' '.join(args.topics)}: "
+                                f"{exc.args[0].str()}: check the topic names and ^regexes",
+                                EXIT_USAGE) from None
         else:
-            consumer.assign(start_positions(consumer, args, metadata, start_ms))
+            positions = start_positions(consumer, args, metadata, start_ms)
+            try:
+                consumer.assign(positions)
+            except KafkaException as exc:
+                raise ToolError(f"cannot assign the partitions: {exc.args[0].str()}",
+                                EXIT_USAGE) from None
         if args.count != 0:
             read_loop(consumer, args, render)
     finally:
@@ -255,7 +265,11 @@ def start_positions(consumer: Any, args: argparse.Namespace, metadata: dict[str,
     elif args.offset is not None and args.offset < 0:
         offsets = []
         for tp in partitions:
-            low, high = consumer.get_watermark_offsets(tp, timeout=10.0)
+            try:
+                low, high = consumer.get_watermark_offsets(tp, timeout=10.0)
+            except KafkaException as exc:
+                raise ToolError(f"offsets of {tp.topic} partition {tp.partition} for "
+                                f"--offset {args.offset}: {exc.args[0].str()}") from None
             offsets.append(max(low, high + args.offset))
     elif args.offset is not None:
         offsets = [args.offset] * len(partitions)

@@ -26,7 +26,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 from kafkette.tools.client_session import (
     Progress,
@@ -182,8 +182,6 @@ class Failures:
 
 
 def produce(args: argparse.Namespace) -> None:
-    from confluent_kafka import KafkaException, Producer
-
     delimiter = unescape(args.delimiter)
     if not delimiter:
         raise ToolError("-D must not be empty", EXIT_USAGE)
@@ -191,6 +189,28 @@ def produce(args: argparse.Namespace) -> None:
     if args.rate is not None and args.rate <= 0:
         raise ToolError("--rate must be a positive number of records per second", EXIT_USAGE)
     headers = parse_headers(args.headers)
+    # The file first: a wrong path is a usage error, before any broker is asked anything.
+    stream = open_input(args.file)
+    try:
+        produce_stream(args, stream, delimiter, key_delimiter, headers)
+    finally:
+        if args.file:
+            stream.close()
+
+
+def open_input(path: str | None) -> BinaryIO:
+    if not path:
+        return sys.stdin.buffer
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise ToolError(f"--file {path}: {exc.strerror or exc}", EXIT_USAGE) from None
+
+
+def produce_stream(args: argparse.Namespace, stream: BinaryIO, delimiter: bytes,
+                   key_delimiter: bytes | None, headers: list[tuple[str, bytes]]) -> None:
+    from confluent_kafka import KafkaException, Producer
+
     failures = Failures()
     config = producer_config(args, failures)
     try:
@@ -202,31 +222,33 @@ def produce(args: argparse.Namespace) -> None:
         check_partitions(args.topic, metadata, [args.partition])
     transactional = "transactional.id" in config
     if transactional:  # as kcat: all records in one transaction, committed at the end
-        producer.init_transactions()
-        producer.begin_transaction()
+        try:
+            producer.init_transactions()
+            producer.begin_transaction()
+        except KafkaException as exc:
+            error = exc.args[0]
+            raise ToolError(f"transactional.id={config['transactional.id']}: "
+                            f"{error.name()}: {error.str()}") from None
 
-    stream: BinaryIO = open(args.file, "rb") if args.file else sys.stdin.buffer
     interactive = not args.file and sys.stdin.isatty()
     progress = Progress("produced", enabled=sys.stderr.isatty() and not interactive)
     sent = 0
     interrupted = False
-    bad_line: str | None = None
+    bad: BadRecord | None = None
     try:
         chunks = split_records(stream, delimiter)
         if args.json:
-            sent, bad_line = produce_json(producer, args, chunks, headers, progress)
+            sent, bad = produce_json(producer, args, chunks, headers, progress)
         else:
-            sent = produce_lines(producer, args, chunks, key_delimiter, headers, progress)
+            sent, bad = produce_lines(producer, args, chunks, key_delimiter, headers,
+                                      progress)
     except KeyboardInterrupt:
         interrupted = True
-    finally:
-        if args.file:
-            stream.close()
     try:
         left = producer.flush(FLUSH_AFTER_INTERRUPT_S if interrupted else -1)
     except KeyboardInterrupt:
         interrupted, left = True, len(producer)
-    if transactional and not interrupted and not failures.count and bad_line is None:
+    if transactional and not interrupted and not failures.count and bad is None:
         producer.commit_transaction()
     elif transactional:
         producer.abort_transaction()
@@ -239,8 +261,19 @@ def produce(args: argparse.Namespace) -> None:
         reasons = "; ".join(f"{reason} ({n:,})" for reason, n in failures.reasons.most_common())
         raise ToolError(f"{failures.count:,} of {sent:,} records were not delivered to "
                         f"{args.topic}: {reasons}", EXIT_FAILED)
-    if bad_line is not None:
-        raise ToolError(bad_line, EXIT_FAILED)
+    if bad is not None:
+        if transactional:
+            before = f"the transaction of the {sent:,} records before it was aborted"
+        else:
+            before = f"the {sent:,} records before it were produced"
+        raise ToolError(f"input line {bad.line}: {bad.reason}; {before}", EXIT_FAILED)
+
+
+class BadRecord(NamedTuple):
+    """The input record that stopped producing: its line number (1-based) and why."""
+
+    line: int
+    reason: str
 
 
 def wait_for_topic(producer: Any, topic: str, bootstrap: str) -> Any:
@@ -299,7 +332,16 @@ class _Pacer:
 
 def produce_lines(producer: Any, args: argparse.Namespace, chunks: Iterator[list[bytes]],
                   key_delimiter: bytes | None, headers: list[tuple[str, bytes]],
-                  progress: Progress) -> int:
+                  progress: Progress) -> tuple[int, BadRecord | None]:
+    """Records from lines; stops at the first one librdkafka refuses and says which one.
+
+    ``produce`` raises at once for a record it will never send (over message.max.bytes, a
+    partition the topic lacks): the records before it are flushed and the transaction, if
+    any, aborted by the caller. The line number is worked out only then, so the loop keeps
+    its one call per line.
+    """
+    from confluent_kafka import KafkaException
+
     topic = args.topic
     partition = -1 if args.partition is None else args.partition
     fixed_key = args.key.encode() if args.key is not None else None
@@ -311,46 +353,65 @@ def produce_lines(producer: Any, args: argparse.Namespace, chunks: Iterator[list
     plain = (key_delimiter is None and fixed_key is None and partition == -1 and not extra
              and not null_empty and pacer is None)
     sent = 0
+    lines_before = 0
     for lines in chunks:
-        if plain:
-            for value in lines:
-                if not value:
-                    continue  # an empty line: kcat skips it
-                try:
-                    produce(topic, value)
-                except BufferError:
-                    _send_when_room(producer, topic, value, None, -1, extra)
-                sent += 1
-        else:
-            for line in lines:
-                key = fixed_key
-                value: bytes | None = line
-                if not line:
-                    if not null_empty:
-                        continue
-                    value = None
-                else:
-                    if key_delimiter is not None:
-                        found_key, sep, rest = line.partition(key_delimiter)
-                        if sep:
-                            key, value = found_key, rest
-                    if null_empty:
-                        value = value or None
-                        key = key or None
-                if pacer is not None:
-                    pacer.wait(producer)
-                try:
-                    produce(topic, value, key, partition, **extra)
-                except BufferError:
-                    _send_when_room(producer, topic, value, key, partition, extra)
-                sent += 1
+        sent_before = sent
+        try:
+            if plain:
+                for value in lines:
+                    if not value:
+                        continue  # an empty line: kcat skips it
+                    try:
+                        produce(topic, value)
+                    except BufferError:
+                        _send_when_room(producer, topic, value, None, -1, extra)
+                    sent += 1
+            else:
+                for line in lines:
+                    key = fixed_key
+                    value: bytes | None = line
+                    if not line:
+                        if not null_empty:
+                            continue
+                        value = None
+                    else:
+                        if key_delimiter is not None:
+                            found_key, sep, rest = line.partition(key_delimiter)
+                            if sep:
+                                key, value = found_key, rest
+                        if null_empty:
+                            value = value or None
+                            key = key or None
+                    if pacer is not None:
+                        pacer.wait(producer)
+                    try:
+                        produce(topic, value, key, partition, **extra)
+                    except BufferError:
+                        _send_when_room(producer, topic, value, key, partition, extra)
+                    sent += 1
+        except KafkaException as exc:
+            index = _index_of_record(lines, sent - sent_before, null_empty)
+            return sent, BadRecord(lines_before + index + 1, exc.args[0].str())
+        lines_before += len(lines)
         poll(0)
         progress.update(sent)
-    return sent
+    return sent, None
+
+
+def _index_of_record(lines: list[bytes], produced: int, null_empty: bool) -> int:
+    """The index in ``lines`` of the record after the first ``produced`` ones sent."""
+    for index, line in enumerate(lines):
+        if not line and not null_empty:
+            continue  # skipped, not a record
+        if produced == 0:
+            return index
+        produced -= 1
+    return len(lines) - 1
 
 
 def produce_json(producer: Any, args: argparse.Namespace, chunks: Iterator[list[bytes]],
-                 headers: list[tuple[str, bytes]], progress: Progress) -> tuple[int, str | None]:
+                 headers: list[tuple[str, bytes]], progress: Progress
+                 ) -> tuple[int, BadRecord | None]:
     """Records from JSON lines; stops at the first bad line and says which one."""
     from confluent_kafka import KafkaException
 
@@ -366,8 +427,7 @@ def produce_json(producer: Any, args: argparse.Namespace, chunks: Iterator[list[
         try:
             record = parse_json_record(line)
         except ValueError as exc:
-            return sent, (f"input line {number}: {exc}; the {sent:,} records before it "
-                          "were produced")
+            return sent, BadRecord(number, str(exc))
         extra: dict[str, Any] = {}
         if record.headers or headers:
             extra["headers"] = [*record.headers, *headers]
@@ -383,9 +443,7 @@ def produce_json(producer: Any, args: argparse.Namespace, chunks: Iterator[list[
                 _send_when_room(producer, args.topic, record.value, record.key, partition,
                                 extra)
         except KafkaException as exc:  # e.g. a partition the topic lacks
-            reason = exc.args[0].str()
-            return sent, (f"input line {number}: {reason}; the {sent:,} records before it "
-                          "were produced")
+            return sent, BadRecord(number, exc.args[0].str())
         sent += 1
         if sent % POLL_EVERY == 0:
             producer.poll(0)

@@ -202,3 +202,12 @@ def test_usage_errors(cli: Callable[..., Any]) -> None:
     assert done.returncode == 2 and "usage: kafkette consume" in done.stderr
     done = cli("consume", "t", "-b", "127.0.0.1:1", "-e")
     assert done.returncode == 3 and done.stderr.count("\n") == 1
+
+
+def test_invalid_regex_subscription_is_a_usage_error(kafkette_bootstrap: str,
+                                                     cli: Callable[..., Any]) -> None:
+    done = cli("consume", "^[", "-b", kafkette_bootstrap, "-G", "bad-regex", "-e")
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("kafkette: cannot subscribe to ^[: ")

@@ -222,3 +222,80 @@ def test_help_lists_examples(cli: Callable[..., Any]) -> None:
     done = cli("produce", "--help")
     assert done.returncode == 0
     assert "examples:" in done.stdout and "kafkette produce clicks -K:" in done.stdout
+
+
+BIG_RECORD_INPUT = "a\nb\n" + "x" * 1_100_000 + "\nc\n"  # line 3 is over message.max.bytes
+
+
+def test_record_over_message_max_bytes_stops_there(kafkette_bootstrap: str,
+                                                   cli: Callable[..., Any],
+                                                   unique_topic: Callable[[str], str]) -> None:
+    topic = unique_topic("produce-hugeline")
+    done = cli("produce", topic, "-b", kafkette_bootstrap, input=BIG_RECORD_INPUT)
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("kafkette: input line 3: ")
+    assert "too large" in done.stderr
+    assert done.stderr.endswith("; the 2 records before it were produced\n")
+    assert [r["value"] for r in read_records(kafkette_bootstrap, topic, expected=2)] == [
+        b"a", b"b"]
+
+
+def assert_no_open_transaction(bootstrap: str, topic: str, cli: Callable[..., Any]) -> None:
+    """A record produced after the tool ended is visible to read_committed at once: no
+    transaction left open holds the last stable offset back."""
+    assert cli("produce", topic, "-b", bootstrap, input="after\n").returncode == 0
+    committed = cli("consume", topic, "-b", bootstrap, "-e",
+                    "--isolation-level", "read_committed")
+    assert (committed.returncode, committed.stdout) == (0, "after\n"), committed.stderr
+
+
+def test_record_over_message_max_bytes_aborts_the_transaction(
+        kafkette_bootstrap: str, cli: Callable[..., Any],
+        unique_topic: Callable[[str], str]) -> None:
+    topic = unique_topic("produce-hugeline-txn")
+    done = cli("produce", topic, "-b", kafkette_bootstrap, "-X", f"transactional.id={topic}",
+               input=BIG_RECORD_INPUT)
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("kafkette: input line 3: ")
+    assert done.stderr.endswith(
+        "; the transaction of the 2 records before it was aborted\n")
+    assert_no_open_transaction(kafkette_bootstrap, topic, cli)
+
+
+def test_bad_json_line_in_a_transaction_says_aborted(kafkette_bootstrap: str,
+                                                     cli: Callable[..., Any],
+                                                     unique_topic: Callable[[str], str]
+                                                     ) -> None:
+    topic = unique_topic("produce-badjson-txn")
+    done = cli("produce", topic, "-b", kafkette_bootstrap, "--json", "-X",
+               f"transactional.id={topic}",
+               input='{"value": "ok1"}\n{"value": "ok2"}\n{"value": \n')
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("kafkette: input line 3: not JSON")
+    assert done.stderr.endswith("; the transaction of the 2 records before it was aborted\n")
+    assert_no_open_transaction(kafkette_bootstrap, topic, cli)
+
+
+def test_missing_file_is_a_usage_error_before_any_broker(cli: Callable[..., Any],
+                                                         tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere.txt"
+    done = cli("produce", "t", "-b", "127.0.0.1:1", "--file", str(missing))
+    assert done.returncode == 2
+    assert done.stderr == f"kafkette: --file {missing}: No such file or directory\n"
+
+
+def test_refused_init_transactions_is_one_line(kafkette_bootstrap: str,
+                                               cli: Callable[..., Any],
+                                               unique_topic: Callable[[str], str]) -> None:
+    topic = unique_topic("produce-txn-refused")
+    # over the broker's transaction.max.timeout.ms (900000): InitProducerId is refused
+    done = cli("produce", topic, "-b", kafkette_bootstrap, "-X", f"transactional.id={topic}",
+               "-X", "transaction.timeout.ms=1000000", input="x\n")
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"kafkette: transactional.id={topic}: ")
+    assert "INVALID_TRANSACTION_TIMEOUT" in done.stderr
