@@ -13,7 +13,14 @@ import argparse
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kafkette.tools.common import EXIT_UNREACHABLE, ToolError, client_config, probe
+from kafkette.tools.common import (
+    EXIT_UNREACHABLE,
+    ToolError,
+    add_client_options,
+    add_json_option,
+    client_config,
+    probe,
+)
 
 DEFAULT_TIMEOUT_S = 10.0
 
@@ -27,6 +34,20 @@ def add_timeout_option(parser: argparse.ArgumentParser) -> None:
         help="give up on a broker that does not answer after this long "
              f"(default {DEFAULT_TIMEOUT_S:g})",
     )
+
+
+def add_action(
+    actions: argparse._SubParsersAction, name: str, help: str, examples: str
+) -> argparse.ArgumentParser:
+    """One ``kafkette topics|groups ACTION`` subparser with the admin tools' common options
+    (bootstrap, -X, --timeout, --json) and its examples in the epilog."""
+    sub = actions.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".",
+                             epilog="examples:\n" + examples,
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_client_options(sub)
+    add_timeout_option(sub)
+    add_json_option(sub)
+    return sub
 
 
 def admin_client(args: argparse.Namespace) -> Any:

@@ -22,8 +22,6 @@ from typing import Any
 from kafkette.tools import admin_client as ac
 from kafkette.tools.common import (
     ToolError,
-    add_client_options,
-    add_json_option,
     print_json,
     print_table,
     run_tool,
@@ -52,13 +50,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     def action(name: str, help: str, examples: str) -> argparse.ArgumentParser:
-        sub = actions.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".",
-                                 epilog="examples:\n" + examples,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-        add_client_options(sub)
-        ac.add_timeout_option(sub)
-        add_json_option(sub)
-        return sub
+        return ac.add_action(actions, name, help, examples)
 
     sub = action("list", "list consumer groups with their state and protocol type",
                  "  kafkette groups list\n  kafkette groups list --json\n")
