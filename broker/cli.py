@@ -12,13 +12,20 @@ import argparse
 import logging
 import signal
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kafkette.broker.server import Broker
+    import trio
+
+    from kafkette.broker.server import Broker, Endpoint
 
 log = logging.getLogger("kafkette")
+
+DEFAULT_UI_LISTEN = "127.0.0.1:8080"
 
 
 SERVE_EXAMPLES = """examples:
@@ -67,6 +74,36 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="how much to log on stderr (default INFO)",
     )
+    serve.add_argument(
+        "--log-format",
+        default="text",
+        choices=["text", "json"],
+        help="stderr log lines as text, or one JSON object per line (default text)",
+    )
+    serve.add_argument(
+        "--metrics-listen",
+        default=None,
+        metavar="HOST:PORT",
+        help="serve Prometheus metrics at http://HOST:PORT/metrics (default: off)",
+    )
+    serve.add_argument(
+        "--ui-listen",
+        default=None,
+        metavar="HOST:PORT",
+        help="serve the web console on HOST:PORT (default: off)",
+    )
+    serve.add_argument(
+        "--ui",
+        action="store_const",
+        const=DEFAULT_UI_LISTEN,
+        dest="ui_default",
+        help=f"serve the web console on {DEFAULT_UI_LISTEN} (--ui-listen picks another address)",
+    )
+    serve.add_argument(
+        "--ui-allow-writes",
+        action="store_true",
+        help="let the console produce records (read-only without it)",
+    )
     cluster = commands.add_parser(
         "cluster",
         help="run a local cluster: ZooKeeper and N brokers (for development and tests)",
@@ -107,7 +144,14 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     )
 
 
-def _configure_logging(level: str) -> None:
+def _configure_logging(level: str, log_format: str = "text") -> None:
+    if log_format == "json":
+        from kafkette.broker.observability.log_format import JsonFormatter
+
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(JsonFormatter())
+        logging.basicConfig(level=level, handlers=[handler])
+        return
     logging.basicConfig(
         level=level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -127,7 +171,7 @@ def run_serve(args: argparse.Namespace) -> int:
     )
     from kafkette.broker.server import Broker, StartupError, parse_endpoint
 
-    _configure_logging(args.log_level)
+    _configure_logging(args.log_level, args.log_format)
     try:
         props: dict[str, str] = {}
         if args.config_file:
@@ -137,6 +181,11 @@ def run_serve(args: argparse.Namespace) -> int:
         config = load_config(props, data_dir=data_dir)
         listen = parse_endpoint(args.listen)
         advertised = parse_endpoint(args.advertised_listener) if args.advertised_listener else None
+        extras = ServeExtras(
+            metrics=parse_endpoint(args.metrics_listen) if args.metrics_listen else None,
+            ui=_ui_endpoint(args, parse_endpoint),
+            ui_allow_writes=args.ui_allow_writes,
+        )
     except (ConfigError, ValueError, OSError) as exc:
         print(f"kafkette: {exc}", file=sys.stderr)
         return 2
@@ -144,7 +193,7 @@ def run_serve(args: argparse.Namespace) -> int:
     failures: list[BaseException] = []
     interrupted = False
     try:
-        trio.run(_serve, broker)
+        trio.run(_serve, broker, extras)
     except* StartupError as group:
         # Nurseries wrap it in exception groups; the operator gets its one line.
         failures.extend(_leaves(group, StartupError))
@@ -169,17 +218,61 @@ def _leaves(
     return found
 
 
-async def _serve(broker: Broker) -> None:
+@dataclass(frozen=True)
+class ServeExtras:
+    """What ``serve`` runs beside the broker: the metrics endpoint and the web console."""
+
+    metrics: Endpoint | None = None
+    ui: Endpoint | None = None
+    ui_allow_writes: bool = False
+
+
+def _ui_endpoint(args: argparse.Namespace, parse: Callable[[str], Endpoint]) -> Endpoint | None:
+    text = args.ui_listen or args.ui_default
+    return parse(text) if text else None
+
+
+async def _serve(broker: Broker, extras: ServeExtras = ServeExtras()) -> None:
     import trio
 
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
             await nursery.start(broker.run)
-            print(f"kafkette ready on {broker.advertised}", flush=True)
-            async for signum in signals:
-                log.info("received %s: shutting down", signal.Signals(signum).name)
-                broker.request_stop()
-                break
+            # The HTTP servers stop before the broker does (they read its state).
+            async with trio.open_nursery() as beside:
+                await _start_extras(beside, broker, extras)
+                print(f"kafkette ready on {broker.advertised}", flush=True)
+                async for signum in signals:
+                    log.info("received %s: shutting down", signal.Signals(signum).name)
+                    break
+                beside.cancel_scope.cancel()
+            broker.request_stop()
+
+
+async def _start_extras(nursery: trio.Nursery, broker: Broker, extras: ServeExtras) -> None:
+    """Start the metrics endpoint and the console (imported only when asked for); both
+    read the broker through one read-only ``BrokerStateView``."""
+    if extras.metrics is None and extras.ui is None:
+        return
+    from kafkette.broker.state_view import BrokerStateView
+
+    view = BrokerStateView(broker)
+    if extras.metrics is not None:
+        from kafkette.broker.observability.metrics_http import serve_metrics
+
+        await nursery.start(serve_metrics, broker, view, extras.metrics)
+    if extras.ui is not None:
+        from kafkette.console.server import serve_console
+
+        await nursery.start(
+            partial(
+                serve_console,
+                view,
+                extras.ui,
+                allow_writes=extras.ui_allow_writes,
+                bootstrap=str(broker.advertised),
+            )
+        )
 
 
 def run_cluster(args: argparse.Namespace) -> int:

@@ -30,10 +30,14 @@ class Partition:
         "_hw_waiters",
         "_waiters",
         "append_lock",
+        "bytes_in",
+        "bytes_out",
         "index",
         "leader_epoch",
         "log",
         "on_append",
+        "records_in",
+        "records_out",
         "topic",
     )
 
@@ -50,6 +54,15 @@ class Partition:
         # markers). None on a single node, where the HW is the log end offset.
         self.on_append: Callable[[Partition], None] | None = None
         self.append_lock = trio.Lock()
+        # Traffic since this broker opened the partition (Kafka's BrokerTopicMetrics, per
+        # partition here): plain ints bumped once per partition per request by the
+        # produce and fetch handlers, read at scrape time by metrics and the console.
+        # In: batches appended from Produce (duplicates excluded). Out: what consumers'
+        # Fetches returned (followers' fetches excluded), records counted as offsets.
+        self.bytes_in = 0
+        self.records_in = 0
+        self.bytes_out = 0
+        self.records_out = 0
         self._waiters: set[trio.Event] = set()
         self._hw_waiters: set[trio.Event] = set()
 

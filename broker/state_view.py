@@ -1,0 +1,391 @@
+"""A narrow, read-only view of one broker's state, for metrics and the web console.
+
+Neither the Prometheus collectors nor the console may reach into the broker's
+objects: they take a ``BrokerStateView`` and get frozen snapshots back (plain
+dataclasses of ints and strings), so nothing they do can change a log, a group or a
+partition, and the broker's internals can move without breaking them.
+
+Every method is called on the event loop (the broker's objects are not
+thread-safe). Summaries read in-memory state only and are cheap enough to call at
+every scrape; ``read_records`` touches disk and so runs the read in a worker thread.
+Writing (the console's "produce a record") does not go through this view: the
+console produces as any client does, over the broker's own listener.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import trio
+
+from kafkette import __version__
+from kafkette.broker.groups.subscription import CONSUMER_PROTOCOL_TYPE
+from kafkette.broker.topics import INTERNAL_TOPICS
+from kafkette.log.errors import OffsetOutOfRange
+from kafkette.wire.record_batch import batch_size_at
+from kafkette.wire.records import decode_batch
+
+if TYPE_CHECKING:
+    from kafkette.broker.partition import Partition
+    from kafkette.broker.server import Broker
+    from kafkette.log.partition_log import PartitionLog
+
+# How many bytes one look at a partition reads at most (the browser shows a page).
+READ_CHUNK_BYTES = 1024 * 1024
+MAX_RECORDS = 500
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerSummary:
+    node_id: int
+    cluster_id: str
+    version: str
+    advertised: str
+    data_dir: str
+    started_at_ms: int
+    uptime_s: float
+    topics: int
+    partitions: int
+    connections: int
+    requests_in_flight: int
+    clustered: bool  # zookeeper.connect is set
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionSummary:
+    topic: str
+    partition: int
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int
+    last_stable_offset: int
+    size_bytes: int
+    segments: int
+    leader: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    producers: int  # producer ids in the partition's producer table
+    bytes_in: int
+    records_in: int
+    bytes_out: int
+    records_out: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSummary:
+    name: str
+    topic_id: str
+    internal: bool
+    partition_count: int
+    partitions: tuple[PartitionSummary, ...]  # the ones with a log on this broker
+    configs: Mapping[str, str]  # the topic's own settings (defaults are not listed)
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(p.size_bytes for p in self.partitions)
+
+    @property
+    def records(self) -> int:
+        """Offsets between log start and log end, summed (records, markers included)."""
+        return sum(p.log_end_offset - p.log_start_offset for p in self.partitions)
+
+
+@dataclass(frozen=True, slots=True)
+class MemberSummary:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    assignment: tuple[tuple[str, int], ...]  # (topic, partition), consumer groups only
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionLag:
+    """One row of ``kafka-consumer-groups.sh --describe``: LOG-END-OFFSET is the high
+    watermark (what ListOffsets latest answers), LAG is it minus CURRENT-OFFSET."""
+
+    topic: str
+    partition: int
+    committed_offset: int | None  # None: nothing committed
+    log_end_offset: int | None  # None: the partition is not on this broker
+    lag: int | None
+    member_id: str | None
+    client_id: str | None
+    client_host: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    group_id: str
+    state: str  # Kafka's names: Empty, PreparingRebalance, CompletingRebalance, Stable, Dead
+    protocol_type: str
+    protocol: str
+    members: tuple[MemberSummary, ...]
+    lag: tuple[PartitionLag, ...]  # committed or assigned partitions, sorted
+
+    @property
+    def total_lag(self) -> int:
+        return sum(row.lag for row in self.lag if row.lag is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordView:
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: str  # "CreateTime" or "LogAppendTime"
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+    transactional: bool
+
+
+class UnknownPartition(LookupError):
+    """The topic or partition is not on this broker."""
+
+
+class BrokerStateView:
+    """Read-only snapshots of a running ``Broker`` (create once it has started)."""
+
+    def __init__(self, broker: Broker) -> None:
+        self._broker = broker
+        self._started_monotonic = time.monotonic()
+        self._started_at_ms = int(time.time() * 1000)
+
+    # Broker ----------------------------------------------------------------------
+
+    def broker(self) -> BrokerSummary:
+        b = self._broker
+        return BrokerSummary(
+            node_id=b.node_id,
+            cluster_id=b.cluster_id,
+            version=__version__,
+            advertised=str(b.advertised),
+            data_dir=str(b.config.data_dir),
+            started_at_ms=self._started_at_ms,
+            uptime_s=time.monotonic() - self._started_monotonic,
+            topics=len(b.topics.names),
+            partitions=len(b.topics.all_partitions()),
+            connections=b.connection_limits.open,
+            requests_in_flight=b.requests_in_flight,
+            clustered=b.cluster is not None,
+        )
+
+    # Topics ------------------------------------------------------------------------
+
+    def topic_names(self) -> list[str]:
+        return sorted(self._broker.topics.names)
+
+    def topics(self) -> list[TopicSummary]:
+        return [t for name in self.topic_names() if (t := self.topic(name)) is not None]
+
+    def topic(self, name: str) -> TopicSummary | None:
+        registry = self._broker.topics
+        meta = registry.metadata(name)
+        if meta is None:
+            return None
+        return TopicSummary(
+            name=name,
+            topic_id=str(meta.topic_id),
+            internal=name in INTERNAL_TOPICS,
+            partition_count=meta.partitions,
+            partitions=tuple(self._partition(p) for p in registry.partitions(name)),
+            configs=dict(meta.configs),
+        )
+
+    def partitions(self) -> list[PartitionSummary]:
+        """Every partition with a log on this broker (what a metrics scrape walks)."""
+        return [self._partition(p) for p in self._broker.topics.all_partitions()]
+
+    def _partition(self, partition: Partition) -> PartitionSummary:
+        log = partition.log
+        node = self._broker.node_id
+        leader, replicas, isr = node, (node,), (node,)
+        cluster = self._broker.cluster
+        if cluster is not None:
+            metadata = cluster.metadata
+            leader = metadata.leader_of(partition.topic, partition.index)
+            topic = metadata.topics.get(partition.topic)
+            replicas = tuple(topic.replicas.get(partition.index, ())) if topic else ()
+            state = metadata.state(partition.topic, partition.index)
+            isr = tuple(state.isr) if state is not None else ()
+        return PartitionSummary(
+            topic=partition.topic,
+            partition=partition.index,
+            log_start_offset=log.log_start_offset,
+            log_end_offset=log.log_end_offset,
+            high_watermark=log.high_watermark,
+            last_stable_offset=log.last_stable_offset,
+            size_bytes=log.size_bytes,
+            segments=len(log.segment_base_offsets),
+            leader=leader,
+            replicas=replicas,
+            isr=isr,
+            producers=len(log.producer_state.table),
+            bytes_in=partition.bytes_in,
+            records_in=partition.records_in,
+            bytes_out=partition.bytes_out,
+            records_out=partition.records_out,
+        )
+
+    # Records -----------------------------------------------------------------------
+
+    def offset_for_timestamp(self, topic: str, partition: int, timestamp_ms: int) -> int:
+        """The first offset whose batch has a timestamp at or after ``timestamp_ms``
+        (the log end offset when none has), as ListOffsets by timestamp finds it."""
+        log = self._log(topic, partition)
+        found = log.offset_for_timestamp(timestamp_ms)
+        return log.log_end_offset if found is None else found[0]
+
+    async def read_records(
+        self, topic: str, partition: int, offset: int, max_records: int = 50
+    ) -> list[RecordView]:
+        """Up to ``max_records`` records from ``offset`` on (clamped into the log's
+        range), below the high watermark, as a read_uncommitted consumer sees them.
+        Control records (transaction markers) are left out. Raises UnknownPartition."""
+        log = self._log(topic, partition)
+        limit = max(1, min(max_records, MAX_RECORDS))
+
+        def read() -> list[RecordView]:
+            start = min(max(offset, log.log_start_offset), log.high_watermark)
+            found: list[RecordView] = []
+            position = start
+            while len(found) < limit and position < log.high_watermark:
+                try:
+                    data = log.read(position, READ_CHUNK_BYTES, log.high_watermark).to_bytes()
+                except OffsetOutOfRange:
+                    break  # retention moved the start under us: show what we have
+                if not data:
+                    break
+                cursor = 0
+                while len(found) < limit:
+                    size = batch_size_at(data, cursor)
+                    if size is None or cursor + size > len(data):
+                        break
+                    header, records = decode_batch(data, cursor, check_crc=False)
+                    cursor += size
+                    position = header.base_offset + header.last_offset_delta + 1
+                    if header.is_control:
+                        continue
+                    append_time = "LogAppendTime" if header.is_log_append_time else "CreateTime"
+                    for record in records:
+                        if record.offset is None or record.offset < start:
+                            continue
+                        found.append(
+                            RecordView(
+                                partition=partition,
+                                offset=record.offset,
+                                timestamp=record.timestamp or -1,
+                                timestamp_type=append_time,
+                                key=record.key,
+                                value=record.value,
+                                headers=tuple(record.headers),
+                                transactional=header.is_transactional,
+                            )
+                        )
+                        if len(found) == limit:
+                            break
+                if cursor == 0:
+                    break  # nothing whole was read: never loop on the same offset
+            return found
+
+        return await trio.to_thread.run_sync(read)
+
+    def _log(self, topic: str, partition: int) -> PartitionLog:
+        found = self._broker.topics.partition(topic, partition)
+        if found is None:
+            raise UnknownPartition(f"{topic}-{partition} is not on this broker")
+        return found.log
+
+    # Groups ------------------------------------------------------------------------
+
+    def group_ids(self) -> list[str]:
+        state = self._broker.groups.state
+        return sorted(g.group_id for g in state.list_groups())
+
+    def groups(self) -> list[GroupSummary]:
+        return [g for gid in self.group_ids() if (g := self.group(gid)) is not None]
+
+    def group(self, group_id: str) -> GroupSummary | None:
+        """A group's state, members with their assignments, and lag per partition
+        (committed and assigned partitions, as ``kafka-consumer-groups.sh`` lists them)."""
+        state = self._broker.groups.state
+        if group_id not in {g.group_id for g in state.list_groups()}:
+            return None
+        (description,) = state.describe_groups([group_id])
+        members = tuple(
+            MemberSummary(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                assignment=_assigned_partitions(m.assignment)
+                if description.protocol_type == CONSUMER_PROTOCOL_TYPE
+                else (),
+            )
+            for m in description.members
+        )
+        committed = {
+            (tp[0], tp[1]): fetched.offset
+            for tp, fetched in state.fetch_offsets(group_id, None).offsets.items()
+            if fetched.offset >= 0
+        }
+        owner = {tp: m for m in members for tp in m.assignment}
+        rows = []
+        for topic, index in sorted(set(committed) | set(owner)):
+            found = self._broker.topics.partition(topic, index)
+            end = found.log.high_watermark if found is not None else None
+            offset = committed.get((topic, index))
+            member = owner.get((topic, index))
+            rows.append(
+                PartitionLag(
+                    topic=topic,
+                    partition=index,
+                    committed_offset=offset,
+                    log_end_offset=end,
+                    lag=end - offset if end is not None and offset is not None else None,
+                    member_id=member.member_id if member else None,
+                    client_id=member.client_id if member else None,
+                    client_host=member.client_host if member else None,
+                )
+            )
+        return GroupSummary(
+            group_id=group_id,
+            state=description.state,
+            protocol_type=description.protocol_type,
+            protocol=description.protocol,
+            members=members,
+            lag=tuple(rows),
+        )
+
+
+def _assigned_partitions(assignment: bytes) -> tuple[tuple[str, int], ...]:
+    """The (topic, partition) pairs of a ConsumerProtocol assignment (version, then an
+    array of topic name + int32 partitions, then user data); () if it does not parse."""
+    out: list[tuple[str, int]] = []
+    try:
+        pos = 2  # int16 version
+        (count,), pos = _ints(assignment, pos, 1, 4)
+        for _ in range(count):
+            (length,), pos = _ints(assignment, pos, 1, 2)
+            topic = bytes(assignment[pos : pos + length]).decode("utf-8")
+            pos += length
+            (partitions,), pos = _ints(assignment, pos, 1, 4)
+            indexes, pos = _ints(assignment, pos, partitions, 4)
+            out.extend((topic, i) for i in indexes)
+    except (ValueError, UnicodeDecodeError):
+        return ()
+    return tuple(sorted(out))
+
+
+def _ints(buf: bytes, pos: int, count: int, width: int) -> tuple[list[int], int]:
+    end = pos + count * width
+    if count < 0 or end > len(buf):
+        raise ValueError("assignment ends early")
+    values = [
+        int.from_bytes(buf[i : i + width], "big", signed=True) for i in range(pos, end, width)
+    ]
+    return values, end
