@@ -10,12 +10,18 @@ A frame body larger than ``SMALL_FRAME_BYTES`` is read only once the broker's
 request memory pool has granted its size (``queued.max.request.bytes``), and
 that memory is given back once the request is answered; a connection that
 sends nothing for ``connections.max.idle.ms`` is closed, as Kafka closes it.
+
+Each answered request is reported to the broker's ``RequestObserver`` (the request
+log and, with metrics on, the request counters): its time in the broker, from the
+frame being parsed to the response written, plus the time the frame waited for
+request memory (Kafka's request queue time has no other equivalent here).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import time
 from typing import TYPE_CHECKING
 
 import trio
@@ -44,6 +50,10 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream) -> None:
     idle_ms = broker.config.connections_max_idle_ms
     idle_seconds = idle_ms / 1000 if idle_ms >= 0 else float("inf")
     reserved = 0  # bytes of the pool this connection holds for its current frame
+    queued = 0.0  # seconds the current frame waited for request memory
+    observer = broker.request_observer
+    observer.connection_opened(peer)
+    reason = "the broker is stopping"
     try:
         while not broker.closing:
             try:
@@ -52,12 +62,15 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream) -> None:
                 pool.release(reserved)  # the frame is consumed
                 reserved = 0
                 if not await _answer_unsupported(conn, stream, exc, peer):
+                    reason = f"unsupported request: {exc}"
                     return
                 continue
             if request is NEED_DATA:
                 frame_size = conn.next_frame_size() or 0
                 if frame_size > SMALL_FRAME_BYTES and not reserved:
+                    waiting_since = time.perf_counter()
                     await pool.reserve(frame_size)  # back-pressure: no reading meanwhile
+                    queued = time.perf_counter() - waiting_since
                     reserved = frame_size
                 rest_of_frame = frame_size + 4 - conn.buffered
                 with trio.move_on_after(idle_seconds):
@@ -65,30 +78,43 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream) -> None:
                         min(max(RECEIVE_SIZE, rest_of_frame), RECEIVE_MAX)
                     )
                     if not data:
+                        reason = "closed by the client"
                         return
                     conn.receive_data(data)
                     continue
                 log.debug("closing connection from %s: idle for %d ms", peer, idle_ms)
+                reason = f"idle for {idle_ms} ms"
                 return
             broker.requests_in_flight += 1
+            started = time.perf_counter() if observer.wants_timing() else 0.0
+            response_bytes = 0
             try:
                 response = await _dispatch(broker, request, peer)
                 if response is not None:
-                    await send_chunks(stream, conn.encode_response(request.header, response))
+                    chunks = conn.encode_response(request.header, response)
+                    response_bytes = 4 + int.from_bytes(chunks[0][:4], "big")  # type: ignore[index]
+                    await send_chunks(stream, chunks)
             finally:
                 broker.requests_in_flight -= 1
-            del request  # the frame's bytes go before the pool hands them to another
+            observer.completed(request, response, response_bytes, started, queued)
+            # The frame's bytes go before the pool hands them to another; the response's
+            # file regions (their descriptors) go now, not at the next request.
+            del request, response
             pool.release(reserved)
             reserved = 0
+            queued = 0.0
     except MalformedFrameError as exc:
         log.warning("closing connection from %s: %s", peer, exc)
-    except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
-        pass
+        reason = f"malformed frame: {exc}"
+    except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError) as exc:
+        reason = f"connection lost: {exc}" if str(exc) else "connection lost"
     except Exception:
         # A bug of ours in a handler or an encoder: this connection cannot be answered
         # in order any more, but the broker and every other connection carry on.
         log.exception("closing connection from %s after an internal error", peer)
+        reason = "internal error"
     finally:
+        observer.connection_closed(peer, reason)
         if reserved:
             pool.release(reserved)
         with trio.move_on_after(1) as cleanup:

@@ -43,6 +43,7 @@ from kafkette.broker.connection_limits import (
 )
 from kafkette.broker.group_coordinator import GroupCoordinator
 from kafkette.broker.identity import load_or_create_cluster_id
+from kafkette.broker.observability.request_log import RequestObserver
 from kafkette.broker.partition import Partition
 from kafkette.broker.producer_ids import ProducerIdAllocator
 from kafkette.broker.request_memory import RequestMemoryPool
@@ -114,6 +115,8 @@ class Broker:
         self.cluster_id = ""
         self.closing = False
         self.requests_in_flight = 0
+        # The request log, and the request counters once metrics are on (observability/).
+        self.request_observer = RequestObserver()
         self.data_dir: DataDir | None = None
         self._dir_lock: DirLock | None = None
         self.request_memory = RequestMemoryPool(config.request_memory_bytes)

@@ -33,6 +33,7 @@ is the log end offset and none of this runs.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -41,7 +42,7 @@ import trio
 from kafkette.broker.partition import Partition
 from kafkette.broker.throttled_log import storage_errors
 from kafkette.log.errors import OffsetOutOfRange
-from kafkette.log.file_region import WouldBlock, reads_without_waiting
+from kafkette.log.file_region import FileRegion, WouldBlock, reads_without_waiting
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -55,6 +56,12 @@ COPY_BELOW_BYTES = 64 * 1024
 # A fetch of more partitions than this reads in a worker thread: a long read on the
 # event loop would hold up every other connection (a thread is given the GIL in turns).
 INLINE_READ_MAX_PARTITIONS = 64
+# A stored batch's base offset and length, then (at byte 23) its last offset delta:
+# enough to count the offsets a response spans, one read per batch, never per record.
+_BATCH_START = struct.Struct(">qi")
+_LAST_OFFSET_DELTA = struct.Struct(">i")
+_LAST_OFFSET_DELTA_AT = 23
+_BATCH_PREFIX = _LAST_OFFSET_DELTA_AT + _LAST_OFFSET_DELTA.size
 
 
 @dataclass(slots=True)
@@ -81,6 +88,10 @@ class _Wanted:
     # Cluster mode: the answer's HW is the log's; a consumer (not a follower) reads below it.
     cluster: bool = False
     bounded: bool = False
+    follower: bool = False  # a replica's fetch: not counted as traffic out
+    # What the last read put in the answer (Kafka's BytesOutPerSec; records as offsets).
+    out_bytes: int = 0
+    out_records: int = 0
 
 
 async def handle_fetch(broker: Broker, request: Request) -> dict:
@@ -111,6 +122,7 @@ async def handle_fetch(broker: Broker, request: Request) -> dict:
         finally:
             for partition in partitions:
                 partition.remove_waiter(appended)
+    _count_traffic_out(wanted)
     return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": topics}
 
 
@@ -162,6 +174,7 @@ def _plan(
                     read_committed,
                     replicas is not None,
                     replicas is not None and replica_id < 0,
+                    replica_id >= 0,
                 )
             )
         topics.append({"topic": name, "partitions": partitions})
@@ -220,6 +233,7 @@ def _read_all(wanted: list[_Wanted], max_bytes: int) -> int:
         # Set afresh: an earlier attempt (long-poll round, or an event-loop read redone in
         # a thread) may have filled them before an error below ends this partition's read.
         response["records"] = b""
+        item.out_bytes = item.out_records = 0
         if item.read_committed:
             response["aborted_transactions"] = []
         log = item.partition.log
@@ -264,7 +278,60 @@ def _read_all(wanted: list[_Wanted], max_bytes: int) -> int:
                     item.offset, info.next_offset
                 )
             ]
-        response["records"] = info.to_bytes() if size < COPY_BELOW_BYTES else info.regions
+        if size < COPY_BELOW_BYTES:
+            data = info.to_bytes()
+            response["records"] = data
+            if not item.follower:
+                item.out_records = _offsets_in_bytes(data, item.offset)
+        else:
+            response["records"] = info.regions
+            if not item.follower:
+                item.out_records = _offsets_in_regions(info.regions, item.offset)
+        item.out_bytes = size
         total += size
         budget -= size
     return total
+
+
+def _count_traffic_out(wanted: list[_Wanted]) -> None:
+    """Add what the answer carries to the partitions' traffic counters (consumers only)."""
+    for item in wanted:
+        if item.out_bytes and item.partition is not None and not item.follower:
+            item.partition.bytes_out += item.out_bytes
+            item.partition.records_out += item.out_records
+
+
+def _offsets_in_bytes(data: bytes, fetch_offset: int) -> int:
+    """Offsets from ``fetch_offset`` to the end of the last whole batch in ``data`` (the
+    records a consumer gets; those before its fetch offset are skipped by the client)."""
+    first = last = -1
+    pos = 0
+    end = len(data)
+    while pos + _BATCH_PREFIX <= end:
+        base, length = _BATCH_START.unpack_from(data, pos)
+        if first < 0:
+            first = base
+        (delta,) = _LAST_OFFSET_DELTA.unpack_from(data, pos + _LAST_OFFSET_DELTA_AT)
+        last = base + delta
+        pos += 12 + length
+    return max(0, last + 1 - max(first, fetch_offset)) if first >= 0 else 0
+
+
+def _offsets_in_regions(regions: list[FileRegion], fetch_offset: int) -> int:
+    """As :func:`_offsets_in_bytes` for file regions: one small ``pread`` per batch header
+    (just scanned by the read, so in the page cache; such responses hold large batches)."""
+    first = last = -1
+    for region in regions:
+        pos = region.position
+        end = pos + region.length
+        while pos + _BATCH_PREFIX <= end:
+            prefix = region.file.pread(_BATCH_PREFIX, pos)
+            if len(prefix) < _BATCH_PREFIX:
+                break  # truncated under us: count what was seen
+            base, length = _BATCH_START.unpack_from(prefix, 0)
+            if first < 0:
+                first = base
+            (delta,) = _LAST_OFFSET_DELTA.unpack_from(prefix, _LAST_OFFSET_DELTA_AT)
+            last = base + delta
+            pos += 12 + length
+    return max(0, last + 1 - max(first, fetch_offset)) if first >= 0 else 0

@@ -319,7 +319,12 @@ async def _append_all(
             await trio.to_thread.run_sync(_validate_and_write, work)
         for item in work:
             if item.response["error_code"] == 0 and item.duplicate is None:
-                item.partition.notify_appended()  # in cluster mode this moves the HW too
+                partition = item.partition
+                # Kafka's BytesInPerSec / MessagesInPerSec: what was appended (plain ints,
+                # once per partition; the metrics endpoint reads them at scrape time).
+                partition.bytes_in += len(item.records)
+                partition.records_in += item.header.records_count  # type: ignore[union-attr]
+                partition.notify_appended()  # in cluster mode this moves the HW too
 
 
 def _small_and_plain(work: list[_Append]) -> bool:
