@@ -1,0 +1,319 @@
+"""The request log and the Prometheus endpoint, end to end.
+
+One ``kafkette serve`` process for the module (``--log-level DEBUG --log-format json
+--metrics-listen 127.0.0.1:0``), real clients (confluent-kafka) and real HTTP scrapes
+(urllib) parsed with prometheus_client's own text parser. Lag is checked against the
+reference Kafka's ``kafka-consumer-groups.sh --describe`` run against kafkette where
+Java and the reference distribution are there (skipped with the reason otherwise).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from prometheus_client.parser import text_string_to_metric_families
+
+REPO = Path(__file__).resolve().parents[2]
+READY = re.compile(r"^kafkette ready on (\S+)$")
+METRICS_URL = re.compile(r"metrics on (http://\S+/metrics)")
+RECORDS = 100
+VALUE = b"v" * 100
+
+
+class Served:
+    """A ``kafkette serve`` child with its stderr in a file; bounded waits only."""
+
+    def __init__(self, tmp: Path, *args: str) -> None:
+        self.log_path = tmp / "broker.log"
+        self._stderr = self.log_path.open("wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kafkette", "serve", "--listen", "127.0.0.1:0",
+             "--data-dir", str(tmp / "data"), *args],
+            stdout=subprocess.PIPE, stderr=self._stderr, stdin=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+        self.bootstrap = ""
+        ready = threading.Event()
+
+        def pump() -> None:
+            assert self.proc.stdout is not None
+            for line in self.proc.stdout:
+                match = READY.match(line.strip())
+                if match:
+                    self.bootstrap = match.group(1)
+                    ready.set()
+            ready.set()
+
+        threading.Thread(target=pump, daemon=True).start()
+        if not ready.wait(30) or not self.bootstrap:
+            self.stop()
+            raise AssertionError(f"no ready line; stderr:\n{self.stderr_text()}")
+
+    def stderr_text(self) -> str:
+        self._stderr.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._stderr.close()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    broker = Served(
+        tmp_path_factory.mktemp("observed"),
+        "--log-level", "DEBUG", "--log-format", "json", "--metrics-listen", "127.0.0.1:0",
+        "--config", "group.initial.rebalance.delay.ms=0",
+    )  # fmt: skip
+    yield broker
+    broker.stop()
+
+
+def metrics_url(served: Served) -> str:
+    for line in served.stderr_text().splitlines():
+        entry = json.loads(line)
+        if entry["logger"] == "kafkette.metrics":
+            match = METRICS_URL.search(entry["message"])
+            if match:
+                return match.group(1)
+    raise AssertionError("no 'metrics on' line")
+
+
+def scrape(served: Served) -> dict[tuple[str, frozenset], float]:
+    """Every sample of a scrape, by (name, labels)."""
+    with urllib.request.urlopen(metrics_url(served), timeout=10) as response:
+        assert response.status == 200
+        assert response.headers["Content-Type"].startswith("text/plain")
+        text = response.read().decode()
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def value(samples: dict, name: str, **labels: str) -> float:
+    return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+def new_topic(bootstrap: str, partitions: int = 2) -> str:
+    name = f"obs-{uuid.uuid4().hex[:10]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(timeout=15)
+    return name
+
+
+def produce(bootstrap: str, topic: str, count: int, partition: int = 0) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for _ in range(count):
+        producer.produce(topic, VALUE, partition=partition)
+    assert producer.flush(15) == 0
+
+
+def consume_all(bootstrap: str, topic: str, partition: int, count: int, group: str) -> None:
+    """Read ``count`` records of one partition from offset 0 (assign, no rebalance)."""
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+    })  # fmt: skip
+    try:
+        consumer.assign([TopicPartition(topic, partition, 0)])
+        seen = 0
+        deadline = time.monotonic() + 20
+        while seen < count and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                seen += 1
+        assert seen == count
+    finally:
+        consumer.close()
+
+
+def commit(bootstrap: str, group: str, topic: str, partition: int, offset: int) -> None:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, partition, offset)], asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def test_scrape_shows_exact_records_bytes_and_offsets(served: Served) -> None:
+    topic = new_topic(served.bootstrap)
+    produce(served.bootstrap, topic, RECORDS, partition=0)
+    consume_all(served.bootstrap, topic, 0, RECORDS, f"reader-{topic}")
+    samples = scrape(served)
+    records_in = "kafka_server_brokertopicmetrics_messagesin_total"
+    assert value(samples, records_in, topic=topic) == RECORDS
+    assert value(samples, "kafka_log_log_logendoffset", topic=topic, partition="0") == RECORDS
+    assert value(samples, "kafka_log_log_logendoffset", topic=topic, partition="1") == 0
+    assert value(samples, "kafka_log_log_logstartoffset", topic=topic, partition="0") == 0
+    size = value(samples, "kafka_log_log_size", topic=topic, partition="0")
+    # Batches are stored as they arrived: bytes in is exactly what the segment holds, and
+    # the consumer read the partition once from offset 0: the same bytes, the same records.
+    assert size > RECORDS * len(VALUE)
+    assert value(samples, "kafka_server_brokertopicmetrics_bytesin_total", topic=topic) == size
+    assert value(samples, "kafka_server_brokertopicmetrics_bytesout_total", topic=topic) == size
+    assert value(samples, "kafka_server_brokertopicmetrics_messagesout_total", topic=topic) == (
+        RECORDS
+    )
+    assert value(samples, "kafka_network_requestmetrics_requests_total",
+                 request="Produce", version="9") + value(
+        samples, "kafka_network_requestmetrics_requests_total", request="Produce", version="10"
+    ) + value(samples, "kafka_network_requestmetrics_requests_total",
+              request="Produce", version="11") >= 1  # fmt: skip
+    assert value(samples, "kafka_server_socket_server_metrics_connection_count",
+                 listener="PLAINTEXT") >= 0  # fmt: skip
+    assert value(samples, "kafka_server_socket_server_metrics_connection_creation_total",
+                 listener="PLAINTEXT") >= 3  # fmt: skip
+
+
+def test_latency_histogram_moves_under_load(served: Served) -> None:
+    topic = new_topic(served.bootstrap, partitions=1)
+    before = scrape(served)
+    producer = Producer({"bootstrap.servers": served.bootstrap, "linger.ms": 0})
+    for _ in range(20):
+        producer.produce(topic, VALUE)
+        assert producer.flush(10) == 0  # one Produce request each
+    after = scrape(served)
+    name = "kafka_network_requestmetrics_totaltimems"
+    moved = value(after, f"{name}_count", request="Produce") - value(
+        before, f"{name}_count", request="Produce"
+    )
+    assert moved >= 20
+    assert value(after, f"{name}_bucket", request="Produce", le="+Inf") == value(
+        after, f"{name}_count", request="Produce"
+    )
+    assert value(after, f"{name}_sum", request="Produce") > value(
+        before, f"{name}_sum", request="Produce"
+    )
+    assert value(after, "kafka_network_requestmetrics_requestqueuetimems_count",
+                 request="Produce") == value(after, f"{name}_count", request="Produce")  # fmt: skip
+
+
+def test_group_lag_equals_kafka_consumer_groups(served: Served) -> None:
+    topic = new_topic(served.bootstrap)
+    produce(served.bootstrap, topic, RECORDS, partition=0)
+    produce(served.bootstrap, topic, 30, partition=1)
+    group = f"lagging-{topic}"
+    commit(served.bootstrap, group, topic, 0, 40)
+    commit(served.bootstrap, group, topic, 1, 30)
+    samples = scrape(served)
+    lag = "kafka_consumergroup_lag"
+    assert value(samples, lag, consumergroup=group, topic=topic, partition="0") == 60
+    assert value(samples, lag, consumergroup=group, topic=topic, partition="1") == 0
+    assert value(samples, "kafka_consumergroup_lag_sum", consumergroup=group, topic=topic) == 60
+    assert value(samples, "kafka_consumergroup_current_offset",
+                 consumergroup=group, topic=topic, partition="0") == 40  # fmt: skip
+    assert value(samples, "kafka_consumergroup_members", consumergroup=group) == 0
+    assert value(samples, "kafka_consumergroup_state", consumergroup=group, state="Empty") == 1
+    script = _reference_script()
+    if shutil.which("java") is None or script is None:
+        pytest.skip("java or the reference Kafka (../shared/reference-kafka) is missing: "
+                    "lag checked against the committed offsets only")  # fmt: skip
+    described = subprocess.run(
+        [str(script), "bin", "kafka-consumer-groups.sh", "--bootstrap-server", served.bootstrap,
+         "--describe", "--group", group],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert described.returncode == 0, described.stderr
+    rows = {}
+    for line in described.stdout.splitlines():
+        fields = line.split()
+        if len(fields) >= 6 and fields[1] == topic:
+            rows[int(fields[2])] = int(fields[5])  # GROUP TOPIC PARTITION CURRENT LEO LAG
+    assert rows == {
+        0: value(samples, lag, consumergroup=group, topic=topic, partition="0"),
+        1: value(samples, lag, consumergroup=group, topic=topic, partition="1"),
+    }
+
+
+def _reference_script() -> Path | None:
+    given = os.environ.get("KAFKETTE_KAFKA_REF")
+    bases = [Path(given)] if given else [REPO.parent / "shared" / "reference-kafka",
+                                         REPO.parent.parent / "shared" / "reference-kafka"]
+    for base in bases:
+        script = base if base.name == "kafka-ref" else base / "kafka-ref"
+        if script.is_file():
+            return script
+    return None
+
+
+def test_debug_request_lines_are_json_with_the_request_fields(served: Served) -> None:
+    topic = new_topic(served.bootstrap, partitions=1)
+    produce(served.bootstrap, topic, 3)
+    entries = [json.loads(line) for line in served.stderr_text().splitlines()]
+    assert all({"ts", "level", "logger", "message"} <= set(e) for e in entries)
+    requests = [e for e in entries if e["logger"] == "kafkette.request" and "api" in e
+                and e["level"] == "DEBUG" and "time_ms" in e]  # fmt: skip
+    produced = [e for e in requests if e["api"] == "Produce"]
+    assert produced, "no Produce request line"
+    line = produced[-1]
+    assert line["client_id"] == "rdkafka"
+    assert re.fullmatch(r"127\.0\.0\.1:\d+", line["peer"])
+    assert line["errors"] == [] and line["time_ms"] >= 0 and line["response_bytes"] > 0
+    assert isinstance(line["correlation_id"], int) and isinstance(line["version"], int)
+    assert "Produce v" in line["message"] and f"correlation_id={line['correlation_id']}" in (
+        line["message"]
+    )
+    opened = [
+        e for e in entries
+        if e["logger"] == "kafkette.request" and re.fullmatch(r"connection from \S+ opened",
+                                                               e["message"])
+    ]  # fmt: skip
+    assert opened
+
+
+def test_a_refused_request_gives_one_warning_and_counts_an_error(served: Served) -> None:
+    missing = f"missing-{uuid.uuid4().hex[:10]}"
+    before = scrape(served)
+    admin = AdminClient({"bootstrap.servers": served.bootstrap})
+    with pytest.raises(Exception, match=r"UNKNOWN_TOPIC|does not exist|nknown"):
+        admin.delete_topics([missing], operation_timeout=5)[missing].result(timeout=15)
+    warnings = [
+        e for e in map(json.loads, served.stderr_text().splitlines())
+        if e["level"] == "WARNING" and e.get("api") == "DeleteTopics"
+    ]  # fmt: skip
+    assert len(warnings) == 1
+    assert warnings[0]["errors"] == ["UNKNOWN_TOPIC_OR_PARTITION"]
+    after = scrape(served)
+    name = "kafka_network_requestmetrics_errors_total"
+    labels = {"request": "DeleteTopics", "error": "UNKNOWN_TOPIC_OR_PARTITION"}
+    assert value(after, name, **labels) == value(before, name, **labels) + 1
+
+
+def test_a_busy_metrics_port_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "kafkette", "serve", "--listen", "127.0.0.1:0",
+             "--data-dir", str(tmp_path / "data"), "--metrics-listen", f"127.0.0.1:{port}"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    assert done.returncode == 1
+    assert "kafkette ready" not in done.stdout
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"kafkette: cannot listen on 127.0.0.1:{port} for metrics")
+    assert "Traceback" not in done.stderr
