@@ -16,6 +16,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -148,6 +149,7 @@ class Kafkette(Broker):
         argv = [*self._command(), "serve", "--listen", f"{HOST}:0", "--data-dir", str(data_dir)]
         for config in self.configs:
             argv += ["--config", config]
+        argv += self.extra_args()
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         launched = time.perf_counter()
         deadline = launched + timeout_s
@@ -163,6 +165,58 @@ class Kafkette(Broker):
             registry.stop(proc)
             raise RuntimeError(f"kafkette printed no ready line\n{tail(log_path)}")
         broker = self._finish_start(registry, proc, log_path, launched, port, deadline)
+        return broker
+
+    def extra_args(self) -> list[str]:
+        return []
+
+
+class KafketteObserved(Kafkette):
+    """kafkette with ``--metrics-listen`` (and ``--ui-listen`` where the console is built)
+    on free ports, and a thread scraping ``/metrics`` once a second while it runs: the
+    on side of the metrics/console on-vs-off comparison
+    (``python -m bench --brokers kafkette,kafkette-observed --workloads produce,consume``)."""
+
+    name = "kafkette-observed"
+    label = "kafkette+metrics+console"
+    SCRAPE_INTERVAL_S = 1.0
+    METRICS_LINE = re.compile(rb"metrics on (http://\S+/metrics)")
+
+    def extra_args(self) -> list[str]:
+        args = ["--metrics-listen", f"{HOST}:0"]
+        try:
+            console = importlib.util.find_spec("kafkette.console.server") is not None
+        except ModuleNotFoundError:
+            console = False
+        if console:
+            args += ["--ui-listen", f"{HOST}:0"]
+        return args
+
+    def start(self, registry: ProcessRegistry, workdir: Path, timeout_s: float) -> RunningBroker:
+        broker = super().start(registry, workdir, timeout_s)
+        match = self.METRICS_LINE.search(broker.log_path.read_bytes())
+        if match is None:
+            broker.stop()
+            raise RuntimeError(f"no 'metrics on' line\n{broker.log_tail()}")
+        url = match.group(1).decode()
+        scrapes = {"count": 0.0, "bytes": 0.0, "seconds": 0.0}
+        broker.extra = scrapes  # the same dict, filled in while the run goes on
+
+        def scrape() -> None:
+            import urllib.request
+
+            while broker.alive():
+                started = time.perf_counter()
+                try:
+                    with urllib.request.urlopen(url, timeout=5) as response:
+                        scrapes["bytes"] += len(response.read())
+                    scrapes["count"] += 1
+                    scrapes["seconds"] += time.perf_counter() - started
+                except OSError:
+                    pass  # stopping, or a slow moment: the next second tries again
+                time.sleep(self.SCRAPE_INTERVAL_S)
+
+        threading.Thread(target=scrape, name="metrics-scraper", daemon=True).start()
         return broker
 
 
@@ -377,6 +431,7 @@ class ApacheKafka(Broker):
 def all_brokers(kafkette_configs: list[str] | None = None) -> dict[str, Broker]:
     return {
         "kafkette": Kafkette(kafkette_configs),
+        "kafkette-observed": KafketteObserved(kafkette_configs),
         "tansu": Tansu(),
         "kafka": ApacheKafka(),
     }
