@@ -177,13 +177,12 @@ def test_scrape_shows_exact_records_bytes_and_offsets(served: Served) -> None:
     assert value(samples, "kafka_server_brokertopicmetrics_messagesout_total", topic=topic) == (
         RECORDS
     )
-    assert value(samples, "kafka_network_requestmetrics_requests_total",
-                 request="Produce", version="9") + value(
-        samples, "kafka_network_requestmetrics_requests_total", request="Produce", version="10"
-    ) + value(samples, "kafka_network_requestmetrics_requests_total",
-              request="Produce", version="11") >= 1  # fmt: skip
-    assert value(samples, "kafka_server_socket_server_metrics_connection_count",
-                 listener="PLAINTEXT") >= 0  # fmt: skip
+    produce_requests = sum(
+        count for (name, labels), count in samples.items()
+        if name == "kafka_network_requestmetrics_requests_total"
+        and dict(labels).get("request") == "Produce"
+    )  # fmt: skip
+    assert produce_requests >= 1
     assert value(samples, "kafka_server_socket_server_metrics_connection_creation_total",
                  listener="PLAINTEXT") >= 3  # fmt: skip
 
