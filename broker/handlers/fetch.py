@@ -283,11 +283,12 @@ def _read_all(wanted: list[_Wanted], max_bytes: int) -> int:
             response["records"] = data
             if not item.follower:
                 item.out_records = _offsets_in_bytes(data, item.offset)
+            item.out_bytes = len(data)  # shorter than size only if truncated under us
         else:
             response["records"] = info.regions
             if not item.follower:
                 item.out_records = _offsets_in_regions(info.regions, item.offset)
-        item.out_bytes = size
+            item.out_bytes = size
         total += size
         budget -= size
     return total
