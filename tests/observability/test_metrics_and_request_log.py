@@ -21,7 +21,7 @@ import threading
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -111,6 +111,20 @@ def scrape(served: Served) -> dict[tuple[str, frozenset], float]:
         for family in text_string_to_metric_families(text)
         for sample in family.samples
     }
+
+
+def entries_once(served: Served, seen: Callable[[list[dict]], bool]) -> list[dict]:
+    """The JSON log lines once ``seen`` holds for them (or at a generous deadline).
+
+    The request log writes a request's line after its response went out (the time it
+    reports includes the send), so a client can hold the answer before the line exists.
+    """
+    deadline = time.monotonic() + 15
+    while True:
+        entries = [json.loads(line) for line in served.stderr_text().splitlines()]
+        if seen(entries) or time.monotonic() > deadline:
+            return entries
+        time.sleep(0.05)
 
 
 def value(samples: dict, name: str, **labels: str) -> float:
@@ -261,7 +275,8 @@ def _reference_script() -> Path | None:
 def test_debug_request_lines_are_json_with_the_request_fields(served: Served) -> None:
     topic = new_topic(served.bootstrap, partitions=1)
     produce(served.bootstrap, topic, 3)
-    entries = [json.loads(line) for line in served.stderr_text().splitlines()]
+    entries = entries_once(served, lambda entries: any(
+        e.get("api") == "Produce" and e["level"] == "DEBUG" for e in entries))
     assert all({"ts", "level", "logger", "message"} <= set(e) for e in entries)
     requests = [e for e in entries if e["logger"] == "kafkette.request" and "api" in e
                 and e["level"] == "DEBUG" and "time_ms" in e]  # fmt: skip
@@ -289,10 +304,10 @@ def test_a_refused_request_gives_one_warning_and_counts_an_error(served: Served)
     admin = AdminClient({"bootstrap.servers": served.bootstrap})
     with pytest.raises(Exception, match=r"UNKNOWN_TOPIC|does not exist|nknown"):
         admin.delete_topics([missing], operation_timeout=5)[missing].result(timeout=15)
-    warnings = [
-        e for e in map(json.loads, served.stderr_text().splitlines())
-        if e["level"] == "WARNING" and e.get("api") == "DeleteTopics"
-    ]  # fmt: skip
+    def refused(e: dict) -> bool:
+        return e["level"] == "WARNING" and e.get("api") == "DeleteTopics"
+
+    warnings = [e for e in entries_once(served, lambda es: any(map(refused, es))) if refused(e)]
     assert len(warnings) == 1
     assert warnings[0]["errors"] == ["UNKNOWN_TOPIC_OR_PARTITION"]
     after = scrape(served)
