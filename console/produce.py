@@ -87,7 +87,7 @@ async def produce(bootstrap: str, request: ProduceRequest) -> Delivered:
 
 
 def _produce_blocking(bootstrap: str, request: ProduceRequest) -> Delivered:
-    from confluent_kafka import KafkaException, Producer
+    from confluent_kafka import KafkaError, KafkaException, Producer
 
     outcome: list[object] = []
 
@@ -103,25 +103,23 @@ def _produce_blocking(bootstrap: str, request: ProduceRequest) -> Delivered:
             "message.timeout.ms": int(DELIVERY_TIMEOUT_S * 1000),
         }
     )
+    kwargs: dict[str, object] = {
+        "key": request.key,
+        "value": request.value,
+        "on_delivery": on_delivery,
+    }
+    if request.headers:
+        kwargs["headers"] = list(request.headers)
+    if request.partition is not None:
+        kwargs["partition"] = request.partition
     try:
-        kwargs: dict[str, object] = {
-            "key": request.key,
-            "value": request.value,
-            "headers": list(request.headers) or None,
-            "on_delivery": on_delivery,
-        }
-        if request.partition is not None:
-            kwargs["partition"] = request.partition
-        try:
-            producer.produce(request.topic, **kwargs)
-        except (KafkaException, BufferError, ValueError, TypeError) as exc:
-            raise ProduceFailed(str(exc)) from None
-        producer.flush(DELIVERY_TIMEOUT_S + 5)
-    finally:
-        del producer
+        producer.produce(request.topic, **kwargs)
+    except (KafkaException, BufferError, ValueError, TypeError) as exc:
+        raise ProduceFailed(str(exc)) from None
+    producer.flush(DELIVERY_TIMEOUT_S + 5)
     if not outcome:
         raise ProduceFailed("no delivery report within the timeout")
     result = outcome[0]
-    if not hasattr(result, "offset"):
-        raise ProduceFailed(str(result))
+    if isinstance(result, KafkaError):
+        raise ProduceFailed(f"{result.name()}: {result.str()}")
     return Delivered(result.topic(), result.partition(), result.offset())  # type: ignore[attr-defined]

@@ -62,6 +62,15 @@ def bind_listener(endpoint: Endpoint) -> socket.socket:
     return sock
 
 
+def _http_log() -> logging.Logger:
+    """hypercorn's own log lines (its "Running on ..." would repeat ours): warnings and
+    errors, all of it at DEBUG."""
+    http_log = logging.getLogger("kafkette.console.http")
+    if not http_log.isEnabledFor(logging.DEBUG):
+        http_log.setLevel(logging.WARNING)
+    return http_log
+
+
 async def serve_console(
     view: BrokerStateView,
     endpoint: Endpoint,
@@ -78,7 +87,7 @@ async def serve_console(
     config = _BoundConfig(sock)
     config.graceful_timeout = GRACEFUL_TIMEOUT_S
     config.accesslog = None
-    config.errorlog = logging.getLogger("kafkette.console.http")
+    config.errorlog = _http_log()
     sampler = ThroughputSampler(view)
     app = build_app(view, sampler, allow_writes=allow_writes, bootstrap=bootstrap)
     try:

@@ -274,3 +274,22 @@ def test_busy_console_port_is_one_line_and_exit_1(tmp_path) -> None:
         done.stderr
     )
     assert "Traceback" not in done.stderr
+
+
+def test_broker_with_console_stops_cleanly_on_sigterm(
+    start_console: Callable[..., ConsoleBroker],
+) -> None:
+    broker = start_console()
+    assert "(read-only)" in broker.log_text()
+    # A keep-alive connection left open must not hold the shutdown up.
+    held = socket.create_connection(
+        (broker.url.split("//")[1].split(":")[0], int(broker.url.rsplit(":", 1)[1].rstrip("/")))
+    )
+    held.sendall(b"GET /api/overview HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert held.recv(100).startswith(b"HTTP/1.1 200")
+    try:
+        broker.stop()
+    finally:
+        held.close()
+    assert broker.proc.returncode == 0, broker.log_text()
+    assert "Traceback" not in broker.log_text()
