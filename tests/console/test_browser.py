@@ -17,7 +17,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
 
 def _support() -> ModuleType:
@@ -214,4 +215,19 @@ def test_overview_draws_the_live_throughput_chart(browser, console, workload) ->
     )
     paths = browser.find_elements(By.CSS_SELECTOR, "#throughput-chart svg path")
     assert {p.get_attribute("data-series") for p in paths} == {"records in", "records out"}
+    # Records a client produces now show as a rise of the "records in" line above its baseline.
+    admin.create_topics([NewTopic("pulse", 1)])["pulse"].result(timeout=15)
+    producer = Producer({"bootstrap.servers": workload.bootstrap, "linger.ms": 0})
+    for i in range(200):
+        producer.produce("pulse", value=b"beat %d" % i)
+    assert producer.flush(15) == 0
+
+    def records_in_rose() -> bool:
+        line = browser.find_element(
+            By.CSS_SELECTOR, '#throughput-chart svg path[data-series="records in"]'
+        )
+        heights = [float(point.split(",")[1]) for point in line.get_attribute("d")[1:].split("L")]
+        return min(heights) < max(heights)  # SVG y grows downwards: some point sits above zero
+
+    wait_for(records_in_rose, "the records-in line to rise", timeout=15)
     screenshot(browser, "overview")
