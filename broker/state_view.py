@@ -330,7 +330,7 @@ class BrokerStateView:
         )
         committed = {
             (tp[0], tp[1]): fetched.offset
-            for tp, fetched in state.fetch_offsets(group_id, None).offsets.items()
+            for tp, fetched in state.fetch_offsets(group_id, None).partitions.items()
             if fetched.offset >= 0
         }
         owner = {tp: m for m in members for tp in m.assignment}
