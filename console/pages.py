@@ -1,0 +1,398 @@
+"""The console's HTML pages, rendered on the server from the view's snapshots.
+
+Server-side rendering keeps each page one request and readable without scripts; the
+scripts only add the live throughput chart, the lag chart and the produce form.
+Everything from the broker goes through ``markup.html``/``esc`` (escaped).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from urllib.parse import quote, urlencode
+
+from kafkette.broker.state_view import (
+    BrokerSummary,
+    GroupSummary,
+    PartitionSummary,
+    RecordView,
+    TopicSummary,
+)
+
+from .markup import Html, html, join, json_attr
+from .values import FORMATS, show, size_text, timestamp_text
+
+_ACTIVE = ' class="active"'
+NAV = (("/", "Overview"), ("/topics", "Topics"), ("/groups", "Consumer groups"))
+
+
+def layout(title: str, body: Html, *, active: str, allow_writes: bool) -> Html:
+    links = [*NAV, ("/produce", "Produce")] if allow_writes else list(NAV)
+    nav = join(
+        html('<a href="{}"{}>{}</a>', href, Html(_ACTIVE if href == active else ""), label)
+        for href, label in links
+    )
+    mode = "read-write" if allow_writes else "read-only"
+    return html(
+        "<!doctype html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        "<title>{title} - kafkette console</title>"
+        '<link rel="stylesheet" href="/static/console.css"></head>'
+        '<body><header><span class="brand">kafkette</span><nav>{nav}</nav>'
+        '<span class="mode mode-{mode}">{mode}</span></header>'
+        '<main><h1 id="title">{title}</h1>{body}</main>'
+        '<script src="/static/console.js"></script></body></html>\n',
+        title=title,
+        nav=nav,
+        mode=mode,
+        body=body,
+    )
+
+
+def _table(headers: Sequence[str], rows: Sequence[Html], *, table_id: str, empty: str) -> Html:
+    if not rows:
+        return html('<p class="empty" id="{}">{}</p>', table_id, empty)
+    head = join(html("<th>{}</th>", h) for h in headers)
+    return html(
+        '<table id="{}"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>',
+        table_id,
+        head,
+        join(rows),
+    )
+
+
+def topic_href(name: str) -> str:
+    return "/topics/" + quote(name, safe="")
+
+
+def group_href(group_id: str) -> str:
+    return "/group?" + urlencode({"id": group_id})
+
+
+def duration_text(seconds: float) -> str:
+    s = int(seconds)
+    days, s = divmod(s, 86400)
+    hours, s = divmod(s, 3600)
+    minutes, s = divmod(s, 60)
+    if days:
+        return f"{days}d {hours}h {minutes}m"
+    if hours:
+        return f"{hours}h {minutes}m {s}s"
+    return f"{minutes}m {s}s"
+
+
+# Overview ------------------------------------------------------------------------
+
+
+def overview(summary: BrokerSummary, groups: int) -> Html:
+    facts = [
+        ("Broker id", summary.node_id, "node-id"),
+        ("Cluster id", summary.cluster_id, "cluster-id"),
+        ("Version", f"kafkette {summary.version}", "version"),
+        ("Listener", summary.advertised, "advertised"),
+        ("Uptime", duration_text(summary.uptime_s), "uptime"),
+        ("Topics", summary.topics, "topics"),
+        ("Partitions", summary.partitions, "partitions"),
+        ("Consumer groups", groups, "groups"),
+        ("Connections", summary.connections, "connections"),
+        ("Data directory", summary.data_dir, "data-dir"),
+    ]
+    cards = join(
+        html(
+            '<div class="card"><div class="label">{}</div><div class="value" id="{}">{}</div>'
+            "</div>",
+            label,
+            "fact-" + key,
+            value,
+        )
+        for label, value, key in facts
+    )
+    return html(
+        '<section class="cards">{}</section>'
+        "<h2>Throughput</h2>"
+        '<p class="hint">Records per second in (produced) and out (fetched), sampled once a '
+        "second; the last five minutes.</p>"
+        '<div id="throughput-chart" class="chart" data-source="/api/throughput"></div>',
+        cards,
+    )
+
+
+# Topics --------------------------------------------------------------------------
+
+
+def topics(found: Sequence[TopicSummary]) -> Html:
+    rows = [
+        html(
+            '<tr data-topic="{name}"><td><a href="{href}">{name}</a>{internal}</td>'
+            '<td class="num">{parts}</td><td class="num">{records}</td>'
+            '<td class="num">{size}</td></tr>',
+            name=t.name,
+            href=topic_href(t.name),
+            internal=Html(' <span class="tag">internal</span>' if t.internal else ""),
+            parts=t.partition_count,
+            records=t.records,
+            size=size_text(t.size_bytes),
+        )
+        for t in found
+    ]
+    return _table(
+        ["Topic", "Partitions", "Offsets (end - start)", "Size"],
+        rows,
+        table_id="topics",
+        empty="No topics yet.",
+    )
+
+
+def topic(t: TopicSummary) -> Html:
+    rows = [_partition_row(t.name, p) for p in t.partitions]
+    parts = _table(
+        [
+            "Partition",
+            "Log start",
+            "Log end",
+            "High watermark",
+            "Last stable",
+            "Size",
+            "Segments",
+            "Leader",
+            "Replicas",
+            "ISR",
+            "",
+        ],
+        rows,
+        table_id="partitions",
+        empty="No partition of this topic is on this broker.",
+    )
+    configs = _table(
+        ["Config", "Value"],
+        [html("<tr><td>{}</td><td>{}</td></tr>", k, v) for k, v in sorted(t.configs.items())],
+        table_id="configs",
+        empty="No topic-level overrides: every config has the broker's default.",
+    )
+    return html(
+        '<p class="facts">Topic id <code>{}</code> · {} partitions · {} on disk</p>'
+        "<h2>Partitions</h2>{}<h2>Configs</h2>{}",
+        t.topic_id,
+        t.partition_count,
+        size_text(t.size_bytes),
+        parts,
+        configs,
+    )
+
+
+def _partition_row(topic_name: str, p: PartitionSummary) -> Html:
+    return html(
+        '<tr data-partition="{part}"><td class="num">{part}</td><td class="num">{start}</td>'
+        '<td class="num">{end}</td><td class="num">{hw}</td><td class="num">{lso}</td>'
+        '<td class="num">{size}</td><td class="num">{segments}</td><td class="num">{leader}</td>'
+        "<td>{replicas}</td><td>{isr}</td>"
+        '<td><a href="{href}">messages</a></td></tr>',
+        part=p.partition,
+        start=p.log_start_offset,
+        end=p.log_end_offset,
+        hw=p.high_watermark,
+        lso=p.last_stable_offset,
+        size=size_text(p.size_bytes),
+        segments=p.segments,
+        leader=p.leader,
+        replicas=",".join(map(str, p.replicas)),
+        isr=",".join(map(str, p.isr)),
+        href=f"{topic_href(topic_name)}/{p.partition}",
+    )
+
+
+# Message browser -----------------------------------------------------------------
+
+
+def browser(
+    p: PartitionSummary,
+    records: Sequence[RecordView],
+    *,
+    mode: str,
+    offset: int,
+    timestamp: str,
+    count: int,
+    fmt: str,
+    note: str,
+) -> Html:
+    def option(value: str, label: str, current: str) -> Html:
+        selected = Html(" selected" if value == current else "")
+        return html('<option value="{}"{}>{}</option>', value, selected, label)
+
+    modes = join(
+        option(v, label, mode)
+        for v, label in (
+            ("latest", "latest"),
+            ("offset", "from offset"),
+            ("timestamp", "from timestamp"),
+        )
+    )
+    formats = join(option(v, v, fmt) for v in FORMATS)
+    form = html(
+        '<form id="browse" method="get" class="controls">'
+        '<label>Show <select name="from">{modes}</select></label>'
+        '<label>offset <input name="offset" type="number" min="0" value="{offset}"></label>'
+        '<label>timestamp <input name="timestamp" placeholder="ms or 2024-01-31T12:00:00Z" '
+        'value="{ts}"></label>'
+        '<label>count <input name="count" type="number" min="1" max="500" value="{count}"></label>'
+        '<label>value as <select name="format">{formats}</select></label>'
+        '<button type="submit">Show</button></form>',
+        modes=modes,
+        offset=offset,
+        ts=timestamp,
+        count=count,
+        formats=formats,
+    )
+    rows = [_record_row(r, fmt) for r in records]
+    table = _table(
+        ["Offset", "Timestamp", "Key", "Headers", "Value"],
+        rows,
+        table_id="records",
+        empty="No records in this range.",
+    )
+    return html(
+        '<p class="facts">Log start {} · log end {} · high watermark {} · {}</p>{}'
+        '<p class="hint" id="browse-note">{}</p>{}',
+        p.log_start_offset,
+        p.log_end_offset,
+        p.high_watermark,
+        size_text(p.size_bytes),
+        form,
+        note,
+        table,
+    )
+
+
+def _cell(data: bytes | None, fmt: str, css: str) -> Html:
+    text, used = show(data, fmt)
+    return html('<td class="{} fmt-{}"><pre>{}</pre></td>', css, used, text)
+
+
+def _record_row(r: RecordView, fmt: str) -> Html:
+    headers = join(
+        html("<div><b>{}</b>: {}</div>", name, show(value, "utf8" if fmt == "auto" else fmt)[0])
+        for name, value in r.headers
+    )
+    return html(
+        '<tr data-offset="{offset}"><td class="num offset">{offset}</td>'
+        '<td class="ts" title="{ms} ({kind})">{ts}</td>{key}<td class="headers">{headers}</td>'
+        "{value}</tr>",
+        offset=r.offset,
+        ms=r.timestamp,
+        kind=r.timestamp_type,
+        ts=timestamp_text(r.timestamp),
+        key=_cell(r.key, "utf8" if fmt == "auto" else fmt, "key"),
+        headers=headers,
+        value=_cell(r.value, fmt, "value"),
+    )
+
+
+# Groups --------------------------------------------------------------------------
+
+
+def groups(found: Sequence[GroupSummary]) -> Html:
+    rows = [
+        html(
+            '<tr data-group="{gid}"><td><a href="{href}">{gid}</a></td><td>{state}</td>'
+            '<td>{ptype}</td><td class="num">{members}</td><td class="num lag">{lag}</td></tr>',
+            gid=g.group_id,
+            href=group_href(g.group_id),
+            state=g.state,
+            ptype=g.protocol_type or "-",
+            members=len(g.members),
+            lag=g.total_lag,
+        )
+        for g in found
+    ]
+    return _table(
+        ["Group", "State", "Protocol type", "Members", "Total lag"],
+        rows,
+        table_id="groups",
+        empty="No consumer groups yet.",
+    )
+
+
+def group(g: GroupSummary) -> Html:
+    members = _table(
+        ["Member id", "Instance id", "Client id", "Host", "Assigned partitions"],
+        [
+            html(
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                m.member_id,
+                m.group_instance_id or "-",
+                m.client_id,
+                m.client_host,
+                ", ".join(f"{t}-{p}" for t, p in m.assignment) or "-",
+            )
+            for m in g.members
+        ],
+        table_id="members",
+        empty="No members (the group is not consuming now).",
+    )
+
+    def opt(v: int | None) -> str:
+        return "-" if v is None else str(v)
+
+    lag_rows = [
+        html(
+            '<tr data-topic="{t}" data-partition="{p}"><td>{t}</td><td class="num">{p}</td>'
+            '<td class="num current">{cur}</td><td class="num end">{end}</td>'
+            '<td class="num lag">{lag}</td><td>{member}</td><td>{client}</td></tr>',
+            t=row.topic,
+            p=row.partition,
+            cur=opt(row.committed_offset),
+            end=opt(row.log_end_offset),
+            lag=opt(row.lag),
+            member=row.member_id or "-",
+            client=row.client_id or "-",
+        )
+        for row in g.lag
+    ]
+    lag = _table(
+        ["Topic", "Partition", "Current offset", "Log end offset", "Lag", "Member id", "Client id"],
+        lag_rows,
+        table_id="lag",
+        empty="Nothing committed or assigned.",
+    )
+    chart_data = [{"label": f"{row.topic}-{row.partition}", "value": row.lag or 0} for row in g.lag]
+    return html(
+        '<p class="facts">State <b id="group-state">{}</b> · protocol type {} · protocol {} '
+        '· total lag <b id="total-lag">{}</b></p>'
+        "<h2>Members</h2>{}<h2>Lag per partition</h2>"
+        '<p class="hint">As kafka-consumer-groups.sh --describe: log end offset is the high '
+        "watermark, lag is it minus the committed offset.</p>"
+        '<div id="lag-chart" class="chart" data-bars="{}"></div>{}',
+        g.state,
+        g.protocol_type or "-",
+        g.protocol or "-",
+        g.total_lag,
+        members,
+        json_attr(chart_data),
+        lag,
+    )
+
+
+# Produce -------------------------------------------------------------------------
+
+
+def produce_form(topic_names: Sequence[str]) -> Html:
+    options = join(html('<option value="{0}">{0}</option>', n) for n in topic_names)
+    return html(
+        '<p class="hint">Sent by a Kafka producer (acks=all) through the broker\'s own '
+        "listener, like any client's record.</p>"
+        '<form id="produce" class="stacked">'
+        '<label>Topic <select name="topic" required>{}</select></label>'
+        '<label>Partition <input name="partition" type="number" min="0" '
+        'placeholder="empty: the partitioner picks"></label>'
+        '<label>Key <input name="key" placeholder="empty: null key"></label>'
+        '<label>Value <textarea name="value" rows="6"></textarea></label>'
+        '<label>Headers <textarea name="headers" rows="3" placeholder="one name=value a line">'
+        "</textarea></label>"
+        '<button type="submit">Produce</button></form>'
+        '<p id="produce-result" class="hint"></p>',
+        options,
+    )
+
+
+def message(text: str) -> Html:
+    return html('<p class="empty" id="message">{}</p>', text)

@@ -1,0 +1,215 @@
+"""Helpers of the console tests (loaded by conftest.py and the test modules with
+``load_support`` below: pytest's importlib mode puts no test folder on sys.path)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+READY = re.compile(r"^kafkette ready on (127\.0\.0\.1):(\d+)$")
+CONSOLE_LINE = re.compile(r"console on (http://[^/\s]+/)")
+
+TOPIC = "orders"
+PARTITIONS = 3
+GROUP = "billing"
+# Markup a client may put in a record: must show as text, never run or render.
+HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
+
+
+class ConsoleBroker:
+    def __init__(self, tmp: Path, args: list[str]) -> None:
+        self.log_path = tmp / "broker.log"
+        self._log = self.log_path.open("wb")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "kafkette",
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--data-dir",
+                str(tmp / "data"),
+                "--config",
+                "group.initial.rebalance.delay.ms=0",
+                *args,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
+        self.bootstrap = ""
+        self.lines: list[str] = []
+        self._ready = threading.Event()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+            match = READY.match(line.rstrip("\n"))
+            if match:
+                self.bootstrap = f"{match.group(1)}:{match.group(2)}"
+                self._ready.set()
+        self._ready.set()
+
+    def wait_ready(self, timeout: float = 30) -> ConsoleBroker:
+        if not self._ready.wait(timeout) or not self.bootstrap:
+            raise AssertionError(f"no ready line: exit={self.proc.poll()}\n{self.log_text()}")
+        found = CONSOLE_LINE.search(self.log_text())
+        assert found, f"no 'console on' line in the log:\n{self.log_text()}"
+        self.url = found.group(1)
+        return self
+
+    def log_text(self) -> str:
+        if not self._log.closed:
+            self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._log.close()
+
+
+# --- HTTP -----------------------------------------------------------------------
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> object:
+        return json.loads(self.body)
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8")
+
+
+def http(
+    url: str,
+    *,
+    method: str = "GET",
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+    timeout: float = 30,
+) -> Reply:
+    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return Reply(response.status, dict(response.headers.items()), response.read())
+    except urllib.error.HTTPError as error:
+        return Reply(error.code, dict(error.headers.items()), error.read())
+
+
+# --- workload -------------------------------------------------------------------
+
+
+@dataclass
+class Workload:
+    bootstrap: str
+    records: dict[int, list[tuple[int, bytes | None, bytes | None]]]  # as a consumer reads them
+    committed: dict[int, int]  # what the group committed, per partition
+    members: list[Consumer] = field(default_factory=list)
+
+    def client_view_of_lag(self) -> dict[int, tuple[int, int, int]]:
+        """(committed, high watermark, lag) per partition, as the clients see them."""
+        probe = Consumer(
+            {"bootstrap.servers": self.bootstrap, "group.id": GROUP, "enable.auto.commit": False}
+        )
+        try:
+            tps = [TopicPartition(TOPIC, p) for p in range(PARTITIONS)]
+            committed = {tp.partition: tp.offset for tp in probe.committed(tps, timeout=15)}
+            out = {}
+            for p in range(PARTITIONS):
+                _, high = probe.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=15)
+                if committed[p] >= 0:
+                    out[p] = (committed[p], high, high - committed[p])
+            return out
+        finally:
+            probe.close()
+
+
+def _records_for(partition: int) -> list[tuple[bytes | None, bytes | None, list]]:
+    rows: list[tuple[bytes | None, bytes | None, list]] = []
+    for i in range(12):
+        rows.append((f"key-{partition}-{i}".encode(), f"value {partition}/{i}".encode(), []))
+    rows.append((b"json", json.dumps({"order": 7, "items": ["a", "b"]}).encode(), []))
+    rows.append((None, bytes(range(250, 256)) + b"\x00\x01", [("bin", b"\x00\xff")]))
+    rows.append((HOSTILE.encode(), HOSTILE.encode(), [("trace", HOSTILE.encode())]))
+    return rows
+
+
+def produce_and_consume(bootstrap: str) -> Workload:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics(
+        [NewTopic(TOPIC, num_partitions=PARTITIONS, replication_factor=1)]
+    ).values():
+        future.result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for p in range(PARTITIONS):
+        for key, value, headers in _records_for(p):
+            producer.produce(TOPIC, key=key, value=value, headers=headers or None, partition=p)
+    assert producer.flush(30) == 0
+
+    # What a consumer reads, partition by partition.
+    reader = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "console-test-reader",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    records: dict[int, list] = {p: [] for p in range(PARTITIONS)}
+    reader.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
+    expected = len(_records_for(0)) * PARTITIONS
+    deadline = time.monotonic() + 30
+    while sum(map(len, records.values())) < expected and time.monotonic() < deadline:
+        message = reader.poll(0.5)
+        if message is None or message.error():
+            continue
+        records[message.partition()].append((message.offset(), message.key(), message.value()))
+    reader.close()
+    assert sum(map(len, records.values())) == expected
+
+    # A group member that consumed a different amount of each partition and committed it.
+    member = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": GROUP,
+            "client.id": "billing-1",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    member.subscribe([TOPIC])
+    deadline = time.monotonic() + 30
+    while not member.assignment() and time.monotonic() < deadline:
+        member.poll(0.2)
+    assert member.assignment(), "the group member got no assignment"
+    committed = {0: 3, 1: 9, 2: len(_records_for(2))}  # lag 12, 6 and 0
+    member.commit(
+        offsets=[TopicPartition(TOPIC, p, o) for p, o in committed.items()], asynchronous=False
+    )
+    return Workload(bootstrap, records, committed, [member])
