@@ -24,7 +24,7 @@ import trio
 from kafkette import __version__
 from kafkette.broker.groups.subscription import CONSUMER_PROTOCOL_TYPE
 from kafkette.broker.topics import INTERNAL_TOPICS
-from kafkette.log.errors import OffsetOutOfRange
+from kafkette.log.errors import LogClosed, OffsetOutOfRange
 from kafkette.wire.record_batch import batch_size_at
 from kafkette.wire.records import decode_batch
 
@@ -36,6 +36,10 @@ if TYPE_CHECKING:
 # How many bytes one look at a partition reads at most (the browser shows a page).
 READ_CHUNK_BYTES = 1024 * 1024
 MAX_RECORDS = 500
+# Decoded bytes (keys, values, headers) one look returns at most: a compressed batch can
+# decompress to tens of MiB, and the console shows a page, not a dump. At least one
+# record is always returned, however large, so a page never gets stuck on it.
+MAX_DECODED_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,27 +237,55 @@ class BrokerStateView:
 
     # Records -----------------------------------------------------------------------
 
-    def offset_for_timestamp(self, topic: str, partition: int, timestamp_ms: int) -> int:
-        """The first offset whose batch has a timestamp at or after ``timestamp_ms``
-        (the log end offset when none has), as ListOffsets by timestamp finds it."""
+    async def offset_for_timestamp(
+        self,
+        topic: str,
+        partition: int,
+        timestamp_ms: int,
+        *,
+        limiter: trio.CapacityLimiter | None = None,
+    ) -> int:
+        """The first offset whose record has a timestamp at or after ``timestamp_ms``
+        (the log end offset when none has), as ListOffsets by timestamp finds it: the
+        log finds the batch, then that batch is decoded (in a worker thread) for the
+        exact record. Raises UnknownPartition."""
         log = self._log(topic, partition)
-        found = log.offset_for_timestamp(timestamp_ms)
-        return log.log_end_offset if found is None else found[0]
+
+        def find() -> int:
+            found = log.offset_for_timestamp(timestamp_ms)
+            if found is None:
+                return log.log_end_offset
+            return first_record_at_or_after(log, found[0], timestamp_ms)
+
+        try:
+            return await trio.to_thread.run_sync(find, limiter=limiter)
+        except LogClosed:
+            raise UnknownPartition(f"{topic}-{partition} is not on this broker") from None
 
     async def read_records(
-        self, topic: str, partition: int, offset: int, max_records: int = 50
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        max_records: int = 50,
+        *,
+        limiter: trio.CapacityLimiter | None = None,
+        max_bytes: int = MAX_DECODED_BYTES,
     ) -> list[RecordView]:
         """Up to ``max_records`` records from ``offset`` on (clamped into the log's
-        range), below the high watermark, as a read_uncommitted consumer sees them.
-        Control records (transaction markers) are left out. Raises UnknownPartition."""
+        range), below the high watermark, as a read_uncommitted consumer sees them, and
+        no more than about ``max_bytes`` of keys, values and headers (at least one
+        record). Control records (transaction markers) are left out. Raises
+        UnknownPartition (also when the log is closed under the read)."""
         log = self._log(topic, partition)
         limit = max(1, min(max_records, MAX_RECORDS))
 
         def read() -> list[RecordView]:
             start = min(max(offset, log.log_start_offset), log.high_watermark)
             found: list[RecordView] = []
+            budget = max_bytes
             position = start
-            while len(found) < limit and position < log.high_watermark:
+            while len(found) < limit and budget > 0 and position < log.high_watermark:
                 try:
                     data = log.read(position, READ_CHUNK_BYTES, log.high_watermark).to_bytes()
                 except OffsetOutOfRange:
@@ -261,7 +293,7 @@ class BrokerStateView:
                 if not data:
                     break
                 cursor = 0
-                while len(found) < limit:
+                while len(found) < limit and budget > 0:
                     size = batch_size_at(data, cursor)
                     if size is None or cursor + size > len(data):
                         break
@@ -274,25 +306,30 @@ class BrokerStateView:
                     for record in records:
                         if record.offset is None or record.offset < start:
                             continue
+                        headers = tuple(record.headers)
                         found.append(
                             RecordView(
                                 partition=partition,
                                 offset=record.offset,
-                                timestamp=record.timestamp or -1,
+                                timestamp=-1 if record.timestamp is None else record.timestamp,
                                 timestamp_type=append_time,
                                 key=record.key,
                                 value=record.value,
-                                headers=tuple(record.headers),
+                                headers=headers,
                                 transactional=header.is_transactional,
                             )
                         )
-                        if len(found) == limit:
+                        budget -= _decoded_size(record.key, record.value, headers)
+                        if len(found) == limit or budget <= 0:
                             break
                 if cursor == 0:
                     break  # nothing whole was read: never loop on the same offset
             return found
 
-        return await trio.to_thread.run_sync(read)
+        try:
+            return await trio.to_thread.run_sync(read, limiter=limiter)
+        except LogClosed:
+            raise UnknownPartition(f"{topic}-{partition} is not on this broker") from None
 
     def _log(self, topic: str, partition: int) -> PartitionLog:
         found = self._broker.topics.partition(topic, partition)
@@ -307,14 +344,21 @@ class BrokerStateView:
         return sorted(g.group_id for g in state.list_groups())
 
     def groups(self) -> list[GroupSummary]:
-        return [g for gid in self.group_ids() if (g := self.group(gid)) is not None]
+        known = self._known_group_ids()  # once, not once per group
+        return [self._group(gid) for gid in sorted(known)]
 
     def group(self, group_id: str) -> GroupSummary | None:
         """A group's state, members with their assignments, and lag per partition
         (committed and assigned partitions, as ``kafka-consumer-groups.sh`` lists them)."""
-        state = self._broker.groups.state
-        if group_id not in {g.group_id for g in state.list_groups()}:
+        if group_id not in self._known_group_ids():
             return None
+        return self._group(group_id)
+
+    def _known_group_ids(self) -> set[str]:
+        return {g.group_id for g in self._broker.groups.state.list_groups()}
+
+    def _group(self, group_id: str) -> GroupSummary:
+        state = self._broker.groups.state
         (description,) = state.describe_groups([group_id])
         members = tuple(
             MemberSummary(
@@ -360,6 +404,34 @@ class BrokerStateView:
             members=members,
             lag=tuple(rows),
         )
+
+
+def _decoded_size(
+    key: bytes | None, value: bytes | None, headers: tuple[tuple[str, bytes | None], ...]
+) -> int:
+    size = len(key or b"") + len(value or b"")
+    return size + sum(len(name) + len(v or b"") for name, v in headers)
+
+
+def first_record_at_or_after(log: PartitionLog, offset: int, timestamp_ms: int) -> int:
+    """The offset of the first record at or after ``offset`` in the batch holding it whose
+    timestamp reaches ``timestamp_ms`` (the log only knows batches' max timestamps; Kafka's
+    ListOffsets answers the exact record). Blocking: call it in a worker thread."""
+    start = max(offset, log.log_start_offset)
+    try:
+        data = log.read(start, 1).to_bytes()
+    except OffsetOutOfRange:
+        return log.log_start_offset  # retention moved the start under us
+    size = batch_size_at(data, 0)
+    if size is None or size > len(data):
+        return start
+    _, records = decode_batch(data, 0, check_crc=False)
+    for record in records:
+        if record.offset is None or record.timestamp is None or record.offset < start:
+            continue
+        if record.timestamp >= timestamp_ms:
+            return record.offset
+    return start  # records disagree with their batch header: answer the batch
 
 
 def _assigned_partitions(assignment: bytes) -> tuple[tuple[str, int], ...]:

@@ -6,6 +6,7 @@ view must only be called on the event loop (the broker's objects are not thread-
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import asdict
 from importlib.resources import files
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import trio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
@@ -39,6 +41,12 @@ MAX_COUNT = 500
 # The header a same-origin script sets on writes: a cross-site form cannot send it, and
 # a cross-site fetch that does needs a CORS preflight this app never grants.
 WRITE_HEADER = "x-kafkette-console"
+# A produce request's body at most (a record from a form, not a bulk load).
+MAX_PRODUCE_BODY = 2 * 1024 * 1024
+# Worker threads of the console's own (the broker's disk work uses trio's default
+# limiter; a busy console must never queue in front of it).
+PRODUCE_THREADS = 2
+READ_THREADS = 4
 
 
 def static_dir() -> Path:
@@ -60,6 +68,8 @@ class Console:
         self.sampler = sampler
         self.allow_writes = allow_writes
         self.bootstrap = bootstrap
+        self.produce_limiter = trio.CapacityLimiter(PRODUCE_THREADS)
+        self.read_limiter = trio.CapacityLimiter(READ_THREADS)
 
     def page(self, title: str, body: Html, active: str, status: int = 200) -> HTMLResponse:
         document = pages.layout(title, body, active=active, allow_writes=self.allow_writes)
@@ -94,26 +104,34 @@ class Console:
         fmt = q.get("format", "auto")
         fmt = fmt if fmt in FORMATS else "auto"
         try:
-            mode, start, count, note = self._browse_range(summary, q)
+            mode, start, count, note = await self._browse_range(summary, q)
         except ValueError as exc:
             return self.page(
                 f"{name}-{index}", pages.message(f"Bad query: {exc}"), "/topics", status=400
             )
-        try:
-            records = await self.view.read_records(name, index, start, count)
         except UnknownPartition:
             return self.not_found(f"No partition {name}-{index} on this broker.", "/topics")
-        body = pages.browser(
-            summary,
-            records,
-            mode=mode,
-            offset=start,
-            timestamp=q.get("timestamp", ""),
-            count=count,
-            fmt=fmt,
-            note=note,
-        )
-        return self.page(f"{name}-{index}", body, "/topics")
+        try:
+            records = await self.view.read_records(
+                name, index, start, count, limiter=self.read_limiter
+            )
+        except UnknownPartition:
+            return self.not_found(f"No partition {name}-{index} on this broker.", "/topics")
+
+        def render() -> HTMLResponse:  # in a worker thread: records can be large
+            body = pages.browser(
+                summary,
+                records,
+                mode=mode,
+                offset=start,
+                timestamp=q.get("timestamp", ""),
+                count=count,
+                fmt=fmt,
+                note=note,
+            )
+            return self.page(f"{name}-{index}", body, "/topics")
+
+        return await trio.to_thread.run_sync(render, limiter=self.read_limiter)
 
     async def groups(self, request: Request) -> Response:
         return self.page("Consumer groups", pages.groups(self.view.groups()), "/groups")
@@ -166,15 +184,17 @@ class Console:
         fmt = request.query_params.get("format", "auto")
         fmt = fmt if fmt in FORMATS else "auto"
         try:
-            mode, start, count, _ = self._browse_range(summary, request.query_params)
+            mode, start, count, _ = await self._browse_range(summary, request.query_params)
+            records = await self.view.read_records(
+                name, index, start, count, limiter=self.read_limiter
+            )
         except ValueError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
-        try:
-            records = await self.view.read_records(name, index, start, count)
         except UnknownPartition:
             return JSONResponse({"error": "unknown partition"}, status_code=404)
-        return JSONResponse(
-            {
+
+        def render() -> Response:  # in a worker thread: records can be large
+            document = {
                 "topic": name,
                 "partition": index,
                 "from": mode,
@@ -182,7 +202,10 @@ class Console:
                 "high_watermark": summary.high_watermark,
                 "records": [_record_json(r, fmt) for r in records],
             }
-        )
+            text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+            return Response(text.encode("utf-8"), media_type="application/json")
+
+        return await trio.to_thread.run_sync(render, limiter=self.read_limiter)
 
     async def api_groups(self, request: Request) -> Response:
         return JSONResponse([_group_json(g) for g in self.view.groups()])
@@ -202,14 +225,19 @@ class Console:
         refusal = _cross_site_refusal(request)
         if refusal is not None:
             return JSONResponse({"error": refusal}, status_code=403)
+        body = await _body_within(request, MAX_PRODUCE_BODY)
+        if body is None:
+            return JSONResponse(
+                {"error": f"request body over {MAX_PRODUCE_BODY} bytes"}, status_code=413
+            )
         try:
-            wanted = parse_request(await request.json())
-        except ValueError as exc:  # json.JSONDecodeError is a ValueError too
-            return JSONResponse({"error": str(exc)}, status_code=400)
+            wanted = parse_request(json.loads(body))
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+            return JSONResponse({"error": f"bad request: {exc}"}, status_code=400)
         if self.view.topic(wanted.topic) is None:
             return JSONResponse({"error": f"unknown topic {wanted.topic!r}"}, status_code=404)
         try:
-            delivered = await produce(self.bootstrap, wanted)
+            delivered = await produce(self.bootstrap, wanted, limiter=self.produce_limiter)
         except ProduceFailed as exc:
             log.info("console produce to %s refused: %s", wanted.topic, exc)
             return JSONResponse({"error": str(exc)}, status_code=502)
@@ -223,8 +251,9 @@ class Console:
             return None
         return next((p for p in found.partitions if p.partition == index), None)
 
-    def _browse_range(self, summary: PartitionSummary, q: Any) -> tuple[str, int, int, str]:
-        """``(mode, start offset, count, note)`` from the browser's query parameters."""
+    async def _browse_range(self, summary: PartitionSummary, q: Any) -> tuple[str, int, int, str]:
+        """``(mode, start offset, count, note)`` from the browser's query parameters
+        (the start clamped to the log start offset). Raises ValueError, UnknownPartition."""
         count = int(q.get("count") or DEFAULT_COUNT)
         if not 1 <= count <= MAX_COUNT:
             raise ValueError(f"count must be 1-{MAX_COUNT}")
@@ -234,7 +263,9 @@ class Console:
             note = f"{count} records from offset {start}."
         elif mode == "timestamp":
             wanted = parse_timestamp(q.get("timestamp", ""))
-            start = self.view.offset_for_timestamp(summary.topic, summary.partition, wanted)
+            start = await self.view.offset_for_timestamp(
+                summary.topic, summary.partition, wanted, limiter=self.read_limiter
+            )
             note = (
                 f"From the first record at or after {timestamp_text(wanted)}: offset {start} "
                 "(as ListOffsets by timestamp finds it)."
@@ -244,7 +275,23 @@ class Console:
             note = f"The last {count} offsets below the high watermark ({summary.high_watermark})."
         else:
             raise ValueError("from must be latest, offset or timestamp")
-        return mode, max(start, 0), count, note
+        return mode, max(start, summary.log_start_offset), count, note
+
+
+async def _body_within(request: Request, limit: int) -> bytes | None:
+    """The request body, or None when it is (or says it is) over ``limit`` bytes: the
+    read stops there, whatever Content-Length claimed."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _cross_site_refusal(request: Request) -> str | None:
@@ -296,7 +343,10 @@ def build_app(
     *,
     allow_writes: bool,
     bootstrap: str,
+    allowed_hosts: frozenset[str],
 ) -> SecurityHeaders:
+    """The console app; ``allowed_hosts`` are the Host header values it answers
+    (``host_allow_list`` makes them)."""
     console = Console(view, sampler, allow_writes=allow_writes, bootstrap=bootstrap)
     routes = [
         Route("/", console.overview),
@@ -316,7 +366,15 @@ def build_app(
         Route("/api/produce", console.api_produce, methods=["POST"]),
         Mount("/static", app=StaticFiles(directory=static_dir()), name="static"),
     ]
-    return SecurityHeaders(Starlette(routes=routes))
+    return SecurityHeaders(Starlette(routes=routes), allowed_hosts)
+
+
+def host_allow_list(bound_host: str, listen_host: str, port: int) -> frozenset[str]:
+    """The Host values a browser sends for this console: the bound address, the
+    ``--ui-listen`` host and the loopback names, each with the port. Anything else is
+    refused, so a DNS name rebound to this address cannot read the console."""
+    names = {bound_host, listen_host, "localhost", "127.0.0.1", "::1"}
+    return frozenset(f"[{h}]:{port}" if ":" in h else f"{h}:{port}" for h in names if h)
 
 
 class SecurityHeaders:
@@ -335,12 +393,25 @@ class SecurityHeaders:
         (b"referrer-policy", b"same-origin"),
     )
 
-    def __init__(self, app: Starlette) -> None:
+    def __init__(self, app: Starlette, allowed_hosts: frozenset[str]) -> None:
         self.app = app
+        self.allowed_hosts = frozenset(h.lower() for h in allowed_hosts)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        refusal = self._refusal(scope)
+        if refusal is not None:
+            status, text = refusal
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": status,
+                    "headers": [(b"content-type", b"text/plain; charset=utf-8"), *self.HEADERS],
+                }
+            )
+            await send({"type": "http.response.body", "body": text.encode()})
             return
 
         async def send_with_headers(message: Any) -> None:
@@ -350,3 +421,18 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+    def _refusal(self, scope: Any) -> tuple[int, str] | None:
+        """(status, text) when the Host or Origin is not this console's (DNS rebinding)."""
+        headers = {k.lower(): v for k, v in scope.get("headers", [])}
+        host = headers.get(b"host")
+        if host is None:
+            return 400, "a Host header is required\n"
+        if host.decode("latin-1").lower() not in self.allowed_hosts:
+            return 421, "this console does not answer for that Host\n"
+        origin = headers.get(b"origin")
+        if origin is not None:
+            parts = urlsplit(origin.decode("latin-1"))
+            if parts.scheme != "http" or parts.netloc.lower() not in self.allowed_hosts:
+                return 403, "cross-origin requests are refused\n"
+        return None

@@ -81,9 +81,12 @@ def _bytes(value: object, name: str) -> bytes | None:
     return value.encode("utf-8")
 
 
-async def produce(bootstrap: str, request: ProduceRequest) -> Delivered:
-    """Produce one record with acks=all and wait for its delivery report."""
-    return await trio.to_thread.run_sync(_produce_blocking, bootstrap, request)
+async def produce(
+    bootstrap: str, request: ProduceRequest, *, limiter: trio.CapacityLimiter | None = None
+) -> Delivered:
+    """Produce one record with acks=all and wait for its delivery report (in a worker
+    thread under ``limiter``: the console's own, not the one the broker's disk work uses)."""
+    return await trio.to_thread.run_sync(_produce_blocking, bootstrap, request, limiter=limiter)
 
 
 def _produce_blocking(bootstrap: str, request: ProduceRequest) -> Delivered:

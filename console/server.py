@@ -19,13 +19,10 @@ from hypercorn.trio import serve
 from kafkette.broker.server import Endpoint, StartupError
 from kafkette.broker.state_view import BrokerStateView
 
-from .app import build_app
+from .app import build_app, host_allow_list
 from .throughput import ThroughputSampler
 
 log = logging.getLogger("kafkette.console")
-
-# Open connections get this long to finish when the broker stops.
-GRACEFUL_TIMEOUT_S = 2.0
 
 
 class _BoundConfig(Config):
@@ -80,16 +77,20 @@ async def serve_console(
     task_status: trio.TaskStatus[Endpoint] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the console on ``endpoint`` until cancelled; ``task_status.started`` gets the
-    bound endpoint (the real port when ``endpoint.port`` is 0)."""
+    bound endpoint (the real port when ``endpoint.port`` is 0). Cancellation (the broker
+    stopping) closes open connections at once: pages are cheap to reload, and a
+    shutdown never waits on a browser."""
     sock = bind_listener(endpoint)
     host, port = sock.getsockname()[:2]
     bound = Endpoint(endpoint.host, port)
     config = _BoundConfig(sock)
-    config.graceful_timeout = GRACEFUL_TIMEOUT_S
     config.accesslog = None
     config.errorlog = _http_log()
     sampler = ThroughputSampler(view)
-    app = build_app(view, sampler, allow_writes=allow_writes, bootstrap=bootstrap)
+    allowed = host_allow_list(host, endpoint.host, port)
+    app = build_app(
+        view, sampler, allow_writes=allow_writes, bootstrap=bootstrap, allowed_hosts=allowed
+    )
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(sampler.run)

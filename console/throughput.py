@@ -8,6 +8,7 @@ new points without the broker doing any work per request.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -16,7 +17,11 @@ import trio
 
 from kafkette.broker.state_view import BrokerStateView
 
+log = logging.getLogger("kafkette.console")
+
 SAMPLE_INTERVAL_S = 1.0
+# A failing sample is logged at most this often (it would fail every second).
+ERROR_LOG_INTERVAL_S = 60.0
 KEEP_SAMPLES = 300  # five minutes at one a second
 
 
@@ -58,7 +63,15 @@ class ThroughputSampler:
         self._last = (now, totals)
 
     async def run(self, interval_s: float = SAMPLE_INTERVAL_S) -> None:
-        """Sample until cancelled (runs in the console's nursery)."""
+        """Sample until cancelled (runs in the console's nursery). A failing sample is
+        logged (throttled) and skipped: the chart must never take the broker down."""
+        last_logged = -ERROR_LOG_INTERVAL_S
         while True:
-            self.sample()
+            try:
+                self.sample()
+            except Exception:
+                now = time.monotonic()
+                if now - last_logged >= ERROR_LOG_INTERVAL_S:
+                    last_logged = now
+                    log.exception("console throughput sample failed (logged once a minute)")
             await trio.sleep(interval_s)

@@ -11,48 +11,82 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+INT64_MAX = 2**63 - 1
 FORMATS = ("auto", "utf8", "json", "hex")
+# Bytes of one key, value or header shown at most: a page shows records, not dumps.
+SHOW_BYTES = 64 * 1024
 
 
-def show(data: bytes | None, fmt: str) -> tuple[str, str]:
+def show(data: bytes | None, fmt: str, limit: int = SHOW_BYTES) -> tuple[str, str]:
     """``(text, format used)`` for ``data`` in ``fmt`` (falls back when it does not fit:
-    JSON that does not parse shows as UTF-8, bytes that do not decode as hex)."""
+    JSON that does not parse shows as UTF-8, bytes that do not decode as hex). Only the
+    first ``limit`` bytes are shown, followed by "… N more bytes"."""
     if data is None:
         return "null", "null"
+    more = max(len(data) - limit, 0)
+    text, used = _show(data[:limit] if more else data, fmt, cut=more > 0)
+    if more:
+        text += f"… {more} more bytes"
+    return text, used
+
+
+def _show(data: bytes, fmt: str, *, cut: bool) -> tuple[str, str]:
     if fmt == "hex":
         return data.hex(" "), "hex"
     try:
-        text = data.decode("utf-8")
+        text = _decode(data, cut=cut)
     except UnicodeDecodeError:
         return data.hex(" "), "hex"
-    if fmt in ("json", "auto"):
+    if fmt in ("json", "auto") and not cut:
         stripped = text.lstrip()
         if fmt == "json" or stripped[:1] in ("{", "["):
             try:
                 return json.dumps(json.loads(text), indent=2, ensure_ascii=False), "json"
-            except ValueError:
+            except (ValueError, RecursionError):  # nesting deeper than Python recurses
                 pass
     return text, "utf8"
+
+
+def _decode(data: bytes, *, cut: bool) -> str:
+    """UTF-8 text of ``data``; a cut may have split the last character (up to 3 bytes)."""
+    if not cut:
+        return data.decode("utf-8")
+    for drop in range(4):
+        try:
+            return data[: len(data) - drop].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    raise UnicodeDecodeError("utf-8", data, 0, len(data), "not UTF-8")
 
 
 def timestamp_text(ms: int) -> str:
     """A record timestamp as ISO 8601 UTC with milliseconds (``-1``: none)."""
     if ms < 0:
         return "-"
-    moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    try:
+        moment = datetime.fromtimestamp(ms // 1000, tz=UTC)
+    except (ValueError, OverflowError, OSError):  # past year 9999: the broker takes any int64
+        return str(ms)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 
 def parse_timestamp(text: str) -> int:
     """Milliseconds since the epoch from ``text``: digits are milliseconds, anything else
-    ISO 8601 (no zone means UTC). Raises ValueError."""
+    ISO 8601 (no zone means UTC). Raises ValueError (also outside int64)."""
     text = text.strip()
     if text.lstrip("-").isdigit():
-        return int(text)
-    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)
+        ms = int(text) if len(text) <= 25 else INT64_MAX + 1
+    else:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        try:
+            ms = int(moment.timestamp() * 1000)
+        except (OverflowError, OSError) as exc:
+            raise ValueError(f"timestamp out of range: {exc}") from None
+    if not -INT64_MAX - 1 <= ms <= INT64_MAX:
+        raise ValueError("timestamp out of range (int64 milliseconds)")
+    return ms
 
 
 def size_text(size: int) -> str:

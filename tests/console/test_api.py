@@ -282,10 +282,9 @@ def test_broker_with_console_stops_cleanly_on_sigterm(
     broker = start_console()
     assert "(read-only)" in broker.log_text()
     # A keep-alive connection left open must not hold the shutdown up.
-    held = socket.create_connection(
-        (broker.url.split("//")[1].split(":")[0], int(broker.url.rsplit(":", 1)[1].rstrip("/")))
-    )
-    held.sendall(b"GET /api/overview HTTP/1.1\r\nHost: x\r\n\r\n")
+    netloc = broker.url.split("//")[1].rstrip("/")
+    held = socket.create_connection((netloc.split(":")[0], int(netloc.rsplit(":", 1)[1])))
+    held.sendall(f"GET /api/overview HTTP/1.1\r\nHost: {netloc}\r\n\r\n".encode())
     assert held.recv(100).startswith(b"HTTP/1.1 200")
     try:
         broker.stop()
