@@ -13,7 +13,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 
@@ -180,3 +180,17 @@ def test_produce_refuses_a_body_over_2_mib(broker: ConsoleBroker) -> None:
     assert claimed.startswith(b"HTTP/1.1 413"), claimed
     small = json.dumps({"topic": "odd", "value": "ok"}).encode()
     assert http(url, method="POST", body=small, headers=WRITE_HEADERS).status == 200
+
+
+def test_shown_start_offset_is_clamped_to_the_log_start(broker: ConsoleBroker) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for future in admin.create_topics([NewTopic("trimmed", 1, 1)]).values():
+        future.result(timeout=30)
+    _produce(broker.bootstrap, "trimmed", [{"value": f"t{i}".encode()} for i in range(5)])
+    for future in admin.delete_records([TopicPartition("trimmed", 0, 3)]).values():
+        future.result(timeout=30)
+    reply = http(broker.url + "api/topics/trimmed/0/records?from=offset&offset=0").json()
+    assert reply["start_offset"] == 3
+    assert [r["offset"] for r in reply["records"]] == [3, 4]
+    early = http(broker.url + "api/topics/trimmed/0/records?from=timestamp&timestamp=0").json()
+    assert early["start_offset"] == 3
