@@ -7,7 +7,9 @@ partition, and the broker's internals can move without breaking them.
 
 Every method is called on the event loop (the broker's objects are not
 thread-safe). Summaries read in-memory state only and are cheap enough to call at
-every scrape; ``read_records`` touches disk and so runs the read in a worker thread.
+every scrape; ``read_records`` and ``offset_for_timestamp`` touch disk and so run the
+read in a worker thread (under the caller's ``trio.CapacityLimiter``, so a console never
+queues in front of the broker's own disk work), and bound what they decode.
 Writing (the console's "produce a record") does not go through this view: the
 console produces as any client does, over the broker's own listener.
 """
