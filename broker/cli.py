@@ -257,6 +257,7 @@ async def _start_extras(nursery: trio.Nursery, broker: Broker, extras: ServeExtr
     from kafkette.broker.state_view import BrokerStateView
 
     view = BrokerStateView(broker)
+    broker.count_records_out = True
     if extras.metrics is not None:
         from kafkette.broker.observability.metrics_http import serve_metrics
 

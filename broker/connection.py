@@ -61,6 +61,7 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream) -> None:
             except UnsupportedVersionError as exc:
                 pool.release(reserved)  # the frame is consumed
                 reserved = 0
+                queued = 0.0  # its wait is not the next request's
                 if not await _answer_unsupported(conn, stream, exc, peer):
                     reason = f"unsupported request: {exc}"
                     return

@@ -117,6 +117,9 @@ class Broker:
         self.requests_in_flight = 0
         # The request log, and the request counters once metrics are on (observability/).
         self.request_observer = RequestObserver()
+        # Fetch answers' records are counted (a scan of their batch headers) only while
+        # something reads Partition.records_out: metrics or the console (broker/cli.py).
+        self.count_records_out = False
         self.data_dir: DataDir | None = None
         self._dir_lock: DirLock | None = None
         self.request_memory = RequestMemoryPool(config.request_memory_bytes)

@@ -89,6 +89,9 @@ class _Wanted:
     cluster: bool = False
     bounded: bool = False
     follower: bool = False  # a replica's fetch: not counted as traffic out
+    # Count records out (a scan of the answer's batch headers): only while metrics or the
+    # console read them (Broker.count_records_out), never for a follower.
+    count_records: bool = False
     # What the last read put in the answer (Kafka's BytesOutPerSec; records as offsets).
     out_bytes: int = 0
     out_records: int = 0
@@ -175,6 +178,7 @@ def _plan(
                     replicas is not None,
                     replicas is not None and replica_id < 0,
                     replica_id >= 0,
+                    replica_id < 0 and broker.count_records_out,
                 )
             )
         topics.append({"topic": name, "partitions": partitions})
@@ -281,12 +285,12 @@ def _read_all(wanted: list[_Wanted], max_bytes: int) -> int:
         if size < COPY_BELOW_BYTES:
             data = info.to_bytes()
             response["records"] = data
-            if not item.follower:
+            if item.count_records:
                 item.out_records = _offsets_in_bytes(data, item.offset)
             item.out_bytes = len(data)  # shorter than size only if truncated under us
         else:
             response["records"] = info.regions
-            if not item.follower:
+            if item.count_records:
                 item.out_records = _offsets_in_regions(info.regions, item.offset)
             item.out_bytes = size
         total += size
@@ -314,25 +318,35 @@ def _offsets_in_bytes(data: bytes, fetch_offset: int) -> int:
             first = base
         (delta,) = _LAST_OFFSET_DELTA.unpack_from(data, pos + _LAST_OFFSET_DELTA_AT)
         last = base + delta
+        if length < _BATCH_PREFIX - 12:
+            break  # not a batch (bytes changed under a racing read): count what was seen
         pos += 12 + length
     return max(0, last + 1 - max(first, fetch_offset)) if first >= 0 else 0
 
 
 def _offsets_in_regions(regions: list[FileRegion], fetch_offset: int) -> int:
-    """As :func:`_offsets_in_bytes` for file regions: one small ``pread`` per batch header
-    (just scanned by the read, so in the page cache; such responses hold large batches)."""
+    """As :func:`_offsets_in_bytes` for file regions: one small ``pread`` per batch header.
+    Runs only while metrics or the console are on (``Broker.count_records_out``); the
+    headers are usually in the page cache, as the read just located them."""
     first = last = -1
-    for region in regions:
-        pos = region.position
-        end = pos + region.length
-        while pos + _BATCH_PREFIX <= end:
-            prefix = region.file.pread(_BATCH_PREFIX, pos)
-            if len(prefix) < _BATCH_PREFIX:
-                break  # truncated under us: count what was seen
-            base, length = _BATCH_START.unpack_from(prefix, 0)
-            if first < 0:
-                first = base
-            (delta,) = _LAST_OFFSET_DELTA.unpack_from(prefix, _LAST_OFFSET_DELTA_AT)
-            last = base + delta
-            pos += 12 + length
+    try:
+        for region in regions:
+            pos = region.position
+            end = pos + region.length
+            while pos + _BATCH_PREFIX <= end:
+                prefix = region.file.pread(_BATCH_PREFIX, pos)
+                if len(prefix) < _BATCH_PREFIX:
+                    break  # truncated under us: count what was seen
+                base, length = _BATCH_START.unpack_from(prefix, 0)
+                if first < 0:
+                    first = base
+                (delta,) = _LAST_OFFSET_DELTA.unpack_from(prefix, _LAST_OFFSET_DELTA_AT)
+                last = base + delta
+                if length < _BATCH_PREFIX - 12:
+                    break  # not a batch: count what was seen
+                pos += 12 + length
+    except (OSError, ValueError):
+        # The file went away or failed under us: the answer itself is sent (or fails)
+        # on its own; the counter keeps what was seen.
+        pass
     return max(0, last + 1 - max(first, fetch_offset)) if first >= 0 else 0

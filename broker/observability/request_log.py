@@ -79,6 +79,11 @@ ADMIN_APIS = frozenset(
 )
 WARN_APIS = frozenset({ApiKey.PRODUCE, ApiKey.FETCH} | GROUP_APIS | ADMIN_APIS)
 _WARN_KEYS = frozenset(int(k) for k in WARN_APIS)
+# Answers that are a normal step of the protocol, not a client's problem: a JoinGroup
+# v4+ without a member id is always answered MEMBER_ID_REQUIRED first (KIP-394).
+_HANDSHAKE_CODES: dict[ApiKey, frozenset[int]] = {
+    ApiKey.JOIN_GROUP: frozenset({int(ErrorCode.MEMBER_ID_REQUIRED)}),
+}
 
 # Histogram bucket upper bounds, in milliseconds (Kafka's RequestMetrics are in ms).
 TIME_BUCKETS_MS = (
@@ -224,7 +229,7 @@ class RequestObserver:
         if debug:
             names = list(dict.fromkeys(error_name(c) for c in codes))
             REQUEST_LOG.debug(
-                "%s v%d correlation_id=%d client_id=%s peer=%s time_ms=%.3f queue_ms=%.3f "
+                "%s v%d correlation_id=%d client_id=%r peer=%s time_ms=%.3f queue_ms=%.3f "
                 "response_bytes=%d errors=%s",
                 api, header.api_version, header.correlation_id, header.client_id,
                 request.peer, total_ms, queue_ms, response_bytes, ",".join(names) or "-",
@@ -246,6 +251,8 @@ class RequestObserver:
         api = request.api.name
         now = time.monotonic()
         for code in dict.fromkeys(codes):
+            if code in _HANDSHAKE_CODES.get(request.api, ()):
+                continue
             kind = (api, code)
             state = self._warned.get(kind)
             if state is not None and now - state[0] < WARN_INTERVAL_S:
@@ -257,7 +264,7 @@ class RequestObserver:
             name = error_name(code)
             more = f" ({held_back} more in the last {since:.0f} s)" if held_back else ""
             REQUEST_LOG.warning(
-                "%s v%d from client_id=%s peer=%s answered with %s%s",
+                "%s v%d from client_id=%r peer=%s answered with %s%s",
                 api, header.api_version, header.client_id, request.peer, name, more,
                 extra={
                     "api": api,

@@ -131,6 +131,16 @@ def value(samples: dict, name: str, **labels: str) -> float:
     return samples.get((name, frozenset(labels.items())), 0.0)
 
 
+def bucket_samples(samples: dict, name: str, **labels: str) -> list[tuple[dict, float]]:
+    """The samples named ``name`` whose labels include ``labels`` (histogram buckets)."""
+    wanted = set(labels.items())
+    return [
+        (dict(key), number)
+        for (sample, key), number in samples.items()
+        if sample == name and wanted <= key
+    ]
+
+
 def new_topic(bootstrap: str, partitions: int = 2) -> str:
     name = f"obs-{uuid.uuid4().hex[:10]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -220,9 +230,14 @@ def test_latency_histogram_moves_under_load(served: Served) -> None:
             break
         time.sleep(0.05)
     assert moved >= 20
-    assert value(after, f"{name}_bucket", request="Produce", le="+Inf") == value(
-        after, f"{name}_count", request="Produce"
-    )
+    buckets = [
+        (float(labels["le"]), number)
+        for labels, number in bucket_samples(after, f"{name}_bucket", request="Produce")
+    ]
+    assert [le for le, _ in buckets] == sorted(le for le, _ in buckets)
+    counts = [number for _, number in buckets]
+    assert counts == sorted(counts), "histogram buckets must be cumulative"
+    assert counts[-1] == value(after, f"{name}_count", request="Produce")
     assert value(after, f"{name}_sum", request="Produce") > value(
         before, f"{name}_sum", request="Produce"
     )
