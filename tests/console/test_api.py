@@ -12,25 +12,13 @@ import subprocess
 import sys
 from collections.abc import Callable
 from html import escape
-from importlib.util import module_from_spec, spec_from_file_location
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-
-def _support() -> ModuleType:
-    name = "kafkette_console_test_support"  # the one conftest.py loaded
-    if name not in sys.modules:
-        spec = spec_from_file_location(name, Path(__file__).with_name("support.py"))
-        sys.modules[name] = module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
-
-
-support = _support()
+# support.py, as conftest.py (loaded first) registered it: one module, one ConsoleBroker class.
+support = sys.modules["kafkette_console_test_support"]
 GROUP, HOSTILE, TOPIC = support.GROUP, support.HOSTILE, support.TOPIC
 PARTITIONS = support.PARTITIONS
 ConsoleBroker, Workload, http = support.ConsoleBroker, support.Workload, support.http

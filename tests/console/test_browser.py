@@ -12,25 +12,14 @@ import shutil
 import sys
 import time
 from collections.abc import Iterator
-from importlib.util import module_from_spec, spec_from_file_location
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-
-def _support() -> ModuleType:
-    name = "kafkette_console_test_support"  # the one conftest.py loaded
-    if name not in sys.modules:
-        spec = spec_from_file_location(name, Path(__file__).with_name("support.py"))
-        sys.modules[name] = module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
-
-
-support = _support()
+# support.py, as conftest.py (loaded first) registered it: one module, one ConsoleBroker class.
+support = sys.modules["kafkette_console_test_support"]
 GROUP, PARTITIONS, TOPIC = support.GROUP, support.PARTITIONS, support.TOPIC
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "console"
