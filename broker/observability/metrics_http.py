@@ -1,8 +1,9 @@
 """``--metrics-listen HOST:PORT``: Prometheus metrics at ``/metrics``, from the broker process.
 
 Served by hypercorn's Trio worker on the broker's own event loop, so a scrape reads
-the broker's counters and ``BrokerStateView`` snapshots with no locks and no
-threads: the collectors run inside the request, between two broker requests. Each
+the broker's counters and ``BrokerStateView`` snapshots with no locks: the collectors
+run inside the request, between two broker requests, and only the text is written in a
+worker thread. Each
 broker has its own ``CollectorRegistry`` (never prometheus_client's global one: a
 test process runs several brokers). Turning metrics on is what creates the request
 counters; without ``--metrics-listen`` they do not exist and cost nothing.
@@ -51,11 +52,23 @@ def metrics_registry(broker: Broker, view: BrokerStateView) -> CollectorRegistry
     return registry
 
 
+class _Collected:
+    """Metric families already collected, in the shape ``generate_latest`` reads."""
+
+    def __init__(self, families: list) -> None:
+        self._families = families
+
+    def collect(self) -> list:
+        return self._families
+
+
 class MetricsApp:
     """A minimal ASGI app: ``GET /metrics`` (and ``/``) answer the exposition format."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self._registry = registry
+        # One scrape formats at a time, never on trio's default limiter (the broker's disk work).
+        self._limiter = trio.CapacityLimiter(1)
 
     async def __call__(self, scope: dict, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -74,7 +87,12 @@ class MetricsApp:
         if scope["method"] not in ("GET", "HEAD"):
             await _respond(send, 405, b"GET only\n", "text/plain; charset=utf-8")
             return
-        body = generate_latest(self._registry)
+        # The collectors read broker state, so they run here on the event loop; writing
+        # the text (most of a large scrape's time) happens in a worker thread of its own.
+        families = list(self._registry.collect())
+        body = await trio.to_thread.run_sync(
+            generate_latest, _Collected(families), limiter=self._limiter
+        )
         await _respond(send, 200, body if scope["method"] == "GET" else b"", CONTENT_TYPE_LATEST,
                        length=len(body))  # fmt: skip
 
