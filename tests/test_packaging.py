@@ -1,4 +1,5 @@
-"""The distribution maps wire/, log/ and broker/ into kafkette and leaks nothing else."""
+"""The distribution maps wire/, log/, broker/, tools/ and console/ into kafkette and leaks
+nothing else."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ TOP_FOLDERS = {
     "log": "kafkette.log",
     "broker": "kafkette.broker",
     "tools": "kafkette.tools",
+    "console": "kafkette.console",
 }
 
 
