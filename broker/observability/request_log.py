@@ -234,11 +234,7 @@ class RequestObserver:
                 api, header.api_version, header.correlation_id, header.client_id,
                 request.peer, total_ms, queue_ms, response_bytes, ",".join(names) or "-",
                 extra={
-                    "api": api,
-                    "version": header.api_version,
-                    "client_id": header.client_id,
-                    "peer": request.peer,
-                    "correlation_id": header.correlation_id,
+                    **_request_fields(request),
                     "time_ms": round(total_ms, 3),
                     "queue_ms": round(queue_ms, 3),
                     "response_bytes": response_bytes,
@@ -267,12 +263,20 @@ class RequestObserver:
                 "%s v%d from client_id=%r peer=%s answered with %s%s",
                 api, header.api_version, header.client_id, request.peer, name, more,
                 extra={
-                    "api": api,
-                    "version": header.api_version,
-                    "client_id": header.client_id,
-                    "peer": request.peer,
-                    "correlation_id": header.correlation_id,
+                    **_request_fields(request),
                     "errors": [name],
                     "held_back": held_back,
                 },
             )  # fmt: skip
+
+
+def _request_fields(request: Request) -> dict[str, object]:
+    """The fields every request line carries as JSON (``--log-format json``)."""
+    header = request.header
+    return {
+        "api": request.api.name,
+        "version": header.api_version,
+        "client_id": header.client_id,
+        "peer": request.peer,
+        "correlation_id": header.correlation_id,
+    }
