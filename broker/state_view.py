@@ -25,6 +25,7 @@ import trio
 
 from kafkette import __version__
 from kafkette.broker.groups.subscription import CONSUMER_PROTOCOL_TYPE
+from kafkette.broker.record_lookup import exact_record
 from kafkette.broker.topics import INTERNAL_TOPICS
 from kafkette.log.errors import LogClosed, OffsetOutOfRange
 from kafkette.wire.record_batch import batch_size_at
@@ -257,7 +258,10 @@ class BrokerStateView:
             found = log.offset_for_timestamp(timestamp_ms)
             if found is None:
                 return log.log_end_offset
-            return first_record_at_or_after(log, found[0], timestamp_ms)
+            try:
+                return exact_record(log, found[0], timestamp_ms, at_least=True)[1]
+            except OffsetOutOfRange:
+                return log.log_start_offset  # retention moved the start under us
 
         try:
             return await trio.to_thread.run_sync(find, limiter=limiter)
@@ -413,27 +417,6 @@ def _decoded_size(
 ) -> int:
     size = len(key or b"") + len(value or b"")
     return size + sum(len(name) + len(v or b"") for name, v in headers)
-
-
-def first_record_at_or_after(log: PartitionLog, offset: int, timestamp_ms: int) -> int:
-    """The offset of the first record at or after ``offset`` in the batch holding it whose
-    timestamp reaches ``timestamp_ms`` (the log only knows batches' max timestamps; Kafka's
-    ListOffsets answers the exact record). Blocking: call it in a worker thread."""
-    start = max(offset, log.log_start_offset)
-    try:
-        data = log.read(start, 1).to_bytes()
-    except OffsetOutOfRange:
-        return log.log_start_offset  # retention moved the start under us
-    size = batch_size_at(data, 0)
-    if size is None or size > len(data):
-        return start
-    _, records = decode_batch(data, 0, check_crc=False)
-    for record in records:
-        if record.offset is None or record.timestamp is None or record.offset < start:
-            continue
-        if record.timestamp >= timestamp_ms:
-            return record.offset
-    return start  # records disagree with their batch header: answer the batch
 
 
 def _assigned_partitions(assignment: bytes) -> tuple[tuple[str, int], ...]:

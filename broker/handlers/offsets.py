@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING
 import trio
 
 from kafkette.broker.partition import LEADER_EPOCH, Partition
+from kafkette.broker.record_lookup import exact_record
 from kafkette.broker.throttled_log import storage_errors
 from kafkette.wire.errors import ErrorCode
-from kafkette.wire.records import decode_batches
 
 if TYPE_CHECKING:
     from kafkette.broker.cluster.replica_manager import ReplicaManager
@@ -69,37 +69,15 @@ def _lookup(
         found = log_.max_timestamp_offset()
         if found is None:
             return -1, -1
-        answer = _exact_record(partition, found[0], found[1], at_least=False)
+        answer = exact_record(partition.log, found[0], found[1], at_least=False)
     else:
         found = log_.offset_for_timestamp(timestamp)
         if found is None:
             return -1, -1
-        answer = _exact_record(partition, found[0], timestamp, at_least=True)
+        answer = exact_record(partition.log, found[0], timestamp, at_least=True)
     if fetchable is not None and answer[1] >= fetchable:
         return -1, -1
     return answer
-
-
-def _exact_record(
-    partition: Partition, offset: int, timestamp: int, *, at_least: bool
-) -> tuple[int, int]:
-    """(timestamp, offset) of a record in the batch holding ``offset``.
-
-    ``at_least``: the first record at or after ``offset`` whose timestamp
-    reaches ``timestamp``; otherwise the first record of the batch carrying
-    exactly ``timestamp`` (the batch's max). Records before the log start
-    offset are never answered.
-    """
-    start = partition.log.log_start_offset
-    first = offset if at_least else start
-    data = partition.log.read(offset, 1).to_bytes()
-    for _, records in decode_batches(data)[:1]:
-        for record in records:
-            if record.offset is None or record.timestamp is None or record.offset < first:
-                continue
-            if record.timestamp == timestamp or (at_least and record.timestamp > timestamp):
-                return record.timestamp, record.offset
-    return timestamp, offset  # records disagree with their batch header: answer the header
 
 
 def _partition_or_error(
