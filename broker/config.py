@@ -340,6 +340,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("num.recovery.threads.per.data.dir", "INT", "2", "Ignored.", False, at_least=1),
         _d("socket.send.buffer.bytes", "INT", "102400", "Ignored.", False),
         _d("socket.receive.buffer.bytes", "INT", "102400", "Ignored.", False),
+        # --- listeners and TLS (broker/security/listeners.py, tls.py) ---
         _d("listeners", "STRING", None, "Use --listen.", False),
         _d(
             "advertised.listeners", "STRING", None,
@@ -349,6 +350,11 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("listener.security.protocol.map", "STRING", None, "Ignored.", False),
         _d("inter.broker.listener.name", "STRING", None, "Ignored.", False),
         _d("controller.listener.names", "STRING", None, "Ignored.", False),
+        # --- end of listeners and TLS ---
+        # --- SASL (broker/security/sasl/) ---
+        # --- end of SASL ---
+        # --- authorizer (broker/security/authorizer/) ---
+        # --- end of authorizer ---
         _d("controller.quorum.voters", "STRING", None, "Ignored.", False),
         _d("controller.quorum.bootstrap.servers", "STRING", None, "Ignored.", False),
         _d(
@@ -621,9 +627,15 @@ def _check_combinations(config: BrokerConfig) -> None:
         )
 
 
+LISTENER_PREFIX = "listener.name."
+
+
 def load_config(props: Mapping[str, str], *, data_dir: Path | None = None) -> BrokerConfig:
     """Check every name and value and build the typed config."""
-    unknown = sorted(set(props) - set(BROKER_CONFIGS))
+    # listener.name.<listener>.<config>: per-listener TLS and SASL settings, checked by
+    # the security package against the listeners they name (broker/security/).
+    per_listener = {name for name in props if name.startswith(LISTENER_PREFIX)}
+    unknown = sorted(set(props) - set(BROKER_CONFIGS) - per_listener)
     if unknown:
         raise ConfigError(
             "unknown broker config "
@@ -631,6 +643,8 @@ def load_config(props: Mapping[str, str], *, data_dir: Path | None = None) -> Br
             + " (kafkette takes Apache Kafka's broker config names; see docs/operations.md)"
         )
     for name, raw in props.items():
+        if name in per_listener:
+            continue
         definition = BROKER_CONFIGS[name]
         check_value(name, definition.type, raw)
         _check_validator(definition, raw)

@@ -20,7 +20,6 @@ request memory (Kafka's request queue time has no other equivalent here).
 from __future__ import annotations
 
 import logging
-import os
 import time
 from typing import TYPE_CHECKING
 
@@ -28,11 +27,13 @@ import trio
 
 from kafkette.broker.handlers import HANDLERS
 from kafkette.broker.request_memory import SMALL_FRAME_BYTES
+from kafkette.broker.response_writer import send_chunks
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.connection import NEED_DATA, Request, ServerConnection
 from kafkette.wire.exceptions import MalformedFrameError, UnsupportedVersionError
 
 if TYPE_CHECKING:
+    from kafkette.broker.security.session import Session
     from kafkette.broker.server import Broker
 
 log = logging.getLogger("kafkette.connection")
@@ -42,8 +43,11 @@ RECEIVE_SIZE = 256 * 1024
 RECEIVE_MAX = 4 * 1024 * 1024
 
 
-async def serve_connection(broker: Broker, stream: trio.SocketStream) -> None:
-    """Serve one peer until it closes, sends garbage, or the broker stops."""
+async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Session) -> None:
+    """Serve one peer until it closes, sends garbage, or the broker stops.
+
+    ``stream`` is the accepted socket, or the TLS stream over it on an SSL listener;
+    ``session`` is the connection's identity, set on every request it sends."""
     peer = _peer_name(stream)
     conn = ServerConnection(broker.config.socket_request_max_bytes)
     pool = broker.request_memory
@@ -90,7 +94,7 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream) -> None:
             started = time.perf_counter() if observer.wants_timing() else 0.0
             response_bytes = 0
             try:
-                response = await _dispatch(broker, request, peer)
+                response = await _dispatch(broker, request, peer, session)
                 if response is not None:
                     chunks = conn.encode_response(request.header, response)
                     response_bytes = 4 + int.from_bytes(chunks[0][:4], "big")  # type: ignore[index]
@@ -123,14 +127,17 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream) -> None:
             await stream.aclose()
 
 
-async def _dispatch(broker: Broker, request: Request, peer: str) -> dict | None:
+async def _dispatch(
+    broker: Broker, request: Request, peer: str, session: Session
+) -> dict | None:
     handler = HANDLERS[ApiKey(request.header.api_key)]
     request.peer = peer
+    request.session = session
     return await handler(broker, request)
 
 
 async def _answer_unsupported(
-    conn: ServerConnection, stream: trio.SocketStream, exc: UnsupportedVersionError, peer: str
+    conn: ServerConnection, stream: trio.abc.Stream, exc: UnsupportedVersionError, peer: str
 ) -> bool:
     """Answer UNSUPPORTED_VERSION where the protocol lets us; else close the connection.
 
@@ -153,54 +160,14 @@ async def _answer_unsupported(
     return True
 
 
-async def send_chunks(stream: trio.SocketStream, chunks: list[object]) -> None:
-    """Write a response's chunks in order; file regions go by sendfile."""
-    pending = bytearray()
-    for chunk in chunks:
-        if isinstance(chunk, bytes | bytearray | memoryview):
-            pending += chunk
-            continue
-        if pending:
-            await stream.send_all(pending)
-            pending = bytearray()
-        await _send_region(stream, chunk)
-    if pending:
-        await stream.send_all(pending)
-
-
-async def _send_region(stream: trio.SocketStream, region: object) -> None:
-    """``os.sendfile`` the region; fall back to a threaded read if it cannot."""
-    sock = stream.socket
-    offset: int = region.position  # type: ignore[attr-defined]
-    remaining: int = region.length  # type: ignore[attr-defined]
+def _peer_name(stream: trio.abc.Stream) -> str:
+    if isinstance(stream, trio.SSLStream):
+        stream = stream.transport_stream
+    sock = stream.socket if isinstance(stream, trio.SocketStream) else None
+    if sock is None:
+        return "unknown peer"
     try:
-        in_fd = region.file.fileno()  # type: ignore[attr-defined]
-        out_fd = sock.fileno()
-        while remaining > 0:
-            await trio.lowlevel.wait_writable(sock)
-            try:
-                sent = os.sendfile(out_fd, in_fd, offset, remaining)
-            except BlockingIOError:
-                continue
-            if sent == 0:
-                break  # file shrank under us (truncation): pad below
-            offset += sent
-            remaining -= sent
-    except (OSError, ValueError) as exc:
-        if isinstance(exc, BrokenPipeError | ConnectionError):
-            raise trio.BrokenResourceError from exc
-        data = await trio.to_thread.run_sync(region.file.pread, remaining, offset)  # type: ignore[attr-defined]
-        await stream.send_all(data)
-        remaining -= len(data)
-    if remaining > 0:
-        # The frame's size was announced: keep the stream in sync with zeros,
-        # which clients read as a truncated trailing batch and ignore.
-        await stream.send_all(bytes(remaining))
-
-
-def _peer_name(stream: trio.SocketStream) -> str:
-    try:
-        host, port = stream.socket.getpeername()[:2]
+        host, port = sock.getpeername()[:2]
     except OSError:
         return "unknown peer"
     return f"{host}:{port}"

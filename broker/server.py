@@ -47,6 +47,7 @@ from kafkette.broker.observability.request_log import RequestObserver
 from kafkette.broker.partition import Partition
 from kafkette.broker.producer_ids import ProducerIdAllocator
 from kafkette.broker.request_memory import RequestMemoryPool
+from kafkette.broker.security.session import PLAINTEXT, Session
 from kafkette.broker.throttled_log import ThrottledLog, describe_error, storage_errors
 from kafkette.broker.topics import TopicRegistry
 from kafkette.broker.transactions.coordinator import TransactionCoordinator
@@ -255,8 +256,9 @@ class Broker:
             connections.start_soon(self._serve_connection, stream, ip)
 
     async def _serve_connection(self, stream: trio.SocketStream, ip: str) -> None:
+        session = Session(PLAINTEXT, PLAINTEXT, ip)
         try:
-            await serve_connection(self, stream)
+            await serve_connection(self, stream, session)
         finally:
             self.connection_limits.release(ip)
 
@@ -271,6 +273,11 @@ class Broker:
             while self.requests_in_flight:
                 await trio.sleep(0.01)
         connections.cancel_scope.cancel()
+
+    def endpoint_for(self, listener_name: str) -> Endpoint:
+        """The advertised endpoint of one of this broker's listeners (Metadata and
+        FindCoordinator answer a client with its own listener's)."""
+        return self.advertised
 
     def _advertised_for(self, bound_port: int) -> Endpoint:
         if self._advertised_request is not None:

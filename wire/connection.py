@@ -56,6 +56,9 @@ class Request:
     # Keeps the bytes that body's memoryviews (records) point into.
     frame: bytearray | memoryview = field(repr=False, default_factory=bytearray)
     peer: str = ""  # "host:port" of the client, filled in by the transport
+    # Who sent it (the broker's security Session: listener, principal), filled in by the
+    # transport; the codec never reads it.
+    session: object = None
 
 
 def _response_header_flexible(header: RequestHeader) -> bool:

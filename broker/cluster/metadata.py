@@ -23,6 +23,19 @@ class BrokerInfo:
     port: int
     rack: str | None
     epoch: int = -1
+    # Listener name -> (host, port), from the registration's "endpoints". Empty for a
+    # registration that names none: then host/port serve every listener.
+    endpoints: tuple[tuple[str, str, int], ...] = ()
+
+    def endpoint_for(self, listener_name: str) -> tuple[str, int] | None:
+        """Where a client that came in on ``listener_name`` reaches this broker; None
+        when this broker has no such listener (Kafka leaves it out of Metadata)."""
+        if not self.endpoints:
+            return self.host, self.port
+        for name, host, port in self.endpoints:
+            if name == listener_name:
+                return host, port
+        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from kafkette.broker.partition import LEADER_EPOCH
+from kafkette.broker.security.session import listener_of
 from kafkette.broker.topics import INTERNAL_TOPICS, TopicError, topic_name_problem
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.primitives import ZERO_UUID
@@ -40,21 +41,20 @@ CLUSTER_OPERATIONS_ALL = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 OPERATIONS_NOT_REQUESTED = -2147483648
 
 
-def broker_entries(broker: Broker, *, key: str = "node_id") -> list[dict]:
+def broker_entries(broker: Broker, request: Request, *, key: str = "node_id") -> list[dict]:
+    """Every broker at its endpoint for the listener ``request`` came in on (Kafka)."""
+    listener = listener_of(request)
     if broker.cluster is not None:
         brokers = broker.cluster.metadata.brokers
-        return [
-            {key: b.id, "host": b.host, "port": b.port, "rack": b.rack}
-            for b in sorted(brokers.values(), key=lambda b: b.id)
-        ]
-    return [
-        {
-            key: broker.node_id,
-            "host": broker.advertised.host,
-            "port": broker.advertised.port,
-            "rack": None,
-        }
-    ]
+        entries = []
+        for b in sorted(brokers.values(), key=lambda b: b.id):
+            endpoint = b.endpoint_for(listener)
+            if endpoint is not None:  # a broker without that listener is left out, as in Kafka
+                host, port = endpoint
+                entries.append({key: b.id, "host": host, "port": port, "rack": b.rack})
+        return entries
+    own = broker.endpoint_for(listener)
+    return [{key: broker.node_id, "host": own.host, "port": own.port, "rack": None}]
 
 
 def _cluster_partitions(broker: Broker, name: str, version: int) -> list[dict]:
@@ -174,7 +174,7 @@ async def handle_metadata(broker: Broker, request: Request) -> dict:
             )
     response = {
         "throttle_time_ms": 0,
-        "brokers": broker_entries(broker),
+        "brokers": broker_entries(broker, request),
         "cluster_id": broker.cluster_id,
         "controller_id": _controller_id(broker),
         "topics": topics,
@@ -229,7 +229,7 @@ async def handle_describe_cluster(broker: Broker, request: Request) -> dict:
         "endpoint_type": request.body.get("endpoint_type", 1),
         "cluster_id": broker.cluster_id,
         "controller_id": _controller_id(broker),
-        "brokers": broker_entries(broker, key="broker_id"),
+        "brokers": broker_entries(broker, request, key="broker_id"),
         "cluster_authorized_operations": CLUSTER_OPERATIONS_ALL
         if include_ops
         else OPERATIONS_NOT_REQUESTED,

@@ -14,6 +14,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from kafkette.broker.group_coordinator import CoordinatorUnavailable
+from kafkette.broker.security.session import listener_of
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -42,7 +43,8 @@ async def handle_find_coordinator(broker: Broker, request: Request) -> dict:
     version = request.header.api_version
     keys = body["coordinator_keys"] if version >= 4 else [body["key"]]
     if broker.cluster is not None:
-        return await _find_coordinator_in_cluster(broker, body, keys)
+        return await _find_coordinator_in_cluster(broker, body, keys, listener_of(request))
+    own = broker.endpoint_for(listener_of(request))
     coordinators = []
     transaction_error = ErrorCode.NONE
     if body["key_type"] == KEY_TYPE_TRANSACTION and keys:
@@ -52,8 +54,8 @@ async def handle_find_coordinator(broker: Broker, request: Request) -> dict:
         entry = {
             "key": key,
             "node_id": broker.node_id,
-            "host": broker.advertised.host,
-            "port": broker.advertised.port,
+            "host": own.host,
+            "port": own.port,
             "error_code": 0,
             "error_message": None,
         }
@@ -85,13 +87,15 @@ async def handle_find_coordinator(broker: Broker, request: Request) -> dict:
         "error_code": first.get("error_code", 0),
         "error_message": first.get("error_message"),
         "node_id": first.get("node_id", broker.node_id),
-        "host": first.get("host", broker.advertised.host),
-        "port": first.get("port", broker.advertised.port),
+        "host": first.get("host", own.host),
+        "port": first.get("port", own.port),
         "coordinators": coordinators,
     }
 
 
-async def _find_coordinator_in_cluster(broker: Broker, body: dict, keys: list[str]) -> dict:
+async def _find_coordinator_in_cluster(
+    broker: Broker, body: dict, keys: list[str], listener: str
+) -> dict:
     """Cluster mode: the coordinator of a key is the leader of its partition of the
     internal topic (``abs(hash(key)) % partitions``, Kafka's rule). The topic is
     created on the first lookup, as Kafka does; until it has leaders the answer is
@@ -141,10 +145,11 @@ async def _find_coordinator_in_cluster(broker: Broker, body: dict, keys: list[st
             assert info is not None
             index = kafka_abs(java_string_hash(key)) % len(info.replicas)
             leader = metadata.brokers.get(metadata.leader_of(topic, index))
-            if leader is None:
+            endpoint = leader.endpoint_for(listener) if leader is not None else None
+            if leader is None or endpoint is None:
                 error = ErrorCode.COORDINATOR_NOT_AVAILABLE
             else:
-                entry.update(node_id=leader.id, host=leader.host, port=leader.port)
+                entry.update(node_id=leader.id, host=endpoint[0], port=endpoint[1])
         entry.update(
             error_code=int(error), error_message=error.name if error else None
         )

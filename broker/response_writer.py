@@ -1,0 +1,57 @@
+"""Writing a response's chunks to the client, in order.
+
+A Fetch answer is mostly stored record batches: on a plain socket they go with
+``os.sendfile`` (no copy through Python); where that cannot work (a TLS stream,
+a file system without sendfile) the bytes are read in a worker thread and sent.
+"""
+
+from __future__ import annotations
+
+import os
+
+import trio
+
+
+async def send_chunks(stream: trio.abc.Stream, chunks: list[object]) -> None:
+    """Write a response's chunks in order; file regions go by sendfile."""
+    pending = bytearray()
+    for chunk in chunks:
+        if isinstance(chunk, bytes | bytearray | memoryview):
+            pending += chunk
+            continue
+        if pending:
+            await stream.send_all(pending)
+            pending = bytearray()
+        await _send_region(stream, chunk)
+    if pending:
+        await stream.send_all(pending)
+
+
+async def _send_region(stream: trio.abc.Stream, region: object) -> None:
+    """``os.sendfile`` the region; fall back to a threaded read if it cannot."""
+    sock = stream.socket
+    offset: int = region.position  # type: ignore[attr-defined]
+    remaining: int = region.length  # type: ignore[attr-defined]
+    try:
+        in_fd = region.file.fileno()  # type: ignore[attr-defined]
+        out_fd = sock.fileno()
+        while remaining > 0:
+            await trio.lowlevel.wait_writable(sock)
+            try:
+                sent = os.sendfile(out_fd, in_fd, offset, remaining)
+            except BlockingIOError:
+                continue
+            if sent == 0:
+                break  # file shrank under us (truncation): pad below
+            offset += sent
+            remaining -= sent
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, BrokenPipeError | ConnectionError):
+            raise trio.BrokenResourceError from exc
+        data = await trio.to_thread.run_sync(region.file.pread, remaining, offset)  # type: ignore[attr-defined]
+        await stream.send_all(data)
+        remaining -= len(data)
+    if remaining > 0:
+        # The frame's size was announced: keep the stream in sync with zeros,
+        # which clients read as a truncated trailing batch and ignore.
+        await stream.send_all(bytes(remaining))

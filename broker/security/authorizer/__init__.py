@@ -1,0 +1,1 @@
+"""ACLs and the authorizer, with the semantics of Kafka's StandardAuthorizer."""

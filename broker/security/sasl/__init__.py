@@ -1,0 +1,1 @@
+"""SASL authentication: PLAIN, SCRAM-SHA-256/512 and OAUTHBEARER, as Kafka's broker does."""
