@@ -47,6 +47,7 @@ from kafkette.broker.observability.request_log import RequestObserver
 from kafkette.broker.partition import Partition
 from kafkette.broker.producer_ids import ProducerIdAllocator
 from kafkette.broker.request_memory import RequestMemoryPool
+from kafkette.broker.security.authorizer.startup import open_authorizer
 from kafkette.broker.security.session import PLAINTEXT, Session
 from kafkette.broker.throttled_log import ThrottledLog, describe_error, storage_errors
 from kafkette.broker.topics import TopicRegistry
@@ -60,6 +61,7 @@ from kafkette.log.partition_log import PartitionLog
 if TYPE_CHECKING:
     from kafkette.broker.cluster.node import ClusterNode
     from kafkette.broker.cluster.producer_id_blocks import ZkProducerIdAllocator
+    from kafkette.broker.security.authorizer.authorizer import Authorizer
 
 log = logging.getLogger("kafkette.server")
 
@@ -135,6 +137,8 @@ class Broker:
         self.cleaner: LogCleanerManager
         # Cluster mode (zookeeper.connect): this broker's part in the cluster; None on one node.
         self.cluster: ClusterNode | None = None
+        # authorizer.class.name: ACL checks in the handlers; None (the default): none.
+        self.authorizer: Authorizer | None = None
         self._stop = trio.Event()
 
     # Lifecycle ---------------------------------------------------------------
@@ -310,6 +314,10 @@ class Broker:
                 f"cannot open data dir {self.config.data_dir}: {os_reason(exc)}"
             ) from None
         self.topics = TopicRegistry(self.data_dir, self.config)
+        try:
+            self.authorizer = await open_authorizer(self)
+        except ValueError as exc:
+            raise StartupError(str(exc)) from None
         if clustered:
             assert self.cluster is not None
             self.producer_ids = self.cluster.producer_id_allocator()

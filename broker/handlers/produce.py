@@ -36,6 +36,11 @@ from typing import TYPE_CHECKING
 import trio
 
 from kafkette.broker.partition import Partition
+from kafkette.broker.security.authorizer.checks import (
+    WRITE,
+    topic_denied,
+    transactional_id_denied,
+)
 from kafkette.broker.throttled_log import describe_error, storage_errors
 from kafkette.broker.topics import INTERNAL_TOPICS
 from kafkette.log.errors import RecordBatchTooLarge
@@ -136,16 +141,26 @@ async def handle_produce(broker: Broker, request: Request) -> dict | None:
         error = ErrorCode.INVALID_REQUIRED_ACKS
     elif body["transactional_id"] is None and _has_transactional_batch(body):
         error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif broker.authorizer is not None and _has_transactional_batch(body) and (
+        transactional_id_denied(broker, request, WRITE, body["transactional_id"])
+    ):
+        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     else:
         error = ErrorCode.NONE
     for topic in body["topic_data"]:
         name = topic["name"]
         partition_responses = []
+        # Kafka checks WRITE on the topic before it looks the topic up.
+        topic_error = error or (
+            ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            if topic_denied(broker, request, WRITE, name)
+            else ErrorCode.NONE
+        )
         for data in topic["partition_data"]:
             response = _partition_response(data["index"])
             partition_responses.append(response)
-            if error:
-                response["error_code"] = int(error)
+            if topic_error:
+                response["error_code"] = int(topic_error)
                 continue
             _prepare(broker, name, data, response, work, request.header.api_version, replicas, acks)
         responses.append({"name": name, "partition_responses": partition_responses})

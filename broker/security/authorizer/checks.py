@@ -1,0 +1,84 @@
+"""The checks handlers make, one line each: ``True`` when the request's principal may
+NOT do the operation. With no authorizer (``broker.authorizer is None``) nothing is
+denied and the test costs one attribute read and an ``is None``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kafkette.broker.security.authorizer.acl import (
+    CLUSTER_NAME,
+    SUPPORTED_OPERATIONS,
+    AclOperation,
+    ResourceType,
+)
+
+if TYPE_CHECKING:
+    from kafkette.broker.server import Broker
+    from kafkette.wire.connection import Request
+
+READ = AclOperation.READ
+WRITE = AclOperation.WRITE
+CREATE = AclOperation.CREATE
+DELETE = AclOperation.DELETE
+ALTER = AclOperation.ALTER
+DESCRIBE = AclOperation.DESCRIBE
+CLUSTER_ACTION = AclOperation.CLUSTER_ACTION
+DESCRIBE_CONFIGS = AclOperation.DESCRIBE_CONFIGS
+ALTER_CONFIGS = AclOperation.ALTER_CONFIGS
+IDEMPOTENT_WRITE = AclOperation.IDEMPOTENT_WRITE
+
+TOPIC = ResourceType.TOPIC
+GROUP = ResourceType.GROUP
+CLUSTER = ResourceType.CLUSTER
+TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
+
+# The bitmasks the authorized-operations fields carry when there is no authorizer:
+# every operation of the resource type (today's answers, unchanged).
+ALL_OPERATIONS = {
+    rtype: sum(1 << op for op in ops) for rtype, ops in SUPPORTED_OPERATIONS.items()
+}
+
+
+def denied(
+    broker: Broker, request: Request, op: AclOperation, rtype: ResourceType, name: str
+) -> bool:
+    authorizer = broker.authorizer
+    return authorizer is not None and not authorizer.allowed(request.session, op, rtype, name)
+
+
+def topic_denied(broker: Broker, request: Request, op: AclOperation, name: str) -> bool:
+    authorizer = broker.authorizer
+    return authorizer is not None and not authorizer.allowed(request.session, op, TOPIC, name)
+
+
+def group_denied(broker: Broker, request: Request, op: AclOperation, name: str) -> bool:
+    authorizer = broker.authorizer
+    return authorizer is not None and not authorizer.allowed(request.session, op, GROUP, name)
+
+
+def cluster_denied(broker: Broker, request: Request, op: AclOperation) -> bool:
+    authorizer = broker.authorizer
+    return authorizer is not None and not authorizer.allowed(
+        request.session, op, CLUSTER, CLUSTER_NAME
+    )
+
+
+def transactional_id_denied(
+    broker: Broker, request: Request, op: AclOperation, name: str
+) -> bool:
+    authorizer = broker.authorizer
+    return authorizer is not None and not authorizer.allowed(
+        request.session, op, TRANSACTIONAL_ID, name
+    )
+
+
+def authorized_operations(
+    broker: Broker, request: Request, rtype: ResourceType, name: str = CLUSTER_NAME
+) -> int:
+    """The ``*_authorized_operations`` bitmask: the truth with an authorizer, every
+    operation of the type without."""
+    authorizer = broker.authorizer
+    if authorizer is None:
+        return ALL_OPERATIONS[rtype]
+    return authorizer.authorized_operations(request.session, rtype, name)
