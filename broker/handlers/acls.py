@@ -20,7 +20,7 @@ from kafkette.broker.security.authorizer.acl import (
     new_binding,
     new_filter,
 )
-from kafkette.broker.throttled_log import describe_error
+from kafkette.broker.security.authorizer.authorizer import AclStoreError
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -69,8 +69,8 @@ async def handle_create_acls(broker: Broker, request: Request) -> dict:
         try:
             await broker.authorizer.create(valid)
             log.info("created %d ACLs for %s", len(valid), request.session.principal)
-        except OSError as exc:
-            log.error("ACLs not stored: %s", describe_error(exc))
+        except AclStoreError as exc:
+            log.error("ACLs not stored: %s", exc)
             failed = {"error_code": ErrorCode.UNKNOWN_SERVER_ERROR,
                       "error_message": "The ACLs could not be stored."}
             results = [failed if r["error_code"] == 0 else r for r in results]
@@ -148,8 +148,8 @@ async def handle_delete_acls(broker: Broker, request: Request) -> dict:
                             "error_message": str(exc), "matching_acls": []})
     try:
         removed = iter(await broker.authorizer.delete(filters))
-    except OSError as exc:
-        log.error("ACL deletion not stored: %s", describe_error(exc))
+    except AclStoreError as exc:
+        log.error("ACL deletion not stored: %s", exc)
         failed = {"error_code": ErrorCode.UNKNOWN_SERVER_ERROR,
                   "error_message": "The ACL deletion could not be stored.", "matching_acls": []}
         return {"throttle_time_ms": 0,

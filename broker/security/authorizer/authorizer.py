@@ -37,6 +37,7 @@ from kafkette.broker.security.authorizer.store import AclFileStore
 
 if TYPE_CHECKING:
     from kafkette.broker.config import BrokerConfig
+    from kafkette.broker.security.authorizer.zk_store import ZkAclStore
     from kafkette.broker.security.session import Session
 
 log = logging.getLogger("kafkette.authorizer")
@@ -48,6 +49,10 @@ KAFKA_AUTHORIZERS = (
     "kafka.security.auth.SimpleAclAuthorizer",
 )
 CACHE_LIMIT = 100_000  # decisions kept before the cache starts over
+
+
+class AclStoreError(Exception):
+    """A change could not be made durable (disk, ZooKeeper): nothing changed."""
 
 
 class AuthorizerConfigError(ValueError):
@@ -99,7 +104,7 @@ class Authorizer:
         self._cache: dict[tuple, bool] = {}
         self._store: AclFileStore | None = None
         # In a cluster: the ZooKeeper store (zk_store.py) shares the ACLs instead.
-        self.shared_store = None
+        self.shared_store: ZkAclStore | None = None
         self._changing = trio.Lock()
 
     # Start ---------------------------------------------------------------------
@@ -181,12 +186,12 @@ class Authorizer:
 
     async def create(self, bindings: list[AclBinding]) -> None:
         """Add ``bindings`` (ones already there are no change) and make them durable
-        before returning; raises OSError (nothing changed) when they cannot be."""
+        before returning; raises AclStoreError (nothing changed) when they cannot be."""
         async with self._changing:
             new = [b for b in dict.fromkeys(bindings) if b not in self.index]
             if not new:
                 return
-            await self._commit(list(self.index) + new)
+            await self._commit(list(self.index) + new, added=new, removed=[])
 
     async def delete(self, filters: list[AclBindingFilter]) -> list[list[AclBinding]]:
         """Remove every binding each filter matches; per filter, the ones it removed
@@ -199,12 +204,22 @@ class Authorizer:
                 gone.update(matched)
                 removed.append(matched)
             if gone:
-                await self._commit([b for b in self.index if b not in gone])
+                await self._commit(
+                    [b for b in self.index if b not in gone], added=[], removed=list(gone)
+                )
             return removed
 
-    async def _commit(self, bindings: list[AclBinding]) -> None:
-        if self.shared_store is not None:
-            await self.shared_store.save(bindings)
-        elif self._store is not None:
-            await trio.to_thread.run_sync(self._store.save, bindings)
+    async def _commit(
+        self, bindings: list[AclBinding], *, added: list[AclBinding], removed: list[AclBinding]
+    ) -> None:
+        """Make the change durable, then current. In a cluster the change goes to
+        ZooKeeper and the ACLs are read back: other brokers' changes come with them."""
+        try:
+            if self.shared_store is not None:
+                await self.shared_store.apply(added, removed)
+                bindings = await self.shared_store.load()
+            elif self._store is not None:
+                await trio.to_thread.run_sync(self._store.save, bindings)
+        except Exception as exc:  # a full disk, ZooKeeper away: the caller answers it
+            raise AclStoreError(f"{type(exc).__name__}: {exc}") from exc
         self.replace_all(bindings)
