@@ -22,7 +22,6 @@ from confluent_kafka.admin import (
     ResourcePatternType,
     ResourceType,
 )
-
 from kafka.admin import (
     ACLFilter,
     ACLOperation,

@@ -92,7 +92,7 @@ def test_deny_wins_over_allow(open_broker: EmbeddedBroker) -> None:
     topic = support.name("deny-wins")
     _create_topic(open_broker.bootstrap, topic)
     assert _produce(open_broker.bootstrap, topic) is None
-    support.create_acls(client := support.admin(open_broker.bootstrap), [
+    support.create_acls(support.admin(open_broker.bootstrap), [
         support.binding(TOPIC, topic, AclOperation.WRITE),
         support.binding(TOPIC, topic, AclOperation.ALL, DENY, principal="User:*"),
     ])
@@ -105,7 +105,7 @@ def test_a_prefixed_read_acl_allows_consuming_not_producing(open_broker: Embedde
     topic = prefix + "events"
     _create_topic(open_broker.bootstrap, topic)
     assert _produce(open_broker.bootstrap, topic) is None
-    support.create_acls(client := support.admin(open_broker.bootstrap), [
+    support.create_acls(support.admin(open_broker.bootstrap), [
         support.binding(TOPIC, prefix, AclOperation.READ, principal="User:*",
                         pattern=ResourcePatternType.PREFIXED),
     ])
@@ -139,7 +139,7 @@ def test_a_group_the_principal_may_not_read_refuses_the_consumer(
 ) -> None:
     topic, group = support.name("grp-topic"), support.name("closed-group")
     _create_topic(open_broker.bootstrap, topic)
-    support.create_acls(client := support.admin(open_broker.bootstrap), [
+    support.create_acls(support.admin(open_broker.bootstrap), [
         support.binding(GROUP, group, AclOperation.READ, DENY),
     ])
     error = _consume_error_or_values(open_broker.bootstrap, topic, group, 1)
@@ -151,7 +151,7 @@ def test_a_transactional_id_the_principal_may_not_write_is_refused(
     open_broker: EmbeddedBroker,
 ) -> None:
     transactional_id = support.name("txn")
-    support.create_acls(client := support.admin(open_broker.bootstrap), [
+    support.create_acls(support.admin(open_broker.bootstrap), [
         support.binding(ResourceType.TRANSACTIONAL_ID, transactional_id, AclOperation.WRITE,
                         DENY),
     ])
@@ -188,7 +188,7 @@ def test_host_patterns_match_the_client_address(open_broker: EmbeddedBroker) -> 
     elsewhere, here = support.name("elsewhere"), support.name("here")
     for topic in (elsewhere, here):
         _create_topic(open_broker.bootstrap, topic)
-    support.create_acls(client := support.admin(open_broker.bootstrap), [
+    support.create_acls(support.admin(open_broker.bootstrap), [
         support.binding(TOPIC, elsewhere, AclOperation.WRITE, host="10.9.9.9"),
         support.binding(TOPIC, here, AclOperation.WRITE, host="127.0.0.1"),
     ])
