@@ -169,16 +169,19 @@ async def handle_produce(broker: Broker, request: Request) -> dict | None:
         if replicas is not None and acks == -1:
             await _wait_for_acks(replicas, work, body["timeout_ms"])
     if acks == 0:
-        if replicas is not None:
+        # Kafka closes the connection of an acks=0 producer whose records were refused;
+        # with an authorizer, a refused WRITE would otherwise lose records silently.
+        if replicas is not None or broker.authorizer is not None:
             _close_on_acks_0_error(responses, request.peer)
         return None
     return {"responses": responses, "throttle_time_ms": 0}
 
 
 def _close_on_acks_0_error(responses: list[dict], peer: str) -> None:
-    """Cluster mode, acks=0: an error cannot be answered, so the connection is closed and
-    the client refreshes its metadata (Kafka's KafkaApis does this; a producer writing to
-    a broker that lost leadership would otherwise lose every record silently)."""
+    """Cluster mode or an authorizer, acks=0: an error cannot be answered, so the
+    connection is closed and the client refreshes its metadata (Kafka's KafkaApis does
+    this; a producer writing to a broker that lost leadership, or may not write, would
+    otherwise lose every record silently)."""
     for topic in responses:
         for part in topic["partition_responses"]:
             if part["error_code"]:

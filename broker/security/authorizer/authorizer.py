@@ -130,11 +130,14 @@ class Authorizer:
     def allowed(
         self, session: Session, operation: AclOperation, resource_type: ResourceType, name: str
     ) -> bool:
-        key = (session.principal, session.client_host, operation, resource_type, name)
+        # Strings and (from checks.py) plain ints: hashing the principal dataclass or an
+        # IntEnum runs Python code, which would triple the cost of a cached check.
+        who = session.principal
+        key = (who.name, who.type, session.client_host, operation, resource_type, name)
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        principal = str(session.principal)
+        principal = str(who)
         if principal in self.super_users:
             decision = True
         else:
@@ -145,8 +148,8 @@ class Authorizer:
             if not decision:
                 log.info(
                     "Principal = %s is Denied operation = %s from host = %s on resource"
-                    " = %s:%s", principal, operation.name, session.client_host,
-                    resource_type.name, name,
+                    " = %s:%s", principal, AclOperation(operation).name, session.client_host,
+                    ResourceType(resource_type).name, name,
                 )
         if len(self._cache) >= CACHE_LIMIT:
             self._cache = {}

@@ -17,21 +17,23 @@ if TYPE_CHECKING:
     from kafkette.broker.server import Broker
     from kafkette.wire.connection import Request
 
-READ = AclOperation.READ
-WRITE = AclOperation.WRITE
-CREATE = AclOperation.CREATE
-DELETE = AclOperation.DELETE
-ALTER = AclOperation.ALTER
-DESCRIBE = AclOperation.DESCRIBE
-CLUSTER_ACTION = AclOperation.CLUSTER_ACTION
-DESCRIBE_CONFIGS = AclOperation.DESCRIBE_CONFIGS
-ALTER_CONFIGS = AclOperation.ALTER_CONFIGS
-IDEMPOTENT_WRITE = AclOperation.IDEMPOTENT_WRITE
+# Plain ints, not the IntEnums: they key the authorizer's decision cache, and an
+# IntEnum's hash runs Python code (see Authorizer.allowed).
+READ = int(AclOperation.READ)
+WRITE = int(AclOperation.WRITE)
+CREATE = int(AclOperation.CREATE)
+DELETE = int(AclOperation.DELETE)
+ALTER = int(AclOperation.ALTER)
+DESCRIBE = int(AclOperation.DESCRIBE)
+CLUSTER_ACTION = int(AclOperation.CLUSTER_ACTION)
+DESCRIBE_CONFIGS = int(AclOperation.DESCRIBE_CONFIGS)
+ALTER_CONFIGS = int(AclOperation.ALTER_CONFIGS)
+IDEMPOTENT_WRITE = int(AclOperation.IDEMPOTENT_WRITE)
 
-TOPIC = ResourceType.TOPIC
-GROUP = ResourceType.GROUP
-CLUSTER = ResourceType.CLUSTER
-TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
+TOPIC = int(ResourceType.TOPIC)
+GROUP = int(ResourceType.GROUP)
+CLUSTER = int(ResourceType.CLUSTER)
+TRANSACTIONAL_ID = int(ResourceType.TRANSACTIONAL_ID)
 
 # The bitmasks the authorized-operations fields carry when there is no authorizer:
 # every operation of the resource type (today's answers, unchanged).
@@ -40,24 +42,22 @@ ALL_OPERATIONS = {
 }
 
 
-def denied(
-    broker: Broker, request: Request, op: AclOperation, rtype: ResourceType, name: str
-) -> bool:
+def denied(broker: Broker, request: Request, op: int, rtype: int, name: str) -> bool:
     authorizer = broker.authorizer
     return authorizer is not None and not authorizer.allowed(request.session, op, rtype, name)
 
 
-def topic_denied(broker: Broker, request: Request, op: AclOperation, name: str) -> bool:
+def topic_denied(broker: Broker, request: Request, op: int, name: str) -> bool:
     authorizer = broker.authorizer
     return authorizer is not None and not authorizer.allowed(request.session, op, TOPIC, name)
 
 
-def group_denied(broker: Broker, request: Request, op: AclOperation, name: str) -> bool:
+def group_denied(broker: Broker, request: Request, op: int, name: str) -> bool:
     authorizer = broker.authorizer
     return authorizer is not None and not authorizer.allowed(request.session, op, GROUP, name)
 
 
-def cluster_denied(broker: Broker, request: Request, op: AclOperation) -> bool:
+def cluster_denied(broker: Broker, request: Request, op: int) -> bool:
     authorizer = broker.authorizer
     return authorizer is not None and not authorizer.allowed(
         request.session, op, CLUSTER, CLUSTER_NAME
@@ -65,7 +65,7 @@ def cluster_denied(broker: Broker, request: Request, op: AclOperation) -> bool:
 
 
 def transactional_id_denied(
-    broker: Broker, request: Request, op: AclOperation, name: str
+    broker: Broker, request: Request, op: int, name: str
 ) -> bool:
     authorizer = broker.authorizer
     return authorizer is not None and not authorizer.allowed(
@@ -74,7 +74,7 @@ def transactional_id_denied(
 
 
 def authorized_operations(
-    broker: Broker, request: Request, rtype: ResourceType, name: str = CLUSTER_NAME
+    broker: Broker, request: Request, rtype: int, name: str = CLUSTER_NAME
 ) -> int:
     """The ``*_authorized_operations`` bitmask: the truth with an authorizer, every
     operation of the type without."""
