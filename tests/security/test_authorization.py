@@ -268,3 +268,42 @@ def _read(sock: socket.socket, n: int) -> bytes:
             raise ConnectionError("the broker closed the connection")
         data += chunk
     return data
+
+
+def test_an_acks_0_produce_refused_closes_the_connection(open_broker: EmbeddedBroker) -> None:
+    """acks=0 has no answer to carry TOPIC_AUTHORIZATION_FAILED: Kafka closes the
+    connection instead, so the producer notices; an allowed one keeps it open."""
+    from kafka.protocol.metadata import MetadataRequest
+    from kafka.protocol.producer import ProduceRequest
+    from kafka.record.memory_records import MemoryRecordsBuilder
+
+    allowed, refused = support.name("acks0-ok"), support.name("acks0-denied")
+    for topic in (allowed, refused):
+        _create_topic(open_broker.bootstrap, topic)
+    support.create_acls(support.admin(open_broker.bootstrap), [
+        support.binding(TOPIC, refused, AclOperation.WRITE, DENY),
+    ])
+    builder = MemoryRecordsBuilder(magic=2, compression_type=0, batch_size=1 << 16)
+    builder.append(timestamp=None, key=None, value=b"v", headers=[])
+    builder.close()
+    records = bytes(builder.buffer())
+
+    def produce_acks_0(sock: socket.socket, topic: str) -> None:
+        data = ProduceRequest.TopicProduceData
+        request = ProduceRequest(transactional_id=None, acks=0, timeout_ms=10_000, topic_data=[
+            data(name=topic, partition_data=[
+                data.PartitionProduceData(index=0, records=records)])])
+        request.with_header(correlation_id=1, client_id="acks0")
+        sock.sendall(request.encode(version=9, header=True, framed=True))
+
+    host, port = open_broker.bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=TIMEOUT) as sock:
+        produce_acks_0(sock, allowed)
+        metadata = MetadataRequest(topics=None, allow_auto_topic_creation=False)
+        metadata.with_header(correlation_id=2, client_id="acks0")
+        sock.sendall(metadata.encode(version=9, header=True, framed=True))
+        size = struct.unpack(">i", _read(sock, 4))[0]
+        assert len(_read(sock, size)) == size  # still open, answering
+    with socket.create_connection((host, int(port)), timeout=TIMEOUT) as sock:
+        produce_acks_0(sock, refused)
+        assert sock.recv(1) == b""  # closed by the broker

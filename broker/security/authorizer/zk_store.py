@@ -51,6 +51,7 @@ LITERAL_CHANGES = "/kafka-acl-changes"
 EXTENDED_CHANGES = "/kafka-acl-extended-changes"
 CHANGE_PREFIX = "acl_changes_"
 RELOAD_RETRY_S = 1.0
+KEPT_NOTIFICATIONS = 50
 
 _TYPE_BY_NAME = {name: rtype for rtype, name in RESOURCE_TYPE_NAMES.items()}
 _OP_BY_NAME = {operation_name(op): op for op in AclOperation}
@@ -200,6 +201,15 @@ class ZkAclStore:
             data = json.dumps({"version": 1, "resourceType": RESOURCE_TYPE_NAMES[rtype],
                                "name": name, "patternType": "Prefixed"}).encode()
         client.create(f"{path}/{CHANGE_PREFIX}", data, sequence=True, makepath=True)
+        # Kafka purges old notifications; here only the children watch matters (every
+        # broker reads all ACLs again), so the newest few are kept and the rest go.
+        from kazoo.exceptions import NoNodeError
+
+        for old in sorted(client.get_children(path))[:-KEPT_NOTIFICATIONS]:
+            try:
+                client.delete(f"{path}/{old}")
+            except NoNodeError:
+                pass  # another broker purged it first
 
 
 def _resource_of(binding: AclBinding) -> Resource:
