@@ -224,3 +224,15 @@ def test_kafka_acls_sh_adds_lists_and_removes(secured: EmbeddedBroker) -> None:
          "--topic", topic)
     left = {(b.operation, b.principal) for b in support.describe_acls(client) if b.name == topic}
     assert left == {(AclOperation.DESCRIBE, "User:alice")}
+
+
+def test_kafkas_authorizer_class_names_are_accepted_and_others_refused(tmp_path: Path) -> None:
+    from kafkette.broker.config import ConfigError, load_config
+
+    for accepted in ("org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                     "kafka.security.authorizer.AclAuthorizer", ""):
+        load_config({"authorizer.class.name": accepted}, data_dir=tmp_path)
+    with pytest.raises(ConfigError, match=r"authorizer\.class\.name"):
+        load_config({"authorizer.class.name": "com.example.MyAuthorizer"}, data_dir=tmp_path)
+    with pytest.raises(Exception, match=r"super\.users"):
+        support.start_broker(tmp_path, super_users="admin")

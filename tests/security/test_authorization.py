@@ -307,3 +307,29 @@ def test_an_acks_0_produce_refused_closes_the_connection(open_broker: EmbeddedBr
     with socket.create_connection((host, int(port)), timeout=TIMEOUT) as sock:
         produce_acks_0(sock, refused)
         assert sock.recv(1) == b""  # closed by the broker
+
+
+def test_group_admin_needs_describe_and_delete_on_the_group(open_broker: EmbeddedBroker) -> None:
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    topic, group = support.name("admin-grp-topic"), support.name("admin-grp")
+    _create_topic(open_broker.bootstrap, topic)
+    assert _produce(open_broker.bootstrap, topic) is None
+    assert _consume_error_or_values(open_broker.bootstrap, topic, group, 1) == [b"v"]
+    client = support.admin(open_broker.bootstrap)
+    # READ on the group (it implies DESCRIBE), no DELETE.
+    support.create_acls(client, [support.binding(GROUP, group, AclOperation.READ)])
+    offsets = client.list_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(group)], request_timeout=TIMEOUT
+    )[group].result(timeout=TIMEOUT)
+    assert offsets.group_id == group
+    with pytest.raises(KafkaException) as refused:
+        client.delete_consumer_groups([group], request_timeout=TIMEOUT)[group].result(TIMEOUT)
+    assert support.error_name(refused.value) == "GROUP_AUTHORIZATION_FAILED"
+    # A DENY of DESCRIBE: the offsets are refused too.
+    support.create_acls(client, [support.binding(GROUP, group, AclOperation.DESCRIBE, DENY)])
+    with pytest.raises(KafkaException) as hidden:
+        client.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group)], request_timeout=TIMEOUT
+        )[group].result(timeout=TIMEOUT)
+    assert support.error_name(hidden.value) == "GROUP_AUTHORIZATION_FAILED"
