@@ -246,8 +246,11 @@ class Broker:
         try:
             for spec in self.listener_plan.listeners:
                 where = Endpoint(spec.host, spec.port) if self.listener_plan.simple else spec
+                # No host: every interface (Kafka's default); with port 0, IPv4's only, so
+                # that the listener has one port.
+                host = spec.host or (None if spec.port else "0.0.0.0")
                 try:
-                    sockets = await trio.open_tcp_listeners(spec.port, host=spec.host or None)
+                    sockets = await trio.open_tcp_listeners(spec.port, host=host)
                 except OSError as exc:
                     raise StartupError(f"cannot listen on {where}: {os_reason(exc)}") from None
                 bound.append(
@@ -374,6 +377,13 @@ class Broker:
                 principal = peer_principal(tls, secured.getpeercert(binary_form=True))
                 if principal is not None:
                     session.principal = principal
+            if log.isEnabledFor(logging.DEBUG):
+                cipher = secured.cipher()
+                log.debug(
+                    "TLS connection from %s on listener %s: %s %s, principal %s",
+                    peer, bound.spec.name, secured.version(), cipher[0] if cipher else "-",
+                    session.principal,
+                )
             return secured
         except trio.TooSlowError:
             reason = f"no handshake within {TLS_HANDSHAKE_TIMEOUT_S:g}s"
@@ -381,6 +391,9 @@ class Broker:
             reason = _tls_failure(exc)
         except ValueError as exc:  # no ssl.principal.mapping.rules rule applies
             reason = str(exc)
+        except BaseException:  # cancelled (the broker stops): the socket goes at once
+            await trio.aclose_forcefully(stream)
+            raise
         log.warning(
             "closing connection from %s on listener %s: TLS handshake failed: %s",
             peer, bound.spec.name, reason,

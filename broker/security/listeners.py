@@ -193,13 +193,13 @@ def plan_listeners(
             " has no KRaft controller quorum; add a listener for clients"
         )
     advertised = _advertised(explicit, served)
-    if clustered and inter not in advertised and not (
-        "advertised.listeners" not in explicit and any(s.name == inter for s in served)
-    ):
+    # Kafka checks this on every broker; on a single node nothing uses the inter-broker
+    # listener, so a listeners=SSL://... line alone is enough there.
+    if clustered and inter not in advertised:
         raise ListenerConfigError(
             "inter.broker.listener.name must be a listener name defined in"
             " advertised.listeners. The valid options based on currently configured"
-            f" listeners are {','.join(sorted(advertised) or [s.name for s in served])}"
+            f" listeners are {','.join(advertised)}"
         )
     return ListenerPlan(tuple(served), advertised, inter)
 
