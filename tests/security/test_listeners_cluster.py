@@ -62,7 +62,10 @@ def test_two_brokers_register_both_listeners_and_replicate_over_tls(
     }
     listeners = "CLIENT://127.0.0.1:0,BROKER://127.0.0.1:0"
     brokers = {
-        broker_id: secure_broker({**common, "broker.id": str(broker_id)}, listeners=listeners)
+        broker_id: secure_broker(
+            {**common, "broker.id": str(broker_id)}, listeners=listeners,
+            args=("--log-level", "DEBUG"),  # the TLS connection lines name the principal
+        )
         for broker_id in (1, 2)
     }
     client = {i: b.endpoints["CLIENT"] for i, b in brokers.items()}
@@ -114,6 +117,12 @@ def test_two_brokers_register_both_listeners_and_replicate_over_tls(
         )
     assert producer.flush(TIMEOUT_S) == 0
     assert failures == []
+    # The follower's fetches came over BROKER with its broker certificate.
+    leader = brokers[1] if "replica-fetcher-2" in brokers[1].stderr_text() else brokers[2]
+    leader.wait_for_log(
+        r"TLS connection from \S+ on listener BROKER: TLSv1\.3 \S+,"
+        r" principal User:CN=localhost,O=kafkette"
+    )
     for broker in brokers.values():
         assert "TLS handshake failed" not in broker.stderr_text()
     for broker in brokers.values():
