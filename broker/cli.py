@@ -280,9 +280,18 @@ async def _start_extras(nursery: trio.Nursery, broker: Broker, extras: ServeExtr
                 view,
                 extras.ui,
                 allow_writes=extras.ui_allow_writes,
-                bootstrap=str(broker.advertised),
+                bootstrap=_console_bootstrap(broker),
             )
         )
+
+
+def _console_bootstrap(broker: Broker) -> str:
+    """Where the console's producer connects: a PLAINTEXT-protocol listener (it has no
+    TLS or SASL settings of its own), else the first listener."""
+    for spec in broker.listener_plan.listeners:
+        if spec.security_protocol == "PLAINTEXT":
+            return str(broker.endpoint_for(spec.name))
+    return str(broker.advertised)
 
 
 def run_cluster(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, ConfigResource
 from kafka import KafkaConsumer, KafkaProducer
 
 TIMEOUT_S = 20
@@ -133,6 +133,13 @@ def test_confluent_kafka_over_tls_beside_plaintext(secure_broker, tls) -> None:
     assert brokers_seen(plain_endpoint, {}) == [("127.0.0.1", port_of(plain_endpoint))]
     # 200 records of 20 KB: fetches of several batches, read and encrypted per response.
     confluent_round_trip(ssl_endpoint, conf, count=200, size=20_000)
+    # Kafka never tells a password: DescribeConfigs marks it sensitive, without a value.
+    resource = ConfigResource(ConfigResource.Type.BROKER, "1")
+    admin = AdminClient({"bootstrap.servers": plain_endpoint})
+    entries = admin.describe_configs([resource])[resource].result(TIMEOUT_S)
+    password = entries["ssl.keystore.password"]
+    assert (password.is_sensitive, password.value) == (True, None)
+    assert entries["ssl.keystore.type"].value == "PKCS12"
     assert handshake_failures(broker) == []
     assert broker.terminate() == 0
 
@@ -192,8 +199,16 @@ def test_requested_client_auth_and_mapping_rules_per_listener(secure_broker, tls
     assert brokers_seen(mtls_endpoint, tls.confluent()) == [("127.0.0.1", port_of(mtls_endpoint))]
 
 
-def test_plaintext_client_on_a_tls_port_is_one_line(secure_broker, tls) -> None:
-    broker = secure_broker(tls.broker(), listeners="SSL://127.0.0.1:0")
+def test_plaintext_client_on_a_tls_port_is_one_line(secure_broker, tls_material, tls) -> None:
+    # ssl.keystore.type JKS (Kafka's default) naming a PKCS12 file loads, as in Java.
+    broker = secure_broker(
+        {
+            "ssl.keystore.type": "JKS",
+            "ssl.keystore.location": str(tls_material.broker_p12),
+            "ssl.keystore.password": tls_material.password,
+        },
+        listeners="SSL://127.0.0.1:0",
+    )
     endpoint = broker.endpoints["SSL"]
     host, _, port = endpoint.rpartition(":")
     with socket.create_connection((host, int(port)), timeout=TIMEOUT_S) as sock:
@@ -234,6 +249,31 @@ def test_enabled_protocols_and_cipher_suites(secure_broker, tls) -> None:
         assert sock.version() == "TLSv1.2"
         assert sock.cipher()[0] == "ECDHE-ECDSA-AES256-GCM-SHA384"
         assert api_versions_answered(sock)
+
+
+def one_line(path) -> str:
+    """A PEM file's text on one line (a properties value), newlines as spaces."""
+    return " ".join(path.read_text().split())
+
+
+def test_inline_pem_keystore_and_truststore(secure_broker, tls_material, tls) -> None:
+    """ssl.keystore.key / ssl.keystore.certificate.chain / ssl.truststore.certificates
+    given inline, each on one line of the properties file; mutual TLS with them."""
+    m = tls_material
+    broker = secure_broker(
+        {
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.key": one_line(m.broker_key_pem),  # unencrypted: no key password
+            "ssl.keystore.certificate.chain": one_line(m.broker_cert_pem),
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.certificates": one_line(m.ca_pem),
+            "ssl.client.auth": "required",
+        },
+        listeners="SSL://127.0.0.1:0",
+    )
+    with tls_connect(broker.endpoints["SSL"], tls.client_context(mutual=True)) as sock:
+        assert api_versions_answered(sock)
+    assert handshake_failures(broker) == []
 
 
 def bad_tls_configs(tls_material, tmp_path) -> list[tuple[dict[str, str], str]]:
