@@ -192,7 +192,7 @@ def plan_listeners(
             "listeners names only controller listeners (controller.listener.names): kafkette"
             " has no KRaft controller quorum; add a listener for clients"
         )
-    advertised = _advertised(explicit, served)
+    advertised = _advertised(explicit, served, controller_names)
     # Kafka checks this on every broker; on a single node nothing uses the inter-broker
     # listener, so a listeners=SSL://... line alone is enough there.
     if clustered and inter not in advertised:
@@ -205,15 +205,19 @@ def plan_listeners(
 
 
 def _advertised(
-    explicit: Mapping[str, str], served: list[ListenerSpec]
+    explicit: Mapping[str, str], served: list[ListenerSpec], controller_names: set[str]
 ) -> dict[str, tuple[str, int]]:
     raw = explicit.get("advertised.listeners", "").strip()
     if not raw:
         return {s.name: (s.host, s.port) for s in served}
     protocols = {s.name: s.security_protocol for s in served}
-    entries = parse_listener_list(
-        raw, {**protocols, **_all_names(raw)}, "advertised.listeners"
-    )
+    entries = [
+        entry
+        for entry in parse_listener_list(
+            raw, {**_all_names(raw), **protocols}, "advertised.listeners"
+        )
+        if entry.name not in controller_names  # Kafka 4's quick start advertises them
+    ]
     unknown = [e.name for e in entries if e.name not in protocols]
     if unknown:
         raise ListenerConfigError(

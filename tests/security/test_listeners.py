@@ -218,3 +218,53 @@ def test_bad_listener_configs_stop_the_start_with_one_line(secure_broker, config
     broker = secure_broker(configs, listeners=None, ready=False)
     code, lines = broker.wait_exit()
     assert (code, lines) == (2, [f"kafkette: {line}"])
+
+
+def test_a_kraft_quick_start_file_serves_its_broker_listener_only() -> None:
+    """Kafka 4's config/server.properties: the CONTROLLER listener (controller.listener.names)
+    is not bound, and an unset protocol map lets it speak PLAINTEXT, as KRaft does."""
+    from kafkette.broker.security.listeners import plan_listeners
+
+    plan = plan_listeners(
+        {
+            "listeners": "PLAINTEXT://:9092,CONTROLLER://:9093",
+            "controller.listener.names": "CONTROLLER",
+            "advertised.listeners": "PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093",
+        },
+        clustered=False,
+    )
+    assert [str(listener) for listener in plan.listeners] == ["PLAINTEXT://:9092"]
+    assert plan.advertised["PLAINTEXT"] == ("localhost", 9092)
+
+
+def test_listener_names_are_case_insensitive_and_per_listener_values_win() -> None:
+    from kafkette.broker.security.listeners import listener_value, plan_listeners
+
+    explicit = {
+        "listeners": "client://127.0.0.1:9093",
+        "listener.security.protocol.map": "Client:ssl",
+        "ssl.client.auth": "none",
+        "listener.name.client.ssl.client.auth": "required",
+        "inter.broker.listener.name": "client",
+    }
+    plan = plan_listeners(explicit, clustered=True)
+    [listener] = plan.listeners
+    assert (listener.name, listener.security_protocol) == ("CLIENT", "SSL")
+    assert plan.inter_broker.name == "CLIENT"
+    assert listener_value(explicit, listener, "ssl.client.auth", "none") == "required"
+    assert listener_value(explicit, listener, "ssl.keystore.type", "JKS") == "JKS"
+
+
+def test_in_a_cluster_the_inter_broker_listener_must_exist() -> None:
+    from kafkette.broker.security.listeners import ListenerConfigError, plan_listeners
+
+    explicit = {"listeners": "SSL://127.0.0.1:9093"}
+    assert plan_listeners(explicit, clustered=False).listeners[0].name == "SSL"
+    with pytest.raises(ListenerConfigError) as refused:
+        plan_listeners(explicit, clustered=True)
+    assert str(refused.value) == (
+        "inter.broker.listener.name must be a listener name defined in advertised.listeners."
+        " The valid options based on currently configured listeners are SSL"
+    )
+    explicit["security.inter.broker.protocol"] = "SSL"
+    assert plan_listeners(explicit, clustered=True).inter_broker.name == "SSL"
