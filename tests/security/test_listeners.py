@@ -213,11 +213,19 @@ BAD_CONFIGS = [
 ]
 
 
-@pytest.mark.parametrize(("configs", "line"), BAD_CONFIGS)
-def test_bad_listener_configs_stop_the_start_with_one_line(secure_broker, configs, line) -> None:
-    broker = secure_broker(configs, listeners=None, ready=False)
-    code, lines = broker.wait_exit()
-    assert (code, lines) == (2, [f"kafkette: {line}"])
+def test_bad_listener_configs_stop_the_start_with_one_line(secure_broker) -> None:
+    """Two through ``kafkette serve`` (exit code 2, one line, as other config errors),
+    every one through the same checks in-process (load_config, then Broker)."""
+    from kafkette.broker.config import load_config
+    from kafkette.broker.server import Broker
+
+    for configs, line in (BAD_CONFIGS[0], BAD_CONFIGS[-1]):
+        broker = secure_broker(configs, listeners=None, ready=False)
+        assert broker.wait_exit() == (2, [f"kafkette: {line}"])
+    for configs, line in BAD_CONFIGS:
+        with pytest.raises(ValueError) as refused:
+            Broker(load_config(configs))
+        assert str(refused.value) == line, configs
 
 
 def test_a_kraft_quick_start_file_serves_its_broker_listener_only() -> None:

@@ -332,7 +332,16 @@ def bad_tls_configs(tls_material, tmp_path) -> list[tuple[dict[str, str], str]]:
 def test_bad_tls_configs_stop_the_start_with_one_line(
     secure_broker, tls_material, tmp_path
 ) -> None:
-    for configs, line in bad_tls_configs(tls_material, tmp_path):
-        broker = secure_broker(configs, listeners="SSL://127.0.0.1:0", ready=False)
-        code, lines = broker.wait_exit()
-        assert (code, lines) == (2, [f"kafkette: {line}"]), configs
+    """One through ``kafkette serve`` (exit code 2, one line), every one through the same
+    checks in-process (load_config, then Broker reading the TLS material)."""
+    from kafkette.broker.config import load_config
+    from kafkette.broker.server import Broker
+
+    cases = bad_tls_configs(tls_material, tmp_path)
+    configs, line = cases[1]
+    broker = secure_broker(configs, listeners="SSL://127.0.0.1:0", ready=False)
+    assert broker.wait_exit() == (2, [f"kafkette: {line}"])
+    for configs, line in cases:
+        with pytest.raises(ValueError) as refused:
+            Broker(load_config({"listeners": "SSL://127.0.0.1:0", **configs}))
+        assert str(refused.value) == line, configs
