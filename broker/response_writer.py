@@ -7,7 +7,9 @@ without sendfile) the bytes are read in a worker thread and sent.
 Over TLS the bytes must pass through OpenSSL anyway: every file region of the
 response is read, and the whole response assembled, in ONE worker-thread hop (a
 Fetch of many partitions costs one hop, not one per partition), then encrypted
-and sent with one ``send_all``.
+and sent ``TLS_SEND_PIECE`` bytes at a time: OpenSSL's output buffer stays small
+(one ``send_all`` of 50 MB would grow it to 50 MB, reallocating as it goes, and
+encrypt all of it before the event loop runs anything else).
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ from __future__ import annotations
 import os
 
 import trio
+
+# Bytes encrypted per send over TLS (16 TLS records of 16 KiB).
+TLS_SEND_PIECE = 256 * 1024
 
 
 async def send_chunks(stream: trio.abc.Stream, chunks: list[object]) -> None:
@@ -68,10 +73,15 @@ async def _send_region(stream: trio.abc.Stream, region: object) -> None:
 async def _send_assembled(stream: trio.abc.Stream, chunks: list[object]) -> None:
     """A stream without a socket of its own (TLS): the response in one buffer."""
     if all(isinstance(chunk, bytes | bytearray | memoryview) for chunk in chunks):
-        await stream.send_all(b"".join(chunks))  # type: ignore[arg-type]
+        data = b"".join(chunks)  # type: ignore[arg-type]
+    else:
+        data = await trio.to_thread.run_sync(_assemble, chunks)
+    if len(data) <= TLS_SEND_PIECE:
+        await stream.send_all(data)
         return
-    data = await trio.to_thread.run_sync(_assemble, chunks)
-    await stream.send_all(data)
+    view = memoryview(data)
+    for start in range(0, len(view), TLS_SEND_PIECE):
+        await stream.send_all(view[start:start + TLS_SEND_PIECE])
 
 
 def _assemble(chunks: list[object]) -> bytes:
