@@ -25,7 +25,7 @@ both brokers store and serve the same batches.
 from __future__ import annotations
 
 import argparse
-import json
+import itertools
 import logging
 import os
 import statistics
@@ -79,11 +79,9 @@ def consume(bootstrap: str, topic: str, records: int, pid: int | None,
     logger.setLevel(logging.DEBUG)
     logger.propagate = False
     logger.addHandler(pauses)
-    stats: list[dict] = []
     consumer = Consumer({
         "bootstrap.servers": bootstrap, "group.id": "consume-pauses", "enable.auto.commit": False,
-        "debug": "fetch", "logger": logger, "statistics.interval.ms": 200,
-        "stats_cb": lambda s: stats.append(json.loads(s)), **extra,
+        "debug": "fetch", "logger": logger, **extra,
     })
     consumer.assign([TopicPartition(topic, 0, 0)])
     received = counted_from = 0
@@ -97,24 +95,17 @@ def consume(bootstrap: str, topic: str, records: int, pid: int | None,
             started, counted_from, cpu_before = time.perf_counter(), received, cpu_seconds(pid)
     seconds = time.perf_counter() - started
     cpu = cpu_seconds(pid) - cpu_before
-    for _ in range(4):
-        consumer.poll(0.1)  # one more statistics document
     consumer.close()
     if received < records:
         raise SystemExit(f"consumed only {received} of {records}")
     timed = [t for t in pauses.pauses if t >= started]
     # A fill phase: from the end of one pause (pause start + 1 s) to the next pause.
-    fills = [b - (a + 1.0) for a, b in zip(timed, timed[1:], strict=False)]
-    rtts = [
-        b["rtt"]["avg"] / 1000 for b in (stats[-1] if stats else {}).get("brokers", {}).values()
-        if b.get("rtt", {}).get("cnt")
-    ]
+    fills = [b - (a + 1.0) for a, b in itertools.pairwise(timed)]
     counted = received - counted_from
     return {
         "records_per_s": counted / seconds,
         "pauses_per_m": len(timed) / (counted / 1e6),
         "fill_phase_ms": 1000 * statistics.mean(fills) if fills else float("nan"),
-        "fetch_rtt_ms": statistics.mean(rtts) if rtts else float("nan"),
         "broker_cpu_s_per_m": cpu / (counted / 1e6) if pid else float("nan"),
     }
 
