@@ -28,9 +28,13 @@ ANONYMOUS = "User:ANONYMOUS"
 TIMEOUT = 20
 
 
-def start_broker(data_dir: Path, **configs: str) -> EmbeddedBroker:
-    """A broker with Kafka's StandardAuthorizer and the given configs (dots as ``_``)."""
+def start_broker(
+    data_dir: Path, extra: dict[str, str] | None = None, **configs: str
+) -> EmbeddedBroker:
+    """A broker with Kafka's StandardAuthorizer, ``extra`` config lines and ``configs``
+    (keyword names with ``_`` for ``.``: ``super_users`` is ``super.users``)."""
     props = {"num.partitions": "1", "authorizer.class.name": STANDARD_AUTHORIZER}
+    props.update(extra or {})
     props.update({k.replace("_", "."): v for k, v in configs.items()})
     return EmbeddedBroker.start(data_dir=data_dir, configs=props)
 
