@@ -256,14 +256,20 @@ def one_line(path) -> str:
     return " ".join(path.read_text().split())
 
 
+def continued_lines(path) -> str:
+    """A PEM file's lines as a properties value written across lines (Java's trailing
+    backslash continuation, as Kafka's docs show inline keys)."""
+    return " \\\n    ".join(path.read_text().split("\n")).rstrip(" \\\n")
+
+
 def test_inline_pem_keystore_and_truststore(secure_broker, tls_material, tls) -> None:
     """ssl.keystore.key / ssl.keystore.certificate.chain / ssl.truststore.certificates
-    given inline, each on one line of the properties file; mutual TLS with them."""
+    given inline in the properties file (across lines, or on one); mutual TLS with them."""
     m = tls_material
     broker = secure_broker(
         {
             "ssl.keystore.type": "PEM",
-            "ssl.keystore.key": one_line(m.broker_key_pem),  # unencrypted: no key password
+            "ssl.keystore.key": continued_lines(m.broker_key_pem),  # unencrypted: no password
             "ssl.keystore.certificate.chain": one_line(m.broker_cert_pem),
             "ssl.truststore.type": "PEM",
             "ssl.truststore.certificates": one_line(m.ca_pem),
