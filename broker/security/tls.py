@@ -107,7 +107,9 @@ def server_tls(explicit: Mapping[str, str], listener: ListenerSpec) -> ListenerT
         )
     _load_chain(context, chain, where)
     context.verify_mode = CLIENT_AUTH[auth]
-    if auth != "none":
+    # The truststore verifies client certificates; read even when none are asked for,
+    # so that a broken one stops the start as in Kafka.
+    if auth != "none" or values["ssl.truststore.location"] or values["ssl.truststore.certificates"]:
         _load_trust(context, values, where)
     _apply_protocols_and_suites(context, values, where)
     # One context per listener, many connections: no session tickets to rotate.

@@ -332,6 +332,13 @@ def bad_tls_configs(tls_material, tmp_path) -> list[tuple[dict[str, str], str]]:
              "ssl.cipher.suites": "TLS_NO_SUCH_SUITE"},
             "ssl.cipher.suites on listener SSL: none of TLS_NO_SUCH_SUITE is supported",
         ),
+        (
+            # Read even with ssl.client.auth=none, as Kafka reads it.
+            {**{"ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(m.broker_p12),
+                "ssl.keystore.password": m.password},
+             "ssl.truststore.type": "PEM", "ssl.truststore.location": str(tmp_path / "nope")},
+            f"cannot read SSL truststore {tmp_path / 'nope'}: No such file or directory",
+        ),
     ]
 
 
