@@ -57,6 +57,7 @@ from kafkette.broker.producer_ids import ProducerIdAllocator
 from kafkette.broker.request_memory import RequestMemoryPool
 from kafkette.broker.security.listeners import ListenerSpec, plan_listeners
 from kafkette.broker.security.session import Session
+from kafkette.broker.security.tls_receive import drain_tls_receives
 from kafkette.broker.throttled_log import ThrottledLog, describe_error, storage_errors
 from kafkette.broker.topics import TopicRegistry
 from kafkette.broker.transactions.coordinator import TransactionCoordinator
@@ -369,7 +370,7 @@ class Broker:
         tls = bound.tls
         assert tls is not None
         secured = trio.SSLStream(stream, tls.context, server_side=True)
-        _drain_tls_receives(secured)
+        drain_tls_receives(secured)
         peer = _peer_address(stream)
         try:
             with trio.fail_after(TLS_HANDSHAKE_TIMEOUT_S):
@@ -653,51 +654,6 @@ def _peer_security(config: BrokerConfig, inter_broker: ListenerSpec) -> PeerSecu
     from kafkette.broker.cluster.peer_client import PeerSecurity
 
     return PeerSecurity.for_listener(config, inter_broker)
-
-
-# TLS records a receive decrypts at most at once (OpenSSL reads one record, 16 KiB of
-# plaintext at most, per call; a larger ask only makes Python allocate more).
-TLS_READ_BYTES = 64 * 1024
-
-
-def _drain_tls_receives(secured: trio.SSLStream[trio.SocketStream]) -> None:
-    """Make ``secured.receive_some`` return every record already received, not one.
-
-    trio's SSLStream decrypts one TLS record per ``receive_some`` and yields to the
-    scheduler each time; clients such as librdkafka write a Produce request as many
-    small records (one per buffer segment, a couple of KiB each), so a 1 MB request
-    took hundreds of trips through the connection loop (27 ms of broker CPU per MB).
-    Here the first record comes through trio as usual (it waits for the socket, sends
-    what OpenSSL wants sent), then the records already in its incoming buffer are
-    decrypted at once, without yielding, up to ``max_bytes``. Anything OpenSSL queues
-    to send meanwhile (a TLS 1.3 key update) leaves with trio's next operation.
-    Uses the stream's ``SSLObject`` (a private attribute): without it, trio's own
-    behaviour is kept."""
-    ssl_object = getattr(secured, "_ssl_object", None)
-    if not isinstance(ssl_object, ssl.SSLObject):
-        return
-    receive_one = secured.receive_some
-
-    async def receive_some(max_bytes: int | None = None) -> bytes | bytearray:
-        if max_bytes is None:
-            return await receive_one()
-        data = await receive_one(min(max_bytes, TLS_READ_BYTES))
-        if not data or len(data) >= max_bytes:
-            return data
-        parts = [data]
-        got = len(data)
-        while got < max_bytes:
-            try:
-                more = ssl_object.read(min(max_bytes - got, TLS_READ_BYTES))
-            except ssl.SSLError:  # SSLWantReadError: no whole record left (or an
-                break  # error, which the next receive_some reports through trio)
-            if not more:
-                break
-            parts.append(more)
-            got += len(more)
-        return parts[0] if len(parts) == 1 else b"".join(parts)
-
-    secured.receive_some = receive_some  # type: ignore[method-assign]
 
 
 def _tls_failure(exc: BaseException) -> str:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from kafkette.broker.security.tls_receive import drain_tls_receives
 from kafkette.wire.client_connection import NEED_DATA, ClientConnection, Response
 from kafkette.wire.exceptions import MalformedFrameError
 
@@ -143,6 +144,7 @@ class PeerClient:
         if context is None:
             return stream
         secured = trio.SSLStream(stream, context, server_hostname=self.host)
+        drain_tls_receives(secured)  # a replica fetch answer arrives as many records
         try:
             await secured.do_handshake()
         except BaseException:
