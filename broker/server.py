@@ -662,7 +662,10 @@ def _tls_failure(exc: BaseException) -> str:
     cause: BaseException | None = exc
     while cause is not None:
         if isinstance(cause, ssl.SSLError):
-            return str(cause.reason or cause)
+            reason = str(cause.reason or cause)
+            if reason in ("WRONG_VERSION_NUMBER", "HTTP_REQUEST", "UNKNOWN_PROTOCOL"):
+                reason += " (not a TLS client: one configured for PLAINTEXT?)"
+            return reason
         cause = cause.__cause__ or cause.__context__
     return str(exc) or type(exc).__name__
 
