@@ -144,6 +144,8 @@ class Broker:
             clustered=config.cluster is not None,
             listen=(listen.host, listen.port) if listen is not None else None,
         )
+        if listen is not None and config.explicit.get("listeners", "").strip():
+            log.info("--listen %s replaces listeners=%s", listen, config.explicit["listeners"])
         first = self.listener_plan.listeners[0]
         self.listen = Endpoint(first.host, first.port)
         if self.listener_plan.simple:
