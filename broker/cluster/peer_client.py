@@ -80,6 +80,19 @@ def _inter_broker_credentials(explicit: Mapping[str, str]) -> tuple[str, str, st
     return inter_broker_credentials(explicit)
 
 
+def _reason(exc: BaseException) -> str:
+    """What went wrong, TLS failures included (trio wraps them in BrokenResourceError,
+    whose own text is empty)."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return f"TLS: {cause.reason}: {cause.verify_message}"
+        if isinstance(cause, ssl.SSLError):
+            return f"TLS: {cause.reason or cause}"
+        cause = cause.__cause__ or cause.__context__
+    return str(exc) or type(exc).__name__
+
+
 PLAINTEXT_PEERS = PeerSecurity()
 # The inter-broker security of the broker whose tasks run in this context: Broker.run
 # sets it; tasks inherit it from their spawner.
@@ -121,7 +134,7 @@ class PeerClient:
                 done = True
                 return response
             except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-                raise PeerError(f"{self.host}:{self.port}: {exc}") from exc
+                raise PeerError(f"{self.host}:{self.port}: {_reason(exc)}") from exc
             except MalformedFrameError as exc:
                 raise PeerError(f"{self.host}:{self.port}: bad response: {exc}") from exc
             except ssl.SSLError as exc:
