@@ -165,6 +165,9 @@ class PeerClient:
             raise
         return secured
 
+    # SASL CALL SITE (inter-broker): helper B's authenticate_client / inter_broker_credentials
+    # from broker/security/sasl/client.py. Written to B's published signature; not run by
+    # a test on this branch (the module was not in main yet): test it once it is.
     async def _authenticate(self, mechanism: str, username: str, password: str) -> None:
         """SaslHandshake v1 then SaslAuthenticate round trips (KIP-152), as Kafka's
         inter-broker client does; the exchange itself is helper B's client."""
