@@ -22,7 +22,13 @@ async def open_authorizer(broker: Broker) -> Authorizer | None:
     if broker.cluster is not None:
         from kafkette.broker.security.authorizer.zk_store import open_shared_acls
 
-        await open_shared_acls(broker, authorizer)
+        try:
+            await open_shared_acls(broker, authorizer)
+        except Exception as exc:  # ZooKeeper away, or unreadable: no start without ACLs
+            raise ValueError(f"cannot read the ACLs from ZooKeeper: {exc}") from exc
     else:
-        await authorizer.open(broker.config.data_dir)
+        try:
+            await authorizer.open(broker.config.data_dir)
+        except OSError as exc:
+            raise ValueError(f"cannot read the ACLs in {broker.config.data_dir}: {exc}") from exc
     return authorizer
