@@ -46,18 +46,13 @@ def _entry(
     synonyms: list[dict],
     read_only: bool = False,
 ) -> dict:
-    # Kafka never shows a PASSWORD config's value (sasl.jaas.config holds passwords).
-    sensitive = type_ == "PASSWORD"
-    if sensitive:
-        value = None
-        synonyms = [dict(synonym, value=None) for synonym in synonyms]
     return {
         "name": name,
         "value": value,
         "read_only": read_only,
         "config_source": source,
         "is_default": source == SOURCE_DEFAULT,
-        "is_sensitive": sensitive,
+        "is_sensitive": False,
         "synonyms": synonyms,
         "config_type": CONFIG_TYPES.get(type_, 0),
         "documentation": doc,
