@@ -102,8 +102,9 @@ def set_scram_user(
     """AlterUserScramCredentials with confluent-kafka's AdminClient."""
     admin = AdminClient(dict(bootstrap_conf))
     mech = ScramMechanism[mechanism.replace("-", "_")]
+    info = ScramCredentialInfo(mech, iterations)
     futures = admin.alter_user_scram_credentials(
-        [UserScramCredentialUpsertion(user, ScramCredentialInfo(mech, iterations), password.encode())]
+        [UserScramCredentialUpsertion(user, info, password.encode())]
     )
     futures[user].result(timeout=TIMEOUT_S)
 
