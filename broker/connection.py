@@ -50,6 +50,8 @@ log = logging.getLogger("kafkette.connection")
 RECEIVE_SIZE = 256 * 1024
 # recv() allocates what it is allowed to read: never ask for more than this at once.
 RECEIVE_MAX = 4 * 1024 * 1024
+# How long a connection closed after a last answer waits for the client to hang up.
+LAST_ANSWER_GRACE_S = 1.0
 
 
 async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Session) -> None:
@@ -166,6 +168,8 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
             queued = 0.0
             if verdict.close:
                 reason = verdict.close
+                if response is not None:
+                    await _let_client_read(stream)
                 return
             if authenticator is not None and authenticator.authenticated:
                 conn.max_request_bytes = broker.config.socket_request_max_bytes
@@ -186,6 +190,18 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
         with trio.move_on_after(1) as cleanup:
             cleanup.shield = True
             await stream.aclose()
+
+
+async def _let_client_read(stream: trio.abc.Stream) -> None:
+    """Half-close after a last answer and give the client a moment to read it and hang
+    up first: closing a socket with unread bytes sends a reset, which can destroy the
+    answer (the failed authentication's message) before the client has read it."""
+    if not isinstance(stream, trio.SocketStream):
+        return
+    with trio.move_on_after(LAST_ANSWER_GRACE_S):
+        await stream.send_eof()
+        while await stream.receive_some(RECEIVE_SIZE):
+            pass
 
 
 def _authenticator_for(broker: Broker, session: Session, peer: str) -> Authenticator | None:

@@ -15,6 +15,7 @@ from kafkette.broker.handlers import (
     admin_configs,
     admin_topics,
     api_versions,
+    client_quotas,
     cluster,
     elections,
     fetch,
@@ -41,6 +42,7 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.API_VERSIONS: api_versions.handle_api_versions,
     ApiKey.SASL_HANDSHAKE: sasl.handle_sasl_handshake,
     ApiKey.SASL_AUTHENTICATE: sasl.handle_sasl_authenticate,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: client_quotas.handle_describe_client_quotas,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (
         scram_credentials.handle_describe_user_scram_credentials
     ),

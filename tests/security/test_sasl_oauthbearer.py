@@ -43,6 +43,7 @@ def test_confluent_kafka_unsecured_token_produces_and_consumes(oauth_broker) -> 
         "security.protocol": "SASL_PLAINTEXT",
         "sasl.mechanism": "OAUTHBEARER",
         "sasl.oauthbearer.config": "principal=alice scope=kafka",
+        "enable.sasl.oauthbearer.unsecure.jwt": True,  # librdkafka's own unsecured token
     }
     assert len(sasl.confluent_roundtrip(conf, sasl.unique("oauth"), count=3)) == 3
 
