@@ -176,3 +176,17 @@ def _metadata_request():
     from kafka.protocol.metadata import MetadataRequest
 
     return MetadataRequest(topics=[], allow_auto_topic_creation=False)
+
+
+def test_plain_over_tls_on_a_sasl_ssl_listener(tmp_path, tls) -> None:
+    configs = sasl.sasl_broker_configs(
+        "PLAIN", USERS, listeners="SASL_SSL://127.0.0.1:0", **tls.broker(listener="SASL_SSL")
+    )
+    with EmbeddedBroker.start(tmp_path, configs) as broker:
+        conf = {
+            **sasl.confluent_sasl(broker.bootstrap, "PLAIN", "bob", "bob-secret"),
+            **tls.confluent(protocol="SASL_SSL"),
+        }
+        assert len(sasl.confluent_roundtrip(conf, sasl.unique("sasl-ssl"), count=2)) == 2
+        wrong = {**conf, "sasl.password": "wrong"}
+        assert INVALID in sasl.confluent_failure(wrong)
