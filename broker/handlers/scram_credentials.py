@@ -18,8 +18,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-import trio
-
 from kafkette.broker.security.sasl import scram_formulas as sf
 from kafkette.broker.security.sasl.broker_sasl import sasl_of
 from kafkette.wire.errors import ErrorCode
@@ -88,7 +86,7 @@ async def handle_alter_user_scram_credentials(broker: Broker, request: Request) 
                 continue
             error = _name_and_mechanism_error(name, mechanism)
             mechanism_name = sf.MECHANISM_BY_TYPE.get(mechanism, "")
-            if error is None and store.lookup(mechanism_name, name) is None:
+            if error is None and await store.lookup(mechanism_name, name) is None:
                 error = (ErrorCode.RESOURCE_NOT_FOUND, MISSING_DELETE)
             if error is not None:
                 errors[name] = error
@@ -117,12 +115,10 @@ async def handle_alter_user_scram_credentials(broker: Broker, request: Request) 
             )
             to_upsert[name] = (mechanism_name, credential)
         if to_delete or to_upsert:
-            updated = store.changed(
+            await store.apply(
                 to_delete.items(),
                 [(name, mech, cred) for name, (mech, cred) in to_upsert.items()],
             )
-            await trio.to_thread.run_sync(store.write, updated)
-            store.replace(updated)
             log.info(
                 "SCRAM credentials changed by %s: %s",
                 request.session.principal if request.session is not None else "?",
@@ -153,7 +149,7 @@ async def handle_describe_user_scram_credentials(broker: Broker, request: Reques
     users = request.body.get("users")
     duplicated: dict[str, bool] = {}
     if not users:
-        duplicated = dict.fromkeys(store.users(), False)
+        duplicated = dict.fromkeys(await store.users(), False)
     else:
         for entry in users:
             name = entry["name"]
@@ -168,7 +164,7 @@ async def handle_describe_user_scram_credentials(broker: Broker, request: Reques
                 "credential_infos": [],
             })
             continue
-        entries = store.mechanisms_of(name)
+        entries = await store.mechanisms_of(name)
         if not entries:
             results.append({
                 "user": name,

@@ -37,7 +37,7 @@ from kafkette.broker.security.sasl.mechanism import (
 )
 from kafkette.broker.security.sasl.oauthbearer import OAuthBearerServer
 from kafkette.broker.security.sasl.plain import PlainServer
-from kafkette.broker.security.sasl.scram import ScramServer
+from kafkette.broker.security.sasl.scram import ScramServer, username_in_client_first
 from kafkette.broker.security.session import KafkaPrincipal, Session
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.connection import Request
@@ -82,6 +82,8 @@ class Authenticator:
         self._expires_at: float | None = None  # trio clock
         self._last_reauth_start = 0.0
         self.authenticated = False
+        # SCRAM credentials fetched from the store for the user a client-first names.
+        self._scram_credentials: dict[tuple[str, str], sf.ScramCredential | None] = {}
 
     @property
     def max_receive_size(self) -> int:
@@ -124,11 +126,26 @@ class Authenticator:
             )
         if self._state == "reauth_bad_mechanism":
             return self._refuse(self._bad_mechanism_message, self._bad_mechanism_message)
-        return self._evaluate(bytes(request.body.get("auth_bytes") or b""), raw=False)
+        token = bytes(request.body.get("auth_bytes") or b"")
+        await self._fetch_credential(token)
+        return self._evaluate(token, raw=False)
 
     async def on_raw_token(self, token: bytes) -> Verdict:
         """A bare SASL token after SaslHandshake v0."""
+        await self._fetch_credential(token)
         return self._evaluate(token, raw=True)
+
+    async def _fetch_credential(self, token: bytes) -> None:
+        """Before a SCRAM client-first is evaluated: its user's credential, from the data
+        dir's store or, in a cluster, ZooKeeper."""
+        server = self._server
+        if not isinstance(server, ScramServer) or not server.awaiting_first:
+            return
+        user = username_in_client_first(token)
+        if user is not None:
+            store = await self._sasl.scram_store()
+            found = await store.lookup(self._mechanism, user)
+            self._scram_credentials[(self._mechanism, user)] = found
 
     def _close(self, reason: str) -> Verdict:
         log.info("closing connection from %s on listener %s: %s", self._peer,
@@ -179,8 +196,8 @@ class Authenticator:
         if mechanism == "PLAIN":
             return PlainServer(jaas.plain_users if jaas is not None else {})
         if mechanism in sf.MECHANISMS:
-            store = await self._sasl.scram_store()
-            return ScramServer(mechanism, store.lookup)
+            found = self._scram_credentials
+            return ScramServer(mechanism, lambda mech, user: found.get((mech, user)))
         if mechanism == "OAUTHBEARER":
             return OAuthBearerServer(options)
         raise AssertionError(f"settings let through an unknown mechanism {mechanism}")

@@ -1,4 +1,5 @@
-"""The broker's SASL state: its settings and its SCRAM credential store.
+"""The broker's SASL state: its settings and its SCRAM credential store (the data dir's on
+a single node, ZooKeeper's ``/config/users`` in a cluster).
 
 Made on first use (``sasl_of``) and kept on the broker, so a broker with no SASL
 listener never builds it; ``open_broker_sasl`` loads the credential store up front
@@ -13,6 +14,7 @@ import trio
 
 from kafkette.broker.security.sasl.scram_store import ScramCredentialStore
 from kafkette.broker.security.sasl.settings import SaslSettings
+from kafkette.broker.security.sasl.zk_scram_store import ZkScramCredentialStore
 
 if TYPE_CHECKING:
     from kafkette.broker.server import Broker
@@ -25,11 +27,18 @@ class BrokerSasl:
         self.broker = broker
         self.settings = SaslSettings.from_config(broker.config.explicit)
         self._store: ScramCredentialStore | None = None
+        self._zk_store: ZkScramCredentialStore | None = None
         self._loading = trio.Lock()
         # AlterUserScramCredentials: one change at a time, written then swapped in.
         self.alter_lock = trio.Lock()
 
-    async def scram_store(self) -> ScramCredentialStore:
+    async def scram_store(self) -> ScramCredentialStore | ZkScramCredentialStore:
+        """The data dir's credentials on a single node; ZooKeeper's in a cluster."""
+        cluster = getattr(self.broker, "cluster", None)
+        if cluster is not None:
+            if self._zk_store is None:
+                self._zk_store = ZkScramCredentialStore(cluster.session)
+            return self._zk_store
         if self._store is None:
             async with self._loading:
                 if self._store is None:

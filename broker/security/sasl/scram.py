@@ -19,6 +19,19 @@ from kafkette.broker.security.sasl.mechanism import AuthenticationFailed, Invali
 CredentialLookup = Callable[[str, str], "sf.ScramCredential | None"]
 
 
+def username_in_client_first(token: bytes) -> str | None:
+    """The user a client-first message names (None if it is not one): the credential
+    store is asked for it before the message is evaluated."""
+    try:
+        text = token.decode("utf-8")
+        _, _, bare = text.partition(",")
+        _, _, bare = bare.partition(",")
+        first = bare.split(",", 1)[0]
+        return sf.unescape_username(first[2:]) if first.startswith("n=") else None
+    except (UnicodeDecodeError, sf.ScramFormatError):
+        return None
+
+
 class ScramServer:
     def __init__(self, mechanism: str, lookup: CredentialLookup) -> None:
         if mechanism not in sf.MECHANISMS:
@@ -124,6 +137,10 @@ class ScramServer:
         self._state = "complete"
         self._credential = None
         return f"v={sf.b64(server_signature)}".encode()
+
+    @property
+    def awaiting_first(self) -> bool:
+        return self._state == "first"
 
     @property
     def complete(self) -> bool:

@@ -20,6 +20,8 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+import trio
+
 from kafkette.broker.security.sasl import scram_formulas as sf
 from kafkette.log.checkpoint import atomic_write
 
@@ -83,14 +85,30 @@ class ScramCredentialStore:
             raise CredentialFileError(f"invalid SCRAM credentials file {path}: {exc}") from None
         return cls(path, credentials)
 
-    def lookup(self, mechanism: str, user: str) -> sf.ScramCredential | None:
+    # The interface the authenticator and the admin handlers use (async: the cluster's
+    # store, zk_scram_store.py, reads ZooKeeper). --------------------------------------
+
+    async def lookup(self, mechanism: str, user: str) -> sf.ScramCredential | None:
         return self._credentials.get(user, {}).get(mechanism)
 
-    def users(self) -> list[str]:
+    async def users(self) -> list[str]:
         return sorted(user for user, entries in self._credentials.items() if entries)
 
-    def mechanisms_of(self, user: str) -> Mapping[str, sf.ScramCredential]:
+    async def mechanisms_of(self, user: str) -> Mapping[str, sf.ScramCredential]:
         return self._credentials.get(user, {})
+
+    async def apply(
+        self,
+        deletions: Iterable[tuple[str, str]],
+        upsertions: Iterable[tuple[str, str, sf.ScramCredential]],
+    ) -> None:
+        """Delete (user, mechanism) pairs and upsert (user, mechanism, credential): durable
+        (written in a worker thread) before anyone authenticates with them."""
+        updated = self.changed(deletions, upsertions)
+        await trio.to_thread.run_sync(self.write, updated)
+        self.replace(updated)
+
+    # ---------------------------------------------------------------------------------
 
     def changed(
         self,
