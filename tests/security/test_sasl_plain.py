@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import struct
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -132,6 +133,16 @@ def test_a_request_before_authentication_closes_the_connection(plain_broker) -> 
     with sasl.RawSasl(bootstrap) as raw:  # once authenticated, everything is served
         assert raw.plain("alice", "alice-secret").error_code == 0
         assert raw.metadata().brokers
+
+
+def test_a_large_frame_before_authentication_closes_the_connection(plain_broker) -> None:
+    # sasl.server.max.receive.size (524288): checked from the size prefix, nothing read.
+    with sasl.RawSasl(endpoint(plain_broker, "SASL_PLAINTEXT")) as raw:
+        raw.sock.sendall(struct.pack(">i", 524289) + b"\0" * 64)
+        assert raw.closed_by_broker()
+    with sasl.RawSasl(endpoint(plain_broker, "PLAINTEXT")) as raw:  # not on PLAINTEXT
+        raw.sock.sendall(struct.pack(">i", 524289) + b"\0" * 64)
+        assert not raw.closed_by_broker(timeout=0.5)
 
 
 def test_sasl_handshake_v0_is_followed_by_raw_tokens(plain_broker) -> None:
