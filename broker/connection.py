@@ -83,13 +83,9 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
                     pool.release(reserved)
                     reserved = 0
                     queued = 0.0
-                    verdict = await authenticator.on_raw_token(token)  # type: ignore[arg-type]
-                    if verdict.delay_s:
-                        await trio.sleep(verdict.delay_s)
-                    if verdict.raw is not None:
-                        await stream.send_all(conn.encode_frame(verdict.raw))
-                    if verdict.close:
-                        reason = verdict.close
+                    closing = await _answer_raw_token(authenticator, conn, stream, token)  # type: ignore[arg-type]
+                    if closing:
+                        reason = closing
                         return
                     if authenticator.authenticated:
                         conn.max_request_bytes = broker.config.socket_request_max_bytes
@@ -192,16 +188,32 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
             await stream.aclose()
 
 
+async def _answer_raw_token(
+    authenticator: Authenticator, conn: ServerConnection, stream: trio.abc.Stream, token: bytes
+) -> str | None:
+    """A bare SASL token (after SaslHandshake v0) answered with a bare token; returns the
+    reason to close the connection, or None."""
+    verdict = await authenticator.on_raw_token(token)
+    if verdict.delay_s:
+        await trio.sleep(verdict.delay_s)
+    if verdict.raw is not None:
+        await stream.send_all(conn.encode_frame(verdict.raw))
+    return verdict.close
+
+
 async def _let_client_read(stream: trio.abc.Stream) -> None:
-    """Half-close after a last answer and give the client a moment to read it and hang
-    up first: closing a socket with unread bytes sends a reset, which can destroy the
-    answer (the failed authentication's message) before the client has read it."""
-    if not isinstance(stream, trio.SocketStream):
-        return
+    """Give the client a moment to read a last answer and hang up first: closing a socket
+    with unread bytes sends a reset, which can destroy the answer (the failed
+    authentication's message) before the client has read it. Half-closes a plain socket
+    (a TLS stream cannot)."""
     with trio.move_on_after(LAST_ANSWER_GRACE_S):
-        await stream.send_eof()
-        while await stream.receive_some(RECEIVE_SIZE):
-            pass
+        try:
+            if isinstance(stream, trio.SocketStream):
+                await stream.send_eof()
+            while await stream.receive_some(RECEIVE_SIZE):
+                pass
+        except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
+            pass  # the client went first: what we wanted
 
 
 def _authenticator_for(broker: Broker, session: Session, peer: str) -> Authenticator | None:
