@@ -3,13 +3,15 @@
 ``kafka-configs.sh --describe --entity-type users`` asks for a user's quotas and its
 SCRAM credentials together (Kafka 4.0's ConfigCommand) and fails outright when the
 broker does not offer this API; an empty answer is the truth here and lets the SCRAM
-half be shown. Kafka checks DESCRIBE_CONFIGS on the CLUSTER first: with no quotas to
-show there is nothing to guard.
+half be shown. Kafka checks DESCRIBE_CONFIGS on the CLUSTER first, and so does this
+(through the authorizer, when there is one).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
     from kafkette.broker.server import Broker
@@ -17,4 +19,11 @@ if TYPE_CHECKING:
 
 
 async def handle_describe_client_quotas(broker: Broker, request: Request) -> dict:
+    authorizer = getattr(broker, "authorizer", None)
+    if authorizer is not None and not authorizer.authorize_cluster(request, "DESCRIBE_CONFIGS"):
+        return {
+            "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            "error_message": None,
+            "entries": None,
+        }
     return {"error_code": 0, "error_message": None, "entries": []}

@@ -41,10 +41,7 @@ def _cluster_allowed(broker: Broker, request: Request, operation: str) -> bool:
 
     Everything is allowed without an authorizer (``authorizer.class.name`` empty)."""
     authorizer = getattr(broker, "authorizer", None)
-    if authorizer is None:
-        return True
-    check = getattr(authorizer, "authorize_cluster", None)
-    return bool(check(request, operation)) if check is not None else True
+    return authorizer is None or bool(authorizer.authorize_cluster(request, operation))
 
 
 def _name_and_mechanism_error(name: str, mechanism: int) -> tuple[int, str] | None:
