@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kafkette.broker.handlers.scram_credentials import CLUSTER_DENIED
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ async def handle_describe_client_quotas(broker: Broker, request: Request) -> dic
     if authorizer is not None and not authorizer.authorize_cluster(request, "DESCRIBE_CONFIGS"):
         return {
             "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-            "error_message": None,
+            "error_message": CLUSTER_DENIED,
             "entries": None,
         }
     return {"error_code": 0, "error_message": None, "entries": []}

@@ -34,6 +34,7 @@ DUPLICATE_DESCRIBE = (
 )
 MISSING_DESCRIBE = "Attempt to describe a user credential that does not exist: "
 MISSING_DELETE = "Attempt to delete a user credential that does not exist"
+CLUSTER_DENIED = "Cluster authorization failed."  # Kafka's default message of error 31
 
 
 def _cluster_allowed(broker: Broker, request: Request, operation: str) -> bool:
@@ -63,7 +64,7 @@ async def handle_alter_user_scram_credentials(broker: Broker, request: Request) 
                 {
                     "user": name,
                     "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                    "error_message": None,
+                    "error_message": CLUSTER_DENIED,
                 }
                 for name in names
             ]
@@ -139,7 +140,7 @@ async def handle_describe_user_scram_credentials(broker: Broker, request: Reques
     if not _cluster_allowed(broker, request, "DESCRIBE"):
         return {
             "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-            "error_message": None,
+            "error_message": CLUSTER_DENIED,
             "results": [],
         }
     store = await sasl_of(broker).scram_store()
