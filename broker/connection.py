@@ -164,7 +164,7 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
             queued = 0.0
             if verdict.close:
                 reason = verdict.close
-                if response is not None:
+                if response_bytes:  # an answer went out: let the client read it
                     await _let_client_read(stream)
                 return
             if authenticator is not None and authenticator.authenticated:

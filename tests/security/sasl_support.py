@@ -14,6 +14,7 @@ import struct
 import time
 import uuid
 
+import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import (
     AdminClient,
@@ -27,6 +28,17 @@ PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 OAUTH_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
 TIMEOUT_S = 20.0
+
+
+@pytest.fixture(autouse=True)
+def no_internal_errors(caplog: pytest.LogCaptureFixture):
+    """Autouse in every SASL test module (``no_internal_errors = sasl.no_internal_errors``):
+    a connection the broker closed must have been closed on purpose, never by a bug of
+    ours caught as "an internal error" (the broker runs in the test's process)."""
+    yield
+    records = caplog.get_records("setup") + caplog.get_records("call")
+    bugs = [r.getMessage() for r in records if "internal error" in r.getMessage()]
+    assert not bugs, bugs
 
 
 def plain_jaas(users: dict[str, str], **options: str) -> str:

@@ -31,6 +31,7 @@ _spec = importlib.util.spec_from_file_location(
 )
 sasl = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(sasl)
+no_internal_errors = sasl.no_internal_errors  # autouse: no connection closed by a bug
 
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}
 INVALID = "Authentication failed: Invalid username or password"

@@ -26,6 +26,7 @@ _spec = importlib.util.spec_from_file_location(
 )
 sasl = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(sasl)
+no_internal_errors = sasl.no_internal_errors  # autouse: no connection closed by a bug
 
 LIFETIME_MS = 2000
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}
@@ -34,7 +35,7 @@ USERS = {"alice": "alice-secret", "bob": "bob-secret"}
 @pytest.fixture(scope="module")
 def reauth_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
     configs = sasl.sasl_broker_configs(
-        "PLAIN", USERS, listeners="SASL_PLAINTEXT://127.0.0.1:0",
+        "PLAIN,SCRAM-SHA-256", USERS, listeners="SASL_PLAINTEXT://127.0.0.1:0",
         **{"connections.max.reauth.ms": str(LIFETIME_MS)},
     )
     with EmbeddedBroker.start(tmp_path_factory.mktemp("reauth"), configs) as broker:
@@ -73,6 +74,17 @@ def test_re_authentication_cannot_change_the_principal(reauth_broker) -> None:
         assert raw.closed_by_broker()
 
 
+def test_re_authentication_cannot_change_the_mechanism(reauth_broker) -> None:
+    with sasl.RawSasl(reauth_broker.bootstrap) as raw:
+        assert raw.plain("alice", "alice-secret").error_code == 0
+        time.sleep(0.2)
+        assert raw.handshake("SCRAM-SHA-256").error_code == 0  # enabled on the listener
+        raw.send(_authenticate(b"n,,n=alice,r=nonce"), 2)
+        # As Kafka (REAUTH_BAD_MECHANISM): closed, no answer.
+        with pytest.raises(ConnectionError):
+            raw.read_frame()
+
+
 def test_confluent_kafka_re_authenticates_and_keeps_producing(reauth_broker, caplog) -> None:
     caplog.set_level(logging.DEBUG, logger="kafkette.sasl")  # the broker runs in this process
     errors: list[str] = []
@@ -98,6 +110,12 @@ def test_confluent_kafka_re_authenticates_and_keeps_producing(reauth_broker, cap
     assert not [e for e in errors if "Authentication" in e], errors
     # librdkafka re-authenticated on its connection rather than being cut off.
     assert "re-authenticated as User:alice (PLAIN" in caplog.text
+
+
+def _authenticate(token: bytes):
+    from kafka.protocol.sasl import SaslAuthenticateRequest
+
+    return SaslAuthenticateRequest(auth_bytes=token)
 
 
 def _metadata_request():

@@ -39,6 +39,7 @@ _spec = importlib.util.spec_from_file_location(
 )
 sasl = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(sasl)
+no_internal_errors = sasl.no_internal_errors  # autouse: no connection closed by a bug
 
 MECHANISMS = "SCRAM-SHA-256,SCRAM-SHA-512"
 LISTENERS = "SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0"

@@ -125,7 +125,9 @@ class Authenticator:
                 f"unexpected Kafka request of type {_api_name(key)} during SASL authentication"
             )
         if self._state == "reauth_bad_mechanism":
-            return self._refuse(self._bad_mechanism_message, self._bad_mechanism_message)
+            # Kafka closes without an answer here (REAUTH_BAD_MECHANISM).
+            message = self._bad_mechanism_message
+            return self._refuse(message, message, answer=False)
         token = bytes(request.body.get("auth_bytes") or b"")
         await self._fetch_credential(token)
         return self._evaluate(token, raw=False)
@@ -204,19 +206,20 @@ class Authenticator:
 
     def _evaluate(self, token: bytes, *, raw: bool) -> Verdict:
         if self._state == "reauth_bad_mechanism" or self._server is None:
-            return self._refuse(self._bad_mechanism_message or "SASL state is not valid", "")
+            message = self._bad_mechanism_message or "SASL state is not valid"
+            return self._refuse(message, message, answer=False)
         server = self._server
         try:
             reply = server.evaluate(token)
         except AuthenticationFailed as exc:
-            return self._refuse(str(exc), str(exc), raw=raw)
+            return self._refuse(str(exc), str(exc), answer=not raw)
         except InvalidCredentials as exc:
             phase = "re-authentication" if self._reauthenticating else "authentication"
             message = (
                 f"Authentication failed during {phase} due to invalid credentials with SASL "
                 f"mechanism {self._mechanism}"
             )
-            return self._refuse(message, str(exc), raw=raw)
+            return self._refuse(message, str(exc), answer=not raw)
         if not server.complete:
             if raw:
                 return Verdict(raw=reply)
@@ -230,7 +233,7 @@ class Authenticator:
                 "Cannot change principals during re-authentication from "
                 f"{previous.type}.{previous.name}: {principal.type}.{principal.name}"
             )
-            return self._refuse(message, message, raw=raw)
+            return self._refuse(message, message, answer=not raw)
         lifetime_ms = self._session_lifetime_ms(server)
         expires = self._expires_by_config(server)
         self._expires_at = trio.current_time() + lifetime_ms / 1000 if expires else None
@@ -270,7 +273,9 @@ class Authenticator:
             return max(0, until_expiry)
         return max(0, min(until_expiry, max_reauth))
 
-    def _refuse(self, message: str, detail: str, *, raw: bool = False) -> Verdict:
+    def _refuse(self, message: str, detail: str, *, answer: bool = True) -> Verdict:
+        """Fail the exchange: answer SASL_AUTHENTICATION_FAILED with ``message`` (not after
+        SaslHandshake v0: raw tokens have no error frame), log ``detail``, close."""
         refusal = getattr(self._server, "refusal_reason", "")
         log.info(
             "closing connection from %s: SASL %s %s failed on listener %s: %s",
@@ -282,7 +287,7 @@ class Authenticator:
         )
         self._state = "failed"
         self._server = None
-        if raw:
+        if not answer:
             return Verdict(close="SASL authentication failed", delay_s=self._delay_s())
         return Verdict(
             response={
