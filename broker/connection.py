@@ -202,14 +202,12 @@ async def _answer_raw_token(
 
 
 async def _let_client_read(stream: trio.abc.Stream) -> None:
-    """Give the client a moment to read a last answer and hang up first: closing a socket
-    with unread bytes sends a reset, which can destroy the answer (the failed
-    authentication's message) before the client has read it. Half-closes a plain socket
-    (a TLS stream cannot)."""
+    """Give the client a moment to read a last answer and hang up first (bounded): a
+    client that sees the connection end before it has handled the answer (kafka-python
+    does, even on a half-close) reports a lost connection instead of the failed
+    authentication's message; and closing with unread bytes would send a reset."""
     with trio.move_on_after(LAST_ANSWER_GRACE_S):
         try:
-            if isinstance(stream, trio.SocketStream):
-                await stream.send_eof()
             while await stream.receive_some(RECEIVE_SIZE):
                 pass
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):

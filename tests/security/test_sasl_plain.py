@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.errors import KafkaConnectionError
 from kafka import KafkaProducer
 
 from kafkette.broker.config import ConfigError
@@ -108,10 +109,24 @@ def test_a_wrong_password_or_an_unknown_user_is_refused(plain_broker, username, 
         assert raw.closed_by_broker()
 
 
-def test_clients_report_kafkas_message_for_a_wrong_password(plain_broker) -> None:
+def test_clients_report_kafkas_message_for_a_wrong_password(plain_broker, caplog) -> None:
     bootstrap = endpoint(plain_broker, "SASL_PLAINTEXT")
     error = sasl.confluent_failure(sasl.confluent_sasl(bootstrap, "PLAIN", "alice", "nope"))
     assert INVALID in error
+
+    async def aiokafka_start() -> None:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=bootstrap, security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="PLAIN", sasl_plain_username="alice", sasl_plain_password="nope",
+        )
+        try:
+            await producer.start()
+        finally:
+            await producer.stop()
+
+    with pytest.raises(KafkaConnectionError):
+        asyncio.run(asyncio.wait_for(aiokafka_start(), 30))
+    assert f"[Error 58] SaslAuthenticationFailed: {INVALID}" in caplog.text
 
 
 def test_an_unknown_mechanism_is_answered_with_the_enabled_list(plain_broker) -> None:
