@@ -33,6 +33,7 @@ from confluent_kafka.admin import (
 from kafka import KafkaProducer
 
 from kafkette.broker.embedded import EmbeddedBroker
+from kafkette.broker.server import StartupError
 
 _spec = importlib.util.spec_from_file_location(
     "kafkette_sasl_support", Path(__file__).with_name("sasl_support.py")
@@ -186,6 +187,12 @@ def test_credentials_survive_a_restart_and_no_password_is_stored(tmp_path) -> No
         conf = sasl.confluent_sasl(endpoint(broker, "SASL_PLAINTEXT"), "SCRAM-SHA-512", "dora",
                                    password)
         assert len(sasl.confluent_roundtrip(conf, "after-restart", count=2)) == 2
+
+
+def test_a_damaged_credentials_file_stops_the_start(tmp_path) -> None:
+    (tmp_path / "scram-credentials.json").write_text('{"users": {"eve": {"SCRAM-SHA-256": 7}}')
+    with pytest.raises(StartupError, match="SCRAM credentials"):
+        start_scram_broker(tmp_path)
 
 
 def _reference_kafka_ref() -> Path | None:
