@@ -2,7 +2,8 @@
 
 The listener's OAuthBearerLoginModule JAAS config requires the scope ``kafka``
 (``unsecuredValidatorRequiredScope``). confluent-kafka's own unsecured token
-(``sasl.oauthbearer.config="principal=alice scope=kafka"``) produces and consumes; a
+(``sasl.oauthbearer.config="principal=alice scope=kafka"``) produces and consumes, so
+does aiokafka with a token provider handing out unsecured JWS tokens; a
 token without the scope, an expired one, or one with a signature is answered with
 RFC 7628's JSON status and the exchange then fails with SASL_AUTHENTICATION_FAILED;
 the session lasts until the token's ``exp`` (KIP-368's session_lifetime_ms).
@@ -10,11 +11,14 @@ the session lasts until the token's ``exp`` (KIP-368's session_lifetime_ms).
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from aiokafka import AIOKafkaProducer
+from aiokafka.abc import AbstractTokenProvider
 
 from kafkette.broker.embedded import EmbeddedBroker
 
@@ -47,6 +51,25 @@ def test_confluent_kafka_unsecured_token_produces_and_consumes(oauth_broker) -> 
         "enable.sasl.oauthbearer.unsecure.jwt": True,  # librdkafka's own unsecured token
     }
     assert len(sasl.confluent_roundtrip(conf, sasl.unique("oauth"), count=3)) == 3
+
+
+def test_aiokafka_with_an_unsecured_token_provider(oauth_broker) -> None:
+    class UnsecuredTokens(AbstractTokenProvider):
+        async def token(self) -> str:
+            return sasl.unsecured_token("carol", scope="kafka other")
+
+    async def produce() -> int:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=oauth_broker.bootstrap, security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="OAUTHBEARER", sasl_oauth_token_provider=UnsecuredTokens(),
+        )
+        await producer.start()
+        try:
+            return (await producer.send_and_wait(sasl.unique("oauth-aio"), b"x")).offset
+        finally:
+            await producer.stop()
+
+    assert asyncio.run(asyncio.wait_for(produce(), 30)) == 0
 
 
 def _first_message(token: str) -> bytes:

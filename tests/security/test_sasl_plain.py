@@ -186,6 +186,20 @@ def test_sasl_outside_a_sasl_listener_is_an_illegal_state(plain_broker) -> None:
         assert raw.authenticate(b"\0alice\0alice-secret").error_code == 34
 
 
+def test_each_listener_offers_its_own_mechanisms(tmp_path) -> None:
+    configs = sasl.sasl_broker_configs("SCRAM-SHA-512", USERS, **{
+        "listeners": "A://127.0.0.1:0,B://127.0.0.1:0",
+        "listener.security.protocol.map": "A:SASL_PLAINTEXT,B:SASL_PLAINTEXT",
+        "listener.name.a.sasl.enabled.mechanisms": "PLAIN",
+    })
+    with EmbeddedBroker.start(tmp_path, configs) as broker:
+        with sasl.RawSasl(endpoint(broker, "A")) as raw:
+            assert raw.plain("alice", "alice-secret").error_code == 0
+        with sasl.RawSasl(endpoint(broker, "B")) as raw:
+            refused = raw.handshake("PLAIN")
+            assert (refused.error_code, refused.mechanisms) == (33, ["SCRAM-SHA-512"])
+
+
 def test_settings_kafkette_cannot_serve_are_refused_at_start(tmp_path) -> None:
     sasl_listener = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0"}
     with pytest.raises(ConfigError, match="GSSAPI"):  # Kafka's default mechanism
