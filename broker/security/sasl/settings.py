@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kafkette.broker.security.sasl.client import inter_broker_listener
+from kafkette.broker.security.listeners import ListenerConfigError, plan_listeners
 from kafkette.broker.security.sasl.jaas import JaasEntry, JaasError, jaas_for, parse_jaas_config
 
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
@@ -111,24 +111,6 @@ class SaslSettings:
         )
 
 
-def listener_protocols(explicit: Mapping[str, str]) -> dict[str, str]:
-    """Listener name -> security protocol, from ``listeners`` and
-    ``listener.security.protocol.map`` (Kafka's default map names each protocol)."""
-    raw_map = explicit.get("listener.security.protocol.map", "").strip()
-    protocols: dict[str, str] = {}
-    if raw_map:
-        for entry in raw_map.split(","):
-            name, _, protocol = entry.strip().partition(":")
-            protocols[name.strip().upper()] = protocol.strip().upper()
-    named: dict[str, str] = {}
-    for entry in explicit.get("listeners", "").split(","):
-        name, sep, _ = entry.strip().partition("://")
-        if sep:
-            upper = name.strip().upper()
-            named[upper] = protocols.get(upper, upper)
-    return named
-
-
 def check_sasl_config(explicit: Mapping[str, str]) -> None:
     """Refuse at start the SASL settings that could not work; raises SaslConfigError."""
     for name, raw in explicit.items():
@@ -151,10 +133,15 @@ def check_sasl_config(explicit: Mapping[str, str]) -> None:
     for key in ("connection.failed.authentication.delay.ms", "sasl.server.max.receive.size"):
         if _int(explicit, key, 0) < 0:
             raise SaslConfigError(f"{key} must be at least 0")
+    try:
+        plan = plan_listeners(explicit, clustered=False)
+    except ListenerConfigError:
+        return  # told by the listeners' own check (broker/security/listeners.py)
     settings = SaslSettings.from_config(explicit)
-    for listener, protocol in listener_protocols(explicit).items():
-        if protocol not in SASL_PROTOCOLS:
+    for spec in plan.listeners:
+        if spec.security_protocol not in SASL_PROTOCOLS:
             continue
+        listener = spec.name
         offered = settings.listener(listener)
         if not offered.mechanisms:
             raise SaslConfigError(f"No SASL mechanisms are enabled on listener {listener}")
@@ -172,10 +159,10 @@ def check_sasl_config(explicit: Mapping[str, str]) -> None:
                 f"listener.name.{listener.lower()}.plain.sasl.jaas.config (or sasl.jaas.config) "
                 'to PlainLoginModule required user_<name>="<password>" ...;'
             )
-    inter_listener, inter_protocol = inter_broker_listener(explicit)
-    if inter_protocol in SASL_PROTOCOLS and "listeners" in explicit:
+    inter = plan.find(plan.inter_broker_listener)
+    if inter is not None and inter.security_protocol in SASL_PROTOCOLS:
         mechanism = explicit.get("sasl.mechanism.inter.broker.protocol", "GSSAPI").strip()
-        if mechanism not in settings.listener(inter_listener).mechanisms:
+        if mechanism not in settings.listener(inter.name).mechanisms:
             raise SaslConfigError(
                 "sasl.mechanism.inter.broker.protocol must be included in "
                 "sasl.enabled.mechanisms when SASL is used for inter-broker communication"
