@@ -206,7 +206,7 @@ def test_settings_kafkette_cannot_serve_are_refused_at_start(tmp_path) -> None:
         EmbeddedBroker.start(tmp_path / "a", sasl_listener)
     with pytest.raises(ConfigError, match="has no JAAS config"):
         EmbeddedBroker.start(tmp_path / "b", {**sasl_listener, "sasl.enabled.mechanisms": "PLAIN"})
-    with pytest.raises(ConfigError, match="sasl.mechanism.inter.broker.protocol must be"):
+    with pytest.raises(ConfigError, match=r"sasl\.mechanism\.inter\.broker\.protocol must be"):
         EmbeddedBroker.start(tmp_path / "d", {  # its default GSSAPI is not enabled
             **sasl_listener, "sasl.enabled.mechanisms": "PLAIN",
             "security.inter.broker.protocol": "SASL_PLAINTEXT",
