@@ -81,7 +81,7 @@ async def handle_create_topics(broker: Broker, request: Request) -> dict:
     if too_many:
         log.info("CreateTopics refused: %s", EXCESSIVE_PARTITIONS_MESSAGE)
     # Kafka: CREATE on the cluster, or else CREATE on each topic.
-    check_topics = broker.authorizer is not None and cluster_denied(broker, request, CREATE)
+    check_topics = cluster_denied(broker, request, CREATE, quiet=True)
     for topic in body["topics"]:
         name = topic["name"]
         result = {
@@ -139,7 +139,7 @@ async def handle_create_topics(broker: Broker, request: Request) -> dict:
             log.info("created topic %s with %d partitions", name, partitions)
         result["num_partitions"] = partitions
         result["replication_factor"] = _replication_factor(broker, name, topic)
-        if topic_denied(broker, request, DESCRIBE_CONFIGS, name):
+        if topic_denied(broker, request, DESCRIBE_CONFIGS, name, quiet=True):
             # Kafka leaves the configs out for a principal that may not describe them.
             result["topic_config_error_code"] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             continue
@@ -170,7 +170,7 @@ async def handle_delete_topics(broker: Broker, request: Request) -> dict:
     by_id = [t["topic_id"] for t in body["topics"] if not t["name"]]
     results = []
     # Kafka's controller: DELETE on the cluster, or else DELETE on each topic.
-    check_topics = broker.authorizer is not None and cluster_denied(broker, request, DELETE)
+    check_topics = cluster_denied(broker, request, DELETE, quiet=True)
     for topic_id in by_id:
         meta = broker.topics.by_id(topic_id)
         if meta is None:

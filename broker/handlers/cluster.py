@@ -160,7 +160,7 @@ async def handle_metadata(broker: Broker, request: Request) -> dict:
         )
         names = [n for n in all_names if n not in INTERNAL_TOPICS]
         if broker.authorizer is not None:  # Kafka leaves out what may not be described
-            names = [n for n in names if not topic_denied(broker, request, DESCRIBE, n)]
+            names = [n for n in names if not topic_denied(broker, request, DESCRIBE, n, quiet=True)]
         topics = [topic_entry(broker, n, include_ops=include_ops, version=version)
                   for n in names]
     else:
@@ -254,7 +254,7 @@ async def _requested_topic(
         return topic_entry(broker, name, ErrorCode.INVALID_TOPIC_EXCEPTION)
     if not (allow_create and broker.config.auto_create_topics) or name in INTERNAL_TOPICS:
         return topic_entry(broker, name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    if broker.authorizer is not None and cluster_denied(broker, request, CREATE) and (
+    if broker.authorizer is not None and cluster_denied(broker, request, CREATE, quiet=True) and (
         topic_denied(broker, request, CREATE, name)
     ):  # Kafka: auto-creation needs CREATE on the cluster or the topic
         return _unauthorized(name)

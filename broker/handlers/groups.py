@@ -554,7 +554,7 @@ def _fetch_authorized(
             return result
         return OffsetFetchResult(result.error, {
             tp: fetched for tp, fetched in result.partitions.items()
-            if not topic_denied(broker, request, DESCRIBE, tp[0])
+            if not topic_denied(broker, request, DESCRIBE, tp[0], quiet=True)
         })
     allowed = [t for t in topics if not topic_denied(broker, request, DESCRIBE, t["name"])]
     result = _fetch_group(broker, group_id, allowed, stable)
@@ -571,9 +571,12 @@ def _fetch_authorized(
 async def handle_list_groups(broker: Broker, request: Request) -> dict:
     body = request.body
     listings = broker.groups.state.list_groups(body["states_filter"], body["types_filter"])
-    if broker.authorizer is not None and cluster_denied(broker, request, DESCRIBE):
+    if broker.authorizer is not None and cluster_denied(broker, request, DESCRIBE, quiet=True):
         # Kafka: without DESCRIBE on the cluster, the groups the principal may describe.
-        listings = [g for g in listings if not group_denied(broker, request, DESCRIBE, g.group_id)]
+        listings = [
+            g for g in listings
+            if not group_denied(broker, request, DESCRIBE, g.group_id, quiet=True)
+        ]
     # Kafka lists what it has, with COORDINATOR_LOAD_IN_PROGRESS while a partition loads.
     loading = broker.groups.loading
     return {

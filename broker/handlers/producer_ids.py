@@ -80,7 +80,7 @@ def _refusal(broker: Broker, request: Request) -> ErrorCode:
             return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         return ErrorCode.NONE
     assert broker.authorizer is not None
-    if cluster_denied(broker, request, IDEMPOTENT_WRITE) and not (
+    if cluster_denied(broker, request, IDEMPOTENT_WRITE, quiet=True) and not (
         broker.authorizer.allows_some(request.session, WRITE, TOPIC)
     ):
         return ErrorCode.CLUSTER_AUTHORIZATION_FAILED

@@ -248,7 +248,8 @@ async def handle_list_transactions(broker: Broker, request: Request) -> dict:
     for metadata in broker.transactions.all():
         if metadata.state == TxnState.DEAD:
             continue
-        if denied(broker, request, DESCRIBE, TRANSACTIONAL_ID, metadata.transactional_id):
+        if denied(broker, request, DESCRIBE, TRANSACTIONAL_ID, metadata.transactional_id,
+                  quiet=True):
             continue  # Kafka lists only the ids the principal may describe
         if producer_ids and metadata.producer_id not in producer_ids:
             continue
@@ -296,7 +297,7 @@ async def handle_describe_transactions(broker: Broker, request: Request) -> dict
             continue
         topics: dict[str, list[int]] = {}
         for topic, index in sorted(metadata.partitions):
-            if not topic_denied(broker, request, DESCRIBE, topic):  # Kafka hides the others
+            if not topic_denied(broker, request, DESCRIBE, topic, quiet=True):  # hidden, as Kafka
                 topics.setdefault(topic, []).append(index)
         states.append(
             {

@@ -333,3 +333,29 @@ def test_group_admin_needs_describe_and_delete_on_the_group(open_broker: Embedde
             [ConsumerGroupTopicPartitions(group)], request_timeout=TIMEOUT
         )[group].result(timeout=TIMEOUT)
     assert support.error_name(hidden.value) == "GROUP_AUTHORIZATION_FAILED"
+
+
+def test_denials_that_only_filter_are_not_logged(open_broker: EmbeddedBroker, caplog) -> None:
+    """Kafka's logIfDenied=false: Metadata leaving out topics writes no line per topic;
+    a refused request writes one line per decision (not per retry), even when a
+    filtering check made that decision first."""
+    prefix = support.name("quiet") + "-"
+    topics = [prefix + str(n) for n in range(5)]
+    for topic in topics:
+        _create_topic(open_broker.bootstrap, topic)
+    support.create_acls(support.admin(open_broker.bootstrap), [
+        support.binding(TOPIC, prefix, AclOperation.WRITE, principal="User:alice",
+                        pattern=ResourcePatternType.PREFIXED),
+    ])
+    caplog.set_level("INFO", logger="kafkette.authorizer")
+    listed = support.admin(open_broker.bootstrap).list_topics(timeout=TIMEOUT).topics
+    assert not set(topics) & set(listed)
+    denials = [r for r in caplog.records if "is Denied" in r.getMessage()]
+    assert denials == []
+    error = _produce(open_broker.bootstrap, topics[0])
+    assert error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    denials = [r.getMessage() for r in caplog.records if "is Denied" in r.getMessage()]
+    # The producer's Metadata for the topic is refused (it may not DESCRIBE it), again
+    # and again as it retries: one line.
+    assert len(denials) == 1, denials
+    assert "DESCRIBE from host = 127.0.0.1" in denials[0] and topics[0] in denials[0]

@@ -49,6 +49,8 @@ KAFKA_AUTHORIZERS = (
     "kafka.security.auth.SimpleAclAuthorizer",
 )
 CACHE_LIMIT = 100_000  # decisions kept before the cache starts over
+# A cached denial not logged yet (it only filtered): the first check that logs says it.
+QUIET_DENIAL = object()
 
 
 class AclStoreError(Exception):
@@ -101,7 +103,7 @@ class Authorizer:
         self.super_users = super_users
         self.allow_if_no_acl = allow_if_no_acl
         self.index = AclIndex()
-        self._cache: dict[tuple, bool] = {}
+        self._cache: dict[tuple, bool | object] = {}
         self._store: AclFileStore | None = None
         # In a cluster: the ZooKeeper store (zk_store.py) shares the ACLs instead.
         self.shared_store: ZkAclStore | None = None
@@ -128,33 +130,55 @@ class Authorizer:
     # Decisions -----------------------------------------------------------------
 
     def allowed(
-        self, session: Session, operation: AclOperation, resource_type: ResourceType, name: str
+        self,
+        session: Session,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        name: str,
+        log_denied: bool = True,
     ) -> bool:
+        """The decision. ``log_denied=False`` where a denial only filters (Kafka's
+        ``logIfDenied=false``: the topics Metadata leaves out, authorized operations):
+        a principal seeing 10 of 1,000 topics must not write 990 lines."""
         # Strings and (from checks.py) plain ints: hashing the principal dataclass or an
         # IntEnum runs Python code, which would triple the cost of a cached check.
         who = session.principal
         key = (who.name, who.type, session.client_host, operation, resource_type, name)
         cached = self._cache.get(key)
         if cached is not None:
+            if cached is QUIET_DENIAL:  # denied before without a line: this one logs
+                if not log_denied:
+                    return False
+                self._cache[key] = False
+                self._log_denial(str(who), session.client_host, operation, resource_type, name)
+                return False
             return cached
         principal = str(who)
         if principal in self.super_users:
-            decision = True
+            decision: bool | object = True
         else:
             decision = self.index.decide(
                 principal, session.client_host, operation, resource_type, name,
                 self.allow_if_no_acl,
             )
             if not decision:
-                log.info(
-                    "Principal = %s is Denied operation = %s from host = %s on resource"
-                    " = %s:%s", principal, AclOperation(operation).name, session.client_host,
-                    ResourceType(resource_type).name, name,
-                )
+                if log_denied:
+                    self._log_denial(principal, session.client_host, operation,
+                                     resource_type, name)
+                else:
+                    decision = QUIET_DENIAL
         if len(self._cache) >= CACHE_LIMIT:
             self._cache = {}
         self._cache[key] = decision
-        return decision
+        return decision is True
+
+    @staticmethod
+    def _log_denial(principal: str, host: str, operation, resource_type, name: str) -> None:
+        log.info(
+            "Principal = %s is Denied operation = %s from host = %s on resource = %s:%s",
+            principal, AclOperation(operation).name, host, ResourceType(resource_type).name,
+            name,
+        )
 
     def allowed_cluster(self, session: Session, operation: AclOperation) -> bool:
         return self.allowed(session, operation, ResourceType.CLUSTER, CLUSTER_NAME)
@@ -171,7 +195,7 @@ class Authorizer:
         """Kafka's ``authorizeByResourceType``: may the principal do ``operation`` to
         at least one resource of the type (InitProducerId: WRITE on some topic)?"""
         # Kafka first asks about a made-up name: super users and the no-ACL rule pass.
-        if self.allowed(session, operation, resource_type, "hardcode"):
+        if self.allowed(session, operation, resource_type, "hardcode", log_denied=False):
             return True
         return self.index.allows_some(
             str(session.principal), session.client_host, operation, resource_type
@@ -184,7 +208,7 @@ class Authorizer:
         operation code n), what the ``*_authorized_operations`` fields carry."""
         mask = 0
         for op in SUPPORTED_OPERATIONS[resource_type]:
-            if self.allowed(session, op, resource_type, name):
+            if self.allowed(session, op, resource_type, name, log_denied=False):
                 mask |= 1 << op
         return mask
 

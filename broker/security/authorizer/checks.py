@@ -42,25 +42,39 @@ ALL_OPERATIONS = {
 }
 
 
-def denied(broker: Broker, request: Request, op: int, rtype: int, name: str) -> bool:
-    authorizer = broker.authorizer
-    return authorizer is not None and not authorizer.allowed(request.session, op, rtype, name)
-
-
-def topic_denied(broker: Broker, request: Request, op: int, name: str) -> bool:
-    authorizer = broker.authorizer
-    return authorizer is not None and not authorizer.allowed(request.session, op, TOPIC, name)
-
-
-def group_denied(broker: Broker, request: Request, op: int, name: str) -> bool:
-    authorizer = broker.authorizer
-    return authorizer is not None and not authorizer.allowed(request.session, op, GROUP, name)
-
-
-def cluster_denied(broker: Broker, request: Request, op: int) -> bool:
+def denied(
+    broker: Broker, request: Request, op: int, rtype: int, name: str, *, quiet: bool = False
+) -> bool:
     authorizer = broker.authorizer
     return authorizer is not None and not authorizer.allowed(
-        request.session, op, CLUSTER, CLUSTER_NAME
+        request.session, op, rtype, name, not quiet
+    )
+
+
+def topic_denied(
+    broker: Broker, request: Request, op: int, name: str, *, quiet: bool = False
+) -> bool:
+    """``quiet``: a denial that only filters what is shown is not logged (Kafka's
+    ``logIfDenied=false``)."""
+    authorizer = broker.authorizer
+    return authorizer is not None and not authorizer.allowed(
+        request.session, op, TOPIC, name, not quiet
+    )
+
+
+def group_denied(
+    broker: Broker, request: Request, op: int, name: str, *, quiet: bool = False
+) -> bool:
+    authorizer = broker.authorizer
+    return authorizer is not None and not authorizer.allowed(
+        request.session, op, GROUP, name, not quiet
+    )
+
+
+def cluster_denied(broker: Broker, request: Request, op: int, *, quiet: bool = False) -> bool:
+    authorizer = broker.authorizer
+    return authorizer is not None and not authorizer.allowed(
+        request.session, op, CLUSTER, CLUSTER_NAME, not quiet
     )
 
 
