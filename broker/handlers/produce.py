@@ -151,11 +151,11 @@ async def handle_produce(broker: Broker, request: Request) -> dict | None:
         name = topic["name"]
         partition_responses = []
         # Kafka checks WRITE on the topic before it looks the topic up.
-        topic_error = error or (
-            ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            if topic_denied(broker, request, WRITE, name)
-            else ErrorCode.NONE
-        )
+        topic_error = error
+        if not error and broker.authorizer is not None and topic_denied(
+            broker, request, WRITE, name
+        ):
+            topic_error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         for data in topic["partition_data"]:
             response = _partition_response(data["index"])
             partition_responses.append(response)
