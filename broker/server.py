@@ -395,6 +395,13 @@ class Broker:
             reason = _tls_failure(exc)
         except ValueError as exc:  # no ssl.principal.mapping.rules rule applies
             reason = str(exc)
+        except Exception:  # a bug here must cost one connection, never the broker
+            log.exception(
+                "closing connection from %s on listener %s: TLS handshake failed",
+                peer, bound.spec.name,
+            )
+            await trio.aclose_forcefully(stream)
+            return None
         except BaseException:  # cancelled (the broker stops): the socket goes at once
             await trio.aclose_forcefully(stream)
             raise
