@@ -119,6 +119,22 @@ def test_each_listener_advertises_itself(secure_broker) -> None:
     assert broker.terminate() == 0
 
 
+def test_an_advertised_port_without_host_is_kept_for_every_listener(secure_broker) -> None:
+    """advertised.listeners ``NAME://:PORT``: this machine's name and that port, the first
+    listener's as well as the others' (the ready line is the first's)."""
+    broker = secure_broker(
+        {
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SECOND:PLAINTEXT",
+            "advertised.listeners": "PLAINTEXT://:19092,SECOND://:19093",
+        },
+        listeners="PLAINTEXT://127.0.0.1:0,SECOND://127.0.0.1:0",
+    )
+    host = socket.gethostname()
+    assert broker.stdout_lines == [f"kafkette ready on {host}:19092"]
+    assert metadata_brokers(broker.endpoints["PLAINTEXT"]) == [(1, host, 19092)]
+    assert metadata_brokers(broker.endpoints["SECOND"]) == [(1, host, 19093)]
+
+
 def test_config_line_listeners_and_the_simple_form(tmp_path) -> None:
     """``--config listeners=...`` takes effect without a file; ``--listen`` stays one
     PLAINTEXT listener (and wins over a listeners= line)."""
