@@ -200,10 +200,6 @@ class Broker:
     ) -> None:
         await self._resolve_connection_overrides()
         self._dir_lock = await self._lock_data_dir()
-        if self.peer_security is not None:
-            from kafkette.broker.cluster.peer_client import PEER_SECURITY
-
-            PEER_SECURITY.set(self.peer_security)  # inherited by every task spawned below
         try:
             listeners = await self._bind()
             try:
