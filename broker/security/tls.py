@@ -389,17 +389,24 @@ def _load_chain(context: ssl.SSLContext, material: _KeyAndChain, where: str) -> 
         Encoding.PEM, PrivateFormat.PKCS8, BestAvailableEncryption(one_time.encode())
     )
     chain_pem = b"".join(c.public_bytes(Encoding.PEM) for c in material.chain)
-    with tempfile.TemporaryDirectory(prefix="kafkette-tls-") as directory:
-        path = os.path.join(directory, "keystore.pem")
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as file:
-            file.write(key_pem + chain_pem)
-        try:
-            context.load_cert_chain(path, path, password=one_time)
-        except ssl.SSLError as exc:
-            raise TlsConfigError(
-                f"keystore of {where}: the key does not match its certificate ({exc.reason})"
-            ) from None
+    try:
+        with tempfile.TemporaryDirectory(prefix="kafkette-tls-") as directory:
+            path = os.path.join(directory, "keystore.pem")
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as file:
+                file.write(key_pem + chain_pem)
+            try:
+                context.load_cert_chain(path, path, password=one_time)
+            except ssl.SSLError as exc:
+                raise TlsConfigError(
+                    f"keystore of {where}: the key does not match its certificate"
+                    f" ({exc.reason})"
+                ) from None
+    except OSError as exc:  # no usable temporary directory (TMPDIR)
+        raise TlsConfigError(
+            f"keystore of {where}: cannot hand the key to OpenSSL through a temporary"
+            f" file: {exc.strerror or exc} ({tempfile.gettempdir()})"
+        ) from None
 
 
 # --- protocols and cipher suites ----------------------------------------------------
