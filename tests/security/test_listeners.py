@@ -8,6 +8,7 @@ listener setting stops the start with one line and exit code 2, as other config 
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -133,6 +134,19 @@ def test_an_advertised_port_without_host_is_kept_for_every_listener(secure_broke
     assert broker.stdout_lines == [f"kafkette ready on {host}:19092"]
     assert metadata_brokers(broker.endpoints["PLAINTEXT"]) == [(1, host, 19092)]
     assert metadata_brokers(broker.endpoints["SECOND"]) == [(1, host, 19093)]
+
+
+def test_a_tls_client_on_a_plaintext_listener_is_named_in_the_line(secure_broker) -> None:
+    broker = secure_broker()
+    host, _, port = broker.bootstrap.rpartition(":")
+    context = ssl.create_default_context()
+    with socket.create_connection((host, int(port)), timeout=TIMEOUT_S) as raw:
+        with pytest.raises((ssl.SSLError, ConnectionError)):
+            context.wrap_socket(raw, server_hostname=host)
+    line = broker.wait_for_log(r"closing connection from .*").group(0)
+    assert line.endswith(
+        "exceeds socket.request.max.bytes=104857600 (a TLS client on a PLAINTEXT listener?)"
+    ), line
 
 
 def test_config_line_listeners_and_the_simple_form(tmp_path) -> None:
