@@ -129,3 +129,33 @@ def test_the_key_handed_to_openssl_leaves_no_file(tmp_path, tls, monkeypatch) ->
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
     with pytest.raises(ValueError, match="cannot hand the key to OpenSSL through a temporary"):
         EmbeddedBroker.start(tmp_path / "data3", configs)
+
+
+def test_an_unexpected_error_in_a_handshake_costs_that_connection_only(
+    tmp_path, tls, monkeypatch, caplog
+) -> None:
+    """A fault injected where the principal is computed (a bug of ours, as a mapping rule
+    that raised used to be): one line with its traceback, that connection closed, the
+    broker serving the next."""
+    from kafkette.broker.security import tls as tls_module
+
+    real = tls_module.peer_principal
+    calls = []
+
+    def fail_once(listener_tls, der):
+        calls.append(der)
+        if len(calls) == 1:
+            raise RuntimeError("injected")
+        return real(listener_tls, der)
+
+    monkeypatch.setattr(tls_module, "peer_principal", fail_once)
+    caplog.set_level(logging.WARNING, logger="kafkette")
+    configs = {"listeners": "SSL://127.0.0.1:0", **tls.broker(client_auth="required")}
+    with EmbeddedBroker.start(tmp_path, configs) as broker:
+        endpoint = broker.broker.endpoint_for("SSL")
+        assert not api_versions_answered(endpoint, tls.client_context(mutual=True))
+        assert api_versions_answered(endpoint, tls.client_context(mutual=True))
+        [line] = handshake_failures(caplog)
+        assert line.endswith("on listener SSL: TLS handshake failed")
+        [record] = [r for r in caplog.records if "TLS handshake failed" in r.getMessage()]
+        assert record.exc_info is not None and "injected" in str(record.exc_info[1])
