@@ -154,8 +154,10 @@ class Broker:
             if advertised is None and (configured := advertised_listener(config)) is not None:
                 advertised = Endpoint(*configured)  # advertised.listeners; the flag wins
         elif advertised is None:
-            host, port = self.listener_plan.advertised.get(first.name, (first.host, first.port))
-            advertised = Endpoint(host, port) if host not in ("", "0.0.0.0", "::") else None
+            # No host or a wildcard: resolved once bound (_advertised_for); a port kept.
+            advertised = Endpoint(
+                *self.listener_plan.advertised.get(first.name, (first.host, first.port))
+            )
         self._advertised_request = advertised
         self.advertised: Endpoint = advertised or self.listen
         # Listener name -> advertised endpoint, once bound (endpoint_for).
@@ -202,10 +204,6 @@ class Broker:
     ) -> None:
         await self._resolve_connection_overrides()
         self._dir_lock = await self._lock_data_dir()
-        if self.peer_security is not None:
-            from kafkette.broker.cluster.peer_client import PEER_SECURITY
-
-            PEER_SECURITY.set(self.peer_security)  # inherited by every task spawned below
         try:
             listeners = await self._bind()
             try:
@@ -399,6 +397,13 @@ class Broker:
             reason = _tls_failure(exc)
         except ValueError as exc:  # no ssl.principal.mapping.rules rule applies
             reason = str(exc)
+        except Exception:  # a bug here must cost one connection, never the broker
+            log.exception(
+                "closing connection from %s on listener %s: TLS handshake failed",
+                peer, bound.spec.name,
+            )
+            await trio.aclose_forcefully(stream)
+            return None
         except BaseException:  # cancelled (the broker stops): the socket goes at once
             await trio.aclose_forcefully(stream)
             raise
@@ -428,14 +433,13 @@ class Broker:
         return self.endpoints.get(listener_name, self.advertised)
 
     def _advertised_for(self, bound_port: int) -> Endpoint:
-        if self._advertised_request is not None:
-            port = self._advertised_request.port or bound_port
-            return Endpoint(self._advertised_request.host, port)
-        host = self.listen.host
+        requested = self._advertised_request
+        host = requested.host if requested is not None else self.listen.host
+        port = (requested.port if requested is not None else 0) or bound_port
         if host in ("", "0.0.0.0", "::"):
             host = socket.gethostname()
             log.info("listening on all interfaces: advertising host name %s", host)
-        return Endpoint(host, bound_port)
+        return Endpoint(host, port)
 
     async def _open_storage(self, cluster_tasks: trio.Nursery) -> None:
         clustered = self.config.cluster is not None
