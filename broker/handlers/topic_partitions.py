@@ -80,9 +80,11 @@ async def handle_describe_topic_partitions(broker: Broker, request: Request) -> 
             rest = partitions[left]
             partitions = partitions[:left]
             next_cursor = {"topic_name": name, "partition_index": rest["partition_index"]}
-        for partition in partitions:
-            partition["eligible_leader_replicas"] = []
-            partition["last_known_elr"] = []
+        # Copies: Metadata's partition entries may be shared between responses.
+        partitions = [
+            {**partition, "eligible_leader_replicas": [], "last_known_elr": []}
+            for partition in partitions
+        ]
         left -= len(partitions)
         topics.append(
             {
