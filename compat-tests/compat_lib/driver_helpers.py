@@ -8,13 +8,15 @@ twins stay in its driver. Used from one thread, like the drivers.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from compat_lib.family import HEARTBEAT_MS, SESSION_TIMEOUT_MS, TIMEOUT_S
-from compat_lib.model import Got
+from compat_lib.model import Got, describe_exception
 
 # How long two group members may take to both own partitions and see every record (seconds).
 TWO_MEMBERS_SETTLE_S = 20.0
@@ -174,3 +176,30 @@ def _poll_in_own_threads(members, poll_once, total: int, seen: set) -> list[set]
     if failures:
         raise failures[0]
     return owned if owned is not None else [set(m.assignment()) for m in members]
+
+
+class LoggedError(Exception):
+    """A client's exception together with the warnings and errors it logged meanwhile."""
+
+
+@contextmanager
+def with_client_log(logger_name: str) -> Iterator[None]:
+    """Re-raise an exception from the block with the WARNING+ lines logger ``logger_name``
+    wrote meanwhile: aiokafka, for one, logs the broker's SASL_AUTHENTICATION_FAILED and
+    raises only "Unable to bootstrap", so the cause is in its log, not its exception."""
+    seen: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
+
+    handler = Collect(logging.WARNING)
+    logger = logging.getLogger(logger_name)
+    logger.addHandler(handler)
+    try:
+        yield
+    except Exception as exc:
+        logged = " | ".join(dict.fromkeys(seen))[-600:] or "(nothing)"
+        raise LoggedError(f"{describe_exception(exc)}; client log: {logged}") from exc
+    finally:
+        logger.removeHandler(handler)

@@ -12,6 +12,7 @@ from compat_lib.driver_helpers import (
     poll_until,
     producer_settings,
     two_members,
+    with_client_log,
 )
 from compat_lib.family import (
     ALL_SCENARIOS,
@@ -36,10 +37,13 @@ class KafkaPythonFamily(Family):
         return f"kafka-python {kafka.__version__}"
 
     def _common(self) -> dict:
-        return {
+        common = {
             "bootstrap_servers": self.bootstrap,
             "request_timeout_ms": REQUEST_TIMEOUT_MS,
         }
+        if self.security is not None:
+            common |= self.security.kafka_python()
+        return common
 
     def _admin(self):
         from kafka import KafkaAdminClient
@@ -61,6 +65,10 @@ class KafkaPythonFamily(Family):
     def list_topics(self) -> set[str]:
         with closing(self._admin()) as admin:
             return set(admin.list_topics())
+
+    def check_login(self) -> set[str]:
+        with with_client_log("kafka"):
+            return self.list_topics()
 
     def create_topic(self, topic: str, partitions: int = 1, configs: dict | None = None) -> None:
         from kafka.admin import NewTopic
@@ -265,7 +273,11 @@ class KafkaPythonFamily(Family):
         from kafka.admin import ConfigResource
 
         with closing(self._admin()) as admin:
-            admin.alter_configs([ConfigResource("TOPIC", topic, dict(configs))])
+            answer = admin.alter_configs([ConfigResource("TOPIC", topic, dict(configs))])
+        # kafka-python returns each resource's error as text instead of raising it.
+        result = answer.get("topic", {}).get(topic)
+        if result != "OK":
+            raise RuntimeError(f"AlterConfigs {topic}: {result}")
 
     def delete_records(self, topic: str, partition: int, before: int) -> int:
         from kafka import TopicPartition

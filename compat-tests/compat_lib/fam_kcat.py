@@ -64,6 +64,9 @@ class KcatFamily(Family):
 
     def _run(self, args: list[str], data: bytes | None = None) -> bytes:
         cmd = ["kcat", "-b", self.bootstrap, "-X", f"socket.timeout.ms={REQUEST_TIMEOUT_MS}"]
+        if self.security is not None:
+            for name, value in self.security.librdkafka().items():
+                cmd += ["-X", f"{name}={value}"]
         cmd += args
         try:
             done = subprocess.run(
