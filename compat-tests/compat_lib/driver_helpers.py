@@ -182,24 +182,46 @@ class LoggedError(Exception):
     """A client's exception together with the warnings and errors it logged meanwhile."""
 
 
+class ClientLog:
+    """Collects the WARNING+ lines logger ``name`` (a client library) writes while active:
+    aiokafka and kafka-python log the broker's SASL_AUTHENTICATION_FAILED and raise only
+    "Unable to bootstrap", so the cause is in their log, not their exception."""
+
+    def __init__(self, name: str) -> None:
+        self.lines: list[str] = []
+        self._logger = logging.getLogger(name)
+        lines = self.lines
+
+        class Collect(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                lines.append(record.getMessage())
+
+        self._handler = Collect(logging.WARNING)
+
+    def __enter__(self) -> ClientLog:
+        self._logger.addHandler(self._handler)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._logger.removeHandler(self._handler)
+
+    def names_error_code(self) -> bool:
+        return any("[Error " in line for line in self.lines)
+
+    def error(self, exc: BaseException) -> LoggedError:
+        """``exc`` with the logged lines, those naming a Kafka error code first: a failure line
+        keeps only its first 400 characters, and the cause comes before the retries'
+        "socket disconnected"."""
+        lines = sorted(dict.fromkeys(self.lines), key=lambda line: "[Error " not in line)
+        logged = " | ".join(lines)[:300] or "(nothing)"
+        return LoggedError(f"client log: {logged}; raised {describe_exception(exc)}")
+
+
 @contextmanager
 def with_client_log(logger_name: str) -> Iterator[None]:
-    """Re-raise an exception from the block with the WARNING+ lines logger ``logger_name``
-    wrote meanwhile: aiokafka, for one, logs the broker's SASL_AUTHENTICATION_FAILED and
-    raises only "Unable to bootstrap", so the cause is in its log, not its exception."""
-    seen: list[str] = []
-
-    class Collect(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            seen.append(record.getMessage())
-
-    handler = Collect(logging.WARNING)
-    logger = logging.getLogger(logger_name)
-    logger.addHandler(handler)
-    try:
-        yield
-    except Exception as exc:
-        logged = " | ".join(dict.fromkeys(seen))[-600:] or "(nothing)"
-        raise LoggedError(f"{describe_exception(exc)}; client log: {logged}") from exc
-    finally:
-        logger.removeHandler(handler)
+    """Re-raise an exception from the block with what ``logger_name`` logged meanwhile."""
+    with ClientLog(logger_name) as log:
+        try:
+            yield
+        except Exception as exc:
+            raise log.error(exc) from exc

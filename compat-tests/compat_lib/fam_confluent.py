@@ -130,6 +130,7 @@ class ConfluentFamily(Family):
             try:
                 return set(admin.list_topics(timeout=1).topics)
             except KafkaException as exc:
+                admin.poll(0.2)  # serves error_cb
                 if any(e.code() in refused for e in errors) or time.monotonic() > deadline:
                     seen = "; ".join(dict.fromkeys(_kafka_error(e) for e in errors))
                     raise DeliveryError(f"{_kafka_error(exc.args[0])}; errors: {seen}") from None

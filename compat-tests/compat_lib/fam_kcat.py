@@ -62,6 +62,14 @@ class KcatFamily(Family):
             version += f" (librdkafka {line.split('librdkafka ')[1].split()[0]})"
         return version
 
+    def librdkafka_version(self) -> tuple[int, ...]:
+        """The librdkafka kcat is built with, e.g. (2, 0, 2); () if kcat does not say."""
+        line = self.version()
+        if "(librdkafka " not in line:
+            return ()
+        text = line.split("(librdkafka ")[1].rstrip(")")
+        return tuple(int(part) for part in text.split(".") if part.isdigit())
+
     def _run(self, args: list[str], data: bytes | None = None) -> bytes:
         cmd = ["kcat", "-b", self.bootstrap, "-X", f"socket.timeout.ms={REQUEST_TIMEOUT_MS}"]
         if self.security is not None:

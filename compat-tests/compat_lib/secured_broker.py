@@ -10,7 +10,7 @@ AlterUserScramCredentials (what ``kafka-configs.sh --alter --add-config 'SCRAM-S
 sends), since it has no format step. Both then get the suite's ACLs through CreateAcls,
 sent by the super user over SASL_SSL.
 
-Run by hand to get a secured reference Kafka for experiments (one JVM; Ctrl-C stops it)::
+Run by hand to get a secured reference Kafka for experiments (one JVM; Ctrl-C or SIGTERM stops it)::
 
     python compat-tests/compat_lib/secured_broker.py kafka /tmp/secured-kafka
 """
@@ -419,6 +419,8 @@ def main(argv: list[str]) -> int:
     if len(argv) != 2 or argv[0] not in BROKERS:
         print(f"usage: secured_broker.py {{{'|'.join(BROKERS)}}} WORKDIR", file=sys.stderr)
         return 2
+    # SIGTERM too (a background job ignores SIGINT): stop the broker on the way out.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     broker = start(argv[0], Path(argv[1]))
     print(f"{broker.label} ready (log {broker.log_path}):")
     for name, port in broker.ports.items():

@@ -59,7 +59,12 @@ class Acl:
     host: str = "*"
 
 
+# The confluent-kafka driver's assign()-only consumers still carry a group.id (librdkafka
+# needs one) and look up its coordinator: every principal may use that group.
+UNUSED_GROUP = "compat-unused"
+
 ACLS: tuple[Acl, ...] = (
+    Acl("GROUP", "LITERAL", UNUSED_GROUP, "User:*", "READ"),
     # Anonymous clients (PLAINTEXT, SSL without a certificate) own the sec-anon- topics/groups.
     Acl("TOPIC", "PREFIXED", ANON_PREFIX, "User:ANONYMOUS", "ALL"),
     Acl("GROUP", "PREFIXED", ANON_PREFIX, "User:ANONYMOUS", "READ"),
