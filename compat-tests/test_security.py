@@ -14,10 +14,12 @@ the wrong listener's endpoints) fails it with the client's own one-line error.
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import ssl
 import struct
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -353,3 +355,122 @@ def test_acl_admin(clients, secured, family):
         f"alice's Metadata must list {mine} and not {OTHER_TOPIC}: "
         f"{sorted(t for t in seen if t.startswith('sec-'))[:20]}"
     )
+
+
+# ---- Kafka's own tools ----------------------------------------------------------------------
+
+TOOL_TIMEOUT_S = 120
+
+
+def kafka_tool(secured, tool: str, *args: str, succeed: bool = True) -> str:
+    """Run a ``bin/`` tool of the reference Kafka 4.0 against the secured broker as the super
+    user (``--command-config`` with the Java client's SASL_SSL settings); its stdout (its
+    stderr too when ``succeed`` is False: then it must fail)."""
+    home = secured_broker.kafka_home()
+    if isinstance(home, str):
+        pytest.skip(home)
+    config = secured.workdir / "admin.properties"
+    config.write_text(
+        "".join(f"{k}={v}\n" for k, v in secured.admin_security().java_properties().items())
+    )
+    command = [str(home / "bin" / tool), "--bootstrap-server", secured.bootstrap(SASL_SSL),
+               "--command-config", str(config), *args]
+    env = {**os.environ, "KAFKA_HEAP_OPTS": "-Xmx256m", "LOG_DIR": str(secured.workdir / "tools")}
+    done = subprocess.run(command, capture_output=True, text=True, env=env,
+                          timeout=TOOL_TIMEOUT_S, check=False)
+    if not succeed:
+        assert done.returncode != 0, f"{tool} {' '.join(args)} succeeded: {done.stdout.strip()}"
+        return done.stdout + done.stderr
+    assert done.returncode == 0, (
+        f"{tool} {' '.join(args)} exited {done.returncode}: "
+        f"{(done.stderr.strip() or done.stdout.strip())[-500:]}"
+    )
+    return done.stdout
+
+
+def confluent(secured, listener: str, mechanism: str | None = None, user: str | None = None,
+              password: str | None = None):
+    """A confluent-kafka driver (librdkafka >= 2.6.1: working SCRAM) for the tool tests."""
+    base = BY_NAME["confluent-kafka"](secured.bootstrap(PLAINTEXT))
+    if base.available() is not None:
+        pytest.skip(f"confluent-kafka not available: {base.available()}")
+    security = secured.security(listener, mechanism, user, password)
+    return guarded(base.secured(secured.bootstrap(listener), security))
+
+
+def eventually_refused(call, pattern: re.Pattern, what: str, timeout_s: float = 15.0) -> None:
+    """``refused``, allowing the broker ``timeout_s`` to apply an ACL or credential change."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            refused(call, pattern, what)
+            return
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def test_kafka_configs_scram_users(secured):
+    """kafka-configs.sh adds, describes and deletes SCRAM credentials; logins follow. Both
+    mechanisms in one --add-config put the user twice into one AlterUserScramCredentials
+    request, which Kafka 4.0 refuses (DUPLICATE_RESOURCE): one mechanism per call."""
+    user, password = f"carol-{uuid.uuid4().hex[:6]}", "carol-secret"
+    entity = ["--entity-type", "users", "--entity-name", user]
+    both = kafka_tool(secured, "kafka-configs.sh", "--alter", *entity, "--add-config",
+                      f"SCRAM-SHA-256=[iterations=8192,password={password}],"
+                      f"SCRAM-SHA-512=[password={password}]", succeed=False)
+    assert "DuplicateResourceException" in both, f"both mechanisms at once: {both[-500:]}"
+    kafka_tool(secured, "kafka-configs.sh", "--alter", *entity, "--add-config",
+               f"SCRAM-SHA-256=[iterations=8192,password={password}]")
+    kafka_tool(secured, "kafka-configs.sh", "--alter", *entity, "--add-config",
+               f"SCRAM-SHA-512=[password={password}]")
+    described = kafka_tool(secured, "kafka-configs.sh", "--describe", *entity)
+    assert "SCRAM-SHA-256=iterations=8192" in described and (
+        "SCRAM-SHA-512=iterations=4096" in described
+    ), f"kafka-configs.sh --describe: {described.strip()}"
+    for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+        confluent(secured, SASL_SSL, mechanism, user, password).check_login()
+    kafka_tool(secured, "kafka-configs.sh", "--alter", *entity, "--delete-config",
+               "SCRAM-SHA-512")
+    described = kafka_tool(secured, "kafka-configs.sh", "--describe", *entity)
+    assert "SCRAM-SHA-512" not in described and "SCRAM-SHA-256" in described, (
+        f"after --delete-config SCRAM-SHA-512, kafka-configs.sh --describe: {described.strip()}"
+    )
+    eventually_refused(confluent(secured, SASL_SSL, "SCRAM-SHA-512", user, password).check_login,
+                       LOGIN_REFUSED, "SCRAM-SHA-512 login after its credential was deleted")
+    confluent(secured, SASL_SSL, "SCRAM-SHA-256", user, password).check_login()
+
+
+def test_kafka_acls_tool(secured):
+    """kafka-acls.sh adds, lists and removes a prefixed ACL; a client's rights follow."""
+    user, password = f"dave-{uuid.uuid4().hex[:6]}", "dave-secret"
+    admin = secured_broker.admin_client(secured)
+    secured_broker.add_scram_users(admin, {user: password})
+    prefix = f"sec-{user}-"
+    topic = prefix + "t"
+    secured_broker.create_topic(admin, topic)
+    acl = ["--allow-principal", f"User:{user}", "--operation", "Write", "--operation",
+           "Describe", "--topic", prefix, "--resource-pattern-type", "prefixed"]
+    kafka_tool(secured, "kafka-acls.sh", "--add", *acl)
+    listed = kafka_tool(secured, "kafka-acls.sh", "--list", "--topic", prefix,
+                        "--resource-pattern-type", "prefixed")
+    assert f"User:{user}" in listed and "WRITE" in listed and "DESCRIBE" in listed, (
+        f"kafka-acls.sh --list: {listed.strip()}"
+    )
+    client = confluent(secured, SASL_SSL, "SCRAM-SHA-512", user, password)
+    deadline = time.monotonic() + 15
+    while True:  # the broker applies a new ACL within moments, not necessarily at once
+        try:
+            client.produce(topic, records(1, "dave"))
+            break
+        except ClientError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+    kafka_tool(secured, "kafka-acls.sh", "--remove", "--force", *acl)
+    listed = kafka_tool(secured, "kafka-acls.sh", "--list", "--topic", prefix,
+                        "--resource-pattern-type", "prefixed")
+    assert f"User:{user}" not in listed, f"kafka-acls.sh --list after --remove: {listed.strip()}"
+    eventually_refused(lambda: client.produce(topic, records(1, "dave")), WRITE_DENIED,
+                       "producing after the ACL was removed")

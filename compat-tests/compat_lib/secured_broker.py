@@ -307,7 +307,7 @@ def _finish(broker: SecuredBroker, add_scram: bool) -> None:
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         _wait_listening(broker.proc, list(broker.ports.values()), broker.log_path, deadline)
-        admin = _admin(broker)
+        admin = admin_client(broker)
         _until_answers(admin, broker, deadline)
         if add_scram:
             add_scram_users(admin, SCRAM_USERS)
@@ -319,7 +319,8 @@ def _finish(broker: SecuredBroker, add_scram: bool) -> None:
         raise
 
 
-def _admin(broker: SecuredBroker):
+def admin_client(broker: SecuredBroker):
+    """A confluent-kafka AdminClient logged in as the super user over SASL_SSL."""
     from confluent_kafka.admin import AdminClient
 
     conf = {"bootstrap.servers": broker.bootstrap(SASL_SSL), "socket.timeout.ms": 10_000}
@@ -343,29 +344,28 @@ def _until_answers(admin, broker: SecuredBroker, deadline: float) -> None:
 
 
 def add_scram_users(admin, users: dict[str, str]) -> None:
-    """AlterUserScramCredentials: every user gets a credential for both SCRAM mechanisms."""
+    """AlterUserScramCredentials: every user gets a credential for both SCRAM mechanisms, one
+    request per mechanism (Kafka refuses a user altered twice in one request:
+    DUPLICATE_RESOURCE)."""
     from confluent_kafka.admin import (
         ScramCredentialInfo,
         ScramMechanism,
         UserScramCredentialUpsertion,
     )
 
-    upserts = [
-        UserScramCredentialUpsertion(
-            user,
-            ScramCredentialInfo(getattr(ScramMechanism, mechanism.replace("-", "_")),
-                                SCRAM_ITERATIONS),
-            password.encode(),
-        )
-        for user, password in users.items()
-        for mechanism in SCRAM_MECHANISMS
-    ]
-    futures = admin.alter_user_scram_credentials(upserts, request_timeout=ADMIN_TIMEOUT_S)
-    for user, future in futures.items():
-        try:
-            future.result(timeout=ADMIN_TIMEOUT_S)
-        except Exception as exc:
-            raise SecuredBrokerError(f"AlterUserScramCredentials for {user}: {exc}") from None
+    for mechanism in SCRAM_MECHANISMS:
+        info = ScramCredentialInfo(getattr(ScramMechanism, mechanism.replace("-", "_")),
+                                   SCRAM_ITERATIONS)
+        upserts = [UserScramCredentialUpsertion(user, info, password.encode())
+                   for user, password in users.items()]
+        futures = admin.alter_user_scram_credentials(upserts, request_timeout=ADMIN_TIMEOUT_S)
+        for user, future in futures.items():
+            try:
+                future.result(timeout=ADMIN_TIMEOUT_S)
+            except Exception as exc:
+                raise SecuredBrokerError(
+                    f"AlterUserScramCredentials {mechanism} for {user}: {exc}"
+                ) from None
 
 
 def create_acls(admin) -> None:
@@ -412,7 +412,7 @@ def create_topic(admin, name: str, partitions: int = 1) -> None:
 def admin_create_topic(broker: SecuredBroker, name: str, partitions: int = 1) -> None:
     """Create ``name`` as the super user (scenarios create their topics this way, so that
     kcat, which has no admin API, can use them too)."""
-    create_topic(_admin(broker), name, partitions)
+    create_topic(admin_client(broker), name, partitions)
 
 
 def main(argv: list[str]) -> int:
