@@ -33,6 +33,9 @@ SERVE_EXAMPLES = """examples:
   kafkette serve --listen 0.0.0.0:9092 --advertised-listener myhost:9092
   kafkette serve --data-dir /tmp/k --config num.partitions=3 --config log.retention.ms=60000
   kafkette serve --config-file server.properties --log-level DEBUG
+  kafkette serve --config listeners=PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093 \
+      --config ssl.keystore.type=PKCS12 --config ssl.keystore.location=broker.p12 \
+      --config ssl.keystore.password=secret
 """
 
 CLUSTER_EXAMPLES = """examples:
@@ -52,7 +55,12 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     serve.set_defaults(run=run_serve)
-    serve.add_argument("--listen", default="127.0.0.1:9092", help="HOST:PORT to listen on")
+    serve.add_argument(
+        "--listen",
+        default=None,
+        help="HOST:PORT of one PLAINTEXT listener (default: the config's listeners=, else"
+        " 127.0.0.1:9092)",
+    )
     serve.add_argument(
         "--advertised-listener",
         default=None,
@@ -179,17 +187,18 @@ def run_serve(args: argparse.Namespace) -> int:
         props.update(parse_assignments(args.config))
         data_dir = Path(args.data_dir) if args.data_dir else None
         config = load_config(props, data_dir=data_dir)
-        listen = parse_endpoint(args.listen)
+        listen = parse_endpoint(args.listen) if args.listen else None
         advertised = parse_endpoint(args.advertised_listener) if args.advertised_listener else None
         extras = ServeExtras(
             metrics=parse_endpoint(args.metrics_listen) if args.metrics_listen else None,
             ui=_ui_endpoint(args, parse_endpoint),
             ui_allow_writes=args.ui_allow_writes,
         )
+        # Listeners and their TLS material (keystores read now: a bad one is a config error).
+        broker = Broker(config, listen, advertised)
     except (ConfigError, ValueError, OSError) as exc:
         print(f"kafkette: {exc}", file=sys.stderr)
         return 2
-    broker = Broker(config, listen, advertised)
     failures: list[BaseException] = []
     interrupted = False
     try:
@@ -271,9 +280,18 @@ async def _start_extras(nursery: trio.Nursery, broker: Broker, extras: ServeExtr
                 view,
                 extras.ui,
                 allow_writes=extras.ui_allow_writes,
-                bootstrap=str(broker.advertised),
+                bootstrap=_console_bootstrap(broker),
             )
         )
+
+
+def _console_bootstrap(broker: Broker) -> str:
+    """Where the console's producer connects: a PLAINTEXT-protocol listener (it has no
+    TLS or SASL settings of its own), else the first listener."""
+    for spec in broker.listener_plan.listeners:
+        if spec.security_protocol == "PLAINTEXT":
+            return str(broker.endpoint_for(spec.name))
+    return str(broker.advertised)
 
 
 def run_cluster(args: argparse.Namespace) -> int:

@@ -341,15 +341,84 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("socket.send.buffer.bytes", "INT", "102400", "Ignored.", False),
         _d("socket.receive.buffer.bytes", "INT", "102400", "Ignored.", False),
         # --- listeners and TLS (broker/security/listeners.py, tls.py) ---
-        _d("listeners", "STRING", None, "Use --listen.", False),
+        _d(
+            "listeners", "STRING", None,
+            "NAME://HOST:PORT,... to listen on (Kafka's form); --listen HOST:PORT (one"
+            " PLAINTEXT listener, default 127.0.0.1:9092) is the simple form and wins.",
+        ),
         _d(
             "advertised.listeners", "STRING", None,
-            "In a cluster: PLAINTEXT://HOST:PORT told to clients and other brokers"
-            " (--advertised-listener wins). A single node uses the flag only.",
+            "NAME://HOST:PORT per listener told to clients and other brokers (port 0: the"
+            " bound port). With --listen: its PLAINTEXT entry, in a cluster only"
+            " (--advertised-listener wins).",
         ),
-        _d("listener.security.protocol.map", "STRING", None, "Ignored.", False),
-        _d("inter.broker.listener.name", "STRING", None, "Ignored.", False),
-        _d("controller.listener.names", "STRING", None, "Ignored.", False),
+        _d(
+            "listener.security.protocol.map", "STRING",
+            "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
+            "LISTENER:PROTOCOL pairs: the security protocol of each listener name.",
+        ),
+        _d(
+            "inter.broker.listener.name", "STRING", None,
+            "The listener brokers of a cluster use among themselves.",
+        ),
+        _d(
+            "security.inter.broker.protocol", "STRING", "PLAINTEXT",
+            "The inter-broker listener by protocol name (when inter.broker.listener.name"
+            " is not set).",
+            choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+        ),
+        _d(
+            "controller.listener.names", "STRING", None,
+            "KRaft controller listeners: not bound (kafkette has no controller quorum).",
+        ),
+        _d(
+            "ssl.keystore.type", "STRING", "JKS",
+            "PKCS12, PEM, or JKS (a PKCS12 file; a real JKS file is refused).",
+        ),
+        _d("ssl.keystore.location", "STRING", None, "The keystore file."),
+        _d("ssl.keystore.password", "PASSWORD", None, "The keystore's password (not PEM)."),
+        _d("ssl.key.password", "PASSWORD", None, "The private key's password."),
+        _d("ssl.keystore.key", "PASSWORD", None, "PEM keystore: the PKCS#8 key inline."),
+        _d(
+            "ssl.keystore.certificate.chain", "PASSWORD", None,
+            "PEM keystore: the certificate chain inline.",
+        ),
+        _d("ssl.truststore.type", "STRING", "JKS", "PKCS12, PEM, or JKS (a PKCS12 file)."),
+        _d(
+            "ssl.truststore.location", "STRING", None,
+            "The truststore file; unset: the system's CAs.",
+        ),
+        _d("ssl.truststore.password", "PASSWORD", None, "The truststore's password."),
+        _d(
+            "ssl.truststore.certificates", "PASSWORD", None,
+            "PEM truststore: the trusted certificates inline.",
+        ),
+        _d(
+            "ssl.client.auth", "STRING", "none",
+            "Client certificates on SSL listeners: required, requested or none.",
+            choices=("required", "requested", "none"),
+        ),
+        _d("ssl.enabled.protocols", "LIST", "TLSv1.2,TLSv1.3", "TLS versions accepted."),
+        _d("ssl.protocol", "STRING", "TLSv1.3", "Ignored: ssl.enabled.protocols decides.", False),
+        _d(
+            "ssl.cipher.suites", "LIST", "",
+            "Cipher suites (Java/IANA or OpenSSL names); empty: OpenSSL's defaults.",
+        ),
+        _d(
+            "ssl.endpoint.identification.algorithm", "STRING", "https",
+            "https: the inter-broker connection checks the other broker's host name.",
+        ),
+        _d(
+            "ssl.principal.mapping.rules", "STRING", "DEFAULT",
+            "RULE:pattern/replacement/[LU],...,DEFAULT: a client certificate's principal.",
+        ),
+        _d("ssl.keymanager.algorithm", "STRING", "SunX509", "Ignored (Java's).", False),
+        _d("ssl.trustmanager.algorithm", "STRING", "PKIX", "Ignored (Java's).", False),
+        _d("ssl.provider", "STRING", None, "Ignored (Java's).", False),
+        _d("ssl.secure.random.implementation", "STRING", None, "Ignored (Java's).", False),
+        _d("ssl.engine.factory.class", "CLASS", None, "Ignored (Java's).", False),
+        _d("ssl.allow.dn.changes", "BOOLEAN", "false", "Ignored (no dynamic update).", False),
+        _d("ssl.allow.san.changes", "BOOLEAN", "false", "Ignored (no dynamic update).", False),
         # --- end of listeners and TLS ---
         # --- SASL (broker/security/sasl/) ---
         # --- end of SASL ---
@@ -591,6 +660,31 @@ def advertised_listener(config: BrokerConfig) -> tuple[str, int] | None:
     return host.strip("[]"), int(port)
 
 
+def _check_listeners(config: BrokerConfig) -> None:
+    """``listeners``, the protocol map, ``advertised.listeners`` and the
+    ``listener.name.<l>.ssl.*`` names (broker/security/listeners.py); the TLS files are
+    read when the broker is made (``Broker.__init__``)."""
+    from kafkette.broker.security.listeners import (
+        ListenerConfigError,
+        check_listener_prefixed,
+        plan_listeners,
+    )
+
+    try:
+        plan = plan_listeners(config.explicit, clustered=config.cluster is not None)
+        tls_names = {name for name in BROKER_CONFIGS if name.startswith("ssl.")}
+        check_listener_prefixed(config.explicit, plan, tls_names)
+    except ListenerConfigError as exc:
+        raise ConfigError(str(exc)) from None
+    for key, raw in config.explicit.items():
+        if key.startswith(LISTENER_PREFIX):
+            suffix = key[len(LISTENER_PREFIX):].partition(".")[2]
+            definition = BROKER_CONFIGS.get(suffix)
+            if definition is not None and suffix.startswith("ssl."):
+                check_value(key, definition.type, raw)
+                _check_validator(definition, raw)
+
+
 def _check_combinations(config: BrokerConfig) -> None:
     """The checks Kafka's KafkaConfig makes across configs (``validateValues``)."""
     if config.log.retention_ms == 0:
@@ -608,6 +702,7 @@ def _check_combinations(config: BrokerConfig) -> None:
         )
     # Kafka: connection.failed.authentication.delay.ms (100) must stay below it.
     advertised_listener(config)
+    _check_listeners(config)
     cluster = config.cluster
     if cluster is not None:
         if cluster.replica_socket_timeout_ms < cluster.replica_fetch_wait_max_ms:

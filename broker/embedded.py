@@ -46,7 +46,9 @@ class EmbeddedBroker:
         timeout: float = 30.0,
     ) -> EmbeddedBroker:
         config = load_config(dict(configs or {}), data_dir=Path(data_dir))
-        embedded = cls(Broker(config, Endpoint(host, port)))
+        # A listeners= config decides the listeners; otherwise host:port is one PLAINTEXT.
+        listen = None if "listeners" in config.explicit else Endpoint(host, port)
+        embedded = cls(Broker(config, listen))
         embedded._thread.start()
         if not embedded._ready.wait(timeout):
             raise TimeoutError(f"broker did not start within {timeout}s")

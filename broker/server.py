@@ -10,6 +10,13 @@ written for a start that cannot serve. Clients that connect meanwhile wait in
 the listen backlog. Whatever stops a start is raised as one ``StartupError``
 whose message is the one line ``kafkette serve`` prints.
 
+Listeners (``broker/security/listeners.py``): ``--listen`` is one PLAINTEXT listener;
+``listeners=`` binds each named listener, SSL and SASL_SSL ones with TLS
+(``broker/security/tls.py``: the handshake runs in the connection's own task, bounded
+by ``TLS_HANDSHAKE_TIMEOUT_S``; a failed one is one log line and a closed connection).
+Every connection's ``Session`` names its listener and protocol, and Metadata tells a
+client the endpoints of the listener it came in on (``endpoint_for``).
+
 Shutdown goes in steps, as a Kafka broker does: in a cluster, first move this
 broker's partition leaderships to other brokers (controlled shutdown,
 ``broker/cluster/node.py``), then stop accepting, let in-flight
@@ -24,6 +31,7 @@ import errno
 import gc
 import logging
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -47,7 +55,8 @@ from kafkette.broker.observability.request_log import RequestObserver
 from kafkette.broker.partition import Partition
 from kafkette.broker.producer_ids import ProducerIdAllocator
 from kafkette.broker.request_memory import RequestMemoryPool
-from kafkette.broker.security.session import PLAINTEXT, Session
+from kafkette.broker.security.listeners import ListenerSpec, plan_listeners
+from kafkette.broker.security.session import Session
 from kafkette.broker.throttled_log import ThrottledLog, describe_error, storage_errors
 from kafkette.broker.topics import TopicRegistry
 from kafkette.broker.transactions.coordinator import TransactionCoordinator
@@ -59,7 +68,9 @@ from kafkette.log.partition_log import PartitionLog
 
 if TYPE_CHECKING:
     from kafkette.broker.cluster.node import ClusterNode
+    from kafkette.broker.cluster.peer_client import PeerSecurity
     from kafkette.broker.cluster.producer_id_blocks import ZkProducerIdAllocator
+    from kafkette.broker.security.tls import ListenerTls
 
 log = logging.getLogger("kafkette.server")
 
@@ -72,6 +83,9 @@ ACCEPT_CAPACITY_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUF
 ACCEPT_RETRY_SECONDS = 0.1
 # The GIL's switch interval in kafkette serve (Python's default is 5 ms): _tune_interpreter.
 GIL_SWITCH_INTERVAL_S = 0.0005
+# A TLS client has this long to finish its handshake (Kafka has no such bound; its idle
+# timeout of 10 minutes is far too long to hold a connection slot for a silent peer).
+TLS_HANDSHAKE_TIMEOUT_S = 10.0
 
 
 class StartupError(Exception):
@@ -85,6 +99,20 @@ class Endpoint:
 
     def __str__(self) -> str:
         return f"{self.host}:{self.port}"
+
+
+@dataclass(slots=True)
+class BoundListener:
+    """One configured listener once bound: its sockets, what it advertises, its TLS."""
+
+    spec: ListenerSpec
+    sockets: list[trio.SocketListener]
+    advertised: Endpoint
+    tls: ListenerTls | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self.sockets[0].socket.getsockname()[1])
 
 
 def parse_endpoint(text: str) -> Endpoint:
@@ -103,15 +131,34 @@ class Broker:
     def __init__(
         self,
         config: BrokerConfig,
-        listen: Endpoint,
+        listen: Endpoint | None = None,
         advertised: Endpoint | None = None,
     ) -> None:
+        """``listen``: the simple form (one PLAINTEXT listener, ``--listen``); None: the
+        config's ``listeners`` (127.0.0.1:9092 when it has none). Raises ``ValueError``
+        (one line) for listener or TLS settings the broker cannot start with."""
         self.config = config
-        self.listen = listen
-        if advertised is None and (configured := advertised_listener(config)) is not None:
-            advertised = Endpoint(*configured)  # advertised.listeners; the flag wins
+        self.listener_plan = plan_listeners(
+            config.explicit,
+            clustered=config.cluster is not None,
+            listen=(listen.host, listen.port) if listen is not None else None,
+        )
+        first = self.listener_plan.listeners[0]
+        self.listen = Endpoint(first.host, first.port)
+        if self.listener_plan.simple:
+            if advertised is None and (configured := advertised_listener(config)) is not None:
+                advertised = Endpoint(*configured)  # advertised.listeners; the flag wins
+        elif advertised is None:
+            host, port = self.listener_plan.advertised.get(first.name, (first.host, first.port))
+            advertised = Endpoint(host, port) if host not in ("", "0.0.0.0", "::") else None
         self._advertised_request = advertised
-        self.advertised: Endpoint = advertised or listen
+        self.advertised: Endpoint = advertised or self.listen
+        # Listener name -> advertised endpoint, once bound (endpoint_for).
+        self.endpoints: dict[str, Endpoint] = {}
+        self._tls = _server_tls(config, self.listener_plan.listeners)
+        # How this broker reaches the others (cluster mode): the inter-broker listener's
+        # protocol, TLS client context and SASL credentials (peer_client.py).
+        self.peer_security = _peer_security(config, self.listener_plan.inter_broker)
         self.node_id = config.node_id
         self.cluster_id = ""
         self.closing = False
@@ -148,10 +195,14 @@ class Broker:
     ) -> None:
         await self._resolve_connection_overrides()
         self._dir_lock = await self._lock_data_dir()
+        if self.peer_security is not None:
+            from kafkette.broker.cluster.peer_client import PEER_SECURITY
+
+            PEER_SECURITY.set(self.peer_security)  # inherited by every task spawned below
         try:
             listeners = await self._bind()
             try:
-                self.advertised = self._advertised_for(listeners[0].socket.getsockname()[1])
+                self._advertise(listeners)
                 try:
                     # Cluster mode's tasks (metadata watcher, controller) live here: they
                     # stop after serving and before the logs close.
@@ -168,8 +219,9 @@ class Broker:
                     with trio.CancelScope(shield=True):
                         await self._close_storage()
             finally:
-                for listener in listeners:
-                    listener.socket.close()
+                for bound in listeners:
+                    for listener in bound.sockets:
+                        listener.socket.close()
         finally:
             self._dir_lock.release()
 
@@ -189,28 +241,63 @@ class Broker:
         except DataDirError as exc:
             raise StartupError(str(exc)) from None
 
-    async def _bind(self) -> list[trio.SocketListener]:
+    async def _bind(self) -> list[BoundListener]:
+        bound: list[BoundListener] = []
         try:
-            return await trio.open_tcp_listeners(self.listen.port, host=self.listen.host)
-        except OSError as exc:
-            raise StartupError(f"cannot listen on {self.listen}: {os_reason(exc)}") from None
+            for spec in self.listener_plan.listeners:
+                where = Endpoint(spec.host, spec.port) if self.listener_plan.simple else spec
+                # No host: every interface (Kafka's default); with port 0, IPv4's only, so
+                # that the listener has one port.
+                host = spec.host or (None if spec.port else "0.0.0.0")
+                try:
+                    sockets = await trio.open_tcp_listeners(spec.port, host=host)
+                except OSError as exc:
+                    raise StartupError(f"cannot listen on {where}: {os_reason(exc)}") from None
+                bound.append(
+                    BoundListener(spec, sockets, Endpoint(spec.host, 0), self._tls.get(spec.name))
+                )
+        except BaseException:
+            for done in bound:
+                for listener in done.sockets:
+                    listener.socket.close()
+            raise
+        return bound
+
+    def _advertise(self, listeners: list[BoundListener]) -> None:
+        """Each listener's advertised endpoint: advertised.listeners' (port 0: the bound
+        port; no host or a wildcard: this machine's name); the first is ``advertised``."""
+        plan = self.listener_plan
+        for index, bound in enumerate(listeners):
+            if index == 0:
+                bound.advertised = self._advertised_for(bound.port)
+                self.advertised = bound.advertised
+            else:
+                host, port = plan.advertised.get(bound.spec.name, (bound.spec.host, 0))
+                bound.advertised = Endpoint(_advertised_host(host), port or bound.port)
+            self.endpoints[bound.spec.name] = bound.advertised
 
     async def _serve_until_stopped(
-        self, listeners: list[trio.SocketListener], task_status: trio.TaskStatus[Endpoint]
+        self, listeners: list[BoundListener], task_status: trio.TaskStatus[Endpoint]
     ) -> None:
-        bound = listeners[0].socket.getsockname()
-        log.info("listening on %s:%d, advertising %s", bound[0], bound[1], self.advertised)
+        for bound in listeners:
+            address = bound.sockets[0].socket.getsockname()
+            name = "" if self.listener_plan.simple else f"{bound.spec.name}://"
+            log.info(
+                "listening on %s%s:%d, advertising %s", name, address[0], address[1],
+                bound.advertised,
+            )
         async with trio.open_nursery() as connections:
             async with trio.open_nursery() as background:
-                for listener in listeners:
-                    background.start_soon(self._accept, listener, connections)
+                for bound in listeners:
+                    for listener in bound.sockets:
+                        background.start_soon(self._accept, listener, bound, connections)
                 background.start_soon(self._housekeeping)
                 if self.config.cleaner.enable:
                     for _ in range(self.config.cleaner.threads):
                         background.start_soon(self._run_cleaner)
                 await self.groups.start(background)
                 await self.transactions.start(background)
-                task_status.started(Endpoint(self.listen.host, bound[1]))
+                task_status.started(Endpoint(self.listen.host, listeners[0].port))
                 await self._stop.wait()
                 if self.cluster is not None:
                     # Still serving: clients are told NOT_LEADER_OR_FOLLOWER and find
@@ -219,7 +306,9 @@ class Broker:
                 background.cancel_scope.cancel()
             await self._drain(connections)
 
-    async def _accept(self, listener: trio.SocketListener, connections: trio.Nursery) -> None:
+    async def _accept(
+        self, listener: trio.SocketListener, bound: BoundListener, connections: trio.Nursery
+    ) -> None:
         """Kafka's acceptor: wait for a slot under ``max.connections``, accept, close at
         once a connection whose address is at ``max.connections.per.ip``."""
         limits = self.connection_limits
@@ -253,14 +342,64 @@ class Broker:
                 )
                 await trio.aclose_forcefully(stream)
                 continue
-            connections.start_soon(self._serve_connection, stream, ip)
+            connections.start_soon(self._serve_connection, stream, ip, bound)
 
-    async def _serve_connection(self, stream: trio.SocketStream, ip: str) -> None:
-        session = Session(PLAINTEXT, PLAINTEXT, ip)
+    async def _serve_connection(
+        self, stream: trio.SocketStream, ip: str, bound: BoundListener
+    ) -> None:
+        session = Session(bound.spec.name, bound.spec.security_protocol, ip)
         try:
-            await serve_connection(self, stream, session)
+            if bound.tls is None:
+                await serve_connection(self, stream, session)
+                return
+            secured = await self._tls_handshake(stream, bound, session)
+            if secured is not None:
+                await serve_connection(self, secured, session)
         finally:
             self.connection_limits.release(ip)
+
+    async def _tls_handshake(
+        self, stream: trio.SocketStream, bound: BoundListener, session: Session
+    ) -> trio.SSLStream[trio.SocketStream] | None:
+        """The TLS handshake of one connection, and on an SSL listener the principal of
+        its client certificate. A failure (a plaintext client, an untrusted certificate, a
+        peer that says nothing): one log line, the connection closed, None."""
+        from kafkette.broker.security.tls import peer_principal
+
+        tls = bound.tls
+        assert tls is not None
+        secured = trio.SSLStream(stream, tls.context, server_side=True)
+        peer = _peer_address(stream)
+        try:
+            with trio.fail_after(TLS_HANDSHAKE_TIMEOUT_S):
+                await secured.do_handshake()
+            if bound.spec.security_protocol == "SSL":
+                principal = peer_principal(tls, secured.getpeercert(binary_form=True))
+                if principal is not None:
+                    session.principal = principal
+            if log.isEnabledFor(logging.DEBUG):
+                cipher = secured.cipher()
+                log.debug(
+                    "TLS connection from %s on listener %s: %s %s, principal %s",
+                    peer, bound.spec.name, secured.version(), cipher[0] if cipher else "-",
+                    session.principal,
+                )
+            return secured
+        except trio.TooSlowError:
+            reason = f"no handshake within {TLS_HANDSHAKE_TIMEOUT_S:g}s"
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            reason = _tls_failure(exc)
+        except ValueError as exc:  # no ssl.principal.mapping.rules rule applies
+            reason = str(exc)
+        except BaseException:  # cancelled (the broker stops): the socket goes at once
+            await trio.aclose_forcefully(stream)
+            raise
+        log.warning(
+            "closing connection from %s on listener %s: TLS handshake failed: %s",
+            peer, bound.spec.name, reason,
+        )
+        await trio.aclose_forcefully(stream)
+        return None
 
     async def _drain(self, connections: trio.Nursery) -> None:
         """Let in-flight requests finish (long-polls answer at once), then close every
@@ -276,8 +415,9 @@ class Broker:
 
     def endpoint_for(self, listener_name: str) -> Endpoint:
         """The advertised endpoint of one of this broker's listeners (Metadata and
-        FindCoordinator answer a client with its own listener's)."""
-        return self.advertised
+        FindCoordinator answer a client with its own listener's); the first listener's
+        for a name it does not have (a request the broker made itself)."""
+        return self.endpoints.get(listener_name, self.advertised)
 
     def _advertised_for(self, bound_port: int) -> Endpoint:
         if self._advertised_request is not None:
@@ -487,6 +627,50 @@ def _tune_interpreter() -> None:
     # No gc.collect() first: it would add ~10-30 ms to the start time for the few dozen
     # unreachable objects imports leave, which stay frozen (kept) instead.
     gc.freeze()
+
+
+def _advertised_host(host: str) -> str:
+    return socket.gethostname() if host in ("", "0.0.0.0", "::") else host
+
+
+def _server_tls(
+    config: BrokerConfig, listeners: tuple[ListenerSpec, ...]
+) -> dict[str, ListenerTls]:
+    """The TLS context of every SSL / SASL_SSL listener (``tls.py`` only loads then)."""
+    secured = [spec for spec in listeners if spec.security_protocol in ("SSL", "SASL_SSL")]
+    if not secured:
+        return {}
+    from kafkette.broker.security.tls import server_tls
+
+    return {spec.name: server_tls(config.explicit, spec) for spec in secured}
+
+
+def _peer_security(config: BrokerConfig, inter_broker: ListenerSpec) -> PeerSecurity | None:
+    """Cluster mode: how to reach the other brokers' inter-broker listener."""
+    if config.cluster is None:
+        return None
+    from kafkette.broker.cluster.peer_client import PeerSecurity
+
+    return PeerSecurity.for_listener(config, inter_broker)
+
+
+def _tls_failure(exc: BaseException) -> str:
+    """The OpenSSL reason of a failed handshake (``WRONG_VERSION_NUMBER`` for a plaintext
+    client, ``TLSV1_ALERT_UNKNOWN_CA``, ...), else the error itself."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ssl.SSLError):
+            return str(cause.reason or cause)
+        cause = cause.__cause__ or cause.__context__
+    return str(exc) or type(exc).__name__
+
+
+def _peer_address(stream: trio.SocketStream) -> str:
+    try:
+        host, port = stream.socket.getpeername()[:2]
+    except OSError:
+        return "unknown peer"
+    return f"{host}:{port}"
 
 
 def _peer_ip(stream: trio.SocketStream) -> str:

@@ -196,7 +196,9 @@ class MetadataWatcher:
             except ValueError as exc:
                 log.warning("ignoring broker registration %s: %s", child, exc)
                 continue
-            brokers[int(child)] = BrokerInfo(int(child), host, port, rack, stat.czxid)
+            brokers[int(child)] = BrokerInfo(
+                int(child), host, port, rack, stat.czxid, znodes.decode_broker_endpoints(data)
+            )
         return brokers
 
     def _read_topic(self, client: KazooClient, topic: str) -> list[Key]:

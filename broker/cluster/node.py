@@ -284,8 +284,19 @@ class ClusterNode:
 
     async def _register(self) -> None:
         advertised = self.broker.advertised
+        # Every listener, the inter-broker one first: where the other brokers dial.
+        inter = self.broker.listener_plan.inter_broker_listener
+        listeners = sorted(
+            self.broker.listener_plan.listeners, key=lambda spec: spec.name != inter
+        )
+        endpoints = [
+            (spec.name, spec.security_protocol, endpoint.host, endpoint.port)
+            for spec in listeners
+            if (endpoint := self.broker.endpoints.get(spec.name)) is not None
+        ]
         data = znodes.encode_broker(
-            advertised.host, advertised.port, self.config.broker_rack, now_ms()
+            advertised.host, advertised.port, self.config.broker_rack, now_ms(),
+            endpoints or None,
         )
         path = znodes.broker_path(self.broker_id)
         deadline = trio.current_time() + self.config.session_timeout_s + 2

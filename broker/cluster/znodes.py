@@ -88,16 +88,29 @@ def decode_cluster_id(data: bytes) -> str:
 # /brokers/ids/<id> ------------------------------------------------------------
 
 
-def encode_broker(host: str, port: int, rack: str | None, timestamp_ms: int) -> bytes:
+def encode_broker(
+    host: str,
+    port: int,
+    rack: str | None,
+    timestamp_ms: int,
+    endpoints: list[tuple[str, str, str, int]] | None = None,
+) -> bytes:
+    """Kafka's registration v5. ``endpoints``: (listener, protocol, host, port) of every
+    listener, the inter-broker one first (other brokers dial the first endpoint, see
+    ``decode_broker``); None: one PLAINTEXT listener at host:port. ``host``/``port`` are
+    the first PLAINTEXT-protocol endpoint's, as Kafka writes them for old clients."""
+    if endpoints is None:
+        endpoints = [("PLAINTEXT", "PLAINTEXT", host, port)]
+    plaintext = next((e for e in endpoints if e[1] == "PLAINTEXT"), None)
     return _dump(
         {
-            "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
-            "endpoints": [f"PLAINTEXT://{_url_host(host)}:{port}"],
+            "listener_security_protocol_map": {name: proto for name, proto, _, _ in endpoints},
+            "endpoints": [f"{name}://{_url_host(h)}:{p}" for name, _, h, p in endpoints],
             "jmx_port": -1,
             "features": {},
-            "host": host,
+            "host": plaintext[2] if plaintext else None,
             "timestamp": str(timestamp_ms),
-            "port": port,
+            "port": plaintext[3] if plaintext else -1,
             "version": 5,
             "rack": rack,
         }
@@ -108,18 +121,26 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
+def _split_endpoint(text: str) -> tuple[str, str, int]:
+    name, _, hostport = text.partition("://")
+    host, _, port = hostport.rpartition(":")
+    return name, host.strip("[]"), int(port)
+
+
 def decode_broker(data: bytes) -> tuple[str, int, str | None]:
-    """(host, port, rack) of the PLAINTEXT endpoint (the first endpoint otherwise)."""
+    """(host, port, rack) where other brokers reach it: its first endpoint (kafkette
+    registers its inter-broker listener first); host/port for a registration with none."""
     doc = _load(data)
     endpoints = doc.get("endpoints") or []
-    chosen = next((e for e in endpoints if e.startswith("PLAINTEXT://")), None)
-    if chosen is None and endpoints:
-        chosen = endpoints[0]
-    if chosen is not None:
-        hostport = chosen.split("://", 1)[1]
-        host, _, port = hostport.rpartition(":")
-        return host.strip("[]"), int(port), doc.get("rack")
+    if endpoints:
+        _, host, port = _split_endpoint(endpoints[0])
+        return host, port, doc.get("rack")
     return str(doc["host"]), int(doc["port"]), doc.get("rack")
+
+
+def decode_broker_endpoints(data: bytes) -> tuple[tuple[str, str, int], ...]:
+    """Every listener of a registration: (listener name, host, port), in its order."""
+    return tuple(_split_endpoint(e) for e in _load(data).get("endpoints") or [])
 
 
 # /controller, /controller_epoch -----------------------------------------------

@@ -46,13 +46,18 @@ def _entry(
     synonyms: list[dict],
     read_only: bool = False,
 ) -> dict:
+    # Kafka never tells a password's value (keystore passwords, inline keys, JAAS).
+    sensitive = type_ == "PASSWORD"
+    if sensitive:
+        value = None
+        synonyms = [{**synonym, "value": None} for synonym in synonyms]
     return {
         "name": name,
         "value": value,
         "read_only": read_only,
         "config_source": source,
         "is_default": source == SOURCE_DEFAULT,
-        "is_sensitive": False,
+        "is_sensitive": sensitive,
         "synonyms": synonyms,
         "config_type": CONFIG_TYPES.get(type_, 0),
         "documentation": doc,

@@ -1,0 +1,86 @@
+"""The principal of a client certificate: its subject as Java writes RFC 2253, then
+``ssl.principal.mapping.rules`` (Kafka's SslPrincipalMapper), without a network."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+from kafkette.broker.security.tls import PrincipalMapper, TlsConfigError, rfc2253_subject
+
+
+def certificate_der(*attributes: tuple[object, str]) -> bytes:
+    """A self-signed certificate whose subject has ``attributes`` in DER order."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(oid, value) for oid, value in attributes])  # type: ignore[arg-type]
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )
+    return certificate.public_bytes(serialization.Encoding.DER)
+
+
+def test_subject_is_most_specific_first_with_javas_escapes() -> None:
+    from cryptography.x509.oid import NameOID
+
+    der = certificate_der(
+        (NameOID.COUNTRY_NAME, "FR"),
+        (NameOID.ORGANIZATION_NAME, "Acme, Inc."),
+        (NameOID.ORGANIZATIONAL_UNIT_NAME, "a+b"),
+        (NameOID.COMMON_NAME, "alice"),
+    )
+    assert rfc2253_subject(der) == r"CN=alice,OU=a\+b,O=Acme\, Inc.,C=FR"
+
+
+def test_attributes_without_an_rfc2253_keyword_are_oid_and_der_hex() -> None:
+    from cryptography.x509.oid import NameOID
+
+    # Java: EMAILADDRESS has no RFC 2253 keyword: 1.2.840.113549.1.9.1=#<IA5String DER>.
+    der = certificate_der((NameOID.EMAIL_ADDRESS, "a@b"), (NameOID.COMMON_NAME, "bob"))
+    assert rfc2253_subject(der) == "CN=bob,1.2.840.113549.1.9.1=#1603614062"
+
+
+# Kafka's documented examples of ssl.principal.mapping.rules.
+RULES = (
+    "RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/,"
+    "RULE:^CN=(.*?),OU=(.*?),O=(.*?),L=(.*?),ST=(.*?),C=(.*?)$/$1@$2/L,"
+    "RULE:^cn=(.*?),ou=(.*?),dc=(.*?),dc=(.*?)$/$1@$2/U,"
+    "RULE:^.*[Cc][Nn]=([a-zA-Z0-9.]*).*$/$1/U,"
+    "DEFAULT"
+)
+
+
+@pytest.mark.parametrize(
+    ("subject", "principal"),
+    [
+        ("CN=serviceuser,OU=ServiceUsers,O=Unknown,L=Unknown,ST=Unknown,C=Unknown", "serviceuser"),
+        ("CN=adminUser,OU=Admin,O=Unknown,L=Unknown,ST=Unknown,C=Unknown", "adminuser@admin"),
+        ("cn=hdfs,ou=ServiceUsers,dc=example,dc=com", "HDFS@SERVICEUSERS"),
+        ("OU=x,CN=sub.name,O=y", "SUB.NAME"),
+        ("OU=no-common-name", "OU=no-common-name"),
+    ],
+)
+def test_mapping_rules_as_kafka_documents_them(subject: str, principal: str) -> None:
+    assert PrincipalMapper.from_rules(RULES).name_for(subject) == principal
+
+
+def test_default_rule_keeps_the_subject_and_no_match_is_an_error() -> None:
+    assert PrincipalMapper.from_rules("DEFAULT").name_for("CN=a,O=b") == "CN=a,O=b"
+    only = PrincipalMapper.from_rules("RULE:^CN=(.*?),O=b$/$1/")
+    assert only.name_for("CN=a,O=b") == "a"
+    with pytest.raises(ValueError, match="No rules apply to CN=a,O=c"):
+        only.name_for("CN=a,O=c")
+    with pytest.raises(TlsConfigError, match="Invalid rule"):
+        PrincipalMapper.from_rules("RULE:^CN=(.*)$")
