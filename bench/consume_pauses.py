@@ -14,8 +14,9 @@ queued plus what the application drained during the fill phase, so the rate is a
 which *falls* as the broker answers faster (a shorter fill phase). This script measures, for a
 fresh kafkette and the reference Apache Kafka in alternating rounds, beside the rate: the
 pauses per million records and the mean fill phase (from librdkafka's ``debug=fetch`` lines),
-the broker's CPU seconds per million records, and the same consumer's rate with the pause switched off
-(``fetch.queue.backoff.ms=0``, queue limits lifted): the figure the broker decides.
+the broker's CPU seconds per million records, and the same consumer's rate with the pause
+switched off (``fetch.queue.backoff.ms=0``, queue limits lifted): the figure the broker
+decides.
 
 The topic is filled as bench/workloads.py fills it (batches cut at a fixed record count), so
 both brokers store and serve the same batches.

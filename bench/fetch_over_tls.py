@@ -1,11 +1,12 @@
-"""Fetch throughput and broker CPU per MB: a PLAINTEXT listener (sendfile) vs an SSL one.
+"""Fetch (and produce) throughput and broker CPU per MB: a PLAINTEXT listener vs an SSL one.
 
 Run ``python -m bench.fetch_over_tls [--mb 200] [--rounds 3]``. One ``kafkette serve``
 with both listeners (TLS material from ``kafkette.testing_tls``) holds one topic of
 ``--mb`` MB of 1 KiB records; each round reads the whole topic with a confluent-kafka
 consumer from each listener in turn (PLAINTEXT, SSL, PLAINTEXT, SSL ...) and reads the
-broker process's CPU time around it. Prints per listener the median MB/s and broker CPU
-ms per MB, and the SSL/PLAINTEXT ratio of each.
+broker process's CPU time around it; then produces ``--mb`` MB through each listener
+the same way. Prints per listener the median MB/s and broker CPU ms per MB, and the
+SSL/PLAINTEXT ratio of each.
 
 Over TLS the broker cannot sendfile: each Fetch response's file regions are read in one
 worker-thread hop and encrypted by OpenSSL on the event loop (broker/response_writer.py).
@@ -73,9 +74,11 @@ def start_broker(directory: Path) -> tuple[subprocess.Popen[str], dict[str, str]
     return process, endpoints, material.ca_pem
 
 
-def fill(bootstrap: str, topic: str, megabytes: int) -> int:
+def fill(
+    bootstrap: str, topic: str, megabytes: int, extra: dict[str, str] | None = None
+) -> int:
     producer = Producer(
-        {"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1 << 20}
+        {"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1 << 20, **(extra or {})}
     )
     value = os.urandom(RECORD // 2).hex().encode()[:RECORD]
     count = megabytes * 1024
@@ -134,28 +137,38 @@ def main() -> None:
                 "PLAINTEXT": {},
                 "SSL": {"security.protocol": "SSL", "ssl.ca.location": str(ca)},
             }
-            figures: dict[str, list[tuple[float, float]]] = {name: [] for name in clients}
+            fetches: dict[str, list[tuple[float, float]]] = {name: [] for name in clients}
+            produces: dict[str, list[tuple[float, float]]] = {name: [] for name in clients}
             for _ in range(args.rounds):
                 for name, extra in clients.items():
                     before = broker_cpu_s(process.pid)
                     elapsed = read_all(endpoints[name], topic, count, extra)
                     cpu = broker_cpu_s(process.pid) - before
-                    figures[name].append((args.mb / elapsed, cpu * 1000 / args.mb))
+                    fetches[name].append((args.mb / elapsed, cpu * 1000 / args.mb))
+            for round_ in range(args.rounds):
+                for name, extra in clients.items():
+                    before = broker_cpu_s(process.pid)
+                    started = time.perf_counter()
+                    fill(endpoints[name], f"produce-{name}-{round_}", args.mb, extra)
+                    elapsed = time.perf_counter() - started
+                    cpu = broker_cpu_s(process.pid) - before
+                    produces[name].append((args.mb / elapsed, cpu * 1000 / args.mb))
         finally:
             process.terminate()
             process.wait(30)
-    print(f"fetch of {args.mb} MB (1 KiB records), {args.rounds} rounds, median:")
-    medians = {}
-    for name, points in figures.items():
-        rate = statistics.median(p[0] for p in points)
-        cpu = statistics.median(p[1] for p in points)
-        medians[name] = (rate, cpu)
-        print(f"  {name:9} {rate:8.1f} MB/s   broker CPU {cpu:6.2f} ms/MB")
-    plain, secured = medians["PLAINTEXT"], medians["SSL"]
-    print(
-        f"  SSL/PLAINTEXT: throughput x{secured[0] / plain[0]:.2f},"
-        f" broker CPU per MB x{secured[1] / max(plain[1], 1e-9):.2f}"
-    )
+    for what, figures in (("fetch", fetches), ("produce", produces)):
+        print(f"{what} of {args.mb} MB (1 KiB records), {args.rounds} rounds, median:")
+        medians = {}
+        for name, points in figures.items():
+            rate = statistics.median(p[0] for p in points)
+            cpu = statistics.median(p[1] for p in points)
+            medians[name] = (rate, cpu)
+            print(f"  {name:9} {rate:8.1f} MB/s   broker CPU {cpu:6.2f} ms/MB")
+        plain, secured = medians["PLAINTEXT"], medians["SSL"]
+        print(
+            f"  SSL/PLAINTEXT: throughput x{secured[0] / plain[0]:.2f},"
+            f" broker CPU per MB x{secured[1] / max(plain[1], 1e-9):.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -591,13 +591,35 @@ class BrokerConfig:
         return self.value_of(entry[0])
 
 
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """Java's properties lines: one ending in an odd number of backslashes goes on
+    with the next, whose leading blanks are dropped (how a PEM key written across lines,
+    ``ssl.keystore.key=-----BEGIN ... \\``, reads); comment lines never continue."""
+    lines: list[tuple[int, str]] = []
+    pending: str | None = None
+    first = 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.lstrip()
+        if pending is None:
+            if not line.strip() or line[0] in "#!":
+                continue
+            first = number
+        backslashes = len(line) - len(line.rstrip("\\"))
+        if backslashes % 2:
+            pending = (pending or "") + line[:-1]
+            continue
+        lines.append((first, (pending or "") + line))
+        pending = None
+    if pending is not None:
+        lines.append((first, pending))
+    return lines
+
+
 def parse_properties(text: str) -> dict[str, str]:
     """A Java .properties file, the subset Kafka's server.properties uses."""
     props: dict[str, str] = {}
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in _logical_lines(text):
         stripped = line.strip()
-        if not stripped or stripped[0] in "#!":
-            continue
         for sep in ("=", ":"):
             if sep in stripped:
                 key, _, value = stripped.partition(sep)

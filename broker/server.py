@@ -57,6 +57,7 @@ from kafkette.broker.producer_ids import ProducerIdAllocator
 from kafkette.broker.request_memory import RequestMemoryPool
 from kafkette.broker.security.listeners import ListenerSpec, plan_listeners
 from kafkette.broker.security.session import Session
+from kafkette.broker.security.tls_receive import drain_tls_receives
 from kafkette.broker.throttled_log import ThrottledLog, describe_error, storage_errors
 from kafkette.broker.topics import TopicRegistry
 from kafkette.broker.transactions.coordinator import TransactionCoordinator
@@ -143,6 +144,8 @@ class Broker:
             clustered=config.cluster is not None,
             listen=(listen.host, listen.port) if listen is not None else None,
         )
+        if listen is not None and config.explicit.get("listeners", "").strip():
+            log.info("--listen %s replaces listeners=%s", listen, config.explicit["listeners"])
         first = self.listener_plan.listeners[0]
         self.listen = Endpoint(first.host, first.port)
         if self.listener_plan.simple:
@@ -369,6 +372,7 @@ class Broker:
         tls = bound.tls
         assert tls is not None
         secured = trio.SSLStream(stream, tls.context, server_side=True)
+        drain_tls_receives(secured)
         peer = _peer_address(stream)
         try:
             with trio.fail_after(TLS_HANDSHAKE_TIMEOUT_S):
@@ -660,7 +664,10 @@ def _tls_failure(exc: BaseException) -> str:
     cause: BaseException | None = exc
     while cause is not None:
         if isinstance(cause, ssl.SSLError):
-            return str(cause.reason or cause)
+            reason = str(cause.reason or cause)
+            if reason in ("WRONG_VERSION_NUMBER", "HTTP_REQUEST", "UNKNOWN_PROTOCOL"):
+                reason += " (not a TLS client: one configured for PLAINTEXT?)"
+            return reason
         cause = cause.__cause__ or cause.__context__
     return str(exc) or type(exc).__name__
 

@@ -112,17 +112,21 @@ def parse_listener_list(
         if not entry:
             continue
         match = _ENDPOINT.match(entry)
+        # Kafka's wording: "Error creating broker listeners from '<value>': <reason>".
+        failing = f"{config_name}: Error creating broker listeners from '{raw}'"
         if match is None:
             raise ListenerConfigError(
-                f"{config_name}: unable to parse {entry} to a broker endpoint"
+                f"{failing}: Unable to parse {entry} to a broker endpoint"
             )
         name, host, port_text = match.group(1).upper(), match.group(2), match.group(3)
         port = int(port_text)
         if not 0 <= port <= 65535:
-            raise ListenerConfigError(f"{config_name}: port {port} of {entry} is outside 0-65535")
+            raise ListenerConfigError(f"{failing}: port {port} of {entry} is outside 0-65535")
         protocol = protocols.get(name)
         if protocol is None:
-            raise ListenerConfigError(f"No security protocol defined for listener {name}")
+            raise ListenerConfigError(
+                f"{failing}: No security protocol defined for listener {name}"
+            )
         found.append(ListenerSpec(name, protocol, host, port))
     names = [listener.name for listener in found]
     if len(set(names)) != len(names):

@@ -107,11 +107,14 @@ def server_tls(explicit: Mapping[str, str], listener: ListenerSpec) -> ListenerT
         )
     _load_chain(context, chain, where)
     context.verify_mode = CLIENT_AUTH[auth]
-    if auth != "none":
+    # The truststore verifies client certificates; read even when none are asked for,
+    # so that a broken one stops the start as in Kafka.
+    if auth != "none" or values["ssl.truststore.location"] or values["ssl.truststore.certificates"]:
         _load_trust(context, values, where)
     _apply_protocols_and_suites(context, values, where)
-    # One context per listener, many connections: no session tickets to rotate.
-    context.options |= ssl.OP_NO_TICKET
+    # One context per listener, many connections: no session tickets to rotate; and no
+    # TLS 1.2 renegotiation (Kafka's SslTransportLayer refuses it too).
+    context.options |= ssl.OP_NO_TICKET | ssl.OP_NO_RENEGOTIATION
     mapper = PrincipalMapper.from_rules(values["ssl.principal.mapping.rules"] or "DEFAULT")
     return ListenerTls(context, mapper, auth)
 

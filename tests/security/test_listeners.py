@@ -154,7 +154,8 @@ def test_config_line_listeners_and_the_simple_form(tmp_path) -> None:
 BAD_CONFIGS = [
     (
         {"listeners": "FOO://127.0.0.1:0"},
-        "No security protocol defined for listener FOO",
+        "listeners: Error creating broker listeners from 'FOO://127.0.0.1:0':"
+        " No security protocol defined for listener FOO",
     ),
     (
         {"listeners": "PLAINTEXT://127.0.0.1:0,plaintext://127.0.0.1:0"},
@@ -163,7 +164,8 @@ BAD_CONFIGS = [
     ),
     (
         {"listeners": "PLAINTEXT:127.0.0.1:0"},
-        "listeners: unable to parse PLAINTEXT:127.0.0.1:0 to a broker endpoint",
+        "listeners: Error creating broker listeners from 'PLAINTEXT:127.0.0.1:0':"
+        " Unable to parse PLAINTEXT:127.0.0.1:0 to a broker endpoint",
     ),
     (
         {

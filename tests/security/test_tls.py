@@ -220,7 +220,10 @@ def test_plaintext_client_on_a_tls_port_is_one_line(secure_broker, tls_material,
     assert answer == b"" or answer[0] == 21, answer
     broker.wait_for_log("TLS handshake failed")
     [line] = handshake_failures(broker)
-    assert "on listener SSL: TLS handshake failed: " in line
+    assert line.endswith(
+        "on listener SSL: TLS handshake failed: WRONG_VERSION_NUMBER"
+        " (not a TLS client: one configured for PLAINTEXT?)"
+    )
     # Still serving TLS clients.
     confluent_round_trip(endpoint, tls.confluent(), count=5, size=100)
     assert len(handshake_failures(broker)) == 1
@@ -256,14 +259,20 @@ def one_line(path) -> str:
     return " ".join(path.read_text().split())
 
 
+def continued_lines(path) -> str:
+    """A PEM file's lines as a properties value written across lines (Java's trailing
+    backslash continuation, as Kafka's docs show inline keys)."""
+    return " \\\n    ".join(path.read_text().split("\n")).rstrip(" \\\n")
+
+
 def test_inline_pem_keystore_and_truststore(secure_broker, tls_material, tls) -> None:
     """ssl.keystore.key / ssl.keystore.certificate.chain / ssl.truststore.certificates
-    given inline, each on one line of the properties file; mutual TLS with them."""
+    given inline in the properties file (across lines, or on one); mutual TLS with them."""
     m = tls_material
     broker = secure_broker(
         {
             "ssl.keystore.type": "PEM",
-            "ssl.keystore.key": one_line(m.broker_key_pem),  # unencrypted: no key password
+            "ssl.keystore.key": continued_lines(m.broker_key_pem),  # unencrypted: no password
             "ssl.keystore.certificate.chain": one_line(m.broker_cert_pem),
             "ssl.truststore.type": "PEM",
             "ssl.truststore.certificates": one_line(m.ca_pem),
@@ -325,6 +334,13 @@ def bad_tls_configs(tls_material, tmp_path) -> list[tuple[dict[str, str], str]]:
                 "ssl.keystore.password": m.password},
              "ssl.cipher.suites": "TLS_NO_SUCH_SUITE"},
             "ssl.cipher.suites on listener SSL: none of TLS_NO_SUCH_SUITE is supported",
+        ),
+        (
+            # Read even with ssl.client.auth=none, as Kafka reads it.
+            {**{"ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(m.broker_p12),
+                "ssl.keystore.password": m.password},
+             "ssl.truststore.type": "PEM", "ssl.truststore.location": str(tmp_path / "nope")},
+            f"cannot read SSL truststore {tmp_path / 'nope'}: No such file or directory",
         ),
     ]
 
