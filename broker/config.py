@@ -421,6 +421,53 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("ssl.allow.san.changes", "BOOLEAN", "false", "Ignored (no dynamic update).", False),
         # --- end of listeners and TLS ---
         # --- SASL (broker/security/sasl/) ---
+        _d(
+            "sasl.enabled.mechanisms", "LIST", "GSSAPI",
+            "SASL mechanisms SASL listeners offer: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512,"
+            " OAUTHBEARER (GSSAPI is refused: no Kerberos).",
+        ),
+        _d(
+            "sasl.mechanism.inter.broker.protocol", "STRING", "GSSAPI",
+            "SASL mechanism brokers use between themselves on a SASL inter-broker listener.",
+        ),
+        _d(
+            "sasl.jaas.config", "PASSWORD", None,
+            "JAAS login module of SASL listeners (PlainLoginModule user_<name>=\"<password>\""
+            " options are the PLAIN users); listener.name.<l>.<mechanism>.sasl.jaas.config wins.",
+        ),
+        _d(
+            "connections.max.reauth.ms", "LONG", "0",
+            "Longest SASL session before the client must re-authenticate (KIP-368); 0: never.",
+        ),
+        _d(
+            "connection.failed.authentication.delay.ms", "INT", "100",
+            "Delay before a failed authentication is answered and the connection closed.",
+            at_least=0,
+        ),
+        _d(
+            "sasl.server.max.receive.size", "INT", "524288",
+            "Largest frame a client may send before it has authenticated.",
+        ),
+        _d(
+            "sasl.server.callback.handler.class", "CLASS", None,
+            "Refused when set: kafkette's own checks replace Kafka's callback handlers.",
+        ),
+        _d("sasl.kerberos.service.name", "STRING", None, "Ignored: no GSSAPI.", False),
+        _d(
+            "sasl.kerberos.principal.to.local.rules", "LIST", "DEFAULT", "Ignored: no GSSAPI.",
+            False,
+        ),
+        _d(
+            "sasl.oauthbearer.jwks.endpoint.url", "STRING", None,
+            "Ignored: OAUTHBEARER tokens are checked as Kafka's unsecured validator does.", False,
+        ),
+        _d("sasl.oauthbearer.expected.audience", "LIST", None, "Ignored (see above).", False),
+        _d("sasl.oauthbearer.expected.issuer", "STRING", None, "Ignored (see above).", False),
+        _d("sasl.oauthbearer.sub.claim.name", "STRING", "sub", "Ignored (see above).", False),
+        _d("sasl.oauthbearer.scope.claim.name", "STRING", "scope", "Ignored (see above).", False),
+        _d(
+            "sasl.oauthbearer.clock.skew.seconds", "INT", "30", "Ignored (see above).", False
+        ),
         # --- end of SASL ---
         # --- authorizer (broker/security/authorizer/) ---
         # --- end of authorizer ---
@@ -817,7 +864,18 @@ def load_config(props: Mapping[str, str], *, data_dir: Path | None = None) -> Br
         explicit=dict(props),
     )
     _check_combinations(config)
+    _check_security(config)
     return config
+
+
+def _check_security(config: BrokerConfig) -> None:
+    """The security package's own checks of its settings (broker/security/)."""
+    from kafkette.broker.security.sasl.settings import SaslConfigError, check_sasl_config
+
+    try:
+        check_sasl_config(config.explicit)
+    except SaslConfigError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _cluster_config(props: Mapping[str, str], node_id: int) -> ClusterConfig | None:

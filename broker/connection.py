@@ -15,6 +15,10 @@ Each answered request is reported to the broker's ``RequestObserver`` (the reque
 log and, with metrics on, the request counters): its time in the broker, from the
 frame being parsed to the response written, plus the time the frame waited for
 request memory (Kafka's request queue time has no other equivalent here).
+
+On a SASL listener the connection's ``Authenticator`` sees every request first: until
+the client has authenticated it answers the SASL exchange itself and closes the
+connection on anything else (broker/security/sasl/authenticator.py).
 """
 
 from __future__ import annotations
@@ -28,6 +32,11 @@ import trio
 from kafkette.broker.handlers import HANDLERS
 from kafkette.broker.request_memory import SMALL_FRAME_BYTES
 from kafkette.broker.response_writer import send_chunks
+from kafkette.broker.security.sasl.authenticator import (
+    BEFORE_AUTHENTICATION,
+    DISPATCH,
+    Authenticator,
+)
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.connection import NEED_DATA, Request, ServerConnection
 from kafkette.wire.exceptions import MalformedFrameError, UnsupportedVersionError
@@ -41,6 +50,8 @@ log = logging.getLogger("kafkette.connection")
 RECEIVE_SIZE = 256 * 1024
 # recv() allocates what it is allowed to read: never ask for more than this at once.
 RECEIVE_MAX = 4 * 1024 * 1024
+# How long a connection closed after a last answer waits for the client to hang up.
+LAST_ANSWER_GRACE_S = 1.0
 
 
 async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Session) -> None:
@@ -58,18 +69,50 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
     observer = broker.request_observer
     observer.connection_opened(peer)
     reason = "the broker is stopping"
+    # SASL listeners: nothing but the authentication exchange until it succeeds, and
+    # no frame larger than sasl.server.max.receive.size meanwhile.
+    authenticator = _authenticator_for(broker, session, peer)
+    if authenticator is not None:
+        conn.max_request_bytes = authenticator.max_receive_size
     try:
         while not broker.closing:
-            try:
-                request = conn.next_request()
-            except UnsupportedVersionError as exc:
-                pool.release(reserved)  # the frame is consumed
-                reserved = 0
-                queued = 0.0  # its wait is not the next request's
-                if not await _answer_unsupported(conn, stream, exc, peer):
-                    reason = f"unsupported request: {exc}"
-                    return
-                continue
+            request: Request | object
+            if authenticator is not None and authenticator.expects_raw_token:
+                token = conn.next_frame()
+                if token is not NEED_DATA:
+                    pool.release(reserved)
+                    reserved = 0
+                    queued = 0.0
+                    closing = await _answer_raw_token(authenticator, conn, stream, token)  # type: ignore[arg-type]
+                    if closing:
+                        reason = closing
+                        return
+                    if authenticator.authenticated:
+                        conn.max_request_bytes = broker.config.socket_request_max_bytes
+                    continue
+                request = NEED_DATA
+            else:
+                try:
+                    request = conn.next_request()
+                except UnsupportedVersionError as exc:
+                    pool.release(reserved)  # the frame is consumed
+                    reserved = 0
+                    queued = 0.0  # its wait is not the next request's
+                    if (
+                        authenticator is not None
+                        and authenticator.in_progress
+                        and exc.api_key not in BEFORE_AUTHENTICATION
+                    ):
+                        log.info(
+                            "closing connection from %s: %s before SASL authentication",
+                            peer, exc,
+                        )
+                        reason = "request before SASL authentication"
+                        return
+                    if not await _answer_unsupported(conn, stream, exc, peer):
+                        reason = f"unsupported request: {exc}"
+                        return
+                    continue
             if request is NEED_DATA:
                 frame_size = conn.next_frame_size() or 0
                 if frame_size > SMALL_FRAME_BYTES and not reserved:
@@ -90,11 +133,22 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
                 log.debug("closing connection from %s: idle for %d ms", peer, idle_ms)
                 reason = f"idle for {idle_ms} ms"
                 return
+            assert isinstance(request, Request)
             broker.requests_in_flight += 1
             started = time.perf_counter() if observer.wants_timing() else 0.0
             response_bytes = 0
+            verdict = DISPATCH
             try:
-                response = await _dispatch(broker, request, peer, session)
+                if authenticator is not None:
+                    verdict = await authenticator.on_request(request)
+                if verdict.dispatch:
+                    response = await _dispatch(broker, request, peer, session)
+                else:
+                    request.peer = peer
+                    request.session = session
+                    response = verdict.response
+                    if verdict.delay_s:
+                        await trio.sleep(verdict.delay_s)
                 if response is not None:
                     chunks = conn.encode_response(request.header, response)
                     response_bytes = 4 + int.from_bytes(chunks[0][:4], "big")  # type: ignore[index]
@@ -108,6 +162,13 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
             pool.release(reserved)
             reserved = 0
             queued = 0.0
+            if verdict.close:
+                reason = verdict.close
+                if response_bytes:  # an answer went out: let the client read it
+                    await _let_client_read(stream)
+                return
+            if authenticator is not None and authenticator.authenticated:
+                conn.max_request_bytes = broker.config.socket_request_max_bytes
     except MalformedFrameError as exc:
         log.warning("closing connection from %s: %s", peer, exc)
         reason = f"malformed frame: {exc}"
@@ -125,6 +186,40 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
         with trio.move_on_after(1) as cleanup:
             cleanup.shield = True
             await stream.aclose()
+
+
+async def _answer_raw_token(
+    authenticator: Authenticator, conn: ServerConnection, stream: trio.abc.Stream, token: bytes
+) -> str | None:
+    """A bare SASL token (after SaslHandshake v0) answered with a bare token; returns the
+    reason to close the connection, or None."""
+    verdict = await authenticator.on_raw_token(token)
+    if verdict.delay_s:
+        await trio.sleep(verdict.delay_s)
+    if verdict.raw is not None:
+        await stream.send_all(conn.encode_frame(verdict.raw))
+    return verdict.close
+
+
+async def _let_client_read(stream: trio.abc.Stream) -> None:
+    """Give the client a moment to read a last answer and hang up first (bounded): a
+    client that sees the connection end before it has handled the answer (kafka-python
+    does, even on a half-close) reports a lost connection instead of the failed
+    authentication's message; and closing with unread bytes would send a reset."""
+    with trio.move_on_after(LAST_ANSWER_GRACE_S):
+        try:
+            while await stream.receive_some(RECEIVE_SIZE):
+                pass
+        except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
+            pass  # the client went first: what we wanted
+
+
+def _authenticator_for(broker: Broker, session: Session, peer: str) -> Authenticator | None:
+    if not session.uses_sasl:
+        return None
+    from kafkette.broker.security.sasl.broker_sasl import sasl_of
+
+    return Authenticator(sasl_of(broker), session, peer)
 
 
 async def _dispatch(

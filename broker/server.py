@@ -453,6 +453,8 @@ class Broker:
             raise StartupError(
                 f"cannot open data dir {self.config.data_dir}: {os_reason(exc)}"
             ) from None
+        if not clustered:  # SCRAM credentials: a damaged file stops the start (sasl/)
+            await self._open_scram_credentials()
         self.topics = TopicRegistry(self.data_dir, self.config)
         if clustered:
             assert self.cluster is not None
@@ -470,6 +472,15 @@ class Broker:
             len(self.topics.names),
             time.perf_counter() - started,
         )
+
+    async def _open_scram_credentials(self) -> None:
+        from kafkette.broker.security.sasl.broker_sasl import open_broker_sasl
+        from kafkette.broker.security.sasl.scram_store import CredentialFileError
+
+        try:
+            await open_broker_sasl(self)
+        except CredentialFileError as exc:
+            raise StartupError(str(exc)) from None
 
     async def _connect_cluster(self) -> None:
         """Cluster mode: reach ZooKeeper and take the cluster id from it (before any

@@ -49,6 +49,9 @@ class ApiKey(IntEnum):
     ALTER_PARTITION_REASSIGNMENTS = 45
     LIST_PARTITION_REASSIGNMENTS = 46
     OFFSET_DELETE = 47
+    DESCRIBE_CLIENT_QUOTAS = 48
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
@@ -113,9 +116,9 @@ SUPPORTED: dict[ApiKey, ApiSpec] = {
         _api(
             ApiKey.SASL_HANDSHAKE,
             "SaslHandshake",
+            0,
             1,
-            1,
-            note="v0 carries raw SASL tokens outside Kafka framing",
+            note="v0: the SASL tokens that follow are raw frames, not SaslAuthenticate",
         ),
         _api(ApiKey.API_VERSIONS, "ApiVersions", 0, 4),
         _api(ApiKey.CREATE_TOPICS, "CreateTopics", 2, 7),
@@ -140,6 +143,15 @@ SUPPORTED: dict[ApiKey, ApiSpec] = {
         _api(ApiKey.ALTER_PARTITION_REASSIGNMENTS, "AlterPartitionReassignments", 0, 1),
         _api(ApiKey.LIST_PARTITION_REASSIGNMENTS, "ListPartitionReassignments", 0, 0),
         _api(ApiKey.OFFSET_DELETE, "OffsetDelete", 0, 0),
+        _api(
+            ApiKey.DESCRIBE_CLIENT_QUOTAS,
+            "DescribeClientQuotas",
+            0,
+            1,
+            note="no client quotas: always an empty answer",
+        ),
+        _api(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, "DescribeUserScramCredentials", 0, 0),
+        _api(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, "AlterUserScramCredentials", 0, 0),
         _api(ApiKey.DESCRIBE_CLUSTER, "DescribeCluster", 0, 1),
         _api(ApiKey.DESCRIBE_TOPIC_PARTITIONS, "DescribeTopicPartitions", 0, 0),
         _api(

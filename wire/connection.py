@@ -107,6 +107,21 @@ class ServerConnection:
         del self._buffer[:end]
         return parse_request(frame)
 
+    def next_frame(self) -> bytes | _NeedData:
+        """The next whole frame's bytes, undecoded, or NEED_DATA: the bare SASL tokens a
+        client sends after SaslHandshake v0 have no request header."""
+        size = self.next_frame_size()
+        if size is None or len(self._buffer) < 4 + size:
+            return NEED_DATA
+        frame = bytes(self._buffer[4 : 4 + size])
+        del self._buffer[: 4 + size]
+        return frame
+
+    @staticmethod
+    def encode_frame(payload: bytes) -> bytes:
+        """A bare frame: size prefix and payload (a SASL v0 token)."""
+        return _SIZE.pack(len(payload)) + payload
+
     def encode_response(self, header: RequestHeader, body: dict) -> list[object]:
         """Chunks of one response frame: the first holds the size prefix and header."""
         api = api_spec(header.api_key)

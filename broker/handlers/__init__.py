@@ -15,6 +15,7 @@ from kafkette.broker.handlers import (
     admin_configs,
     admin_topics,
     api_versions,
+    client_quotas,
     cluster,
     elections,
     fetch,
@@ -24,6 +25,7 @@ from kafkette.broker.handlers import (
     producer_ids,
     reassignments,
     sasl,
+    scram_credentials,
     topic_partitions,
     transactions,
     txn_offsets,
@@ -40,6 +42,11 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.API_VERSIONS: api_versions.handle_api_versions,
     ApiKey.SASL_HANDSHAKE: sasl.handle_sasl_handshake,
     ApiKey.SASL_AUTHENTICATE: sasl.handle_sasl_authenticate,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: client_quotas.handle_describe_client_quotas,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (
+        scram_credentials.handle_describe_user_scram_credentials
+    ),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram_credentials.handle_alter_user_scram_credentials,
     ApiKey.METADATA: cluster.handle_metadata,
     ApiKey.DESCRIBE_CLUSTER: cluster.handle_describe_cluster,
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: topic_partitions.handle_describe_topic_partitions,

@@ -196,15 +196,15 @@ def test_frame_bytes_are_owned_by_the_request(trailing: bytes) -> None:
 
 def test_unknown_api_key() -> None:
     with pytest.raises(UnknownApiKeyError) as caught:
-        only_request(raw_frame(48, 0, b""))  # DescribeClientQuotas: Kafka has it, we do not
-    assert caught.value.api_key == 48
+        only_request(raw_frame(49, 0, b""))  # AlterClientQuotas: Kafka has it, we do not
+    assert caught.value.api_key == 49
     with pytest.raises(UnknownApiKeyError):
         only_request(raw_frame(-1, 0, b""))
 
 
 @pytest.mark.parametrize(
     ("api_key", "version"),
-    [(3, 14), (1, 3), (1, 13), (0, 0), (0, 2), (0, 13), (17, 0), (8, 10)],
+    [(3, 14), (1, 3), (1, 13), (0, 0), (0, 2), (0, 13), (17, 2), (8, 10)],
 )
 def test_unsupported_version_carries_the_header(api_key: int, version: int) -> None:
     connection = ServerConnection()

@@ -1,0 +1,183 @@
+"""AlterUserScramCredentials and DescribeUserScramCredentials (KIP-554).
+
+What ``kafka-configs.sh --alter --add-config 'SCRAM-SHA-256=[password=...]'
+--entity-type users`` and ``--describe --entity-type users`` send. The client salts and
+hashes the password itself; the broker derives StoredKey and ServerKey from the
+SaltedPassword and keeps only those (broker/security/sasl/scram_store.py). Validation
+and messages are Kafka's (ScramControlManager, ScramImage): a user named twice in one
+request is DUPLICATE_RESOURCE, iterations outside 4096..16384 UNACCEPTABLE_CREDENTIAL,
+an unknown mechanism UNSUPPORTED_SASL_MECHANISM, deleting or describing a credential
+that does not exist RESOURCE_NOT_FOUND.
+
+Authorization (Kafka: ALTER on the CLUSTER for Alter, DESCRIBE on the CLUSTER for
+Describe) goes through ``_cluster_allowed``: the one call site for the authorizer.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from kafkette.broker.security.sasl import scram_formulas as sf
+from kafkette.broker.security.sasl.broker_sasl import sasl_of
+from kafkette.wire.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from kafkette.broker.server import Broker
+    from kafkette.wire.connection import Request
+
+log = logging.getLogger("kafkette.sasl")
+
+DUPLICATE_ALTER = "A user credential cannot be altered twice in the same request"
+DUPLICATE_DESCRIBE = (
+    "Cannot describe SCRAM credentials for the same user twice in a single request: "
+)
+MISSING_DESCRIBE = "Attempt to describe a user credential that does not exist: "
+MISSING_DELETE = "Attempt to delete a user credential that does not exist"
+CLUSTER_DENIED = "Cluster authorization failed."  # Kafka's default message of error 31
+
+
+def _cluster_allowed(broker: Broker, request: Request, operation: str) -> bool:
+    """Whether the request's principal may ``operation`` (ALTER / DESCRIBE) the CLUSTER.
+
+    Everything is allowed without an authorizer (``authorizer.class.name`` empty)."""
+    authorizer = getattr(broker, "authorizer", None)
+    return authorizer is None or bool(authorizer.authorize_cluster(request, operation))
+
+
+def _name_and_mechanism_error(name: str, mechanism: int) -> tuple[int, str] | None:
+    if not name:
+        return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"
+    if mechanism not in sf.MECHANISM_BY_TYPE:
+        return ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"
+    return None
+
+
+async def handle_alter_user_scram_credentials(broker: Broker, request: Request) -> dict:
+    body = request.body
+    deletions = body.get("deletions") or []
+    upsertions = body.get("upsertions") or []
+    if not _cluster_allowed(broker, request, "ALTER"):
+        names = dict.fromkeys(e["name"] for e in [*deletions, *upsertions])
+        return {
+            "results": [
+                {
+                    "user": name,
+                    "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                    "error_message": CLUSTER_DENIED,
+                }
+                for name in names
+            ]
+        }
+    sasl = sasl_of(broker)
+    async with sasl.alter_lock:
+        store = await sasl.scram_store()
+        errors: dict[str, tuple[int, str]] = {}
+        to_delete: dict[str, str] = {}  # user -> mechanism name
+        to_upsert: dict[str, tuple[str, sf.ScramCredential]] = {}
+        for entry in deletions:
+            name, mechanism = entry["name"], entry["mechanism"]
+            if name in errors:
+                continue
+            if to_delete.pop(name, None) is not None:
+                errors[name] = (ErrorCode.DUPLICATE_RESOURCE, DUPLICATE_ALTER)
+                continue
+            error = _name_and_mechanism_error(name, mechanism)
+            mechanism_name = sf.MECHANISM_BY_TYPE.get(mechanism, "")
+            if error is None and await store.lookup(mechanism_name, name) is None:
+                error = (ErrorCode.RESOURCE_NOT_FOUND, MISSING_DELETE)
+            if error is not None:
+                errors[name] = error
+            else:
+                to_delete[name] = mechanism_name
+        for entry in upsertions:
+            name, mechanism = entry["name"], entry["mechanism"]
+            if name in errors:
+                continue
+            if to_delete.pop(name, None) is not None or to_upsert.pop(name, None) is not None:
+                errors[name] = (ErrorCode.DUPLICATE_RESOURCE, DUPLICATE_ALTER)
+                continue
+            error = _name_and_mechanism_error(name, mechanism)
+            iterations = entry["iterations"]
+            if error is None and iterations < sf.MIN_ITERATIONS:
+                error = (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations")
+            elif error is None and iterations > sf.MAX_ITERATIONS:
+                error = (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations")
+            if error is not None:
+                errors[name] = error
+                continue
+            mechanism_name = sf.MECHANISM_BY_TYPE[mechanism]
+            credential = sf.credential_from_salted(
+                mechanism_name, bytes(entry["salted_password"] or b""),
+                bytes(entry["salt"] or b""), iterations,
+            )
+            to_upsert[name] = (mechanism_name, credential)
+        if to_delete or to_upsert:
+            await store.apply(
+                to_delete.items(),
+                [(name, mech, cred) for name, (mech, cred) in to_upsert.items()],
+            )
+            log.info(
+                "SCRAM credentials changed by %s: %s",
+                request.session.principal if request.session is not None else "?",
+                ", ".join(
+                    [f"deleted {mech} of {name}" for name, mech in to_delete.items()]
+                    + [f"set {mech} of {name}" for name, (mech, _) in to_upsert.items()]
+                ),
+            )
+    results = [
+        {"user": name, "error_code": 0, "error_message": None}
+        for name in [*to_delete, *to_upsert]
+    ]
+    results += [
+        {"user": name, "error_code": code, "error_message": message}
+        for name, (code, message) in errors.items()
+    ]
+    return {"results": results}
+
+
+async def handle_describe_user_scram_credentials(broker: Broker, request: Request) -> dict:
+    if not _cluster_allowed(broker, request, "DESCRIBE"):
+        return {
+            "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            "error_message": CLUSTER_DENIED,
+            "results": [],
+        }
+    store = await sasl_of(broker).scram_store()
+    users = request.body.get("users")
+    duplicated: dict[str, bool] = {}
+    if not users:
+        duplicated = dict.fromkeys(await store.users(), False)
+    else:
+        for entry in users:
+            name = entry["name"]
+            duplicated[name] = name in duplicated
+    results = []
+    for name, duplicate in duplicated.items():
+        if duplicate:
+            results.append({
+                "user": name,
+                "error_code": ErrorCode.DUPLICATE_RESOURCE,
+                "error_message": DUPLICATE_DESCRIBE + name,
+                "credential_infos": [],
+            })
+            continue
+        entries = await store.mechanisms_of(name)
+        if not entries:
+            results.append({
+                "user": name,
+                "error_code": ErrorCode.RESOURCE_NOT_FOUND,
+                "error_message": MISSING_DESCRIBE + name,
+                "credential_infos": [],
+            })
+            continue
+        results.append({
+            "user": name,
+            "error_code": 0,
+            "error_message": None,
+            "credential_infos": [
+                {"mechanism": sf.MECHANISMS[mech][1], "iterations": cred.iterations}
+                for mech, cred in sorted(entries.items())
+            ],
+        })
+    return {"error_code": 0, "error_message": None, "results": results}

@@ -1,0 +1,140 @@
+"""SCRAM credentials of a cluster, in ZooKeeper where Kafka's ZooKeeper mode keeps them.
+
+``/config/users/<user>`` holds ``{"version":1,"config":{"SCRAM-SHA-256":"salt=...,
+stored_key=...,server_key=...,iterations=4096", ...}}`` (the user name sanitized as
+Kafka's Sanitizer does: URL-encoded); other keys of that node (client quotas) are kept
+as they are. Every broker of the cluster reads the node when a client authenticates, so a
+credential altered through any broker is used by all at once, with no cache to go
+stale; Kafka's ``/config/changes`` notifications are not written (no broker here needs
+them, and they would pile up). kazoo calls run in worker threads (ZkSession.run).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, unquote
+
+from kafkette.broker.security.sasl import scram_formulas as sf
+from kafkette.broker.security.sasl.scram_store import credential_from_text, credential_to_text
+
+if TYPE_CHECKING:
+    from kafkette.broker.cluster.zk_session import ZkSession
+
+USERS = "/config/users"
+_ATTEMPTS = 10  # concurrent writers of one user's node: read-modify-write retried
+
+
+def user_path(user: str) -> str:
+    # Kafka's Sanitizer: java.net.URLEncoder (which also encodes '~'), then '*' -> %2A.
+    return f"{USERS}/{quote(user, safe='-._*').replace('*', '%2A').replace('~', '%7E')}"
+
+
+def _config_of(data: bytes | None) -> dict[str, str]:
+    if not data:
+        return {}
+    try:
+        document = json.loads(data)
+    except ValueError:
+        return {}
+    config = document.get("config") if isinstance(document, dict) else None
+    return {str(k): str(v) for k, v in config.items()} if isinstance(config, dict) else {}
+
+
+def _scram_of(config: Mapping[str, str]) -> dict[str, sf.ScramCredential]:
+    found = {}
+    for mechanism in sf.MECHANISMS:
+        if mechanism in config:
+            try:
+                found[mechanism] = credential_from_text(config[mechanism])
+            except ValueError:
+                continue  # a damaged entry authenticates no one
+    return found
+
+
+def _read_user(client: Any, user: str) -> dict[str, str]:
+    from kazoo.exceptions import NoNodeError
+
+    try:
+        data, _ = client.get(user_path(user))
+    except NoNodeError:
+        return {}
+    return _config_of(data)
+
+
+def _read_all(client: Any) -> dict[str, dict[str, str]]:
+    from kazoo.exceptions import NoNodeError
+
+    try:
+        names = client.get_children(USERS)
+    except NoNodeError:
+        return {}
+    configs = {}
+    for name in names:
+        try:
+            data, _ = client.get(f"{USERS}/{name}")
+        except NoNodeError:
+            continue
+        configs[unquote(name)] = _config_of(data)
+    return configs
+
+
+def _write_user(client: Any, user: str, changes: Mapping[str, str | None]) -> None:
+    """Apply ``changes`` (mechanism -> credential text, None to delete) to the user's node."""
+    from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+
+    path = user_path(user)
+    for _ in range(_ATTEMPTS):
+        try:
+            data, stat = client.get(path)
+        except NoNodeError:
+            data, stat = None, None
+        config = _config_of(data)
+        for mechanism, text in changes.items():
+            if text is None:
+                config.pop(mechanism, None)
+            else:
+                config[mechanism] = text
+        document = json.dumps({"version": 1, "config": config}, separators=(",", ":")).encode()
+        try:
+            if stat is None:
+                client.create(path, document, makepath=True)
+            else:
+                client.set(path, document, version=stat.version)
+            return
+        except (BadVersionError, NodeExistsError, NoNodeError):
+            continue  # another broker wrote it meanwhile: read again
+    raise RuntimeError(f"could not update {path}: it keeps changing")
+
+
+class ZkScramCredentialStore:
+    def __init__(self, session: ZkSession) -> None:
+        self._session = session
+
+    async def lookup(self, mechanism: str, user: str) -> sf.ScramCredential | None:
+        return _scram_of(await self._session.run(_read_user, user)).get(mechanism)
+
+    async def users(self) -> list[str]:
+        configs = await self._session.run(_read_all)
+        return sorted(user for user, config in configs.items() if _scram_of(config))
+
+    async def mechanisms_of(self, user: str) -> Mapping[str, sf.ScramCredential]:
+        return _scram_of(await self._session.run(_read_user, user))
+
+    async def apply(
+        self,
+        deletions: Iterable[tuple[str, str]],
+        upsertions: Iterable[tuple[str, str, sf.ScramCredential]],
+    ) -> None:
+        changes: dict[str, dict[str, str | None]] = {}
+        for user, mechanism in deletions:
+            changes.setdefault(user, {})[mechanism] = None
+        for user, mechanism, credential in upsertions:
+            changes.setdefault(user, {})[mechanism] = credential_to_text(credential)
+
+        def write_all(client: Any) -> None:
+            for user, user_changes in changes.items():
+                _write_user(client, user, user_changes)
+
+        await self._session.run(write_all)

@@ -1,0 +1,210 @@
+"""Helpers of the SASL tests: JAAS lines, client settings, a raw SASL connection.
+
+Loaded by path from the test modules (pytest runs with ``--import-mode=importlib``):
+``sasl = load_sasl_support()`` is in each of them. No fixtures here (the brokers come from
+tests/security/conftest.py's ``secure_broker``); plain functions and one small class.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import struct
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka.admin import (
+    AdminClient,
+    NewTopic,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
+
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+OAUTH_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+TIMEOUT_S = 20.0
+
+
+@pytest.fixture(autouse=True)
+def no_internal_errors(caplog: pytest.LogCaptureFixture):
+    """Autouse in every SASL test module (``no_internal_errors = sasl.no_internal_errors``):
+    a connection the broker closed must have been closed on purpose, never by a bug of
+    ours caught as "an internal error" (the broker runs in the test's process)."""
+    yield
+    records = caplog.get_records("setup") + caplog.get_records("call")
+    bugs = [r.getMessage() for r in records if "internal error" in r.getMessage()]
+    assert not bugs, bugs
+
+
+def plain_jaas(users: dict[str, str], **options: str) -> str:
+    """A PlainLoginModule line with ``user_<name>="<password>"`` options."""
+    parts = [f'{key}="{value}"' for key, value in options.items()]
+    parts += [f'user_{name}="{password}"' for name, password in users.items()]
+    return f"{PLAIN_MODULE} required {' '.join(parts)};"
+
+
+def sasl_broker_configs(mechanisms: str, users: dict[str, str] | None = None, **extra: str) -> dict:
+    """Broker lines: the enabled mechanisms, PLAIN users (if any), anything else."""
+    configs = {"sasl.enabled.mechanisms": mechanisms, "num.partitions": "1",
+               "group.initial.rebalance.delay.ms": "0"}
+    if users is not None:
+        configs["sasl.jaas.config"] = plain_jaas(users)
+    configs.update(extra)
+    return configs
+
+
+def confluent_sasl(bootstrap: str, mechanism: str, username: str, password: str) -> dict:
+    return {
+        "bootstrap.servers": bootstrap,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": mechanism,
+        "sasl.username": username,
+        "sasl.password": password,
+    }
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def confluent_roundtrip(conf: dict, topic: str, count: int = 5) -> list[bytes]:
+    """Create ``topic``, produce ``count`` records and read them back, all with ``conf``."""
+    admin = AdminClient(dict(conf))
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=TIMEOUT_S)
+    producer = Producer(dict(conf))
+    for index in range(count):
+        producer.produce(topic, value=f"v{index}".encode())
+    assert producer.flush(TIMEOUT_S) == 0
+    consumer = Consumer({**conf, "group.id": unique("g"), "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    values: list[bytes] = []
+    deadline = time.monotonic() + TIMEOUT_S
+    try:
+        while len(values) < count and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            if message.error():
+                raise KafkaException(message.error())
+            values.append(message.value())
+    finally:
+        consumer.close()
+    return values
+
+
+def confluent_failure(conf: dict, timeout: float = TIMEOUT_S) -> str:
+    """The authentication error librdkafka reports for ``conf`` (the error callback's)."""
+    errors: list[str] = []
+    producer = Producer({**conf, "error_cb": lambda err: errors.append(str(err))})
+    deadline = time.monotonic() + timeout
+    while not errors and time.monotonic() < deadline:
+        producer.poll(0.2)
+    return errors[0] if errors else ""
+
+
+def set_scram_user(
+    bootstrap_conf: dict, user: str, password: str, mechanism: str = "SCRAM-SHA-256",
+    iterations: int = 4096,
+) -> None:
+    """AlterUserScramCredentials with confluent-kafka's AdminClient."""
+    admin = AdminClient(dict(bootstrap_conf))
+    mech = ScramMechanism[mechanism.replace("-", "_")]
+    info = ScramCredentialInfo(mech, iterations)
+    futures = admin.alter_user_scram_credentials(
+        [UserScramCredentialUpsertion(user, info, password.encode())]
+    )
+    futures[user].result(timeout=TIMEOUT_S)
+
+
+def unsecured_token(principal: str, lifetime_s: int = 3600, **claims: object) -> str:
+    """An unsecured JWS (``alg: none``, empty signature) as librdkafka makes one."""
+
+    def part(value: dict) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+    now = int(time.time())
+    body = {"sub": principal, "iat": now, "exp": now + lifetime_s, **claims}
+    return f"{part({'alg': 'none'})}.{part(body)}."
+
+
+class RawSasl:
+    """One blocking socket speaking Kafka's framing with kafka-python's message classes
+    (an encoder independent of the broker's); every read has a deadline."""
+
+    def __init__(self, bootstrap: str, timeout: float = 10.0) -> None:
+        host, _, port = bootstrap.rpartition(":")
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self._correlation_id = 0
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> RawSasl:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _read_exactly(self, size: int) -> bytes:
+        data = bytearray()
+        while len(data) < size:
+            chunk = self.sock.recv(size - len(data))
+            if not chunk:
+                raise ConnectionError(f"closed by the broker after {len(data)} of {size} bytes")
+            data += chunk
+        return bytes(data)
+
+    def read_frame(self) -> bytes:
+        (size,) = struct.unpack(">i", self._read_exactly(4))
+        return self._read_exactly(size)
+
+    def send(self, message: object, version: int) -> None:
+        self._correlation_id += 1
+        message.with_header(correlation_id=self._correlation_id, client_id="sasl-test")  # type: ignore[attr-defined]
+        self.sock.sendall(message.encode(version=version, header=True, framed=True))  # type: ignore[attr-defined]
+
+    def request(self, message: object, version: int) -> object:
+        self.send(message, version)
+        response_class = message.header.get_response_class()  # type: ignore[attr-defined]
+        return response_class.decode(self.read_frame(), version=version, header=True)
+
+    def send_raw_token(self, token: bytes) -> None:
+        self.sock.sendall(struct.pack(">i", len(token)) + token)
+
+    def closed_by_broker(self, timeout: float = 5.0) -> bool:
+        """True once the broker closed the connection (EOF or reset) within ``timeout``."""
+        self.sock.settimeout(timeout)
+        try:
+            return self.sock.recv(1) == b""
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+        except TimeoutError:
+            return False
+
+    # The SASL exchange ----------------------------------------------------------
+
+    def handshake(self, mechanism: str, version: int = 1) -> object:
+        from kafka.protocol.sasl import SaslHandshakeRequest
+
+        return self.request(SaslHandshakeRequest(mechanism=mechanism), version)
+
+    def authenticate(self, token: bytes, version: int = 2) -> object:
+        from kafka.protocol.sasl import SaslAuthenticateRequest
+
+        return self.request(SaslAuthenticateRequest(auth_bytes=token), version)
+
+    def plain(self, username: str, password: str, version: int = 2) -> object:
+        """SaslHandshake v1 + one SaslAuthenticate with a PLAIN token; its response."""
+        handshake = self.handshake("PLAIN")
+        assert handshake.error_code == 0, handshake  # type: ignore[attr-defined]
+        return self.authenticate(f"\0{username}\0{password}".encode(), version)
+
+    def metadata(self) -> object:
+        from kafka.protocol.metadata import MetadataRequest
+
+        return self.request(MetadataRequest(topics=[], allow_auto_topic_creation=False), 4)

@@ -1,0 +1,108 @@
+"""SASL/OAUTHBEARER with unsecured JWS tokens, checked as Kafka's default validator checks them.
+
+The listener's OAuthBearerLoginModule JAAS config requires the scope ``kafka``
+(``unsecuredValidatorRequiredScope``). confluent-kafka's own unsecured token
+(``sasl.oauthbearer.config="principal=alice scope=kafka"``) produces and consumes, so
+does aiokafka with a token provider handing out unsecured JWS tokens; a
+token without the scope, an expired one, or one with a signature is answered with
+RFC 7628's JSON status and the exchange then fails with SASL_AUTHENTICATION_FAILED;
+the session lasts until the token's ``exp`` (KIP-368's session_lifetime_ms).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from aiokafka import AIOKafkaProducer
+from aiokafka.abc import AbstractTokenProvider
+
+from kafkette.broker.embedded import EmbeddedBroker
+
+_spec = importlib.util.spec_from_file_location(
+    "kafkette_sasl_support", Path(__file__).with_name("sasl_support.py")
+)
+sasl = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(sasl)
+no_internal_errors = sasl.no_internal_errors  # autouse: no connection closed by a bug
+
+
+@pytest.fixture(scope="module")
+def oauth_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
+    jaas = f'{sasl.OAUTH_MODULE} required unsecuredValidatorRequiredScope="kafka";'
+    configs = sasl.sasl_broker_configs(
+        "OAUTHBEARER",
+        listeners="SASL_PLAINTEXT://127.0.0.1:0",
+        **{"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": jaas},
+    )
+    with EmbeddedBroker.start(tmp_path_factory.mktemp("oauth"), configs) as broker:
+        yield broker
+
+
+def test_confluent_kafka_unsecured_token_produces_and_consumes(oauth_broker) -> None:
+    conf = {
+        "bootstrap.servers": oauth_broker.bootstrap,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "OAUTHBEARER",
+        "sasl.oauthbearer.config": "principal=alice scope=kafka",
+        "enable.sasl.oauthbearer.unsecure.jwt": True,  # librdkafka's own unsecured token
+    }
+    assert len(sasl.confluent_roundtrip(conf, sasl.unique("oauth"), count=3)) == 3
+
+
+def test_aiokafka_with_an_unsecured_token_provider(oauth_broker) -> None:
+    class UnsecuredTokens(AbstractTokenProvider):
+        async def token(self) -> str:
+            return sasl.unsecured_token("carol", scope="kafka other")
+
+    async def produce() -> int:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=oauth_broker.bootstrap, security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="OAUTHBEARER", sasl_oauth_token_provider=UnsecuredTokens(),
+        )
+        await producer.start()
+        try:
+            return (await producer.send_and_wait(sasl.unique("oauth-aio"), b"x")).offset
+        finally:
+            await producer.stop()
+
+    assert asyncio.run(asyncio.wait_for(produce(), 30)) == 0
+
+
+def _first_message(token: str) -> bytes:
+    return f"n,,\x01auth=Bearer {token}\x01\x01".encode()
+
+
+@pytest.mark.parametrize(
+    ("token", "status"),
+    [
+        (sasl.unsecured_token("alice"), '{"status":"insufficient_scope", "scope":"kafka"}'),
+        (
+            sasl.unsecured_token("alice", lifetime_s=-60, scope="kafka"),
+            '{"status":"invalid_token"}',
+        ),
+        (sasl.unsecured_token("alice", scope="kafka") + "c2lnbmVk", '{"status":"invalid_token"}'),
+    ],
+    ids=["no-scope", "expired", "signed"],
+)
+def test_a_refused_token_gets_the_json_status_then_fails(oauth_broker, token, status) -> None:
+    with sasl.RawSasl(oauth_broker.bootstrap) as raw:
+        assert raw.handshake("OAUTHBEARER").error_code == 0
+        challenge = raw.authenticate(_first_message(token))
+        assert (challenge.error_code, challenge.auth_bytes) == (0, status.encode())
+        final = raw.authenticate(b"\x01")  # RFC 7628: the client acknowledges the error
+        assert (final.error_code, final.error_message) == (58, status)
+        assert raw.closed_by_broker()
+
+
+def test_the_session_lasts_until_the_token_expires(oauth_broker) -> None:
+    with sasl.RawSasl(oauth_broker.bootstrap) as raw:
+        assert raw.handshake("OAUTHBEARER").error_code == 0
+        token = sasl.unsecured_token("alice", lifetime_s=120, scope="kafka")
+        response = raw.authenticate(_first_message(token))
+        assert response.error_code == 0
+        assert 100_000 < response.session_lifetime_ms <= 120_000
+        assert raw.metadata().brokers

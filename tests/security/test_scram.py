@@ -1,0 +1,237 @@
+"""SCRAM-SHA-256/512: credentials managed with AlterUserScramCredentials, kept in the data dir.
+
+The broker has a SASL_PLAINTEXT listener offering both SCRAM mechanisms and a PLAINTEXT
+listener for the administrator (no authorizer: it may create the first users, as
+``kafka-storage format --add-scram`` would on Kafka). Users are created with
+confluent-kafka's AdminClient and with the reference distribution's kafka-configs.sh;
+confluent-kafka, kafka-python and aiokafka then authenticate with them. The errors of
+the two admin APIs, a wrong password, and the credentials surviving a restart (salted,
+no password on disk) are checked as clients see them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from aiokafka import AIOKafkaProducer
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import (
+    AdminClient,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialDeletion,
+    UserScramCredentialUpsertion,
+)
+from kafka import KafkaProducer
+
+from kafkette.broker.embedded import EmbeddedBroker
+from kafkette.broker.server import StartupError
+
+_spec = importlib.util.spec_from_file_location(
+    "kafkette_sasl_support", Path(__file__).with_name("sasl_support.py")
+)
+sasl = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(sasl)
+no_internal_errors = sasl.no_internal_errors  # autouse: no connection closed by a bug
+
+MECHANISMS = "SCRAM-SHA-256,SCRAM-SHA-512"
+LISTENERS = "SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0"
+INVALID = "Authentication failed during authentication due to invalid credentials"
+
+
+def start_scram_broker(data_dir: Path) -> EmbeddedBroker:
+    return EmbeddedBroker.start(
+        data_dir, sasl.sasl_broker_configs(MECHANISMS, listeners=LISTENERS)
+    )
+
+
+@pytest.fixture(scope="module")
+def scram_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
+    with start_scram_broker(tmp_path_factory.mktemp("scram")) as broker:
+        yield broker
+
+
+def endpoint(broker: EmbeddedBroker, listener: str) -> str:
+    return str(broker.broker.endpoint_for(listener))
+
+
+def admin_conf(broker: EmbeddedBroker) -> dict:
+    return {"bootstrap.servers": endpoint(broker, "PLAINTEXT")}
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_confluent_kafka_authenticates_with_a_user_made_by_the_admin_api(
+    scram_broker, mechanism
+) -> None:
+    user = sasl.unique("ck")
+    sasl.set_scram_user(admin_conf(scram_broker), user, "pw-" + user, mechanism, iterations=8192)
+    conf = sasl.confluent_sasl(endpoint(scram_broker, "SASL_PLAINTEXT"), mechanism, user,
+                               "pw-" + user)
+    assert len(sasl.confluent_roundtrip(conf, sasl.unique("scram"), count=3)) == 3
+
+
+def test_kafka_python_and_aiokafka_authenticate_with_scram(scram_broker) -> None:
+    bootstrap = endpoint(scram_broker, "SASL_PLAINTEXT")
+    sasl.set_scram_user(admin_conf(scram_broker), "py-user", "py-pw", "SCRAM-SHA-512")
+    sasl.set_scram_user(admin_conf(scram_broker), "aio-user", "aio-pw", "SCRAM-SHA-256")
+    topic = sasl.unique("scram-py")
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap, security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="SCRAM-SHA-512", sasl_plain_username="py-user",
+        sasl_plain_password="py-pw", request_timeout_ms=20_000,
+    )
+    try:
+        assert producer.send(topic, b"kafka-python").get(timeout=20).offset == 0
+    finally:
+        producer.close(timeout=5)
+
+    async def aiokafka_side() -> int:
+        aio = AIOKafkaProducer(
+            bootstrap_servers=bootstrap, security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="SCRAM-SHA-256", sasl_plain_username="aio-user",
+            sasl_plain_password="aio-pw",
+        )
+        await aio.start()
+        try:
+            return (await aio.send_and_wait(topic, b"aiokafka")).offset
+        finally:
+            await aio.stop()
+
+    assert asyncio.run(asyncio.wait_for(aiokafka_side(), 30)) == 1
+
+
+def test_a_wrong_password_an_unknown_user_or_mechanism_are_refused(scram_broker) -> None:
+    bootstrap = endpoint(scram_broker, "SASL_PLAINTEXT")
+    sasl.set_scram_user(admin_conf(scram_broker), "carl", "right", "SCRAM-SHA-256")
+    for user, password, mechanism in [
+        ("carl", "wrong", "SCRAM-SHA-256"),
+        ("nobody", "x", "SCRAM-SHA-256"),
+        ("carl", "right", "SCRAM-SHA-512"),  # carl has no SCRAM-SHA-512 credential
+    ]:
+        error = sasl.confluent_failure(sasl.confluent_sasl(bootstrap, mechanism, user, password))
+        assert f"{INVALID} with SASL mechanism {mechanism}" in error, error
+    error = sasl.confluent_failure(sasl.confluent_sasl(bootstrap, "PLAIN", "carl", "right"))
+    assert "PLAIN" in error and "SCRAM-SHA-256" in error, error  # the enabled list
+
+
+def test_the_admin_apis_answer_kafkas_errors(scram_broker) -> None:
+    admin = AdminClient(admin_conf(scram_broker))
+    user = sasl.unique("adm")
+
+    def alter(*changes):
+        futures = admin.alter_user_scram_credentials(list(changes))
+        outcome = {}
+        for name, future in futures.items():
+            try:
+                future.result(timeout=20)
+                outcome[name] = None
+            except KafkaException as exc:
+                outcome[name] = exc.args[0]
+        return outcome
+
+    def upsert(name, iterations, mechanism=ScramMechanism.SCRAM_SHA_256):
+        return UserScramCredentialUpsertion(name, ScramCredentialInfo(mechanism, iterations), b"pw")
+
+    too_few = alter(upsert(user, 4095))[user]
+    # UNACCEPTABLE_CREDENTIAL, Kafka's bounds 4096..16384
+    assert too_few.code() == 93 and "Too few iterations" in too_few.str()
+    too_many = alter(upsert(user, 16385))[user]
+    assert too_many.code() == 93 and "Too many iterations" in too_many.str()
+    missing = alter(UserScramCredentialDeletion(user, ScramMechanism.SCRAM_SHA_512))[user]
+    assert missing.code() == 91  # RESOURCE_NOT_FOUND
+    assert alter(upsert(user, 4096), upsert(user + "-2", 16384, ScramMechanism.SCRAM_SHA_512)) == {
+        user: None, user + "-2": None,
+    }
+
+    described = admin.describe_user_scram_credentials([user, user + "-2"])
+    infos = {name: f.result(timeout=20).scram_credential_infos for name, f in described.items()}
+    assert [(i.mechanism, i.iterations) for i in infos[user]] == [
+        (ScramMechanism.SCRAM_SHA_256, 4096)
+    ]
+    assert [(i.mechanism, i.iterations) for i in infos[user + "-2"]] == [
+        (ScramMechanism.SCRAM_SHA_512, 16384)
+    ]
+    everyone = admin.describe_user_scram_credentials().result(timeout=20)
+    assert {user, user + "-2"} <= set(everyone)
+    with pytest.raises(KafkaException) as unknown:
+        admin.describe_user_scram_credentials(["no-such-user"])["no-such-user"].result(timeout=20)
+    assert unknown.value.args[0].code() == 91
+    assert "Attempt to describe a user credential that does not exist: no-such-user" in str(
+        unknown.value
+    )
+
+    assert alter(UserScramCredentialDeletion(user, ScramMechanism.SCRAM_SHA_256)) == {user: None}
+    with pytest.raises(KafkaException):
+        admin.describe_user_scram_credentials([user])[user].result(timeout=20)
+
+
+def test_credentials_survive_a_restart_and_no_password_is_stored(tmp_path) -> None:
+    password = "durable-password-123"
+    with start_scram_broker(tmp_path) as broker:
+        sasl.set_scram_user(admin_conf(broker), "dora", password, "SCRAM-SHA-512")
+    stored = (tmp_path / "scram-credentials.json").read_text()
+    assert password not in stored
+    entry = json.loads(stored)["users"]["dora"]["SCRAM-SHA-512"]
+    assert entry.startswith("salt=") and "stored_key=" in entry
+    assert entry.endswith("iterations=4096")
+    assert oct(os.stat(tmp_path / "scram-credentials.json").st_mode & 0o777) == "0o600"
+    with start_scram_broker(tmp_path) as broker:
+        conf = sasl.confluent_sasl(endpoint(broker, "SASL_PLAINTEXT"), "SCRAM-SHA-512", "dora",
+                                   password)
+        assert len(sasl.confluent_roundtrip(conf, "after-restart", count=2)) == 2
+
+
+def test_a_damaged_credentials_file_stops_the_start(tmp_path) -> None:
+    (tmp_path / "scram-credentials.json").write_text('{"users": {"eve": {"SCRAM-SHA-256": 7}}')
+    with pytest.raises(StartupError, match="SCRAM credentials"):
+        start_scram_broker(tmp_path)
+
+
+def _reference_kafka_ref() -> Path | None:
+    given = os.environ.get("KAFKETTE_KAFKA_REF")
+    repo = Path(__file__).resolve().parents[2]
+    for base in [Path(given)] if given else [repo.parent / "shared" / "reference-kafka",
+                                             repo.parent.parent / "shared" / "reference-kafka"]:
+        script = base if base.name == "kafka-ref" else base / "kafka-ref"
+        if script.is_file():
+            return script
+    return None
+
+
+def test_kafka_configs_sh_manages_scram_users(scram_broker) -> None:
+    script = _reference_kafka_ref()
+    if shutil.which("java") is None or script is None:
+        pytest.skip("kafka-configs.sh needs Java and the reference Kafka (KAFKETTE_KAFKA_REF)")
+    admin_bootstrap = endpoint(scram_broker, "PLAINTEXT")
+
+    def configs(*args: str, fails: bool = False) -> str:
+        done = subprocess.run(
+            [str(script), "bin", "kafka-configs.sh", "--bootstrap-server", admin_bootstrap,
+             *args, "--entity-type", "users", "--entity-name", "kcuser"],
+            capture_output=True, text=True, timeout=120, check=False,
+            env={**os.environ, "KAFKA_HEAP_OPTS": "-Xmx256m"},
+        )
+        assert (done.returncode != 0) == fails, done.stderr[-2000:]
+        return done.stdout + done.stderr
+
+    # As on Kafka 4.0: one request may not name a user twice (both mechanisms at once).
+    both = "SCRAM-SHA-256=[iterations=8192,password=kc-secret],SCRAM-SHA-512=[password=kc-512]"
+    assert "DuplicateResourceException" in configs("--alter", "--add-config", both, fails=True)
+    configs("--alter", "--add-config", "SCRAM-SHA-256=[iterations=8192,password=kc-secret]")
+    described = configs("--describe")
+    assert "user-principal 'kcuser' are SCRAM-SHA-256=iterations=8192" in described
+    conf = sasl.confluent_sasl(endpoint(scram_broker, "SASL_PLAINTEXT"), "SCRAM-SHA-256",
+                               "kcuser", "kc-secret")
+    assert len(sasl.confluent_roundtrip(conf, sasl.unique("kc"), count=1)) == 1
+    configs("--alter", "--delete-config", "SCRAM-SHA-256")
+    admin = AdminClient(admin_conf(scram_broker))
+    with pytest.raises(KafkaException, match="does not exist: kcuser"):
+        admin.describe_user_scram_credentials(["kcuser"])["kcuser"].result(timeout=20)

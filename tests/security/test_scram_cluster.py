@@ -1,0 +1,163 @@
+"""SCRAM in a cluster: credentials in ZooKeeper's ``/config/users/<user>`` (Kafka's layout),
+and brokers authenticating to each other (``sasl.mechanism.inter.broker.protocol``).
+
+Two brokers on one ZooKeeper chroot. A user created through the first broker is in
+ZooKeeper in Kafka's format (salted keys, no password) and authenticates at the second
+at once. Brokers whose inter-broker listener is SASL_PLAINTEXT with SCRAM-SHA-512 (their
+user written in ZooKeeper beforehand, as Kafka's operators do) replicate over it.
+Skips when ZooKeeper is not installed.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import importlib.util
+import json
+import logging
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kafkette.broker.cluster.zookeeper_server import (
+    ZooKeeperNotInstalled,
+    ZooKeeperServer,
+    find_zookeeper,
+)
+from kafkette.broker.embedded import EmbeddedBroker
+
+_spec = importlib.util.spec_from_file_location(
+    "kafkette_sasl_support", Path(__file__).with_name("sasl_support.py")
+)
+sasl = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(sasl)
+no_internal_errors = sasl.no_internal_errors  # autouse: no connection closed by a bug
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    try:
+        install = find_zookeeper()
+    except ZooKeeperNotInstalled as exc:
+        pytest.skip(str(exc))
+    server = ZooKeeperServer(tmp_path_factory.mktemp("zk"), tick_time_ms=500, fsync=False,
+                             own_session=False, install=install)
+    server.start(timeout=120)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_a_user_made_at_one_broker_authenticates_at_another(zookeeper, tmp_path) -> None:
+    connect = f"{zookeeper.connect_string}/sasl-{uuid.uuid4().hex[:8]}"
+
+    def start(broker_id: int) -> EmbeddedBroker:
+        return EmbeddedBroker.start(tmp_path / f"b{broker_id}", sasl.sasl_broker_configs(
+            "SCRAM-SHA-512",
+            listeners="SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
+            **{"zookeeper.connect": connect, "broker.id": str(broker_id),
+               "offsets.topic.replication.factor": "1"},
+        ))
+
+    with start(1) as first, start(2) as second:
+        admin_at_first = {"bootstrap.servers": str(first.broker.endpoint_for("PLAINTEXT"))}
+        sasl.set_scram_user(admin_at_first, "zed", "zed-password", "SCRAM-SHA-512", 8192)
+
+        from kazoo.client import KazooClient
+
+        zk = KazooClient(hosts=connect, timeout=10.0)
+        zk.start(timeout=15)
+        try:
+            document = json.loads(zk.get("/config/users/zed")[0])
+        finally:
+            zk.stop()
+            zk.close()
+        stored = document["config"]["SCRAM-SHA-512"]
+        assert document["version"] == 1
+        assert stored.startswith("salt=") and stored.endswith(",iterations=8192")
+        assert "zed-password" not in json.dumps(document)
+
+        at_second = str(second.broker.endpoint_for("SASL_PLAINTEXT"))
+        conf = sasl.confluent_sasl(at_second, "SCRAM-SHA-512", "zed", "zed-password")
+        assert len(sasl.confluent_roundtrip(conf, sasl.unique("zk-scram"), count=2)) == 2
+        admin_at_second = AdminClient(
+            {"bootstrap.servers": str(second.broker.endpoint_for("PLAINTEXT"))}
+        )
+        described = admin_at_second.describe_user_scram_credentials(["zed"])["zed"]
+        assert [i.iterations for i in described.result(timeout=20).scram_credential_infos] == [8192]
+        assert not (tmp_path / "b1" / "scram-credentials.json").exists()
+
+
+def _kafka_scram_znode(password: str, iterations: int = 4096) -> bytes:
+    """``/config/users/<user>`` as Kafka's ``kafka-configs.sh --zookeeper`` wrote it for
+    SCRAM-SHA-512 (computed here from RFC 5802, independently of the broker's code)."""
+    salt = os.urandom(24)
+    salted = hashlib.pbkdf2_hmac("sha512", password.encode(), salt, iterations)
+    client_key = hmac.new(salted, b"Client Key", "sha512").digest()
+    stored_key = hashlib.sha512(client_key).digest()
+    server_key = hmac.new(salted, b"Server Key", "sha512").digest()
+
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+
+    credential = (f"salt={b64(salt)},stored_key={b64(stored_key)},"
+                  f"server_key={b64(server_key)},iterations={iterations}")
+    return json.dumps({"version": 1, "config": {"SCRAM-SHA-512": credential}}).encode()
+
+
+def test_brokers_replicate_over_a_sasl_listener_with_scram(zookeeper, tmp_path, caplog) -> None:
+    caplog.set_level(logging.DEBUG, logger="kafkette.sasl")
+    chroot = f"/sasl-ib-{uuid.uuid4().hex[:8]}"
+    connect = zookeeper.connect_string + chroot
+    from kazoo.client import KazooClient
+
+    zk = KazooClient(hosts=zookeeper.connect_string, timeout=10.0)
+    zk.start(timeout=15)
+    try:  # the brokers' own user exists before they start, as on Kafka
+        zk.create(f"{chroot}/config/users/broker", _kafka_scram_znode("broker-pw"),
+                  makepath=True)
+    finally:
+        zk.stop()
+        zk.close()
+    jaas = f'{sasl.SCRAM_MODULE} required username="broker" password="broker-pw";'
+    common = {
+        "listeners": "CLIENT://127.0.0.1:0,BROKER://127.0.0.1:0",
+        "listener.security.protocol.map": "CLIENT:PLAINTEXT,BROKER:SASL_PLAINTEXT",
+        "inter.broker.listener.name": "BROKER",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+        "listener.name.broker.scram-sha-512.sasl.jaas.config": jaas,
+        "zookeeper.connect": connect,
+        "offsets.topic.replication.factor": "2",
+        "min.insync.replicas": "2",
+    }
+    with (
+        EmbeddedBroker.start(tmp_path / "b1", {**common, "broker.id": "1"}) as first,
+        EmbeddedBroker.start(tmp_path / "b2", {**common, "broker.id": "2"}),
+    ):
+        client = str(first.broker.endpoint_for("CLIENT"))
+        admin = AdminClient({"bootstrap.servers": client})
+        topic = sasl.unique("replicated")
+        for _ in range(100):  # until the first broker sees the second
+            if len(admin.list_topics(timeout=10).brokers) == 2:
+                break
+            time.sleep(0.1)
+        admin.create_topics([NewTopic(topic, 1, 2)])[topic].result(30)
+        producer = Producer({"bootstrap.servers": client, "acks": "all",
+                             "message.timeout.ms": 30000})
+        failures: list[object] = []
+        for index in range(20):
+            producer.produce(topic, f"r{index}".encode(),
+                             on_delivery=lambda err, _: err and failures.append(err))
+        # acks=all with min.insync.replicas=2: answered once the follower fetched them,
+        # over BROKER after authenticating with SCRAM.
+        assert producer.flush(30) == 0 and failures == []
+    assert "authenticated as User:broker (SCRAM-SHA-512, listener BROKER)" in caplog.text

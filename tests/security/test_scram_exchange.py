@@ -1,0 +1,104 @@
+"""The inter-broker SASL client (broker/security/sasl/client.py) against RFC 7677's example
+and against the broker's own mechanisms, and the JAAS parser on Kafka's syntax.
+
+The client runs only between brokers of a cluster; these exchanges check it without
+one: the RFC's published SCRAM-SHA-256 conversation byte for byte, then full
+conversations with the server side of each mechanism (a wrong password refused).
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from kafkette.broker.security.sasl import client as sasl_client
+from kafkette.broker.security.sasl import scram_formulas as sf
+from kafkette.broker.security.sasl.jaas import JaasError, parse_jaas_config
+from kafkette.broker.security.sasl.mechanism import AuthenticationFailed, InvalidCredentials
+from kafkette.broker.security.sasl.plain import PlainServer
+from kafkette.broker.security.sasl.scram import ScramServer
+
+RFC_SERVER_FIRST = (
+    b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
+)
+
+
+def test_the_client_follows_rfc_7677s_example(monkeypatch) -> None:
+    monkeypatch.setattr(sf, "new_nonce", lambda: "rOprNGfwEbeRWgbNEkqO")
+    sent: list[bytes] = []
+
+    async def exchange(token: bytes) -> bytes:
+        sent.append(token)
+        if len(sent) == 1:
+            return RFC_SERVER_FIRST
+        return b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="
+
+    trio.run(sasl_client.authenticate_client, exchange, "SCRAM-SHA-256", "user", "pencil")
+    assert sent == [
+        b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO",
+        b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+        b"p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=",
+    ]
+
+
+def _run_against(server, mechanism: str, username: str, password: str) -> None:
+    async def exchange(token: bytes) -> bytes:
+        try:
+            return server.evaluate(token)
+        except (AuthenticationFailed, InvalidCredentials) as exc:
+            raise sasl_client.SaslClientError(str(exc)) from None
+
+    trio.run(sasl_client.authenticate_client, exchange, mechanism, username, password)
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_client_and_server_agree_and_a_wrong_password_is_refused(mechanism) -> None:
+    stored = sf.make_credential(mechanism, "s3cret", 4096)
+    credentials = {(mechanism, "broker,=1"): stored}  # a name that needs RFC 5802 escaping
+    server = ScramServer(mechanism, lambda mech, user: credentials.get((mech, user)))
+    _run_against(server, mechanism, "broker,=1", "s3cret")
+    assert server.complete and server.principal_name == "broker,=1"
+    with pytest.raises(sasl_client.SaslClientError, match="Invalid client credentials"):
+        _run_against(ScramServer(mechanism, lambda m, u: stored), mechanism, "broker,=1", "nope")
+
+
+def test_plain_client_and_server() -> None:
+    server = PlainServer({"admin": "admin-secret"})
+    _run_against(server, "PLAIN", "admin", "admin-secret")
+    assert server.principal_name == "admin"
+    with pytest.raises(sasl_client.SaslClientError, match="Invalid username or password"):
+        _run_against(PlainServer({"admin": "x"}), "PLAIN", "admin", "admin-secret")
+
+
+def test_inter_broker_credentials_come_from_the_listeners_jaas_config() -> None:
+    explicit = {
+        "listeners": "INTERNAL://127.0.0.1:0,EXTERNAL://127.0.0.1:0",
+        "listener.security.protocol.map": "INTERNAL:SASL_PLAINTEXT,EXTERNAL:SASL_SSL",
+        "inter.broker.listener.name": "INTERNAL",
+        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+        "listener.name.internal.scram-sha-512.sasl.jaas.config": (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required"
+            ' username="broker" password="broker-pw";'
+        ),
+    }
+    assert sasl_client.inter_broker_credentials(explicit) == (
+        "SCRAM-SHA-512", "broker", "broker-pw"
+    )
+    assert sasl_client.inter_broker_credentials({"listeners": "PLAINTEXT://:9092"}) is None
+
+
+def test_jaas_values_as_kafka_writes_them() -> None:
+    entry = parse_jaas_config(
+        "org.apache.kafka.common.security.plain.PlainLoginModule required\n"
+        '  username="admin" password="admin-secret" /* comment */\n'
+        '  user_admin="admin-secret" user_alice="a \\"quoted\\" pw" user_bob=bare;'
+    )
+    assert entry.control_flag == "required"
+    assert entry.plain_users == {"admin": "admin-secret", "alice": 'a "quoted" pw', "bob": "bare"}
+    for bad, message in [
+        ('x required a="b"', "not terminated by semi-colon"),
+        ('x sometimes a="b";', "control flag"),
+        ('x required a="b"; y required c="d";', "contains 2 login modules"),
+    ]:
+        with pytest.raises(JaasError, match=message):
+            parse_jaas_config(bad)
