@@ -470,6 +470,25 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ),
         # --- end of SASL ---
         # --- authorizer (broker/security/authorizer/) ---
+        _d(
+            "authorizer.class.name", "STRING", "",
+            "Kafka's StandardAuthorizer (or the old AclAuthorizer name) turns ACLs on;"
+            " empty: no authorizer, everything allowed.",
+            choices=(
+                "",
+                "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                "kafka.security.authorizer.AclAuthorizer",
+                "kafka.security.auth.SimpleAclAuthorizer",
+            ),
+        ),
+        _d(
+            "super.users", "STRING", "",
+            "Principals allowed everything, separated by ';' (User:admin;User:ops).",
+        ),
+        _d(
+            "allow.everyone.if.no.acl.found", "BOOLEAN", "false",
+            "Allow anyone to use a resource that no ACL covers.",
+        ),
         # --- end of authorizer ---
         _d("controller.quorum.voters", "STRING", None, "Ignored.", False),
         _d("controller.quorum.bootstrap.servers", "STRING", None, "Ignored.", False),

@@ -170,7 +170,10 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
             if authenticator is not None and authenticator.authenticated:
                 conn.max_request_bytes = broker.config.socket_request_max_bytes
     except MalformedFrameError as exc:
-        log.warning("closing connection from %s: %s", peer, exc)
+        # A TLS record (0x16 0x03 ...) read as a frame size: say what it probably is.
+        tls = getattr(exc, "size", 0) >> 16 == 0x1603
+        hint = " (a TLS client on a PLAINTEXT listener?)" if tls else ""
+        log.warning("closing connection from %s: %s%s", peer, exc, hint)
         reason = f"malformed frame: {exc}"
     except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError) as exc:
         reason = f"connection lost: {exc}" if str(exc) else "connection lost"

@@ -55,6 +55,7 @@ from kafkette.broker.observability.request_log import RequestObserver
 from kafkette.broker.partition import Partition
 from kafkette.broker.producer_ids import ProducerIdAllocator
 from kafkette.broker.request_memory import RequestMemoryPool
+from kafkette.broker.security.authorizer.startup import open_authorizer
 from kafkette.broker.security.listeners import ListenerSpec, plan_listeners
 from kafkette.broker.security.session import Session
 from kafkette.broker.security.tls_receive import drain_tls_receives
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
     from kafkette.broker.cluster.node import ClusterNode
     from kafkette.broker.cluster.peer_client import PeerSecurity
     from kafkette.broker.cluster.producer_id_blocks import ZkProducerIdAllocator
+    from kafkette.broker.security.authorizer.authorizer import Authorizer
     from kafkette.broker.security.tls import ListenerTls
 
 log = logging.getLogger("kafkette.server")
@@ -152,8 +154,10 @@ class Broker:
             if advertised is None and (configured := advertised_listener(config)) is not None:
                 advertised = Endpoint(*configured)  # advertised.listeners; the flag wins
         elif advertised is None:
-            host, port = self.listener_plan.advertised.get(first.name, (first.host, first.port))
-            advertised = Endpoint(host, port) if host not in ("", "0.0.0.0", "::") else None
+            # No host or a wildcard: resolved once bound (_advertised_for); a port kept.
+            advertised = Endpoint(
+                *self.listener_plan.advertised.get(first.name, (first.host, first.port))
+            )
         self._advertised_request = advertised
         self.advertised: Endpoint = advertised or self.listen
         # Listener name -> advertised endpoint, once bound (endpoint_for).
@@ -185,6 +189,8 @@ class Broker:
         self.cleaner: LogCleanerManager
         # Cluster mode (zookeeper.connect): this broker's part in the cluster; None on one node.
         self.cluster: ClusterNode | None = None
+        # authorizer.class.name: ACL checks in the handlers; None (the default): none.
+        self.authorizer: Authorizer | None = None
         self._stop = trio.Event()
 
     # Lifecycle ---------------------------------------------------------------
@@ -198,10 +204,6 @@ class Broker:
     ) -> None:
         await self._resolve_connection_overrides()
         self._dir_lock = await self._lock_data_dir()
-        if self.peer_security is not None:
-            from kafkette.broker.cluster.peer_client import PEER_SECURITY
-
-            PEER_SECURITY.set(self.peer_security)  # inherited by every task spawned below
         try:
             listeners = await self._bind()
             try:
@@ -395,6 +397,13 @@ class Broker:
             reason = _tls_failure(exc)
         except ValueError as exc:  # no ssl.principal.mapping.rules rule applies
             reason = str(exc)
+        except Exception:  # a bug here must cost one connection, never the broker
+            log.exception(
+                "closing connection from %s on listener %s: TLS handshake failed",
+                peer, bound.spec.name,
+            )
+            await trio.aclose_forcefully(stream)
+            return None
         except BaseException:  # cancelled (the broker stops): the socket goes at once
             await trio.aclose_forcefully(stream)
             raise
@@ -424,14 +433,13 @@ class Broker:
         return self.endpoints.get(listener_name, self.advertised)
 
     def _advertised_for(self, bound_port: int) -> Endpoint:
-        if self._advertised_request is not None:
-            port = self._advertised_request.port or bound_port
-            return Endpoint(self._advertised_request.host, port)
-        host = self.listen.host
+        requested = self._advertised_request
+        host = requested.host if requested is not None else self.listen.host
+        port = (requested.port if requested is not None else 0) or bound_port
         if host in ("", "0.0.0.0", "::"):
             host = socket.gethostname()
             log.info("listening on all interfaces: advertising host name %s", host)
-        return Endpoint(host, bound_port)
+        return Endpoint(host, port)
 
     async def _open_storage(self, cluster_tasks: trio.Nursery) -> None:
         clustered = self.config.cluster is not None
@@ -456,6 +464,10 @@ class Broker:
         if not clustered:  # SCRAM credentials: a damaged file stops the start (sasl/)
             await self._open_scram_credentials()
         self.topics = TopicRegistry(self.data_dir, self.config)
+        try:
+            self.authorizer = await open_authorizer(self)
+        except ValueError as exc:
+            raise StartupError(str(exc)) from None
         if clustered:
             assert self.cluster is not None
             self.producer_ids = self.cluster.producer_id_allocator()

@@ -39,6 +39,9 @@ class ApiKey(IntEnum):
     WRITE_TXN_MARKERS = 27
     OFFSET_FOR_LEADER_EPOCH = 23
     TXN_OFFSET_COMMIT = 28
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     SASL_AUTHENTICATE = 36
@@ -133,6 +136,9 @@ SUPPORTED: dict[ApiKey, ApiSpec] = {
             5,
             note="5 is used only with transaction.version 2, which is not advertised",
         ),
+        _api(ApiKey.DESCRIBE_ACLS, "DescribeAcls", 1, 3),
+        _api(ApiKey.CREATE_ACLS, "CreateAcls", 1, 3),
+        _api(ApiKey.DELETE_ACLS, "DeleteAcls", 1, 3),
         _api(ApiKey.DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4),
         _api(ApiKey.ALTER_CONFIGS, "AlterConfigs", 0, 2),
         _api(ApiKey.SASL_AUTHENTICATE, "SaslAuthenticate", 0, 2),

@@ -70,8 +70,11 @@ class MetadataWatcher:
         session: ZkSession,
         cluster_id: str,
         publish: Callable[[ClusterMetadata], Awaitable[None]],
+        inter_broker_listener: str = "PLAINTEXT",
     ) -> None:
         self.session = session
+        # The listener whose endpoint BrokerInfo.host/port name: where brokers dial.
+        self.inter_broker_listener = inter_broker_listener
         self.cluster_id = cluster_id
         self._publish = publish
         self._cache = _Cache()
@@ -190,15 +193,14 @@ class MetadataWatcher:
         for child in client.get_children(znodes.BROKER_IDS, watch=self._watch(BROKERS)):
             try:
                 data, stat = client.get(znodes.broker_path(int(child)))
-                host, port, rack = znodes.decode_broker(data)
+                host, port, rack = znodes.decode_broker(data, self.inter_broker_listener)
+                endpoints = znodes.decode_broker_endpoints(data)
             except NoNodeError:
                 continue  # gone meanwhile: the children watch fires again
-            except ValueError as exc:
+            except (ValueError, KeyError, TypeError) as exc:  # one broker's bad znode
                 log.warning("ignoring broker registration %s: %s", child, exc)
                 continue
-            brokers[int(child)] = BrokerInfo(
-                int(child), host, port, rack, stat.czxid, znodes.decode_broker_endpoints(data)
-            )
+            brokers[int(child)] = BrokerInfo(int(child), host, port, rack, stat.czxid, endpoints)
         return brokers
 
     def _read_topic(self, client: KazooClient, topic: str) -> list[Key]:

@@ -133,7 +133,10 @@ class ClusterNode:
         """Join the cluster (see the module docstring) once ``connect`` has and the
         local logs are open; tasks run in ``nursery``."""
         cluster_id = self.broker.cluster_id
-        self._watcher = MetadataWatcher(self.session, cluster_id, self._publish)
+        self._watcher = MetadataWatcher(
+            self.session, cluster_id, self._publish,
+            self.broker.listener_plan.inter_broker_listener,
+        )
         await self._publish(await self._watcher.refresh())
         manager = _replica_manager_class()
         if manager is not None:

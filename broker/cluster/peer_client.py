@@ -14,13 +14,13 @@ The connection goes to the other broker's inter-broker listener
 protocol: TLS with that listener's ``ssl.*`` settings as a client (truststore, keystore
 for mutual TLS, host name check per ``ssl.endpoint.identification.algorithm``), and on
 a SASL listener a SaslHandshake and SaslAuthenticate exchange before the first request
-(``broker/security/sasl/client.py``). ``PeerSecurity`` carries that; a broker sets it
-once in ``PEER_SECURITY`` and every PeerClient its tasks make picks it up.
+(``broker/security/sasl/client.py``). ``PeerSecurity`` carries that: ``Broker.peer_security``,
+handed explicitly to whatever makes PeerClients (the replica fetchers, the transaction
+marker sender).
 """
 
 from __future__ import annotations
 
-import contextvars
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -94,11 +94,6 @@ def _reason(exc: BaseException) -> str:
 
 
 PLAINTEXT_PEERS = PeerSecurity()
-# The inter-broker security of the broker whose tasks run in this context: Broker.run
-# sets it; tasks inherit it from their spawner.
-PEER_SECURITY: contextvars.ContextVar[PeerSecurity] = contextvars.ContextVar(
-    "kafkette_peer_security", default=PLAINTEXT_PEERS
-)
 
 
 class PeerError(Exception):
@@ -114,13 +109,13 @@ class PeerClient:
         port: int,
         client_id: str,
         max_response_bytes: int,
-        security: PeerSecurity | None = None,
+        security: PeerSecurity = PLAINTEXT_PEERS,
     ) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
         self._max_response_bytes = max_response_bytes
-        self.security = security if security is not None else PEER_SECURITY.get()
+        self.security = security
         self._stream: trio.abc.Stream | None = None
         self._conn: ClientConnection | None = None
         self._lock = trio.Lock()

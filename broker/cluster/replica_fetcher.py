@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from kafkette.broker.cluster.peer_client import PeerClient, PeerError
+from kafkette.broker.cluster.peer_client import PeerClient, PeerError, PeerSecurity
 from kafkette.broker.partition import Partition
 from kafkette.broker.throttled_log import ThrottledLog
 from kafkette.log.errors import OffsetMismatch
@@ -118,7 +118,11 @@ class ReplicaFetcher:
         own_id: int,
         config: ClusterConfig,
         on_append: Callable[[Partition], None],
+        *,
+        security: PeerSecurity,
     ) -> None:
+        """``security``: how to reach the leader's inter-broker listener
+        (``Broker.peer_security``)."""
         self.leader_id = leader_id
         self.address = (host, port)
         self._own_id = own_id
@@ -127,7 +131,11 @@ class ReplicaFetcher:
         self._partitions: dict[tuple[str, int], FollowerPartition] = {}
         self._changed = trio.Event()
         self._client = PeerClient(
-            host, port, f"replica-fetcher-{own_id}", config.replica_fetch_response_max_bytes * 2
+            host,
+            port,
+            f"replica-fetcher-{own_id}",
+            config.replica_fetch_response_max_bytes * 2,
+            security,
         )
         self._errors = ThrottledLog(log, interval_s=10.0)
 

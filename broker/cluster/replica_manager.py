@@ -92,6 +92,8 @@ class ReplicaManager:
         assert config is not None, "the replica manager runs only in cluster mode"
         self._broker = broker
         self._node = node
+        assert broker.peer_security is not None, "set in cluster mode"
+        self._peer_security = broker.peer_security
         self.config = config
         self.broker_id = config.broker_id
         self._leading: dict[Key, LeaderState] = {}
@@ -294,6 +296,7 @@ class ReplicaManager:
             self.broker_id,
             self.config,
             self._on_follower_append,
+            security=self._peer_security,
         )
         if task is not None:  # the leader moved to another address: start over there
             task.scope.cancel()

@@ -96,9 +96,10 @@ def encode_broker(
     endpoints: list[tuple[str, str, str, int]] | None = None,
 ) -> bytes:
     """Kafka's registration v5. ``endpoints``: (listener, protocol, host, port) of every
-    listener, the inter-broker one first (other brokers dial the first endpoint, see
-    ``decode_broker``); None: one PLAINTEXT listener at host:port. ``host``/``port`` are
-    the first PLAINTEXT-protocol endpoint's, as Kafka writes them for old clients."""
+    listener, the inter-broker one first (other brokers dial the endpoint of their
+    ``inter.broker.listener.name``, see ``decode_broker``); None: one PLAINTEXT listener
+    at host:port. ``host``/``port`` are the first PLAINTEXT-protocol endpoint's, as Kafka
+    writes them for old clients."""
     if endpoints is None:
         endpoints = [("PLAINTEXT", "PLAINTEXT", host, port)]
     plaintext = next((e for e in endpoints if e[1] == "PLAINTEXT"), None)
@@ -127,13 +128,15 @@ def _split_endpoint(text: str) -> tuple[str, str, int]:
     return name, host.strip("[]"), int(port)
 
 
-def decode_broker(data: bytes) -> tuple[str, int, str | None]:
-    """(host, port, rack) where other brokers reach it: its first endpoint (kafkette
-    registers its inter-broker listener first); host/port for a registration with none."""
+def decode_broker(data: bytes, listener_name: str | None = None) -> tuple[str, int, str | None]:
+    """(host, port, rack) where other brokers reach it: the endpoint of
+    ``listener_name`` (``inter.broker.listener.name``, as Kafka's brokers choose), else
+    its first endpoint; host/port for a registration with none. Raises ValueError (or
+    KeyError) for a registration it cannot read."""
     doc = _load(data)
-    endpoints = doc.get("endpoints") or []
+    endpoints = [_split_endpoint(e) for e in doc.get("endpoints") or []]
     if endpoints:
-        _, host, port = _split_endpoint(endpoints[0])
+        _, host, port = next((e for e in endpoints if e[0] == listener_name), endpoints[0])
         return host, port, doc.get("rack")
     return str(doc["host"]), int(doc["port"]), doc.get("rack")
 

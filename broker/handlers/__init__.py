@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from kafkette.broker.handlers import (
+    acls,
     admin_configs,
     admin_topics,
     api_versions,
@@ -61,6 +62,9 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.CREATE_TOPICS: admin_topics.handle_create_topics,
     ApiKey.DELETE_TOPICS: admin_topics.handle_delete_topics,
     ApiKey.CREATE_PARTITIONS: admin_topics.handle_create_partitions,
+    ApiKey.DESCRIBE_ACLS: acls.handle_describe_acls,
+    ApiKey.CREATE_ACLS: acls.handle_create_acls,
+    ApiKey.DELETE_ACLS: acls.handle_delete_acls,
     ApiKey.DESCRIBE_CONFIGS: admin_configs.handle_describe_configs,
     ApiKey.ALTER_CONFIGS: admin_configs.handle_alter_configs,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: admin_configs.handle_incremental_alter_configs,

@@ -20,6 +20,12 @@ from kafkette.broker.handlers.config_entries import (
     broker_config_entries,
     topic_config_entries,
 )
+from kafkette.broker.security.authorizer.checks import (
+    ALTER_CONFIGS,
+    DESCRIBE_CONFIGS,
+    cluster_denied,
+    topic_denied,
+)
 from kafkette.broker.topics import TopicError
 from kafkette.wire.errors import ErrorCode
 
@@ -30,6 +36,20 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkette.configs")
 
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
+
+
+def _config_refusal(broker: Broker, request: Request, op, rtype: int, rname: str) -> int:
+    """Kafka's per-resource check: ``op`` (DESCRIBE_CONFIGS / ALTER_CONFIGS) on the
+    topic, or on the cluster for broker and broker-logger resources; 0 if allowed."""
+    if broker.authorizer is None:
+        return 0
+    if rtype == RESOURCE_TOPIC:
+        return int(ErrorCode.TOPIC_AUTHORIZATION_FAILED) if topic_denied(
+            broker, request, op, rname) else 0
+    if rtype in (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER):
+        return int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED) if cluster_denied(
+            broker, request, op) else 0
+    return 0
 
 
 def _project(entry: dict, version: int, synonyms: bool, documentation: bool) -> dict:
@@ -55,6 +75,9 @@ async def handle_describe_configs(broker: Broker, request: Request) -> dict:
             "configs": [],
         }
         results.append(result)
+        if refusal := _config_refusal(broker, request, DESCRIBE_CONFIGS, rtype, rname):
+            result["error_code"] = refusal
+            continue
         if rtype == RESOURCE_TOPIC:
             if broker.topics.metadata(rname) is None:
                 result["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -139,6 +162,9 @@ async def _alter(broker: Broker, request: Request, new_configs) -> dict:
             "resource_name": rname,
         }
         responses.append(response)
+        if refusal := _config_refusal(broker, request, ALTER_CONFIGS, rtype, rname):
+            response["error_code"] = refusal
+            continue
         try:
             if new_configs is _apply_each and _only_clears_throttles(resource):
                 if rtype == RESOURCE_TOPIC and broker.topics.metadata(rname) is None:

@@ -20,6 +20,14 @@ import logging
 from typing import TYPE_CHECKING
 
 from kafkette.broker.handlers.config_entries import topic_config_entries
+from kafkette.broker.security.authorizer.checks import (
+    ALTER,
+    CREATE,
+    DELETE,
+    DESCRIBE_CONFIGS,
+    cluster_denied,
+    topic_denied,
+)
 from kafkette.broker.topics import (
     EXCESSIVE_BATCH_MESSAGE,
     EXCESSIVE_PARTITIONS_MESSAGE,
@@ -72,6 +80,8 @@ async def handle_create_topics(broker: Broker, request: Request) -> dict:
     too_many = _requested_partitions(broker, body["topics"]) > MAX_PARTITIONS_PER_REQUEST
     if too_many:
         log.info("CreateTopics refused: %s", EXCESSIVE_PARTITIONS_MESSAGE)
+    # Kafka: CREATE on the cluster, or else CREATE on each topic.
+    check_topics = cluster_denied(broker, request, CREATE, quiet=True)
     for topic in body["topics"]:
         name = topic["name"]
         result = {
@@ -92,6 +102,8 @@ async def handle_create_topics(broker: Broker, request: Request) -> dict:
                     ErrorCode.INVALID_REQUEST, f"topic '{name}' appears twice in the request"
                 )
             seen.add(name)
+            if check_topics and topic_denied(broker, request, CREATE, name):
+                raise TopicError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
             assignments = topic["assignments"]
             partitions = topic["num_partitions"]
             if assignments:
@@ -127,6 +139,10 @@ async def handle_create_topics(broker: Broker, request: Request) -> dict:
             log.info("created topic %s with %d partitions", name, partitions)
         result["num_partitions"] = partitions
         result["replication_factor"] = _replication_factor(broker, name, topic)
+        if topic_denied(broker, request, DESCRIBE_CONFIGS, name, quiet=True):
+            # Kafka leaves the configs out for a principal that may not describe them.
+            result["topic_config_error_code"] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            continue
         result["configs"] = [
             {k: e[k] for k in ("name", "value", "read_only", "config_source", "is_sensitive")}
             for e in topic_config_entries(broker, name, overrides=configs)
@@ -153,6 +169,8 @@ async def handle_delete_topics(broker: Broker, request: Request) -> dict:
     wanted = body["topic_names"] or [t["name"] for t in body["topics"] if t["name"]]
     by_id = [t["topic_id"] for t in body["topics"] if not t["name"]]
     results = []
+    # Kafka's controller: DELETE on the cluster, or else DELETE on each topic.
+    check_topics = cluster_denied(broker, request, DELETE, quiet=True)
     for topic_id in by_id:
         meta = broker.topics.by_id(topic_id)
         if meta is None:
@@ -174,6 +192,10 @@ async def handle_delete_topics(broker: Broker, request: Request) -> dict:
             "error_code": 0,
             "error_message": None,
         }
+        if check_topics and topic_denied(broker, request, DELETE, name):
+            result["error_code"] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            results.append(result)
+            continue
         try:
             await broker.topics.delete(name, timeout_s=body["timeout_ms"] / 1000)
             log.info("deleted topic %s", name)
@@ -205,6 +227,8 @@ async def handle_create_partitions(broker: Broker, request: Request) -> dict:
     for topic in body["topics"]:
         result = {"name": topic["name"], "error_code": 0, "error_message": None}
         try:
+            if topic_denied(broker, request, ALTER, topic["name"]):
+                raise TopicError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
             if too_many:
                 raise TopicError(ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE)
             if broker.cluster is None:

@@ -20,6 +20,15 @@ import logging
 from typing import TYPE_CHECKING
 
 from kafkette.broker.partition import LEADER_EPOCH
+from kafkette.broker.security.authorizer.checks import (
+    CLUSTER,
+    CREATE,
+    DESCRIBE,
+    TOPIC,
+    authorized_operations,
+    cluster_denied,
+    topic_denied,
+)
 from kafkette.broker.security.session import listener_of
 from kafkette.broker.topics import INTERNAL_TOPICS, TopicError, topic_name_problem
 from kafkette.wire.errors import ErrorCode
@@ -150,6 +159,8 @@ async def handle_metadata(broker: Broker, request: Request) -> dict:
             list(broker.cluster.metadata.topics) if broker.cluster else broker.topics.names
         )
         names = [n for n in all_names if n not in INTERNAL_TOPICS]
+        if broker.authorizer is not None:  # Kafka leaves out what may not be described
+            names = [n for n in names if not topic_denied(broker, request, DESCRIBE, n, quiet=True)]
         topics = [topic_entry(broker, n, include_ops=include_ops, version=version)
                   for n in names]
     else:
@@ -169,9 +180,23 @@ async def handle_metadata(broker: Broker, request: Request) -> dict:
                     )
                     continue
                 name = meta.name
+                if topic_denied(broker, request, DESCRIBE, name):
+                    topics.append(_unauthorized(None, wanted.get("topic_id")))
+                    continue
+            elif topic_denied(broker, request, DESCRIBE, name):
+                topics.append(_unauthorized(name))
+                continue
             topics.append(
-                await _requested_topic(broker, name, allow_create, include_ops, version)
+                await _requested_topic(
+                    broker, request, name, allow_create, include_ops, version
+                )
             )
+    if include_ops and broker.authorizer is not None:
+        for entry in topics:
+            if entry["error_code"] != ErrorCode.TOPIC_AUTHORIZATION_FAILED and entry["name"]:
+                entry["topic_authorized_operations"] = authorized_operations(
+                    broker, request, TOPIC, entry["name"]
+                )
     response = {
         "throttle_time_ms": 0,
         "brokers": broker_entries(broker, request),
@@ -180,8 +205,28 @@ async def handle_metadata(broker: Broker, request: Request) -> dict:
         "topics": topics,
     }
     if body.get("include_cluster_authorized_operations"):
-        response["cluster_authorized_operations"] = CLUSTER_OPERATIONS_ALL
+        response["cluster_authorized_operations"] = _cluster_operations(broker, request)
     return response
+
+
+def _cluster_operations(broker: Broker, request: Request) -> int:
+    """Kafka: the cluster's authorized operations for a principal that may DESCRIBE
+    the cluster, else 0."""
+    if broker.authorizer is None:
+        return CLUSTER_OPERATIONS_ALL
+    if cluster_denied(broker, request, DESCRIBE):
+        return 0
+    return authorized_operations(broker, request, CLUSTER)
+
+
+def _unauthorized(name: str | None, topic_id=ZERO_UUID) -> dict:
+    return {
+        "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        "name": name,
+        "topic_id": topic_id if name is None else ZERO_UUID,
+        "is_internal": name in INTERNAL_TOPICS,
+        "partitions": [],
+    }
 
 
 def _controller_id(broker: Broker) -> int:
@@ -198,7 +243,8 @@ def _by_id(broker: Broker, topic_id):
 
 
 async def _requested_topic(
-    broker: Broker, name: str, allow_create: bool, include_ops: bool, version: int
+    broker: Broker, request: Request, name: str, allow_create: bool, include_ops: bool,
+    version: int,
 ) -> dict:
     if _known(broker, name):
         return topic_entry(broker, name, include_ops=include_ops, version=version)
@@ -208,6 +254,10 @@ async def _requested_topic(
         return topic_entry(broker, name, ErrorCode.INVALID_TOPIC_EXCEPTION)
     if not (allow_create and broker.config.auto_create_topics) or name in INTERNAL_TOPICS:
         return topic_entry(broker, name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if broker.authorizer is not None and cluster_denied(broker, request, CREATE, quiet=True) and (
+        topic_denied(broker, request, CREATE, name)
+    ):  # Kafka: auto-creation needs CREATE on the cluster or the topic
+        return _unauthorized(name)
     try:
         # In a cluster: written to ZooKeeper, answered before the leaders are elected.
         await broker.topics.create(name, broker.config.num_partitions, {}, timeout_s=0)
@@ -230,7 +280,7 @@ async def handle_describe_cluster(broker: Broker, request: Request) -> dict:
         "cluster_id": broker.cluster_id,
         "controller_id": _controller_id(broker),
         "brokers": broker_entries(broker, request, key="broker_id"),
-        "cluster_authorized_operations": CLUSTER_OPERATIONS_ALL
+        "cluster_authorized_operations": _cluster_operations(broker, request)
         if include_ops
         else OPERATIONS_NOT_REQUESTED,
     }

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from kafkette.broker.security.authorizer.checks import ALTER, cluster_denied
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -83,7 +84,10 @@ async def handle_elect_leaders(broker: Broker, request: Request) -> dict:
     partitions = _requested(broker, body)
     results: dict[tuple[str, int], ErrorCode] = {}
     top_error = ErrorCode.NONE
-    if election_type not in (PREFERRED, UNCLEAN):
+    if cluster_denied(broker, request, ALTER):
+        top_error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        results = dict.fromkeys(partitions, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+    elif election_type not in (PREFERRED, UNCLEAN):
         top_error = ErrorCode.INVALID_REQUEST
     elif broker.cluster is None:
         for topic, index in partitions:

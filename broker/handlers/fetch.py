@@ -40,6 +40,12 @@ from typing import TYPE_CHECKING
 import trio
 
 from kafkette.broker.partition import Partition
+from kafkette.broker.security.authorizer.checks import (
+    CLUSTER_ACTION,
+    READ,
+    cluster_denied,
+    topic_denied,
+)
 from kafkette.broker.throttled_log import storage_errors
 from kafkette.log.errors import OffsetOutOfRange
 from kafkette.log.file_region import FileRegion, WouldBlock, reads_without_waiting
@@ -100,7 +106,7 @@ class _Wanted:
 async def handle_fetch(broker: Broker, request: Request) -> dict:
     body = request.body
     read_committed = body["isolation_level"] == READ_COMMITTED
-    topics, wanted = _plan(broker, body, read_committed, request.header.api_version)
+    topics, wanted = _plan(broker, body, read_committed, request.header.api_version, request)
     max_wait = max(0, body["max_wait_ms"]) / 1000
     deadline = trio.current_time() + max_wait
     min_bytes = body["min_bytes"]
@@ -118,6 +124,7 @@ async def handle_fetch(broker: Broker, request: Request) -> dict:
                 or trio.current_time() >= deadline
                 or broker.closing
                 or any(w.response["error_code"] for w in wanted)
+                or not wanted  # nothing to wait for (every partition refused), as Kafka
             ):
                 break
             with trio.move_on_at(deadline):
@@ -138,15 +145,26 @@ def replica_id_of(body: dict, version: int) -> int:
 
 
 def _plan(
-    broker: Broker, body: dict, read_committed: bool, version: int = 0
+    broker: Broker, body: dict, read_committed: bool, version: int, request: Request
 ) -> tuple[list[dict], list[_Wanted]]:
     topics: list[dict] = []
     wanted: list[_Wanted] = []
     replicas = broker.cluster.replicas if broker.cluster is not None else None
     replica_id = replica_id_of(body, version) if replicas is not None else -1
+    # Kafka: a follower needs CLUSTER_ACTION on the cluster, a consumer READ on each
+    # topic; either refusal is TOPIC_AUTHORIZATION_FAILED on the partitions.
+    follower_denied = replica_id >= 0 and cluster_denied(broker, request, CLUSTER_ACTION)
     for topic in body["topics"]:
         name = topic["topic"]
         partitions = []
+        if broker.authorizer is not None and (
+            follower_denied
+            or (replica_id < 0 and topic_denied(broker, request, READ, name))
+        ):
+            for fetch in topic["partitions"]:
+                partitions.append(_refused(fetch["partition"], read_committed))
+            topics.append({"topic": name, "partitions": partitions})
+            continue
         for fetch in topic["partitions"]:
             response = {
                 "partition_index": fetch["partition"],
@@ -183,6 +201,19 @@ def _plan(
             )
         topics.append({"topic": name, "partitions": partitions})
     return topics, wanted
+
+
+def _refused(index: int, read_committed: bool) -> dict:
+    return {
+        "partition_index": index,
+        "error_code": int(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+        "high_watermark": -1,
+        "last_stable_offset": -1,
+        "log_start_offset": -1,
+        "aborted_transactions": [] if read_committed else None,
+        "preferred_read_replica": -1,
+        "records": b"",
+    }
 
 
 def _cluster_partition(

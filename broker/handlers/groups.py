@@ -14,6 +14,19 @@ import logging
 from typing import TYPE_CHECKING
 
 from kafkette.broker.group_coordinator import CoordinatorUnavailable
+from kafkette.broker.groups.model import FetchedOffset, OffsetFetchResult
+from kafkette.broker.security.authorizer.checks import (
+    DELETE,
+    DESCRIBE,
+    GROUP,
+    READ,
+    TRANSACTIONAL_ID,
+    authorized_operations,
+    cluster_denied,
+    denied,
+    group_denied,
+    topic_denied,
+)
 from kafkette.broker.security.session import listener_of
 from kafkette.wire.errors import ErrorCode
 
@@ -29,6 +42,8 @@ KEY_TYPE_TRANSACTION = 1
 GROUP_OPERATIONS_ALL = (1 << 3) | (1 << 6) | (1 << 8)
 OPERATIONS_NOT_REQUESTED = -2147483648
 UNAVAILABLE = int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+GROUP_AUTHORIZATION_FAILED = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+TOPIC_AUTHORIZATION_FAILED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 # OffsetCommit v2-4 retention_time_ms is any int64: an expiry past this never comes anyway,
 # and it must still fit the int64 of the stored offset record.
 MAX_TIMESTAMP_MS = (1 << 63) - 1
@@ -42,6 +57,48 @@ async def handle_find_coordinator(broker: Broker, request: Request) -> dict:
     body = request.body
     version = request.header.api_version
     keys = body["coordinator_keys"] if version >= 4 else [body["key"]]
+    if broker.authorizer is not None:
+        # Kafka: DESCRIBE on the group or transactional id, checked before anything.
+        if body["key_type"] == KEY_TYPE_GROUP:
+            refused = {k: GROUP_AUTHORIZATION_FAILED for k in keys
+                       if group_denied(broker, request, DESCRIBE, k)}
+        elif body["key_type"] == KEY_TYPE_TRANSACTION:
+            refused = {k: int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED) for k in keys
+                       if denied(broker, request, DESCRIBE, TRANSACTIONAL_ID, k)}
+        else:
+            refused = {}
+        if refused:
+            return await _find_some_coordinators(broker, request, keys, refused)
+    return await _find_coordinators(broker, request, keys)
+
+
+async def _find_some_coordinators(
+    broker: Broker, request: Request, keys: list[str], refused: dict[str, int]
+) -> dict:
+    """The refused keys answered with their error, the others looked up as usual."""
+    allowed = [k for k in keys if k not in refused]
+    found = (await _find_coordinators(broker, request, allowed))["coordinators"] if allowed else []
+    by_key = {entry["key"]: entry for entry in found}
+    coordinators = [
+        by_key.get(k)
+        or {"key": k, "node_id": -1, "host": "", "port": -1, "error_code": refused[k],
+            "error_message": ErrorCode(refused[k]).name}
+        for k in keys
+    ]
+    first = coordinators[0]
+    return {
+        "throttle_time_ms": 0,
+        "error_code": first["error_code"],
+        "error_message": first["error_message"],
+        "node_id": first["node_id"],
+        "host": first["host"],
+        "port": first["port"],
+        "coordinators": coordinators,
+    }
+
+
+async def _find_coordinators(broker: Broker, request: Request, keys: list[str]) -> dict:
+    body = request.body
     if broker.cluster is not None:
         return await _find_coordinator_in_cluster(broker, body, keys, listener_of(request))
     own = broker.endpoint_for(listener_of(request))
@@ -174,6 +231,9 @@ async def handle_join_group(broker: Broker, request: Request) -> dict:
     protocols = [(p["name"], p["metadata"]) for p in body["protocols"]]
     session_timeout = body["session_timeout_ms"]
     rebalance_timeout = body["rebalance_timeout_ms"] if version >= 1 else session_timeout
+    if group_denied(broker, request, READ, body["group_id"]):
+        return {"error_code": GROUP_AUTHORIZATION_FAILED, "generation_id": -1,
+                "member_id": "", "protocol_name": None if version >= 7 else ""}
 
     def call(state, now, ticket):
         return state.join_group(
@@ -228,6 +288,8 @@ async def handle_sync_group(broker: Broker, request: Request) -> dict:
     body = request.body
     version = request.header.api_version
     assignments = [(a["member_id"], a["assignment"]) for a in body["assignments"]]
+    if group_denied(broker, request, READ, body["group_id"]):
+        return {"error_code": GROUP_AUTHORIZATION_FAILED, "assignment": b""}
 
     def call(state, now, ticket):
         return state.sync_group(
@@ -265,6 +327,8 @@ async def handle_sync_group(broker: Broker, request: Request) -> dict:
 
 async def handle_heartbeat(broker: Broker, request: Request) -> dict:
     body = request.body
+    if group_denied(broker, request, READ, body["group_id"]):
+        return {"error_code": GROUP_AUTHORIZATION_FAILED}
     try:
         outcome = await broker.groups.run(
             lambda state, now: state.heartbeat(
@@ -296,6 +360,8 @@ async def handle_leave_group(broker: Broker, request: Request) -> dict:
         members = [(m["member_id"], m["group_instance_id"]) for m in body["members"]]
     else:
         members = [(body["member_id"], None)]
+    if group_denied(broker, request, READ, body["group_id"]):
+        return {"error_code": GROUP_AUTHORIZATION_FAILED, "members": []}
     try:
         outcome = await broker.groups.run(
             lambda state, now: state.leave_group(
@@ -326,7 +392,13 @@ async def handle_leave_group(broker: Broker, request: Request) -> dict:
 async def handle_offset_commit(broker: Broker, request: Request) -> dict:
     body = request.body
     version = request.header.api_version
-    offsets, errors = offset_commits(broker, body["topics"], with_leader_epoch=True)
+    if group_denied(broker, request, READ, body["group_id"]):
+        errors = {(t["name"], p["partition_index"]): GROUP_AUTHORIZATION_FAILED
+                  for t in body["topics"] for p in t["partitions"]}
+        return {"throttle_time_ms": 0, "topics": errors_by_topic(body["topics"], errors)}
+    allowed, refused = topics_allowed(broker, request, READ, body["topics"])
+    offsets, errors = offset_commits(broker, allowed, with_leader_epoch=True)
+    errors.update(refused)
     retention = body["retention_time_ms"] if 2 <= version <= 4 else -1
     generation = body["generation_id_or_member_epoch"] if version >= 1 else -1
     if offsets:
@@ -349,6 +421,24 @@ async def handle_offset_commit(broker: Broker, request: Request) -> dict:
         except CoordinatorUnavailable as exc:
             errors.update(dict.fromkeys(offsets, int(exc.code)))
     return {"throttle_time_ms": 0, "topics": errors_by_topic(body["topics"], errors)}
+
+
+def topics_allowed(
+    broker: Broker, request: Request, op, topics: list[dict]
+) -> tuple[list[dict], dict[tuple[str, int], int]]:
+    """(the request's topics the principal may ``op``, TOPIC_AUTHORIZATION_FAILED
+    for each partition of the others), Kafka's per-topic check in offset commits."""
+    if broker.authorizer is None:
+        return topics, {}
+    allowed = []
+    refused: dict[tuple[str, int], int] = {}
+    for topic in topics:
+        if topic_denied(broker, request, op, topic["name"]):
+            for p in topic["partitions"]:
+                refused[(topic["name"], p["partition_index"])] = TOPIC_AUTHORIZATION_FAILED
+        else:
+            allowed.append(topic)
+    return allowed, refused
 
 
 def offset_commits(
@@ -435,7 +525,7 @@ async def handle_offset_fetch(broker: Broker, request: Request) -> dict:
     if version >= 8:
         groups = []
         for group in body["groups"]:
-            result = _fetch_group(broker, group["group_id"], group["topics"], stable)
+            result = _fetch_authorized(broker, request, group["group_id"], group["topics"], stable)
             groups.append(
                 {
                     "group_id": group["group_id"],
@@ -444,13 +534,49 @@ async def handle_offset_fetch(broker: Broker, request: Request) -> dict:
                 }
             )
         return {"throttle_time_ms": 0, "groups": groups}
-    result = _fetch_group(broker, body["group_id"], body["topics"], stable)
+    result = _fetch_authorized(broker, request, body["group_id"], body["topics"], stable)
     return {"throttle_time_ms": 0, "topics": _by_topic(result), "error_code": result.error}
+
+
+def _fetch_authorized(
+    broker: Broker, request: Request, group_id: str, topics: list[dict] | None, stable: bool
+):
+    """Kafka's OffsetFetch checks: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED),
+    DESCRIBE on each topic: a named topic the principal may not describe answers
+    TOPIC_AUTHORIZATION_FAILED, and "all topics" leaves such topics out."""
+    if broker.authorizer is None:
+        return _fetch_group(broker, group_id, topics, stable)
+    if group_denied(broker, request, DESCRIBE, group_id):
+        return _GroupError(GROUP_AUTHORIZATION_FAILED)
+    if topics is None:
+        result = _fetch_group(broker, group_id, None, stable)
+        if isinstance(result, _GroupError):
+            return result
+        return OffsetFetchResult(result.error, {
+            tp: fetched for tp, fetched in result.partitions.items()
+            if not topic_denied(broker, request, DESCRIBE, tp[0], quiet=True)
+        })
+    allowed = [t for t in topics if not topic_denied(broker, request, DESCRIBE, t["name"])]
+    result = _fetch_group(broker, group_id, allowed, stable)
+    if len(allowed) < len(topics) and not isinstance(result, _GroupError):
+        for topic in topics:
+            if topic not in allowed:
+                for index in topic["partition_indexes"]:
+                    result.partitions[(topic["name"], index)] = FetchedOffset(
+                        -1, -1, "", TOPIC_AUTHORIZATION_FAILED
+                    )
+    return result
 
 
 async def handle_list_groups(broker: Broker, request: Request) -> dict:
     body = request.body
     listings = broker.groups.state.list_groups(body["states_filter"], body["types_filter"])
+    if broker.authorizer is not None and cluster_denied(broker, request, DESCRIBE, quiet=True):
+        # Kafka: without DESCRIBE on the cluster, the groups the principal may describe.
+        listings = [
+            g for g in listings
+            if not group_denied(broker, request, DESCRIBE, g.group_id, quiet=True)
+        ]
     # Kafka lists what it has, with COORDINATOR_LOAD_IN_PROGRESS while a partition loads.
     loading = broker.groups.loading
     return {
@@ -472,7 +598,9 @@ async def handle_describe_groups(broker: Broker, request: Request) -> dict:
     body = request.body
     include_ops = body["include_authorized_operations"]
     groups = []
-    for d in broker.groups.state.describe_groups(body["groups"]):
+    names = body["groups"]
+    refused = {g for g in names if group_denied(broker, request, DESCRIBE, g)}
+    for d in broker.groups.state.describe_groups([g for g in names if g not in refused]):
         error = broker.groups.coordinator_error(d.group_id)
         if error != ErrorCode.NONE:  # a cluster: another broker's group, or loading
             groups.append(_describe_error(d.group_id, int(error), include_ops))
@@ -496,11 +624,17 @@ async def handle_describe_groups(broker: Broker, request: Request) -> dict:
                     }
                     for m in d.members
                 ],
-                "authorized_operations": GROUP_OPERATIONS_ALL
+                "authorized_operations": authorized_operations(broker, request, GROUP, d.group_id)
                 if include_ops
                 else OPERATIONS_NOT_REQUESTED,
             }
         )
+    if refused:  # answered in the request's order, as Kafka does
+        by_id = {g["group_id"]: g for g in groups}
+        groups = [
+            by_id[g] if g in by_id else _describe_error(g, GROUP_AUTHORIZATION_FAILED, False)
+            for g in names
+        ]
     return {"throttle_time_ms": 0, "groups": groups}
 
 
@@ -520,10 +654,13 @@ def _describe_error(group_id: str, error: int, include_ops: bool) -> dict:
 async def handle_delete_groups(broker: Broker, request: Request) -> dict:
     names = request.body["groups_names"]
     coordinator = broker.groups
+    forbidden = {g: GROUP_AUTHORIZATION_FAILED for g in names
+                 if group_denied(broker, request, DELETE, g)}
 
     def call(state, now):
         # Under the coordinator's lock: in a cluster, only the groups it coordinates now.
         refused = {g: int(e) for g in names if (e := coordinator.coordinator_error(g))}
+        refused.update(forbidden)
         outcome = state.delete_groups([g for g in names if g not in refused], now)
         outcome.result.update(refused)
         return outcome
@@ -533,6 +670,7 @@ async def handle_delete_groups(broker: Broker, request: Request) -> dict:
         results = outcome.result
     except CoordinatorUnavailable as exc:
         results = dict.fromkeys(names, int(exc.code))
+        results.update(forbidden)
     return {
         "throttle_time_ms": 0,
         "results": [{"group_id": g, "error_code": int(results.get(g, 0))} for g in names],
@@ -541,15 +679,18 @@ async def handle_delete_groups(broker: Broker, request: Request) -> dict:
 
 async def handle_offset_delete(broker: Broker, request: Request) -> dict:
     body = request.body
+    if group_denied(broker, request, DELETE, body["group_id"]):
+        return {"error_code": GROUP_AUTHORIZATION_FAILED, "topics": []}
+    allowed, refused = topics_allowed(broker, request, READ, body["topics"])
     unknown = {
         (t["name"], p["partition_index"])
-        for t in body["topics"]
+        for t in allowed
         for p in t["partitions"]
         if not broker.topics.has_partition(t["name"], p["partition_index"])
     }
     wanted = [
         (t["name"], p["partition_index"])
-        for t in body["topics"]
+        for t in allowed
         for p in t["partitions"]
         if (t["name"], p["partition_index"]) not in unknown
     ]
@@ -565,6 +706,7 @@ async def handle_offset_delete(broker: Broker, request: Request) -> dict:
     result = outcome.result
     errors = {tp: int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for tp in unknown}
     errors.update(result.partitions)
+    errors.update(refused)
     return {
         "error_code": result.error,
         "throttle_time_ms": 0,

@@ -26,6 +26,13 @@ import trio
 
 from kafkette.broker.partition import LEADER_EPOCH, Partition
 from kafkette.broker.record_lookup import exact_record
+from kafkette.broker.security.authorizer.checks import (
+    CLUSTER_ACTION,
+    DELETE,
+    DESCRIBE,
+    cluster_denied,
+    topic_denied,
+)
 from kafkette.broker.throttled_log import storage_errors
 from kafkette.wire.errors import ErrorCode
 
@@ -97,6 +104,7 @@ async def handle_list_offsets(broker: Broker, request: Request) -> dict:
     topics = []
     for topic in request.body["topics"]:
         results = []
+        refused = topic_denied(broker, request, DESCRIBE, topic["name"])
         for query in topic["partitions"]:
             result = {
                 "partition_index": query["partition_index"],
@@ -106,6 +114,11 @@ async def handle_list_offsets(broker: Broker, request: Request) -> dict:
                 "offset": -1,
                 "leader_epoch": LEADER_EPOCH,
             }
+            if refused:
+                result["error_code"] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                result["leader_epoch"] = -1
+                results.append(result)
+                continue
             partition = _partition_or_error(
                 broker,
                 replicas,
@@ -142,10 +155,18 @@ async def handle_list_offsets(broker: Broker, request: Request) -> dict:
 
 
 async def handle_offset_for_leader_epoch(broker: Broker, request: Request) -> dict:
+    if broker.authorizer is not None:
+        refusal = _refused_epoch_queries(broker, request)
+        if refusal is not None:
+            return refusal
     if broker.cluster is not None:
         return _offsets_for_leader_epochs(broker.cluster.replicas, request.body)
+    return {"throttle_time_ms": 0, "topics": _local_epoch_answers(broker, request.body["topics"])}
+
+
+def _local_epoch_answers(broker: Broker, wanted: list[dict]) -> list[dict]:
     topics = []
-    for topic in request.body["topics"]:
+    for topic in wanted:
         results = []
         for query in topic["partitions"]:
             result = {
@@ -164,7 +185,42 @@ async def handle_offset_for_leader_epoch(broker: Broker, request: Request) -> di
                 result["end_offset"] = partition.log.log_end_offset
             results.append(result)
         topics.append({"topic": topic["topic"], "partitions": results})
-    return {"throttle_time_ms": 0, "topics": topics}
+    return topics
+
+
+def _refused_epoch_queries(broker: Broker, request: Request) -> dict | None:
+    """Kafka's checks: a replica (replica_id >= 0) needs CLUSTER_ACTION, or every
+    partition is CLUSTER_AUTHORIZATION_FAILED; a consumer needs DESCRIBE on each topic
+    (TOPIC_AUTHORIZATION_FAILED). None when nothing is refused; else the answer, with
+    the allowed topics' part computed as usual."""
+    body = request.body
+    if body.get("replica_id", -1) >= 0:
+        if not cluster_denied(broker, request, CLUSTER_ACTION):
+            return None
+        denied = {t["topic"] for t in body["topics"]}
+        code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    else:
+        denied = {t["topic"] for t in body["topics"]
+                  if topic_denied(broker, request, DESCRIBE, t["topic"])}
+        code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    if not denied:
+        return None
+    allowed = [t for t in body["topics"] if t["topic"] not in denied]
+    if broker.cluster is not None:
+        answer = _offsets_for_leader_epochs(broker.cluster.replicas, {"topics": allowed})
+    else:
+        answer = {"throttle_time_ms": 0, "topics": _local_epoch_answers(broker, allowed)}
+    for topic in body["topics"]:
+        if topic["topic"] in denied:
+            answer["topics"].append({
+                "topic": topic["topic"],
+                "partitions": [
+                    {"error_code": int(code), "partition": q["partition"],
+                     "leader_epoch": -1, "end_offset": -1}
+                    for q in topic["partitions"]
+                ],
+            })
+    return answer
 
 
 def _offsets_for_leader_epochs(replicas: ReplicaManager, body: dict) -> dict:
@@ -203,6 +259,7 @@ async def handle_delete_records(broker: Broker, request: Request) -> dict:
     topics = []
     for topic in request.body["topics"]:
         results = []
+        refused = topic_denied(broker, request, DELETE, topic["name"])
         for query in topic["partitions"]:
             result = {
                 "partition_index": query["partition_index"],
@@ -210,6 +267,9 @@ async def handle_delete_records(broker: Broker, request: Request) -> dict:
                 "error_code": 0,
             }
             results.append(result)
+            if refused:
+                result["error_code"] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                continue
             partition = _partition_or_error(
                 broker, replicas, topic["name"], query["partition_index"], -1
             )

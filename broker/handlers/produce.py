@@ -36,6 +36,11 @@ from typing import TYPE_CHECKING
 import trio
 
 from kafkette.broker.partition import Partition
+from kafkette.broker.security.authorizer.checks import (
+    WRITE,
+    topic_denied,
+    transactional_id_denied,
+)
 from kafkette.broker.throttled_log import describe_error, storage_errors
 from kafkette.broker.topics import INTERNAL_TOPICS
 from kafkette.log.errors import RecordBatchTooLarge
@@ -136,16 +141,26 @@ async def handle_produce(broker: Broker, request: Request) -> dict | None:
         error = ErrorCode.INVALID_REQUIRED_ACKS
     elif body["transactional_id"] is None and _has_transactional_batch(body):
         error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif broker.authorizer is not None and _has_transactional_batch(body) and (
+        transactional_id_denied(broker, request, WRITE, body["transactional_id"])
+    ):
+        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     else:
         error = ErrorCode.NONE
     for topic in body["topic_data"]:
         name = topic["name"]
         partition_responses = []
+        # Kafka checks WRITE on the topic before it looks the topic up.
+        topic_error = error
+        if not error and broker.authorizer is not None and topic_denied(
+            broker, request, WRITE, name
+        ):
+            topic_error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         for data in topic["partition_data"]:
             response = _partition_response(data["index"])
             partition_responses.append(response)
-            if error:
-                response["error_code"] = int(error)
+            if topic_error:
+                response["error_code"] = int(topic_error)
                 continue
             _prepare(broker, name, data, response, work, request.header.api_version, replicas, acks)
         responses.append({"name": name, "partition_responses": partition_responses})
@@ -154,16 +169,19 @@ async def handle_produce(broker: Broker, request: Request) -> dict | None:
         if replicas is not None and acks == -1:
             await _wait_for_acks(replicas, work, body["timeout_ms"])
     if acks == 0:
-        if replicas is not None:
+        # Kafka closes the connection of an acks=0 producer whose records were refused;
+        # with an authorizer, a refused WRITE would otherwise lose records silently.
+        if replicas is not None or broker.authorizer is not None:
             _close_on_acks_0_error(responses, request.peer)
         return None
     return {"responses": responses, "throttle_time_ms": 0}
 
 
 def _close_on_acks_0_error(responses: list[dict], peer: str) -> None:
-    """Cluster mode, acks=0: an error cannot be answered, so the connection is closed and
-    the client refreshes its metadata (Kafka's KafkaApis does this; a producer writing to
-    a broker that lost leadership would otherwise lose every record silently)."""
+    """Cluster mode or an authorizer, acks=0: an error cannot be answered, so the
+    connection is closed and the client refreshes its metadata (Kafka's KafkaApis does
+    this; a producer writing to a broker that lost leadership, or may not write, would
+    otherwise lose every record silently)."""
     for topic in responses:
         for part in topic["partition_responses"]:
             if part["error_code"]:

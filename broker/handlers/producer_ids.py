@@ -22,6 +22,14 @@ from typing import TYPE_CHECKING
 import trio
 
 from kafkette.broker.handlers.transactions import for_version
+from kafkette.broker.security.authorizer.checks import (
+    IDEMPOTENT_WRITE,
+    TOPIC,
+    TRANSACTIONAL_ID,
+    WRITE,
+    cluster_denied,
+    denied,
+)
 from kafkette.broker.throttled_log import storage_errors
 from kafkette.wire.errors import ErrorCode
 
@@ -32,6 +40,9 @@ if TYPE_CHECKING:
 
 async def handle_init_producer_id(broker: Broker, request: Request) -> dict:
     body = request.body
+    if broker.authorizer is not None and (refusal := _refusal(broker, request)):
+        return {"throttle_time_ms": 0, "error_code": int(refusal),
+                "producer_id": -1, "producer_epoch": -1}
     if body["transactional_id"] is not None:
         result = await broker.transactions.init_producer_id(
             body["transactional_id"],
@@ -58,3 +69,19 @@ async def handle_init_producer_id(broker: Broker, request: Request) -> dict:
             "producer_epoch": -1,
         }
     return {"throttle_time_ms": 0, "error_code": 0, "producer_id": producer_id, "producer_epoch": 0}
+
+
+def _refusal(broker: Broker, request: Request) -> ErrorCode:
+    """Kafka's checks: WRITE on the transactional id; without one, IDEMPOTENT_WRITE on
+    the cluster or WRITE on some topic (KIP-679), else CLUSTER_AUTHORIZATION_FAILED."""
+    transactional_id = request.body["transactional_id"]
+    if transactional_id is not None:
+        if denied(broker, request, WRITE, TRANSACTIONAL_ID, transactional_id):
+            return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        return ErrorCode.NONE
+    assert broker.authorizer is not None
+    if cluster_denied(broker, request, IDEMPOTENT_WRITE, quiet=True) and not (
+        broker.authorizer.allows_some(request.session, WRITE, TOPIC)
+    ):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    return ErrorCode.NONE

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from kafkette.broker.security.authorizer.checks import ALTER, DESCRIBE, cluster_denied
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -75,7 +76,9 @@ async def handle_alter_partition_reassignments(broker: Broker, request: Request)
     wanted = _requests(body)
     node = broker.cluster
     top_error, results = ErrorCode.NONE, {}
-    if node is None:
+    if cluster_denied(broker, request, ALTER):
+        top_error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    elif node is None:
         results = _single_node(broker, wanted)
     elif not node.controller.active:
         top_error = ErrorCode.NOT_CONTROLLER
@@ -140,7 +143,9 @@ async def handle_list_partition_reassignments(broker: Broker, request: Request) 
     node = broker.cluster
     top_error = ErrorCode.NONE
     listed: dict[str, list[dict]] = {}
-    if node is not None and not node.controller.active:
+    if cluster_denied(broker, request, DESCRIBE):
+        top_error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    elif node is not None and not node.controller.active:
         top_error = ErrorCode.NOT_CONTROLLER
     elif node is not None:
         metadata = node.metadata

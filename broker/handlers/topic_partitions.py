@@ -16,6 +16,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kafkette.broker.handlers.cluster import topic_entry
+from kafkette.broker.security.authorizer.checks import (
+    DESCRIBE,
+    TOPIC,
+    authorized_operations,
+    topic_denied,
+)
 from kafkette.broker.topics import INTERNAL_TOPICS
 from kafkette.wire.errors import ErrorCode
 
@@ -36,7 +42,12 @@ async def handle_describe_topic_partitions(broker: Broker, request: Request) -> 
     body = request.body
     known = set(_topic_names(broker))
     requested = [t["name"] for t in body["topics"]]
-    names = sorted(set(requested)) if requested else sorted(known)
+    if requested:
+        names = sorted(set(requested))
+    else:  # all topics: Kafka leaves out the ones the principal may not describe
+        names = sorted(
+            n for n in known if not topic_denied(broker, request, DESCRIBE, n, quiet=True)
+        )
     limit = max(1, min(body["response_partition_limit"], PARTITION_LIMIT))
     cursor = body.get("cursor")
     if cursor is not None:
@@ -45,6 +56,12 @@ async def handle_describe_topic_partitions(broker: Broker, request: Request) -> 
     next_cursor = None
     left = limit
     for name in names:
+        if requested and topic_denied(broker, request, DESCRIBE, name):
+            topics.append(
+                {"error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "name": name,
+                 "is_internal": False, "partitions": []}
+            )
+            continue
         if name not in known:
             topics.append(
                 {"error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "name": name,
@@ -74,7 +91,9 @@ async def handle_describe_topic_partitions(broker: Broker, request: Request) -> 
                 "topic_id": entry["topic_id"],
                 "is_internal": name in INTERNAL_TOPICS,
                 "partitions": partitions,
-                "topic_authorized_operations": entry["topic_authorized_operations"],
+                "topic_authorized_operations": entry["topic_authorized_operations"]
+                if broker.authorizer is None
+                else authorized_operations(broker, request, TOPIC, name),
             }
         )
         if next_cursor is not None:

@@ -12,6 +12,17 @@ import logging
 from typing import TYPE_CHECKING
 
 from kafkette.broker.clock import now_ms
+from kafkette.broker.security.authorizer.checks import (
+    CLUSTER_ACTION,
+    DESCRIBE,
+    READ,
+    TRANSACTIONAL_ID,
+    WRITE,
+    cluster_denied,
+    denied,
+    group_denied,
+    topic_denied,
+)
 from kafkette.broker.topics import INTERNAL_TOPICS
 from kafkette.broker.transactions.coordinator import COORDINATOR_EPOCH
 from kafkette.broker.transactions.markers import write_marker
@@ -55,6 +66,7 @@ def _partition_results(topics: list[dict], errors: dict[tuple[str, int], int]) -
 
 async def _add_one(
     broker: Broker,
+    request: Request,
     transactional_id: str,
     producer_id: int,
     producer_epoch: int,
@@ -68,11 +80,21 @@ async def _add_one(
     coordinator sees it); otherwise every partition gets the coordinator's answer.
     """
     wanted = [(t["name"], index) for t in topics for index in t["partitions"]]
-    unknown = {tp for tp in wanted if not broker.topics.has_partition(*tp)}
-    if unknown:
+    if broker.authorizer is not None:
+        # Kafka: WRITE on the transactional id, then WRITE on each topic.
+        if denied(broker, request, WRITE, TRANSACTIONAL_ID, transactional_id):
+            code = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+            return _partition_results(topics, dict.fromkeys(wanted, code))
+        refused = {t["name"] for t in topics if topic_denied(broker, request, WRITE, t["name"])}
+    else:
+        refused = set()
+    unknown = {tp for tp in wanted if tp[0] not in refused and not broker.topics.has_partition(*tp)}
+    if unknown or refused:
         errors = {
             tp: int(
-                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                if tp[0] in refused
+                else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 if tp in unknown
                 else ErrorCode.OPERATION_NOT_ATTEMPTED
             )
@@ -103,6 +125,7 @@ async def handle_add_partitions_to_txn(broker: Broker, request: Request) -> dict
     if version <= 3:
         results = await _add_one(
             broker,
+            request,
             body["v3_and_below_transactional_id"],
             body["v3_and_below_producer_id"],
             body["v3_and_below_producer_epoch"],
@@ -113,10 +136,15 @@ async def handle_add_partitions_to_txn(broker: Broker, request: Request) -> dict
                 code = result["partition_error_code"]
                 result["partition_error_code"] = for_version(code, version, 2)
         return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": results}
+    if cluster_denied(broker, request, CLUSTER_ACTION):  # v4+: brokers verifying
+        return {"throttle_time_ms": 0,
+                "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+                "results_by_transaction": []}
     by_transaction = []
     for txn in body["transactions"]:
         results = await _add_one(
             broker,
+            request,
             txn["transactional_id"],
             txn["producer_id"],
             txn["producer_epoch"],
@@ -135,7 +163,11 @@ async def handle_add_partitions_to_txn(broker: Broker, request: Request) -> dict
 async def handle_add_offsets_to_txn(broker: Broker, request: Request) -> dict:
     body = request.body
     coordinator = broker.transactions
-    if not body["group_id"]:
+    if denied(broker, request, WRITE, TRANSACTIONAL_ID, body["transactional_id"]):
+        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif group_denied(broker, request, READ, body["group_id"]):
+        error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    elif not body["group_id"]:
         error = ErrorCode.INVALID_REQUEST
     else:
         error = await coordinator.add_partitions(
@@ -149,6 +181,9 @@ async def handle_add_offsets_to_txn(broker: Broker, request: Request) -> dict:
 
 async def handle_end_txn(broker: Broker, request: Request) -> dict:
     body = request.body
+    if denied(broker, request, WRITE, TRANSACTIONAL_ID, body["transactional_id"]):
+        code = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        return {"throttle_time_ms": 0, "error_code": code}
     error = await broker.transactions.end_transaction(
         body["transactional_id"], body["producer_id"], body["producer_epoch"], body["committed"]
     )
@@ -162,12 +197,16 @@ async def handle_write_txn_markers(broker: Broker, request: Request) -> dict:
     """Markers sent to the partitions' leader: by ``kafka-transactions.sh abort`` (a
     hanging transaction), in a cluster also by other coordinators."""
     results = []
+    # Kafka: only brokers (CLUSTER_ACTION) write markers; else every partition is refused.
+    refused = cluster_denied(broker, request, CLUSTER_ACTION)
     for marker in request.body["markers"]:
         topics = []
         for topic in marker["topics"]:
             partitions = []
             for index in topic["partition_indexes"]:
-                if topic["name"] in INTERNAL_TOPICS and topic["name"] != "__consumer_offsets":
+                if refused:
+                    error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+                elif topic["name"] in INTERNAL_TOPICS and topic["name"] != "__consumer_offsets":
                     error = ErrorCode.INVALID_TOPIC_EXCEPTION
                 elif broker.cluster is None and marker["coordinator_epoch"] > COORDINATOR_EPOCH:
                     # No coordinator has a higher epoch than this node's own: such a
@@ -209,6 +248,9 @@ async def handle_list_transactions(broker: Broker, request: Request) -> dict:
     for metadata in broker.transactions.all():
         if metadata.state == TxnState.DEAD:
             continue
+        if denied(broker, request, DESCRIBE, TRANSACTIONAL_ID, metadata.transactional_id,
+                  quiet=True):
+            continue  # Kafka lists only the ids the principal may describe
         if producer_ids and metadata.producer_id not in producer_ids:
             continue
         if state_names and metadata.state not in states:
@@ -237,6 +279,8 @@ async def handle_describe_transactions(broker: Broker, request: Request) -> dict
         # In a cluster, an id of a partition this broker does not lead (or still loads):
         # NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS, as Kafka.
         not_here = broker.transactions.coordinator_error(transactional_id)
+        if denied(broker, request, DESCRIBE, TRANSACTIONAL_ID, transactional_id):
+            not_here = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         if not_here or metadata is None or metadata.state == TxnState.DEAD:
             states.append(
                 {
@@ -253,7 +297,8 @@ async def handle_describe_transactions(broker: Broker, request: Request) -> dict
             continue
         topics: dict[str, list[int]] = {}
         for topic, index in sorted(metadata.partitions):
-            topics.setdefault(topic, []).append(index)
+            if not topic_denied(broker, request, DESCRIBE, topic, quiet=True):  # hidden, as Kafka
+                topics.setdefault(topic, []).append(index)
         states.append(
             {
                 "error_code": 0,
@@ -275,13 +320,18 @@ async def handle_describe_producers(broker: Broker, request: Request) -> dict:
     topics = []
     for topic in request.body["topics"]:
         partitions = []
+        refused = topic_denied(broker, request, READ, topic["name"])
         for index in topic["partition_indexes"]:
-            partition = broker.topics.partition(topic["name"], index)
+            partition = None if refused else broker.topics.partition(topic["name"], index)
             if partition is None:
                 partitions.append(
                     {
                         "partition_index": index,
-                        "error_code": int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+                        "error_code": int(
+                            ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                            if refused
+                            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                        ),
                         "error_message": None,
                         "active_producers": [],
                     }

@@ -26,7 +26,14 @@ from typing import TYPE_CHECKING
 
 from kafkette.broker.group_coordinator import CoordinatorUnavailable, ProducerRejected
 from kafkette.broker.groups import OFFSETS_TOPIC
-from kafkette.broker.handlers.groups import errors_by_topic, offset_commits
+from kafkette.broker.handlers.groups import errors_by_topic, offset_commits, topics_allowed
+from kafkette.broker.security.authorizer.checks import (
+    READ,
+    TRANSACTIONAL_ID,
+    WRITE,
+    denied,
+    group_denied,
+)
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -70,7 +77,21 @@ _VERIFICATION_ERRORS = {
 async def handle_txn_offset_commit(broker: Broker, request: Request) -> dict:
     body = request.body
     version = request.header.api_version
-    offsets, errors = offset_commits(broker, body["topics"], with_leader_epoch=version >= 2)
+    if broker.authorizer is not None:
+        # Kafka: WRITE on the transactional id, READ on the group, READ on each topic.
+        if denied(broker, request, WRITE, TRANSACTIONAL_ID, body["transactional_id"]):
+            refusal = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        elif group_denied(broker, request, READ, body["group_id"]):
+            refusal = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        else:
+            refusal = ErrorCode.NONE
+        if refusal:
+            errors = {(t["name"], p["partition_index"]): int(refusal)
+                      for t in body["topics"] for p in t["partitions"]}
+            return {"throttle_time_ms": 0, "topics": errors_by_topic(body["topics"], errors)}
+    allowed, refused = topics_allowed(broker, request, READ, body["topics"])
+    offsets, errors = offset_commits(broker, allowed, with_leader_epoch=version >= 2)
+    errors.update(refused)
     if offsets:
         errors.update(await _commit(broker, body, version, offsets))
     if version < 2:

@@ -389,17 +389,24 @@ def _load_chain(context: ssl.SSLContext, material: _KeyAndChain, where: str) -> 
         Encoding.PEM, PrivateFormat.PKCS8, BestAvailableEncryption(one_time.encode())
     )
     chain_pem = b"".join(c.public_bytes(Encoding.PEM) for c in material.chain)
-    with tempfile.TemporaryDirectory(prefix="kafkette-tls-") as directory:
-        path = os.path.join(directory, "keystore.pem")
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as file:
-            file.write(key_pem + chain_pem)
-        try:
-            context.load_cert_chain(path, path, password=one_time)
-        except ssl.SSLError as exc:
-            raise TlsConfigError(
-                f"keystore of {where}: the key does not match its certificate ({exc.reason})"
-            ) from None
+    try:
+        with tempfile.TemporaryDirectory(prefix="kafkette-tls-") as directory:
+            path = os.path.join(directory, "keystore.pem")
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as file:
+                file.write(key_pem + chain_pem)
+            try:
+                context.load_cert_chain(path, path, password=one_time)
+            except ssl.SSLError as exc:
+                raise TlsConfigError(
+                    f"keystore of {where}: the key does not match its certificate"
+                    f" ({exc.reason})"
+                ) from None
+    except OSError as exc:  # no usable temporary directory (TMPDIR)
+        raise TlsConfigError(
+            f"keystore of {where}: cannot hand the key to OpenSSL through a temporary"
+            f" file: {exc.strerror or exc} ({tempfile.gettempdir()})"
+        ) from None
 
 
 # --- protocols and cipher suites ----------------------------------------------------
@@ -501,42 +508,127 @@ _RFC2253_KEYWORDS = {
 
 def rfc2253_subject(der: bytes) -> str:
     """A certificate's subject as Java's ``X500Principal.getName(RFC2253)`` writes it:
-    most specific RDN first, Java's keywords, other attributes as ``OID=#<DER hex>``."""
+    most specific RDN first, attributes of one RDN in their DER order, Java's keywords
+    with escaped string values, other attributes (and values that are not strings) as
+    ``OID=#<hex of the value's DER, as in the certificate>``."""
     from cryptography import x509
 
     certificate = x509.load_der_x509_certificate(der)
     rdns = []
-    for rdn in reversed(list(certificate.subject.rdns)):
+    for rdn in reversed(_subject_rdns(certificate.tbs_certificate_bytes)):
         parts = []
-        for attribute in rdn:
-            keyword = _RFC2253_KEYWORDS.get(attribute.oid.dotted_string)
-            if keyword is None:
-                parts.append(f"{attribute.oid.dotted_string}=#{_der_value_hex(attribute)}")
+        for oid, tag, value, encoded in rdn:
+            keyword = _RFC2253_KEYWORDS.get(oid)
+            text = _der_string(tag, value) if keyword is not None else None
+            if keyword is None or text is None:
+                parts.append(f"{keyword or oid}=#{encoded.hex()}")
             else:
-                parts.append(f"{keyword}={_escape(str(attribute.value))}")
+                parts.append(f"{keyword}={_escape(text)}")
         rdns.append("+".join(parts))
     return ",".join(rdns)
 
 
-def _der_value_hex(attribute: Any) -> str:
-    value = attribute.value if isinstance(attribute.value, bytes) else str(attribute.value).encode()
-    tag = getattr(getattr(attribute, "_type", None), "value", 12)  # UTF8String by default
-    length = len(value)
-    if length < 0x80:
-        header = bytes([tag, length])
-    else:
-        size = length.to_bytes((length.bit_length() + 7) // 8, "big")
-        header = bytes([tag, 0x80 | len(size)]) + size
-    return (header + value).hex()
+# A subject attribute straight from the DER: (dotted OID, value tag, value, value TLV).
+_Attribute = tuple[str, int, bytes, bytes]
+
+
+def _der_item(data: bytes, offset: int) -> tuple[int, int, int]:
+    """(tag, start of the contents, end of the contents) of the TLV at ``offset``."""
+    tag = data[offset]
+    length = data[offset + 1]
+    start = offset + 2
+    if length & 0x80:
+        size = length & 0x7F
+        length = int.from_bytes(data[start:start + size], "big")
+        start += size
+    return tag, start, start + length
+
+
+def _der_children(data: bytes, start: int, end: int) -> list[tuple[int, int, int, int]]:
+    """(tag, TLV start, contents start, contents end) of each TLV in ``data[start:end]``."""
+    children = []
+    while start < end:
+        tag, contents, after = _der_item(data, start)
+        children.append((tag, start, contents, after))
+        start = after
+    return children
+
+
+def _subject_rdns(tbs: bytes) -> list[list[_Attribute]]:
+    """The subject of a TBSCertificate (version?, serial, signature, issuer, validity,
+    subject, ...) as its RDNs, in DER order, each attribute's value as encoded."""
+    _, start, end = _der_item(tbs, 0)
+    fields = _der_children(tbs, start, end)
+    if fields[0][0] == 0xA0:  # [0] EXPLICIT version
+        fields = fields[1:]
+    _, _, name_start, name_end = fields[4]
+    rdns = []
+    for _, _, set_start, set_end in _der_children(tbs, name_start, name_end):
+        attributes = []
+        for _, _, seq_start, seq_end in _der_children(tbs, set_start, set_end):
+            (_, _, oid_start, oid_end), (tag, tlv, value_start, value_end) = (
+                _der_children(tbs, seq_start, seq_end)[:2]
+            )
+            attributes.append(
+                (
+                    _oid_text(tbs[oid_start:oid_end]),
+                    tag,
+                    tbs[value_start:value_end],
+                    tbs[tlv:value_end],
+                )
+            )
+        rdns.append(attributes)
+    return rdns
+
+
+def _oid_text(encoded: bytes) -> str:
+    arcs = []
+    value = 0
+    for byte in encoded:
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            arcs.append(value)
+            value = 0
+    first = min(arcs[0] // 40, 2)
+    return ".".join(str(arc) for arc in (first, arcs[0] - 40 * first, *arcs[1:]))
+
+
+# The DER string types Java writes as text, and how their bytes read.
+_DER_STRINGS = {
+    12: "utf-8",  # UTF8String
+    19: "ascii",  # PrintableString
+    20: "latin-1",  # TeletexString (T61String), as Java reads it
+    22: "ascii",  # IA5String
+    27: "latin-1",  # GeneralString
+    30: "utf-16-be",  # BMPString
+    28: "utf-32-be",  # UniversalString
+}
+
+
+def _der_string(tag: int, value: bytes) -> str | None:
+    encoding = _DER_STRINGS.get(tag)
+    if encoding is None:
+        return None
+    try:
+        return value.decode(encoding)
+    except UnicodeDecodeError:
+        return None
+
+
+_RFC2253_SPECIALS = frozenset(',=+<>#;"\\')
 
 
 def _escape(value: str) -> str:
+    """Java's escaping: each of ``,=+<>#;"\\`` anywhere, NUL as ``\\00``, and every
+    leading and trailing space (or carriage return)."""
+    lead = len(value) - len(value.lstrip(" \r"))
+    trail = len(value.rstrip(" \r"))
     out = []
     for index, char in enumerate(value):
-        if char in ',+"\\<>;' or (char == "#" and index == 0):
+        if char in _RFC2253_SPECIALS or index < lead or index >= trail:
             out.append("\\" + char)
-        elif char == " " and (index == 0 or index == len(value) - 1):
-            out.append("\\ ")
+        elif char == "\0":
+            out.append("\\00")
         else:
             out.append(char)
     return "".join(out)
@@ -589,9 +681,10 @@ class PrincipalMapper:
             else:
                 try:
                     pattern = re.compile(match.group(2))
-                except re.error as exc:
+                    replacement = _java_replacement(match.group(3), pattern.groups)
+                except (re.error, ValueError) as exc:
                     raise TlsConfigError(f"Invalid rule: {match.group(1)} ({exc})") from None
-                rules.append(_Rule(pattern, _java_replacement(match.group(3)), match.group(4)))
+                rules.append(_Rule(pattern, replacement, match.group(4)))
             position = match.end()
         if not rules:
             rules.append(_Rule(None, "", ""))
@@ -605,21 +698,35 @@ class PrincipalMapper:
         raise ValueError(f"No rules apply to {distinguished_name}, rules [{self.text}]")
 
 
-def _java_replacement(text: str) -> str:
-    """Java's ``Matcher.replaceAll`` replacement ($1, \\x) in ``re.sub``'s spelling."""
+def _java_replacement(text: str, groups: int) -> str:
+    """Java's ``Matcher.replaceAll`` replacement ($1, \\x) in ``re.sub``'s spelling.
+
+    As Java reads ``$n``: the first digit is the group, each further digit joins it
+    while the number stays a group of the pattern (``$12`` with three groups is group 1
+    then "2"). A group the pattern lacks, a ``$`` naming none or a trailing ``\\``
+    raise ValueError: Java would fail every connection the rule matches, here the
+    broker refuses the rule at start."""
     out = []
     index = 0
     while index < len(text):
         char = text[index]
-        if char == "\\" and index + 1 < len(text):
+        if char == "\\":
+            if index + 1 == len(text):
+                raise ValueError("character to be escaped is missing")
             literal = text[index + 1]
             out.append("\\\\" if literal == "\\" else literal)
             index += 2
-        elif char == "$" and index + 1 < len(text) and text[index + 1].isdigit():
-            end = index + 1
-            while end < len(text) and text[end].isdigit():
+        elif char == "$":
+            if index + 1 == len(text) or not text[index + 1].isdigit():
+                raise ValueError("Illegal group reference: $ names no group")
+            group = int(text[index + 1])
+            if group > groups:
+                raise ValueError(f"No group {group}: the pattern has {groups}")
+            end = index + 2
+            while end < len(text) and text[end].isdigit() and group * 10 + int(text[end]) <= groups:
+                group = group * 10 + int(text[end])
                 end += 1
-            out.append(f"\\g<{text[index + 1:end]}>")
+            out.append(f"\\g<{group}>")
             index = end
         else:
             out.append("\\\\" if char == "\\" else char)

@@ -22,14 +22,16 @@ import trio
 TLS_READ_BYTES = 64 * 1024
 
 
-def drain_tls_receives(secured: trio.SSLStream[trio.SocketStream]) -> None:
-    """Replace ``secured.receive_some`` with one returning every record at hand.
+def drain_tls_receives(secured: trio.SSLStream[trio.SocketStream]) -> bool:
+    """Replace ``secured.receive_some`` with one returning every record at hand; True
+    when done.
 
     Uses the stream's ``SSLObject`` (a private attribute of trio's): without it, trio's
-    own behaviour is kept."""
+    own behaviour is kept (False; tests/security/test_tls_receive.py fails then, so a
+    trio that renamed it shows up as a test failure, not as a silent slowdown)."""
     ssl_object = getattr(secured, "_ssl_object", None)
     if not isinstance(ssl_object, ssl.SSLObject):
-        return
+        return False
     receive_one = secured.receive_some
 
     async def receive_some(max_bytes: int | None = None) -> bytes | bytearray:
@@ -52,3 +54,4 @@ def drain_tls_receives(secured: trio.SSLStream[trio.SocketStream]) -> None:
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
     secured.receive_some = receive_some  # type: ignore[method-assign]
+    return True

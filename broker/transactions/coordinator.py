@@ -198,7 +198,8 @@ class TransactionCoordinator:
             from kafkette.broker.transactions.remote_markers import RemoteMarkers
 
             self._owned = {}
-            self._remote = RemoteMarkers(cluster.broker_id)
+            assert self.broker.peer_security is not None, "set in cluster mode"
+            self._remote = RemoteMarkers(cluster.broker_id, self.broker.peer_security)
             cluster.add_listener(self._on_metadata)
             await self._on_metadata(cluster.metadata)
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from kafkette.broker.cluster.peer_client import PeerClient, PeerError
+from kafkette.broker.cluster.peer_client import PeerClient, PeerError, PeerSecurity
 from kafkette.broker.throttled_log import ThrottledLog
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.errors import ErrorCode
@@ -37,14 +37,18 @@ MAX_RESPONSE_BYTES = 1024 * 1024
 class RemoteMarkers:
     """WriteTxnMarkers to other brokers, one connection each. Event loop only."""
 
-    def __init__(self, own_id: int) -> None:
+    def __init__(self, own_id: int, security: PeerSecurity) -> None:
+        """``security``: how to reach the other brokers (``Broker.peer_security``)."""
         self._client_id = f"txn-marker-sender-{own_id}"
+        self._security = security
         self._peers: dict[int, PeerClient] = {}
 
     def _peer(self, leader: BrokerInfo) -> PeerClient:
         peer = self._peers.get(leader.id)
         if peer is None or (peer.host, peer.port) != (leader.host, leader.port):
-            peer = PeerClient(leader.host, leader.port, self._client_id, MAX_RESPONSE_BYTES)
+            peer = PeerClient(
+                leader.host, leader.port, self._client_id, MAX_RESPONSE_BYTES, self._security
+            )
             self._peers[leader.id] = peer
         return peer
 

@@ -18,7 +18,7 @@ import trio
 
 from kafkette.broker.clock import now_ms
 from kafkette.broker.cluster.config import ClusterConfig
-from kafkette.broker.cluster.peer_client import PeerClient, PeerError
+from kafkette.broker.cluster.peer_client import PLAINTEXT_PEERS, PeerClient, PeerError
 from kafkette.broker.cluster.replica_fetcher import (
     ReplicaFetcher,
     split_batches,
@@ -154,7 +154,9 @@ def test_follower_truncates_a_divergent_tail_then_copies_the_leader_byte_for_byt
         appended: list[Partition] = []
 
         # Round 1: an empty follower copies the first batch.
-        fetcher = ReplicaFetcher(1, host, int(port), 2, config(), appended.append)
+        fetcher = ReplicaFetcher(
+            1, host, int(port), 2, config(), appended.append, security=PLAINTEXT_PEERS
+        )
         fetcher.assign(partition, 0)
         trio.run(follow_until, fetcher, partition, 2)
         assert appended
@@ -169,7 +171,9 @@ def test_follower_truncates_a_divergent_tail_then_copies_the_leader_byte_for_byt
 
         # Round 2, a new epoch: OffsetForLeaderEpoch(1) -> the leader's (0, 7); the
         # follower's epoch 0 ends at 2, so it truncates to 2 and fetches from there.
-        fetcher = ReplicaFetcher(1, host, int(port), 2, config(), appended.append)
+        fetcher = ReplicaFetcher(
+            1, host, int(port), 2, config(), appended.append, security=PLAINTEXT_PEERS
+        )
         fetcher.assign(partition, 0)
         trio.run(follow_until, fetcher, partition, 7)
         assert log_.log_end_offset == 7

@@ -8,6 +8,7 @@ listener setting stops the start with one line and exit code 2, as other config 
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -117,6 +118,35 @@ def test_each_listener_advertises_itself(secure_broker) -> None:
     finally:
         consumer.close()
     assert broker.terminate() == 0
+
+
+def test_an_advertised_port_without_host_is_kept_for_every_listener(secure_broker) -> None:
+    """advertised.listeners ``NAME://:PORT``: this machine's name and that port, the first
+    listener's as well as the others' (the ready line is the first's)."""
+    broker = secure_broker(
+        {
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SECOND:PLAINTEXT",
+            "advertised.listeners": "PLAINTEXT://:19092,SECOND://:19093",
+        },
+        listeners="PLAINTEXT://127.0.0.1:0,SECOND://127.0.0.1:0",
+    )
+    host = socket.gethostname()
+    assert broker.stdout_lines == [f"kafkette ready on {host}:19092"]
+    assert metadata_brokers(broker.endpoints["PLAINTEXT"]) == [(1, host, 19092)]
+    assert metadata_brokers(broker.endpoints["SECOND"]) == [(1, host, 19093)]
+
+
+def test_a_tls_client_on_a_plaintext_listener_is_named_in_the_line(secure_broker) -> None:
+    broker = secure_broker()
+    host, _, port = broker.bootstrap.rpartition(":")
+    context = ssl.create_default_context()
+    with socket.create_connection((host, int(port)), timeout=TIMEOUT_S) as raw:
+        with pytest.raises((ssl.SSLError, ConnectionError)):
+            context.wrap_socket(raw, server_hostname=host)
+    line = broker.wait_for_log(r"closing connection from .*").group(0)
+    assert line.endswith(
+        "exceeds socket.request.max.bytes=104857600 (a TLS client on a PLAINTEXT listener?)"
+    ), line
 
 
 def test_config_line_listeners_and_the_simple_form(tmp_path) -> None:

@@ -5,6 +5,7 @@ over the inter-broker listener (here SSL with mutual TLS)."""
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -125,5 +126,46 @@ def test_two_brokers_register_both_listeners_and_replicate_over_tls(
     )
     for broker in brokers.values():
         assert "TLS handshake failed" not in broker.stderr_text()
+
+    # One unreadable registration (its second endpoint has no port) is one line per
+    # broker; the metadata watcher keeps following the cluster.
+    zk = KazooClient(hosts=zookeeper.connect_string + chroot, timeout=TIMEOUT_S)
+    zk.start(timeout=TIMEOUT_S)
+    try:
+        zk.create(
+            "/brokers/ids/99",
+            json.dumps({"version": 5, "endpoints": ["CLIENT://h:1", "BROKER://h:x"]}).encode(),
+            ephemeral=True,
+        )
+        for broker in brokers.values():
+            broker.wait_for_log("ignoring broker registration 99")
+        later = f"later-{uuid.uuid4().hex[:8]}"
+        admin.create_topics([NewTopic(later, 1, 2)])[later].result(TIMEOUT_S)
+        seen = AdminClient({"bootstrap.servers": client[2]})
+        for _ in range(100):
+            if later in seen.list_topics(timeout=TIMEOUT_S).topics:
+                break
+            time.sleep(0.1)
+        assert later in seen.list_topics(timeout=TIMEOUT_S).topics
+        assert brokers_seen(client[2], {}) == expected_client
+    finally:
+        zk.stop()
+        zk.close()
     for broker in brokers.values():
         assert broker.terminate() == 0
+
+
+def test_brokers_dial_the_inter_broker_listener_wherever_it_is_registered() -> None:
+    """Kafka's brokers reach each other at their inter.broker.listener.name endpoint, not
+    at the first one registered (a registration written by Kafka lists them in its
+    listeners order); the first one when the name is not there."""
+    from kafkette.broker.cluster import znodes
+
+    data = znodes.encode_broker(
+        "c", 1, "r1", 0,
+        [("CLIENT", "PLAINTEXT", "c", 1), ("BROKER", "SSL", "b", 2)],
+    )
+    assert znodes.decode_broker(data, "BROKER") == ("b", 2, "r1")
+    assert znodes.decode_broker(data, "CLIENT") == ("c", 1, "r1")
+    assert znodes.decode_broker(data, "OTHER") == ("c", 1, "r1")
+    assert znodes.decode_broker(data) == ("c", 1, "r1")

@@ -342,6 +342,13 @@ def bad_tls_configs(tls_material, tmp_path) -> list[tuple[dict[str, str], str]]:
              "ssl.truststore.type": "PEM", "ssl.truststore.location": str(tmp_path / "nope")},
             f"cannot read SSL truststore {tmp_path / 'nope'}: No such file or directory",
         ),
+        (
+            # A group the pattern lacks: refused at start, never at a client's handshake.
+            {**{"ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(m.broker_p12),
+                "ssl.keystore.password": m.password},
+             "ssl.principal.mapping.rules": "RULE:^CN=(.*?),OU=(.*?),O=(.*)$/$4/"},
+            "Invalid rule: RULE:^CN=(.*?),OU=(.*?),O=(.*)$/$4/ (No group 4: the pattern has 3)",
+        ),
     ]
 
 

@@ -84,3 +84,79 @@ def test_default_rule_keeps_the_subject_and_no_match_is_an_error() -> None:
         only.name_for("CN=a,O=c")
     with pytest.raises(TlsConfigError, match="Invalid rule"):
         PrincipalMapper.from_rules("RULE:^CN=(.*)$")
+
+
+def test_every_rfc2253_special_is_escaped_as_java_does() -> None:
+    """Java's X500Principal.getName(): `,=+<>#;"\\` anywhere, every leading and trailing
+    space, NUL as \\00."""
+    from cryptography.x509.oid import NameOID
+
+    def subject(common_name: str) -> str:
+        return rfc2253_subject(certificate_der((NameOID.COMMON_NAME, common_name)))
+
+    assert subject("a=b#c") == r"CN=a\=b\#c"
+    assert subject("  two") == r"CN=\ \ two"
+    assert subject("end  ") == r"CN=end\ \ "
+    assert subject("in side") == "CN=in side"
+    assert subject('<x>;"y"\\') == r'CN=\<x\>\;\"y\"\\'
+    assert subject("nul\0") == r"CN=nul\00"
+
+
+def test_non_utf8_string_types_keep_their_der() -> None:
+    """A BMPString value of a keyword attribute reads as text; the #hex of an attribute
+    without a keyword is its DER as in the certificate (not re-encoded as UTF-8)."""
+    from cryptography.x509 import NameAttribute
+    from cryptography.x509.name import _ASN1Type
+    from cryptography.x509.oid import NameOID, ObjectIdentifier
+
+    der = certificate_der(
+        (NameOID.ORGANIZATION_NAME, "x"),
+        (NameOID.COMMON_NAME, "é"),
+    )
+    assert rfc2253_subject(der) == "CN=é,O=x"
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name(
+        [
+            NameAttribute(NameOID.COMMON_NAME, "bé", _ASN1Type.BMPString),
+            NameAttribute(ObjectIdentifier("2.5.4.45"), "zé", _ASN1Type.BMPString),
+        ]
+    )
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )
+    from cryptography.hazmat.primitives import serialization
+
+    subject = rfc2253_subject(certificate.public_bytes(serialization.Encoding.DER))
+    # 2.5.4.45 (x500UniqueIdentifier) has no RFC 2253 keyword: BMPString tag 0x1e, UTF-16BE.
+    assert subject == "2.5.4.45=#1e04007a00e9,CN=bé"
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "RULE:^CN=(.*?),OU=(.*?),O=(.*)$/$4/",  # a group the pattern lacks
+        "RULE:^CN=(.*)$/$1$/",  # $ naming no group
+    ],
+)
+def test_a_replacement_naming_a_missing_group_is_refused(rule: str) -> None:
+    """Java would throw on every connection the rule matches; refused at start here."""
+    with pytest.raises(TlsConfigError, match="Invalid rule"):
+        PrincipalMapper.from_rules(rule)
+
+
+def test_group_numbers_read_as_java_reads_them() -> None:
+    # Three groups: $12 is group 1 then "2"; $3 is group 3; $0 the whole match.
+    mapper = PrincipalMapper.from_rules("RULE:^CN=(.*?),OU=(.*?),O=(.*)$/$12-$3-$0/")
+    assert mapper.name_for("CN=a,OU=b,O=c") == "a2-c-CN=a,OU=b,O=c"

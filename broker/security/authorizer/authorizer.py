@@ -1,0 +1,258 @@
+"""``broker.authorizer``: Kafka's StandardAuthorizer for one broker.
+
+Made from ``authorizer.class.name`` (Kafka's class names are accepted; empty, the
+default, means no authorizer: ``broker.authorizer`` is None, every request is
+allowed, and the handlers' only cost is that ``is None`` test). With one:
+
+* ``super.users`` (``User:a;User:b``) may do everything, whatever the ACLs say;
+* otherwise the bindings decide (matcher.py), and a resource no binding covers is
+  allowed only with ``allow.everyone.if.no.acl.found=true``;
+* every decision is cached per (principal, host, operation, resource) until the ACLs
+  change, so Produce and Fetch pay a dict lookup per topic, not a walk of the ACLs.
+
+Changes (CreateAcls, DeleteAcls) are made one at a time and written (store.py)
+before they are answered. A denial is logged once per cached decision, like Kafka's
+``kafka.authorizer.logger`` at INFO.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import trio
+
+from kafkette.broker.security.authorizer.acl import (
+    CLUSTER_NAME,
+    SUPPORTED_OPERATIONS,
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    ResourceType,
+)
+from kafkette.broker.security.authorizer.matcher import AclIndex
+from kafkette.broker.security.authorizer.store import AclFileStore
+
+if TYPE_CHECKING:
+    from kafkette.broker.config import BrokerConfig
+    from kafkette.broker.security.authorizer.zk_store import ZkAclStore
+    from kafkette.broker.security.session import Session
+
+log = logging.getLogger("kafkette.authorizer")
+
+# The class names Kafka's brokers take; all mean the same authorizer here.
+KAFKA_AUTHORIZERS = (
+    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "kafka.security.authorizer.AclAuthorizer",
+    "kafka.security.auth.SimpleAclAuthorizer",
+)
+CACHE_LIMIT = 100_000  # decisions kept before the cache starts over
+# A cached denial not logged yet (it only filtered): the first check that logs says it.
+QUIET_DENIAL = object()
+
+
+class AclStoreError(Exception):
+    """A change could not be made durable (disk, ZooKeeper): nothing changed."""
+
+
+class AuthorizerConfigError(ValueError):
+    """An authorizer config the broker cannot start with (one line for the operator)."""
+
+
+def authorizer_from_config(config: BrokerConfig) -> Authorizer | None:
+    """The configured authorizer, or None when ``authorizer.class.name`` is empty."""
+    props = config.explicit
+    class_name = props.get("authorizer.class.name", "").strip()
+    if not class_name:
+        return None
+    if class_name not in KAFKA_AUTHORIZERS:
+        raise AuthorizerConfigError(
+            f"authorizer.class.name={class_name}: kafkette has Kafka's StandardAuthorizer"
+            f" only ({KAFKA_AUTHORIZERS[0]}, or leave it empty for none)"
+        )
+    return Authorizer(
+        super_users=parse_super_users(props.get("super.users", "")),
+        allow_if_no_acl=_bool(props, "allow.everyone.if.no.acl.found"),
+    )
+
+
+def parse_super_users(text: str) -> frozenset[str]:
+    """Kafka's ``super.users``: principals separated by ``;`` (``User:admin;User:ops``)."""
+    users = set()
+    for entry in text.split(";"):
+        entry = entry.strip()
+        if not entry:
+            continue
+        kind, sep, name = entry.partition(":")
+        if not sep or not kind or not name:
+            raise AuthorizerConfigError(
+                f"super.users: expected principals as TYPE:NAME separated by ';', got {entry!r}"
+            )
+        users.add(entry)
+    return frozenset(users)
+
+
+def _bool(props: Mapping[str, str], name: str) -> bool:
+    return props.get(name, "false").strip().lower() == "true"
+
+
+class Authorizer:
+    def __init__(self, *, super_users: frozenset[str], allow_if_no_acl: bool) -> None:
+        self.super_users = super_users
+        self.allow_if_no_acl = allow_if_no_acl
+        self.index = AclIndex()
+        self._cache: dict[tuple, bool | object] = {}
+        self._store: AclFileStore | None = None
+        # In a cluster: the ZooKeeper store (zk_store.py) shares the ACLs instead.
+        self.shared_store: ZkAclStore | None = None
+        self._changing = trio.Lock()
+
+    # Start ---------------------------------------------------------------------
+
+    async def open(self, data_dir: Path) -> None:
+        """Load the ACLs stored in the data dir (single node)."""
+        self._store = AclFileStore(data_dir)
+        bindings = await trio.to_thread.run_sync(self._store.load)
+        self.replace_all(bindings)
+        log.info(
+            "authorizer: %d ACLs, super.users=%s, allow.everyone.if.no.acl.found=%s",
+            len(self.index), ",".join(sorted(self.super_users)) or "(none)",
+            str(self.allow_if_no_acl).lower(),
+        )
+
+    def replace_all(self, bindings: list[AclBinding]) -> None:
+        """Make ``bindings`` the ACLs (a load, or a change seen in ZooKeeper)."""
+        self.index = AclIndex(bindings)
+        self._cache = {}
+
+    # Decisions -----------------------------------------------------------------
+
+    def allowed(
+        self,
+        session: Session,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        name: str,
+        log_denied: bool = True,
+    ) -> bool:
+        """The decision. ``log_denied=False`` where a denial only filters (Kafka's
+        ``logIfDenied=false``: the topics Metadata leaves out, authorized operations):
+        a principal seeing 10 of 1,000 topics must not write 990 lines."""
+        # Strings and (from checks.py) plain ints: hashing the principal dataclass or an
+        # IntEnum runs Python code, which would triple the cost of a cached check.
+        who = session.principal
+        key = (who.name, who.type, session.client_host, operation, resource_type, name)
+        cached = self._cache.get(key)
+        if cached is not None:
+            if cached is QUIET_DENIAL:  # denied before without a line: this one logs
+                if not log_denied:
+                    return False
+                self._cache[key] = False
+                self._log_denial(str(who), session.client_host, operation, resource_type, name)
+                return False
+            return cached
+        principal = str(who)
+        if principal in self.super_users:
+            decision: bool | object = True
+        else:
+            decision = self.index.decide(
+                principal, session.client_host, operation, resource_type, name,
+                self.allow_if_no_acl,
+            )
+            if not decision:
+                if log_denied:
+                    self._log_denial(principal, session.client_host, operation,
+                                     resource_type, name)
+                else:
+                    decision = QUIET_DENIAL
+        if len(self._cache) >= CACHE_LIMIT:
+            self._cache = {}
+        self._cache[key] = decision
+        return decision is True
+
+    @staticmethod
+    def _log_denial(principal: str, host: str, operation, resource_type, name: str) -> None:
+        log.info(
+            "Principal = %s is Denied operation = %s from host = %s on resource = %s:%s",
+            principal, AclOperation(operation).name, host, ResourceType(resource_type).name,
+            name,
+        )
+
+    def allowed_cluster(self, session: Session, operation: AclOperation) -> bool:
+        return self.allowed(session, operation, ResourceType.CLUSTER, CLUSTER_NAME)
+
+    def authorize_cluster(self, request: object, operation: str | AclOperation) -> bool:
+        """The call site other modules use (the SCRAM credential APIs): may the
+        request's principal do ``operation`` ("ALTER", "DESCRIBE", ...) on the cluster?"""
+        op = AclOperation[operation.upper()] if isinstance(operation, str) else operation
+        return self.allowed_cluster(request.session, op)  # type: ignore[attr-defined]
+
+    def allows_some(
+        self, session: Session, operation: AclOperation, resource_type: ResourceType
+    ) -> bool:
+        """Kafka's ``authorizeByResourceType``: may the principal do ``operation`` to
+        at least one resource of the type (InitProducerId: WRITE on some topic)?"""
+        # Kafka first asks about a made-up name: super users and the no-ACL rule pass.
+        if self.allowed(session, operation, resource_type, "hardcode", log_denied=False):
+            return True
+        return self.index.allows_some(
+            str(session.principal), session.client_host, operation, resource_type
+        )
+
+    def authorized_operations(
+        self, session: Session, resource_type: ResourceType, name: str
+    ) -> int:
+        """The bitmask of the resource type's operations the principal may do (bit n =
+        operation code n), what the ``*_authorized_operations`` fields carry."""
+        mask = 0
+        for op in SUPPORTED_OPERATIONS[resource_type]:
+            if self.allowed(session, op, resource_type, name, log_denied=False):
+                mask |= 1 << op
+        return mask
+
+    # Changes -------------------------------------------------------------------
+
+    def describe(self, selection: AclBindingFilter) -> list[AclBinding]:
+        return [b for b in self.index if selection.matches(b)]
+
+    async def create(self, bindings: list[AclBinding]) -> None:
+        """Add ``bindings`` (ones already there are no change) and make them durable
+        before returning; raises AclStoreError (nothing changed) when they cannot be."""
+        async with self._changing:
+            new = [b for b in dict.fromkeys(bindings) if b not in self.index]
+            if not new:
+                return
+            await self._commit(list(self.index) + new, added=new, removed=[])
+
+    async def delete(self, filters: list[AclBindingFilter]) -> list[list[AclBinding]]:
+        """Remove every binding each filter matches; per filter, the ones it removed
+        (a binding two filters match is reported under the first)."""
+        async with self._changing:
+            removed: list[list[AclBinding]] = []
+            gone: set[AclBinding] = set()
+            for selection in filters:
+                matched = [b for b in self.index if b not in gone and selection.matches(b)]
+                gone.update(matched)
+                removed.append(matched)
+            if gone:
+                await self._commit(
+                    [b for b in self.index if b not in gone], added=[], removed=list(gone)
+                )
+            return removed
+
+    async def _commit(
+        self, bindings: list[AclBinding], *, added: list[AclBinding], removed: list[AclBinding]
+    ) -> None:
+        """Make the change durable, then current. In a cluster the change goes to
+        ZooKeeper and the ACLs are read back: other brokers' changes come with them."""
+        try:
+            if self.shared_store is not None:
+                await self.shared_store.apply(added, removed)
+                bindings = await self.shared_store.load()
+            elif self._store is not None:
+                await trio.to_thread.run_sync(self._store.save, bindings)
+        except Exception as exc:  # a full disk, ZooKeeper away: the caller answers it
+            raise AclStoreError(f"{type(exc).__name__}: {exc}") from exc
+        self.replace_all(bindings)

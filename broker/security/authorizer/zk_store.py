@@ -1,0 +1,230 @@
+"""ACLs shared by the brokers of a cluster, in ZooKeeper with Kafka's layout.
+
+Kafka's ZooKeeper-era authorizer kept one znode per resource pattern:
+
+* ``/kafka-acl/<ResourceType>/<name>`` for LITERAL patterns,
+* ``/kafka-acl-extended/prefixed/<ResourceType>/<name>`` for PREFIXED ones,
+
+each holding ``{"version":1,"acls":[{"principal":"User:alice","permissionType":"Allow",
+"operation":"Read","host":"*"}, ...]}``, and announced every change with a sequential
+znode under ``/kafka-acl-changes`` (literal: ``Topic:name``) or
+``/kafka-acl-extended-changes`` (JSON naming the pattern). kafkette writes the same.
+
+A change is a compare-and-set of each touched resource's znode (retried when another
+broker changed it meanwhile), then a change notification. Every broker watches the two
+notification folders and, when one fires (or its ZooKeeper session is new), reads all
+ACLs again: they are few, and a full read cannot miss anything.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+import trio
+
+from kafkette.broker.security.authorizer.acl import (
+    RESOURCE_TYPE_NAMES,
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+    operation_name,
+    permission_name,
+)
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
+    from kafkette.broker.cluster.zk_session import ZkSession
+    from kafkette.broker.security.authorizer.authorizer import Authorizer
+    from kafkette.broker.server import Broker
+
+log = logging.getLogger("kafkette.authorizer")
+
+LITERAL_ROOT = "/kafka-acl"
+PREFIXED_ROOT = "/kafka-acl-extended/prefixed"
+LITERAL_CHANGES = "/kafka-acl-changes"
+EXTENDED_CHANGES = "/kafka-acl-extended-changes"
+CHANGE_PREFIX = "acl_changes_"
+RELOAD_RETRY_S = 1.0
+KEPT_NOTIFICATIONS = 50
+
+_TYPE_BY_NAME = {name: rtype for rtype, name in RESOURCE_TYPE_NAMES.items()}
+_OP_BY_NAME = {operation_name(op): op for op in AclOperation}
+_PERMISSION_BY_NAME = {permission_name(p): p for p in AclPermissionType}
+
+Resource = tuple[PatternType, ResourceType, str]
+
+
+def resource_path(pattern: PatternType, rtype: ResourceType, name: str) -> str:
+    root = LITERAL_ROOT if pattern == PatternType.LITERAL else PREFIXED_ROOT
+    return f"{root}/{RESOURCE_TYPE_NAMES[rtype]}/{name}"
+
+
+def encode_acls(bindings: list[AclBinding]) -> bytes:
+    entries = [
+        {"principal": b.principal, "permissionType": permission_name(b.permission),
+         "operation": operation_name(b.operation), "host": b.host}
+        for b in bindings
+    ]
+    return json.dumps({"version": 1, "acls": entries}, separators=(",", ":")).encode()
+
+
+def decode_acls(resource: Resource, data: bytes) -> list[AclBinding]:
+    pattern, rtype, name = resource
+    if not data:
+        return []
+    parsed = json.loads(data)
+    return [
+        AclBinding(rtype, name, pattern, e["principal"], e["host"],
+                   _OP_BY_NAME[e["operation"]], _PERMISSION_BY_NAME[e["permissionType"]])
+        for e in parsed.get("acls", [])
+    ]
+
+
+class ZkAclStore:
+    def __init__(self, session: ZkSession, authorizer: Authorizer) -> None:
+        self.session = session
+        self.authorizer = authorizer
+        self._watch = session.watcher(self._changed)
+        self._dirty = False
+        self._reloading = False
+
+    # Reading -------------------------------------------------------------------
+
+    async def load(self) -> list[AclBinding]:
+        return await self.session.run(self._read_all)
+
+    def _read_all(self, client: KazooClient) -> list[AclBinding]:
+        """Worker thread: every ACL, watching the change folders for the next change."""
+        from kazoo.exceptions import NoNodeError
+
+        for path in (LITERAL_CHANGES, EXTENDED_CHANGES):
+            client.ensure_path(path)
+            client.get_children(path, watch=self._watch)
+        bindings: list[AclBinding] = []
+        for pattern, root in ((PatternType.LITERAL, LITERAL_ROOT),
+                              (PatternType.PREFIXED, PREFIXED_ROOT)):
+            for type_name, rtype in _TYPE_BY_NAME.items():
+                try:
+                    names = client.get_children(f"{root}/{type_name}")
+                except NoNodeError:
+                    continue
+                for name in names:
+                    try:
+                        data, _ = client.get(f"{root}/{type_name}/{name}")
+                    except NoNodeError:
+                        continue
+                    try:
+                        bindings.extend(decode_acls((pattern, rtype, name), data))
+                    except (ValueError, KeyError, TypeError) as exc:
+                        log.warning("ACLs of %s/%s/%s unreadable: %s", root, type_name,
+                                    name, exc)
+        return bindings
+
+    def _changed(self) -> None:
+        """On the trio loop: a change notification (or a new session): read again."""
+        self._dirty = True
+        if not self._reloading:
+            self._reloading = True
+            trio.lowlevel.spawn_system_task(self._reload)
+
+    async def _reload(self) -> None:
+        try:
+            while self._dirty:
+                self._dirty = False
+                try:
+                    bindings = await self.load()
+                except Exception as exc:  # ZooKeeper away: try again shortly
+                    log.warning("cannot read the ACLs from ZooKeeper: %s", exc)
+                    self._dirty = True
+                    await trio.sleep(RELOAD_RETRY_S)
+                    continue
+                self.authorizer.replace_all(bindings)
+        finally:
+            self._reloading = False
+
+    # Writing -------------------------------------------------------------------
+
+    async def apply(self, added: list[AclBinding], removed: list[AclBinding]) -> None:
+        await self.session.run(self._apply, added, removed)
+
+    def _apply(self, client: KazooClient, added: list[AclBinding],
+               removed: list[AclBinding]) -> None:
+        """Worker thread: change each touched resource's znode, then announce it."""
+        changes: dict[Resource, tuple[list[AclBinding], list[AclBinding]]] = defaultdict(
+            lambda: ([], [])
+        )
+        for binding in added:
+            changes[_resource_of(binding)][0].append(binding)
+        for binding in removed:
+            changes[_resource_of(binding)][1].append(binding)
+        for resource, (plus, minus) in changes.items():
+            self._change_resource(client, resource, plus, minus)
+            self._announce(client, resource)
+
+    def _change_resource(self, client: KazooClient, resource: Resource,
+                         plus: list[AclBinding], minus: list[AclBinding]) -> None:
+        from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+
+        path = resource_path(*resource)
+        while True:
+            try:
+                data, stat = client.get(path)
+                current = decode_acls(resource, data)
+                version = stat.version
+            except NoNodeError:
+                current, version = [], None
+            wanted = [b for b in dict.fromkeys(current + plus) if b not in minus]
+            try:
+                if version is None:
+                    if wanted:
+                        client.create(path, encode_acls(wanted), makepath=True)
+                elif wanted:
+                    client.set(path, encode_acls(wanted), version=version)
+                else:
+                    client.delete(path, version=version)
+                return
+            except (BadVersionError, NodeExistsError, NoNodeError):
+                continue  # another broker changed it meanwhile: read again
+
+    def _announce(self, client: KazooClient, resource: Resource) -> None:
+        pattern, rtype, name = resource
+        if pattern == PatternType.LITERAL:
+            path, data = LITERAL_CHANGES, f"{RESOURCE_TYPE_NAMES[rtype]}:{name}".encode()
+        else:
+            path = EXTENDED_CHANGES
+            data = json.dumps({"version": 1, "resourceType": RESOURCE_TYPE_NAMES[rtype],
+                               "name": name, "patternType": "Prefixed"}).encode()
+        client.create(f"{path}/{CHANGE_PREFIX}", data, sequence=True, makepath=True)
+        # Kafka purges old notifications; here only the children watch matters (every
+        # broker reads all ACLs again), so the newest few are kept and the rest go.
+        from kazoo.exceptions import NoNodeError
+
+        for old in sorted(client.get_children(path))[:-KEPT_NOTIFICATIONS]:
+            try:
+                client.delete(f"{path}/{old}")
+            except NoNodeError:
+                pass  # another broker purged it first
+
+
+def _resource_of(binding: AclBinding) -> Resource:
+    return binding.pattern_type, binding.resource_type, binding.resource_name
+
+
+async def open_shared_acls(broker: Broker, authorizer: Authorizer) -> None:
+    """Cluster mode: the ACLs come from ZooKeeper and changes go there."""
+    assert broker.cluster is not None
+    session = broker.cluster.session
+    store = ZkAclStore(session, authorizer)
+    authorizer.shared_store = store
+    session.on_state(lambda state: store._changed() if state == "CONNECTED" else None)
+    authorizer.replace_all(await store.load())
+    log.info(
+        "authorizer: %d ACLs from ZooKeeper, super.users=%s", len(authorizer.index),
+        ",".join(sorted(authorizer.super_users)) or "(none)",
+    )

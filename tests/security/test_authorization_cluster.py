@@ -1,0 +1,184 @@
+"""Authorization in a cluster: brokers are principals too.
+
+Two brokers replicate over a SASL_PLAINTEXT ``BROKER`` listener as ``User:broker``
+(SCRAM-SHA-512, the user written in ZooKeeper beforehand as Kafka's operators do),
+which ``super.users`` names; clients come in on a PLAINTEXT ``CLIENT`` listener as
+User:ANONYMOUS with ``allow.everyone.if.no.acl.found=true``. Once an ACL covers the
+cluster resource, an anonymous client may no longer act as a broker: a Fetch sent as a
+follower (replica_id >= 0) is refused TOPIC_AUTHORIZATION_FAILED (Kafka: CLUSTER_ACTION
+on the cluster), while the real followers keep replicating (acks=all succeeds).
+Skips when ZooKeeper is not installed.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import importlib.util
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AclOperation, NewTopic, ResourceType
+
+from kafkette.broker.cluster.zookeeper_server import (
+    ZooKeeperNotInstalled,
+    ZooKeeperServer,
+    find_zookeeper,
+)
+from kafkette.broker.embedded import EmbeddedBroker
+
+_spec = importlib.util.spec_from_file_location(
+    "acl_support", Path(__file__).with_name("acl_support.py")
+)
+support = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(support)
+
+SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+TIMEOUT = 30
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    try:
+        install = find_zookeeper()
+    except ZooKeeperNotInstalled as exc:
+        pytest.skip(str(exc))
+    server = ZooKeeperServer(tmp_path_factory.mktemp("zk"), tick_time_ms=500, fsync=False,
+                             own_session=False, install=install)
+    server.start(timeout=120)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _scram_512_znode(password: str, iterations: int = 4096) -> bytes:
+    """``/config/users/<user>`` as Kafka writes it (RFC 5802, computed here)."""
+    import json
+
+    salt = os.urandom(24)
+    salted = hashlib.pbkdf2_hmac("sha512", password.encode(), salt, iterations)
+    client_key = hmac.new(salted, b"Client Key", "sha512").digest()
+    stored_key = hashlib.sha512(client_key).digest()
+    server_key = hmac.new(salted, b"Server Key", "sha512").digest()
+
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+
+    credential = (f"salt={b64(salt)},stored_key={b64(stored_key)},"
+                  f"server_key={b64(server_key)},iterations={iterations}")
+    return json.dumps({"version": 1, "config": {"SCRAM-SHA-512": credential}}).encode()
+
+
+def _follower_fetch_error(bootstrap: str, topic: str) -> int:
+    """A Fetch (v11) claiming to be broker 2's follower: the partition's error code."""
+    import socket
+    import struct
+
+    from kafka.protocol.consumer import FetchRequest
+
+    fetch_topic = FetchRequest.FetchTopic
+    request = FetchRequest(
+        replica_id=2, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
+        session_id=0, session_epoch=-1,
+        topics=[fetch_topic(topic=topic, partitions=[fetch_topic.FetchPartition(
+            partition=0, current_leader_epoch=-1, fetch_offset=0, log_start_offset=-1,
+            partition_max_bytes=1 << 20)])],
+        forgotten_topics_data=[], rack_id="",
+    )
+    request.with_header(correlation_id=1, client_id="not-a-broker")
+    host, port = bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=TIMEOUT) as sock:
+        sock.sendall(request.encode(version=11, header=True, framed=True))
+        (size,) = struct.unpack(">i", _read(sock, 4))
+        frame = _read(sock, size)
+    response = request.header.get_response_class().decode(frame, version=11, header=True)
+    return response.responses[0].partitions[0].error_code
+
+
+def _read(sock, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError("closed by the broker")
+        data += chunk
+    return data
+
+
+def test_brokers_replicate_as_super_users_and_clients_cannot_fetch_as_followers(
+    zookeeper, tmp_path
+) -> None:
+    chroot = f"/authz-{uuid.uuid4().hex[:8]}"
+    from kazoo.client import KazooClient
+
+    zk = KazooClient(hosts=zookeeper.connect_string, timeout=10.0)
+    zk.start(timeout=15)
+    try:
+        zk.create(f"{chroot}/config/users/broker", _scram_512_znode("broker-pw"),
+                  makepath=True)
+    finally:
+        zk.stop()
+        zk.close()
+    common = {
+        "listeners": "CLIENT://127.0.0.1:0,BROKER://127.0.0.1:0",
+        "listener.security.protocol.map": "CLIENT:PLAINTEXT,BROKER:SASL_PLAINTEXT",
+        "inter.broker.listener.name": "BROKER",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+        "listener.name.broker.scram-sha-512.sasl.jaas.config":
+            f'{SCRAM_MODULE} required username="broker" password="broker-pw";',
+        "zookeeper.connect": zookeeper.connect_string + chroot,
+        "offsets.topic.replication.factor": "2",
+        "min.insync.replicas": "2",
+        "authorizer.class.name": support.STANDARD_AUTHORIZER,
+        "super.users": "User:broker",
+        "allow.everyone.if.no.acl.found": "true",
+    }
+    with (
+        EmbeddedBroker.start(tmp_path / "b1", {**common, "broker.id": "1"}) as first,
+        EmbeddedBroker.start(tmp_path / "b2", {**common, "broker.id": "2"}),
+    ):
+        client = str(first.broker.endpoint_for("CLIENT"))
+        admin = support.admin(client)
+        deadline = time.monotonic() + TIMEOUT
+        while len(admin.list_topics(timeout=10).brokers) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        topic = support.name("replicated")
+        admin.create_topics([NewTopic(topic, 1, 2)])[topic].result(TIMEOUT)
+        # From now on the cluster resource is covered: anonymous clients lose
+        # CLUSTER_ACTION (and every other cluster operation but DESCRIBE).
+        support.create_acls(admin, [
+            support.binding(ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE,
+                            principal="User:*"),
+        ])
+        leader = _leader_bootstrap(first, topic)
+        assert _follower_fetch_error(leader, topic) == 29  # TOPIC_AUTHORIZATION_FAILED
+        producer = Producer({"bootstrap.servers": client, "acks": "all",
+                             "message.timeout.ms": 30000})
+        failures: list[object] = []
+        for index in range(10):
+            producer.produce(topic, f"r{index}".encode(),
+                             on_delivery=lambda err, _: err and failures.append(err))
+        # acks=all with min.insync.replicas=2: the follower (User:broker) still fetches.
+        assert producer.flush(TIMEOUT) == 0 and failures == []
+
+
+def _leader_bootstrap(broker: EmbeddedBroker, topic: str) -> str:
+    """The CLIENT endpoint of the partition's leader, from Metadata."""
+    admin = support.admin(str(broker.broker.endpoint_for("CLIENT")))
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        metadata = admin.list_topics(topic, timeout=10)
+        leader = metadata.topics[topic].partitions[0].leader
+        if leader >= 0:
+            found = metadata.brokers[leader]
+            return f"{found.host}:{found.port}"
+        time.sleep(0.2)
+    raise AssertionError(f"{topic}-0 has no leader within {TIMEOUT}s")
