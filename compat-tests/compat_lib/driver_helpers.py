@@ -205,14 +205,20 @@ class ClientLog:
     def __exit__(self, *exc_info: object) -> None:
         self._logger.removeHandler(self._handler)
 
+    @staticmethod
+    def _broker_error(line: str) -> bool:
+        """The line names a Kafka error code, other than REQUEST_TIMED_OUT (7): that one is the
+        client's own deadline running out, not the broker's answer."""
+        return "[Error " in line and "[Error 7]" not in line
+
     def names_error_code(self) -> bool:
-        return any("[Error " in line for line in self.lines)
+        return any(self._broker_error(line) for line in self.lines)
 
     def error(self, exc: BaseException) -> LoggedError:
         """``exc`` with the logged lines, those naming a Kafka error code first: a failure line
         keeps only its first 400 characters, and the cause comes before the retries'
         "socket disconnected"."""
-        lines = sorted(dict.fromkeys(self.lines), key=lambda line: "[Error " not in line)
+        lines = sorted(dict.fromkeys(self.lines), key=lambda line: not self._broker_error(line))
         logged = " | ".join(lines)[:300] or "(nothing)"
         return LoggedError(f"client log: {logged}; raised {describe_exception(exc)}")
 

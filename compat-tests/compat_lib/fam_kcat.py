@@ -106,6 +106,12 @@ class KcatFamily(Family):
     def list_topics(self) -> set[str]:
         return {t["topic"] for t in self._metadata()["topics"]}
 
+    def check_login(self) -> set[str]:
+        """``-L`` with a 3 s metadata timeout: a refused login shows in kcat's stderr at once,
+        and kcat otherwise waits out the whole timeout before it exits."""
+        out = self._run(["-L", "-J", "-m", "3"])
+        return {t["topic"] for t in json.loads(out)["topics"]}
+
     def produce(
         self, topic: str, recs: list[Rec], codec: str = "none", config: dict | None = None
     ) -> list[tuple[int, int]]:
