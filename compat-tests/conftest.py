@@ -55,6 +55,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         + ", ".join(cls.name for cls in FAMILIES),
     )
     group.addoption(
+        "--secured-broker",
+        default="kafkette",
+        choices=("kafkette", "kafka"),
+        help="which broker test_security.py starts secured (TLS, SASL, ACLs): kafkette "
+        "(default) or the reference Apache Kafka 4.0 (validates the scenarios)",
+    )
+    group.addoption(
         "--compat-results",
         default=str(DEFAULT_RESULTS),
         help="where to write per (family, scenario) outcomes as JSON for report.py",

@@ -48,6 +48,16 @@ SCENARIOS: dict[str, str] = {
     "txn_offsets": "Consume-transform-produce with sendOffsetsToTransaction (abort, then commit)",
     "txn_fencing": "Zombie fencing: same transactional.id fences the old producer",
     "txn_fencing_commit": "Zombie fencing: the fenced producer's EndTxn is refused",
+    # test_security.py: a secured broker (TLS, mTLS, SASL_SSL, StandardAuthorizer ACLs)
+    "tls_roundtrip": "TLS (test CA): produce, consume, a group via the SSL listener",
+    "mtls_principal": "Mutual TLS: the principal is the certificate's subject",
+    "sasl_plain": "SASL_SSL PLAIN: produce + consume",
+    "sasl_scram_sha_256": "SASL_SSL SCRAM-SHA-256: produce + consume",
+    "sasl_scram_sha_512": "SASL_SSL SCRAM-SHA-512: produce + consume",
+    "sasl_wrong_password": "Wrong password / unknown user: SASL_AUTHENTICATION_FAILED",
+    "acl_produce_consume": "ACLs: write, read, deny wins, ANONYMOUS refused, Metadata filtered",
+    "acl_group": "ACLs: group consume allowed / GROUP_AUTHORIZATION_FAILED",
+    "acl_admin": "ACLs: create under a prefix, no delete, no alter configs",
 }
 CELL = {"passed": "pass", "failed": "**FAIL**", "error": "**ERROR**", "skipped": "skip"}
 

@@ -8,13 +8,15 @@ twins stay in its driver. Used from one thread, like the drivers.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from compat_lib.family import HEARTBEAT_MS, SESSION_TIMEOUT_MS, TIMEOUT_S
-from compat_lib.model import Got
+from compat_lib.model import Got, describe_exception
 
 # How long two group members may take to both own partitions and see every record (seconds).
 TWO_MEMBERS_SETTLE_S = 20.0
@@ -174,3 +176,58 @@ def _poll_in_own_threads(members, poll_once, total: int, seen: set) -> list[set]
     if failures:
         raise failures[0]
     return owned if owned is not None else [set(m.assignment()) for m in members]
+
+
+class LoggedError(Exception):
+    """A client's exception together with the warnings and errors it logged meanwhile."""
+
+
+class ClientLog:
+    """Collects the WARNING+ lines logger ``name`` (a client library) writes while active:
+    aiokafka and kafka-python log the broker's SASL_AUTHENTICATION_FAILED and raise only
+    "Unable to bootstrap", so the cause is in their log, not their exception."""
+
+    def __init__(self, name: str) -> None:
+        self.lines: list[str] = []
+        self._logger = logging.getLogger(name)
+        lines = self.lines
+
+        class Collect(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                lines.append(record.getMessage())
+
+        self._handler = Collect(logging.WARNING)
+
+    def __enter__(self) -> ClientLog:
+        self._logger.addHandler(self._handler)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._logger.removeHandler(self._handler)
+
+    @staticmethod
+    def _broker_error(line: str) -> bool:
+        """The line names a Kafka error code, other than REQUEST_TIMED_OUT (7): that one is the
+        client's own deadline running out, not the broker's answer."""
+        return "[Error " in line and "[Error 7]" not in line
+
+    def names_error_code(self) -> bool:
+        return any(self._broker_error(line) for line in self.lines)
+
+    def error(self, exc: BaseException) -> LoggedError:
+        """``exc`` with the logged lines, those naming a Kafka error code first: a failure line
+        keeps only its first 400 characters, and the cause comes before the retries'
+        "socket disconnected"."""
+        lines = sorted(dict.fromkeys(self.lines), key=lambda line: not self._broker_error(line))
+        logged = " | ".join(lines)[:300] or "(nothing)"
+        return LoggedError(f"client log: {logged}; raised {describe_exception(exc)}")
+
+
+@contextmanager
+def with_client_log(logger_name: str) -> Iterator[None]:
+    """Re-raise an exception from the block with what ``logger_name`` logged meanwhile."""
+    with ClientLog(logger_name) as log:
+        try:
+            yield
+        except Exception as exc:
+            raise log.error(exc) from exc

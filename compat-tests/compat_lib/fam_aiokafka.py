@@ -17,6 +17,7 @@ from compat_lib.driver_helpers import (
     got_from_consumer_record,
     kafka_python_group_settings,
     producer_settings,
+    with_client_log,
 )
 from compat_lib.family import (
     ALL_SCENARIOS,
@@ -86,7 +87,10 @@ class AiokafkaFamily(Family):
         return f"aiokafka {aiokafka.__version__}"
 
     def _common(self) -> dict:
-        return {"bootstrap_servers": self.bootstrap, "request_timeout_ms": REQUEST_TIMEOUT_MS}
+        common = {"bootstrap_servers": self.bootstrap, "request_timeout_ms": REQUEST_TIMEOUT_MS}
+        if self.security is not None:
+            common |= self.security.aiokafka()
+        return common
 
     async def _with_admin(self, fn):
         from aiokafka.admin import AIOKafkaAdminClient
@@ -112,6 +116,10 @@ class AiokafkaFamily(Family):
 
     def list_topics(self) -> set[str]:
         return set(self._admin(lambda a: a.list_topics()))
+
+    def check_login(self) -> set[str]:
+        with with_client_log("aiokafka"):
+            return self.list_topics()
 
     def create_topic(self, topic: str, partitions: int = 1, configs: dict | None = None) -> None:
         from aiokafka.admin import NewTopic

@@ -3,6 +3,7 @@ are checked for errors; librdkafka's error name and code end up in the failure l
 
 from __future__ import annotations
 
+import time
 from functools import partial
 
 from compat_lib.driver_helpers import (
@@ -77,11 +78,14 @@ class ConfluentFamily(Family):
         )
 
     def _common(self) -> dict:
-        return {
+        common = {
             "bootstrap.servers": self.bootstrap,
             "socket.timeout.ms": REQUEST_TIMEOUT_MS,
             "socket.connection.setup.timeout.ms": REQUEST_TIMEOUT_MS,
         }
+        if self.security is not None:
+            common |= self.security.librdkafka()
+        return common
 
     def _admin(self):
         from confluent_kafka.admin import AdminClient
@@ -110,6 +114,26 @@ class ConfluentFamily(Family):
 
     def list_topics(self) -> set[str]:
         return set(self._admin().list_topics(timeout=TIMEOUT_S).topics)
+
+    def check_login(self) -> set[str]:
+        """librdkafka reports a refused login or handshake only through the error callback
+        (``_AUTHENTICATION`` with the broker's message, ``_SSL``) and keeps retrying; stop at
+        the first such error."""
+        from confluent_kafka import KafkaError, KafkaException
+        from confluent_kafka.admin import AdminClient
+
+        refused = {KafkaError._AUTHENTICATION, KafkaError._SSL}
+        errors: list = []
+        admin = AdminClient(self._common() | {"error_cb": errors.append})
+        deadline = time.monotonic() + TIMEOUT_S
+        while True:
+            try:
+                return set(admin.list_topics(timeout=1).topics)
+            except KafkaException as exc:
+                admin.poll(0.2)  # serves error_cb
+                if any(e.code() in refused for e in errors) or time.monotonic() > deadline:
+                    seen = "; ".join(dict.fromkeys(_kafka_error(e) for e in errors))
+                    raise DeliveryError(f"{_kafka_error(exc.args[0])}; errors: {seen}") from None
 
     def create_topic(self, topic: str, partitions: int = 1, configs: dict | None = None) -> None:
         from confluent_kafka.admin import NewTopic

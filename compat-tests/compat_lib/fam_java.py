@@ -72,14 +72,22 @@ class JavaFamily(Family):
     name = "java"
     scenarios = ALL_SCENARIOS
 
-    def __init__(self, bootstrap: str) -> None:
-        super().__init__(bootstrap)
+    def __init__(self, bootstrap: str, security=None, host: JavaFamily | None = None) -> None:
+        super().__init__(bootstrap, security)
         self._proc: subprocess.Popen | None = None
         self._classpath: str | None = None
         self._reason: str | None = None
         self._checked = False
+        # A secured view shares its host's JVM: each of its requests names its bootstrap and
+        # carries its client properties, so one JVM serves every listener and user.
+        self._host = host
+
+    def secured(self, bootstrap: str, security) -> JavaFamily:
+        return JavaFamily(bootstrap, security, host=self._host or self)
 
     def available(self) -> str | None:
+        if self._host is not None:
+            return self._host.available()
         if self._checked:
             return self._reason
         self._checked = True
@@ -147,6 +155,9 @@ class JavaFamily(Family):
             self._proc = None
 
     def call(self, op: str, **args: Any) -> Any:
+        if self._host is not None:
+            props = self.security.java_properties() if self.security is not None else {}
+            return self._host.call(op, bootstrap=self.bootstrap, client_config=props, **args)
         if self._proc is None or self._proc.poll() is not None:
             self._start()
         assert self._proc is not None and self._proc.stdin is not None
@@ -155,7 +166,7 @@ class JavaFamily(Family):
         return self._read(REPLY_TIMEOUT_S, op)
 
     def close(self) -> None:
-        if self._proc is not None:
+        if self._host is None and self._proc is not None:
             assert self._proc.stdin is not None
             self._proc.stdin.close()
             try:

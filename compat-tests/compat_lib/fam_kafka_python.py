@@ -7,6 +7,7 @@ from contextlib import closing
 
 from compat_lib.driver_helpers import (
     KAFKA_PYTHON_PRODUCER_KEYS,
+    ClientLog,
     got_from_consumer_record,
     kafka_python_group_settings,
     poll_until,
@@ -36,10 +37,13 @@ class KafkaPythonFamily(Family):
         return f"kafka-python {kafka.__version__}"
 
     def _common(self) -> dict:
-        return {
+        common = {
             "bootstrap_servers": self.bootstrap,
             "request_timeout_ms": REQUEST_TIMEOUT_MS,
         }
+        if self.security is not None:
+            common |= self.security.kafka_python()
+        return common
 
     def _admin(self):
         from kafka import KafkaAdminClient
@@ -61,6 +65,25 @@ class KafkaPythonFamily(Family):
     def list_topics(self) -> set[str]:
         with closing(self._admin()) as admin:
             return set(admin.list_topics())
+
+    def check_login(self) -> set[str]:
+        """kafka-python 3.0.12 over TLS sometimes sees only "socket disconnected" when the
+        broker answers a failed login and closes (Kafka 4.0 too): it retries the bootstrap,
+        and its log names the error on most attempts. Up to three short bootstraps, until
+        one logs a Kafka error code."""
+        from kafka import KafkaAdminClient
+
+        for _ in range(3):
+            with ClientLog("kafka") as log:
+                try:
+                    admin = KafkaAdminClient(**self._common(), bootstrap_timeout_ms=4_000)
+                    with closing(admin):
+                        return set(admin.list_topics())
+                except Exception as exc:
+                    failure = log.error(exc)
+                    if log.names_error_code():
+                        break
+        raise failure
 
     def create_topic(self, topic: str, partitions: int = 1, configs: dict | None = None) -> None:
         from kafka.admin import NewTopic
@@ -265,7 +288,11 @@ class KafkaPythonFamily(Family):
         from kafka.admin import ConfigResource
 
         with closing(self._admin()) as admin:
-            admin.alter_configs([ConfigResource("TOPIC", topic, dict(configs))])
+            answer = admin.alter_configs([ConfigResource("TOPIC", topic, dict(configs))])
+        # kafka-python returns each resource's error as text instead of raising it.
+        result = answer.get("topic", {}).get(topic)
+        if result != "OK":
+            raise RuntimeError(f"AlterConfigs {topic}: {result}")
 
     def delete_records(self, topic: str, partition: int, before: int) -> int:
         from kafka import TopicPartition

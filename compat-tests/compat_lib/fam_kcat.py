@@ -62,8 +62,19 @@ class KcatFamily(Family):
             version += f" (librdkafka {line.split('librdkafka ')[1].split()[0]})"
         return version
 
+    def librdkafka_version(self) -> tuple[int, ...]:
+        """The librdkafka kcat is built with, e.g. (2, 0, 2); () if kcat does not say."""
+        line = self.version()
+        if "(librdkafka " not in line:
+            return ()
+        text = line.split("(librdkafka ")[1].rstrip(")")
+        return tuple(int(part) for part in text.split(".") if part.isdigit())
+
     def _run(self, args: list[str], data: bytes | None = None) -> bytes:
         cmd = ["kcat", "-b", self.bootstrap, "-X", f"socket.timeout.ms={REQUEST_TIMEOUT_MS}"]
+        if self.security is not None:
+            for name, value in self.security.librdkafka().items():
+                cmd += ["-X", f"{name}={value}"]
         cmd += args
         try:
             done = subprocess.run(
@@ -94,6 +105,12 @@ class KcatFamily(Family):
 
     def list_topics(self) -> set[str]:
         return {t["topic"] for t in self._metadata()["topics"]}
+
+    def check_login(self) -> set[str]:
+        """``-L`` with a 3 s metadata timeout: a refused login shows in kcat's stderr at once,
+        and kcat otherwise waits out the whole timeout before it exits."""
+        out = self._run(["-L", "-J", "-m", "3"])
+        return {t["topic"] for t in json.loads(out)["topics"]}
 
     def produce(
         self, topic: str, recs: list[Rec], codec: str = "none", config: dict | None = None

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from compat_lib.model import ClientError, Got, GroupInfo, Rec, Start, describe_exception
+from compat_lib.security import ClientSecurity
 
 # Upper bound for one client operation (seconds); clients get slightly smaller own timeouts.
 TIMEOUT_S = 15.0
@@ -65,8 +66,16 @@ class Family:
     name: str = ""
     scenarios: frozenset[str] = frozenset()
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, security: ClientSecurity | None = None) -> None:
         self.bootstrap = bootstrap
+        # None: plaintext, as the unsecured suite runs; else TLS/SASL settings (Kafka's terms)
+        # that each driver translates into its client's own (compat_lib/security.py).
+        self.security = security
+
+    def secured(self, bootstrap: str, security: ClientSecurity) -> Family:
+        """A driver of the same family for another listener with these security settings
+        (the secured scenarios hold several at once, e.g. alice's and bob's)."""
+        return type(self)(bootstrap, security)
 
     # The importable module that must be present for this family (Python clients).
     module: str | None = None
@@ -91,6 +100,12 @@ class Family:
 
     def list_topics(self) -> set[str]:
         raise Unsupported("list_topics")
+
+    def check_login(self) -> set[str]:
+        """Connect (TLS handshake, SASL login) and list the topics; raises what the client
+        reports when the broker refuses the connection or the login. Drivers whose client
+        only logs the broker's refusal (and raises a generic "no broker") add what it logged."""
+        return self.list_topics()
 
     def create_topic(self, topic: str, partitions: int = 1, configs: dict | None = None) -> None:
         raise Unsupported("create_topic")

@@ -56,9 +56,14 @@ public final class CompatAgent {
     private static final long WAIT_S = 15;
     private static final Duration POLL_BUDGET = Duration.ofSeconds(12);
 
-    private final String bootstrap;
+    private final String defaultBootstrap;
+    // Per request: the bootstrap and the client properties (security.protocol, ssl.*, sasl.*)
+    // a request may carry, so that one JVM serves every listener and user of a secured broker.
+    private String bootstrap;
+    private Map<String, String> clientConfig = Map.of();
 
     private CompatAgent(String bootstrap) {
+        this.defaultBootstrap = bootstrap;
         this.bootstrap = bootstrap;
     }
 
@@ -103,6 +108,13 @@ public final class CompatAgent {
 
     private Object handle(Map<String, Object> r) throws Exception {
         String op = (String) r.get("op");
+        Object given = r.get("bootstrap");
+        bootstrap = given == null ? defaultBootstrap : (String) given;
+        Map<String, String> config = new HashMap<>();
+        @SuppressWarnings("unchecked")
+        Map<String, Object> extra = (Map<String, Object>) r.get("client_config");
+        if (extra != null) extra.forEach((k, v) -> config.put(k, String.valueOf(v)));
+        clientConfig = config;
         switch (op) {
             case "version": return org.apache.kafka.common.utils.AppInfoParser.getVersion();
             case "partitions_for": return partitionsFor(str(r, "topic"));
@@ -138,6 +150,7 @@ public final class CompatAgent {
         p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, REQUEST_TIMEOUT_MS);
         p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, REQUEST_TIMEOUT_MS + 2_000);
+        p.putAll(clientConfig);
         return Admin.create(p);
     }
 
@@ -148,6 +161,7 @@ public final class CompatAgent {
         p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, REQUEST_TIMEOUT_MS);
         p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, REQUEST_TIMEOUT_MS + 3_000);
         p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, REQUEST_TIMEOUT_MS);
+        p.putAll(clientConfig);
         if (overrides != null) {
             for (Map.Entry<String, Object> e : overrides.entrySet()) {
                 p.put(e.getKey(), String.valueOf(e.getValue()));
@@ -163,6 +177,7 @@ public final class CompatAgent {
         p.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, REQUEST_TIMEOUT_MS + 2_000);
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        p.putAll(clientConfig);
         if (group != null) p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
         if (extra != null) p.putAll(extra);
         return new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
