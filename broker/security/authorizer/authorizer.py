@@ -214,6 +214,14 @@ class Authorizer:
 
     # Changes -------------------------------------------------------------------
 
+    def unstorable(self, binding: AclBinding) -> str | None:
+        """Why the store cannot keep ``binding`` (a ZooKeeper path rule), or None."""
+        if self.shared_store is None:
+            return None
+        from kafkette.broker.security.authorizer.zk_store import unstorable_name
+
+        return unstorable_name(binding.resource_name)
+
     def describe(self, selection: AclBindingFilter) -> list[AclBinding]:
         return [b for b in self.index if selection.matches(b)]
 

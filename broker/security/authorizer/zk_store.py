@@ -60,6 +60,32 @@ _PERMISSION_BY_NAME = {permission_name(p): p for p in AclPermissionType}
 Resource = tuple[PatternType, ResourceType, str]
 
 
+def unstorable_name(name: str) -> str | None:
+    """Why ``name`` cannot be one znode under ``/kafka-acl/<type>/``, or None.
+
+    The resource name is the last path element: a ``/`` would make nested znodes that
+    ``_read_all`` (direct children only) never reads back, so the ACL would be
+    acknowledged and then lost; ``.``/``..`` and the characters ZooKeeper refuses in
+    paths cannot be znode names at all. Such ACLs are refused before anything is
+    written (INVALID_REQUEST)."""
+    if "/" in name:
+        return f"ACL resource names with '/' cannot be stored in ZooKeeper: {name!r}"
+    if name in (".", ".."):
+        return f"ACL resource name {name!r} cannot be stored in ZooKeeper"
+    if any(_zk_refused(ch) for ch in name):
+        return f"ACL resource name {name!r} has characters ZooKeeper paths cannot hold"
+    return None
+
+
+def _zk_refused(ch: str) -> bool:
+    """ZooKeeper's PathUtils.validatePath: no control characters, no surrogates or
+    private-use characters, none of U+FFF0..U+FFFF."""
+    c = ord(ch)
+    return (
+        c <= 0x1F or 0x7F <= c <= 0x9F or 0xD800 <= c <= 0xF8FF or 0xFFF0 <= c <= 0xFFFF
+    )
+
+
 def resource_path(pattern: PatternType, rtype: ResourceType, name: str) -> str:
     root = LITERAL_ROOT if pattern == PatternType.LITERAL else PREFIXED_ROOT
     return f"{root}/{RESOURCE_TYPE_NAMES[rtype]}/{name}"
