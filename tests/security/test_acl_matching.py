@@ -115,3 +115,25 @@ def test_super_users_are_semicolon_separated_principals() -> None:
     assert parse_super_users("User:admin; User:ops;") == {"User:admin", "User:ops"}
     with pytest.raises(AuthorizerConfigError):
         parse_super_users("admin")
+
+
+def test_the_decision_cache_keeps_neither_long_names_nor_operation_masks() -> None:
+    """Hostile 32 KiB names are decided, not cached (the cache counts entries, not
+    bytes), and authorized-operations lookups live in their own cache, so listing
+    many resources cannot flush the decisions Produce and Fetch look up."""
+    from kafkette.broker.security.authorizer.authorizer import Authorizer
+    from kafkette.broker.security.session import KafkaPrincipal, Session
+
+    authorizer = Authorizer(super_users=frozenset(), allow_if_no_acl=False)
+    authorizer.replace_all([acl("hot", Op.WRITE, principal="User:alice"),
+                            acl("x", Op.READ, principal="User:alice", pattern=PREFIXED)])
+    session = Session("PLAINTEXT", "PLAINTEXT", "10.0.0.1", KafkaPrincipal("User", "alice"))
+    assert authorizer.allowed(session, Op.WRITE, TOPIC, "hot")
+    long_name = "x" * 32768
+    assert authorizer.allowed(session, Op.READ, TOPIC, long_name)
+    assert not authorizer.allowed(session, Op.WRITE, TOPIC, long_name)
+    for i in range(50):
+        mask = authorizer.authorized_operations(session, TOPIC, f"x-{i}")
+        assert mask == (1 << Op.READ) | (1 << Op.DESCRIBE)
+    assert authorizer.authorized_operations(session, TOPIC, long_name) == mask
+    assert list(authorizer._cache) == [("alice", "User", "10.0.0.1", Op.WRITE, TOPIC, "hot")]
