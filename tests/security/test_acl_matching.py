@@ -137,3 +137,27 @@ def test_the_decision_cache_keeps_neither_long_names_nor_operation_masks() -> No
         assert mask == (1 << Op.READ) | (1 << Op.DESCRIBE)
     assert authorizer.authorized_operations(session, TOPIC, long_name) == mask
     assert list(authorizer._cache) == [("alice", "User", "10.0.0.1", Op.WRITE, TOPIC, "hot")]
+
+
+def test_ipv6_hosts_match_in_javas_form() -> None:
+    """Kafka compares a binding's host with ``getHostAddress()``: ACLs written for Kafka
+    (``0:0:0:0:0:0:0:1``) match a client on ``::1``, as do compressed ones; an
+    IPv4-mapped client address is its IPv4 address."""
+    from kafkette.broker.security.authorizer.matcher import java_host
+
+    assert java_host("::1") == "0:0:0:0:0:0:0:1"
+    assert java_host("fe80::0001:ab%eth0") == "fe80:0:0:0:0:0:1:ab%eth0"
+    assert java_host("::ffff:10.0.0.1") == "10.0.0.1"
+    assert java_host("*") == "*" and java_host("broker.example") == "broker.example"
+    index = AclIndex([
+        acl("java", Op.READ, host="0:0:0:0:0:0:0:1"),
+        acl("short", Op.READ, host="::1"),
+        acl("mapped", Op.READ, host="10.0.0.1"),
+    ])
+    for client in ("::1", "0:0:0:0:0:0:0:1", "0::0:1"):
+        assert decide(index, Op.READ, "java", host=client)
+        assert decide(index, Op.READ, "short", host=client)
+    assert not decide(index, Op.READ, "java", host="::2")
+    assert decide(index, Op.READ, "mapped", host="::ffff:10.0.0.1")
+    assert index.allows_some("User:alice", "::1", Op.READ, TOPIC)
+    assert not index.allows_some("User:alice", "::2", Op.READ, TOPIC)
