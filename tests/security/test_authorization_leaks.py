@@ -133,3 +133,28 @@ def test_elect_leaders_refused_lists_only_the_requested_partitions(
     assert [(p["partition_id"], p["error_code"]) for p in result["partition_result"]] == [
         (0, CLUSTER_AUTHORIZATION_FAILED), (3, CLUSTER_AUTHORIZATION_FAILED),
     ]
+
+
+def test_offset_for_leader_epoch_without_cluster_action_is_checked_per_topic(
+    open_broker: EmbeddedBroker,
+) -> None:
+    """Kafka (KIP-320): CLUSTER_ACTION allows every topic, or else each topic needs
+    DESCRIBE, even when the request names a replica_id: a topic the principal may
+    describe is answered, another is TOPIC_AUTHORIZATION_FAILED."""
+    visible, hidden = support.name("ofle-visible"), support.name("ofle-hidden")
+    create_topics(open_broker.bootstrap, visible, hidden)
+    support.create_acls(support.admin(open_broker.bootstrap), [
+        support.binding(ResourceType.BROKER, "kafka-cluster", AclOperation.CLUSTER_ACTION,
+                        principal="User:operator"),
+        support.binding(ResourceType.TOPIC, hidden, AclOperation.DESCRIBE, DENY),
+    ])
+    body = request(open_broker.bootstrap, ApiKey.OFFSET_FOR_LEADER_EPOCH, 4, {
+        "replica_id": 1,
+        "topics": [
+            {"topic": name, "partitions": [
+                {"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}
+            for name in (visible, hidden)
+        ],
+    })
+    errors = {t["topic"]: [p["error_code"] for p in t["partitions"]] for t in body["topics"]}
+    assert errors == {visible: [0], hidden: [TOPIC_AUTHORIZATION_FAILED]}
