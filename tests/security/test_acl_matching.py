@@ -100,7 +100,11 @@ def test_create_acls_validation_messages() -> None:
         ((2, "t", 2, "User:a", "*", 3, 3), "Invalid patternType"),
         ((2, "t", 3, "User:a", "*", 1, 3), "Invalid operation"),
         ((2, "t", 3, "User:a", "*", 3, 1), "Invalid permissionType"),
-        ((2, "", 3, "User:a", "*", 3, 3), "should not be empty"),
+        ((2, "", 3, "User:a", "*", 3, 3), "Invalid empty resource name"),
+        # Kafka's order: the CLUSTER name, then the empty name, then the codes.
+        ((4, "", 0, "User:a", "*", 0, 0), "kafka-cluster"),
+        ((2, "", 0, "User:a", "*", 0, 0), "Invalid empty resource name"),
+        ((4, "kafka-cluster", 0, "User:a", "*", 0, 0), "Invalid patternType"),
         ((4, "c", 3, "User:a", "*", 7, 3), "kafka-cluster"),
         ((2, "t", 3, "alice", "*", 3, 3), "no colon"),
         ((2, "t", 3, "User:a", "*", 99, 3), "Invalid operation"),
