@@ -285,9 +285,12 @@ class Authorizer:
         try:
             if self.shared_store is not None:
                 await self.shared_store.apply(added, removed)
-                bindings = await self.shared_store.load()
             elif self._store is not None:
                 await trio.to_thread.run_sync(self._store.save, bindings)
         except Exception as exc:  # a full disk, ZooKeeper away: the caller answers it
             raise AclStoreError(f"{type(exc).__name__}: {exc}") from exc
-        self.replace_all(bindings)
+        if self.shared_store is not None:
+            # Stored: whatever reading it back does, the change is not reported failed.
+            await self.shared_store.refresh_after_change(added, removed)
+        else:
+            self.replace_all(bindings)
