@@ -5,7 +5,9 @@ DESCRIBE on it (CLUSTER_AUTHORIZATION_FAILED otherwise); with no authorizer
 configured every answer is SECURITY_DISABLED "No Authorizer is configured."; a
 binding or filter Kafka refuses (UNKNOWN codes, an empty name, a principal with no
 ``:``, a CLUSTER resource not named ``kafka-cluster``) gets INVALID_REQUEST with
-Kafka's message while the request's other entries go ahead.
+Kafka's message while the request's other entries go ahead. In a cluster (ACLs in
+ZooKeeper) a resource name with `/`, `.`/`..` or characters ZooKeeper paths refuse
+is INVALID_REQUEST too: it cannot be one znode (zk_store.unstorable_name).
 """
 
 from __future__ import annotations
@@ -55,13 +57,15 @@ async def handle_create_acls(broker: Broker, request: Request) -> dict:
     valid: list[AclBinding] = []
     for entry in creations:
         try:
-            valid.append(
-                new_binding(
-                    entry["resource_type"], entry["resource_name"],
-                    entry["resource_pattern_type"], entry["principal"], entry["host"],
-                    entry["operation"], entry["permission_type"],
-                )
+            binding = new_binding(
+                entry["resource_type"], entry["resource_name"],
+                entry["resource_pattern_type"], entry["principal"], entry["host"],
+                entry["operation"], entry["permission_type"],
             )
+            reason = broker.authorizer.unstorable(binding)
+            if reason is not None:
+                raise AclError(reason)
+            valid.append(binding)
             results.append({"error_code": 0, "error_message": None})
         except AclError as exc:
             results.append({"error_code": ErrorCode.INVALID_REQUEST, "error_message": str(exc)})

@@ -24,6 +24,7 @@ from kafkette.broker.security.authorizer.checks import (
     ALTER,
     CREATE,
     DELETE,
+    DESCRIBE,
     DESCRIBE_CONFIGS,
     cluster_denied,
     topic_denied,
@@ -169,7 +170,10 @@ async def handle_delete_topics(broker: Broker, request: Request) -> dict:
     wanted = body["topic_names"] or [t["name"] for t in body["topics"] if t["name"]]
     by_id = [t["topic_id"] for t in body["topics"] if not t["name"]]
     results = []
-    # Kafka's controller: DELETE on the cluster, or else DELETE on each topic.
+    # Kafka's controller: DELETE on the cluster, or else DELETE on each topic. A
+    # refusal tells nothing the principal may not see: a name it may not delete gets
+    # ZERO_UUID (as a missing topic does), and an id it may not delete gets its name
+    # only when it may DESCRIBE the topic (ControllerApis.deleteTopics).
     check_topics = cluster_denied(broker, request, DELETE, quiet=True)
     for topic_id in by_id:
         meta = broker.topics.by_id(topic_id)
@@ -182,9 +186,29 @@ async def handle_delete_topics(broker: Broker, request: Request) -> dict:
                     "error_message": "unknown topic id",
                 }
             )
+        elif check_topics and topic_denied(broker, request, DELETE, meta.name):
+            describable = not topic_denied(broker, request, DESCRIBE, meta.name, quiet=True)
+            results.append(
+                {
+                    "name": meta.name if describable else None,
+                    "topic_id": topic_id,
+                    "error_code": int(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+                    "error_message": None,
+                }
+            )
         else:
             wanted.append(meta.name)
     for name in wanted:
+        if check_topics and topic_denied(broker, request, DELETE, name):
+            results.append(
+                {
+                    "name": name,
+                    "topic_id": ZERO_UUID,
+                    "error_code": int(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+                    "error_message": None,
+                }
+            )
+            continue
         meta = broker.topics.metadata(name)
         result = {
             "name": name,
@@ -192,10 +216,6 @@ async def handle_delete_topics(broker: Broker, request: Request) -> dict:
             "error_code": 0,
             "error_message": None,
         }
-        if check_topics and topic_denied(broker, request, DELETE, name):
-            result["error_code"] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-            results.append(result)
-            continue
         try:
             await broker.topics.delete(name, timeout_s=body["timeout_ms"] / 1000)
             log.info("deleted topic %s", name)

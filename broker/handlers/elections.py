@@ -81,13 +81,21 @@ async def handle_elect_leaders(broker: Broker, request: Request) -> dict:
     body = request.body
     version = request.header.api_version
     election_type = body.get("election_type", PREFERRED) if version >= 1 else PREFERRED
-    partitions = _requested(broker, body)
     results: dict[tuple[str, int], ErrorCode] = {}
     top_error = ErrorCode.NONE
     if cluster_denied(broker, request, ALTER):
+        # Checked before the partitions are listed: a refused principal gets back only
+        # the partitions it named, none for "every partition" (Kafka's
+        # ElectLeadersRequest.getErrorResponse), never the cluster's topic names.
         top_error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-        results = dict.fromkeys(partitions, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-    elif election_type not in (PREFERRED, UNCLEAN):
+        named = body["topic_partitions"] or []
+        results = dict.fromkeys(
+            ((t["topic"], p) for t in named for p in t["partitions"]),
+            ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        )
+        return _response(top_error, results)
+    partitions = _requested(broker, body)
+    if election_type not in (PREFERRED, UNCLEAN):
         top_error = ErrorCode.INVALID_REQUEST
     elif broker.cluster is None:
         for topic, index in partitions:
@@ -101,6 +109,10 @@ async def handle_elect_leaders(broker: Broker, request: Request) -> dict:
         results = dict.fromkeys(partitions, ErrorCode.NOT_CONTROLLER)
     else:
         results = await _elect(broker, partitions, election_type, body["timeout_ms"] / 1000)
+    return _response(top_error, results)
+
+
+def _response(top_error: ErrorCode, results: dict[tuple[str, int], ErrorCode]) -> dict:
     by_topic: dict[str, list[dict]] = {}
     for (topic, index), error in results.items():
         by_topic.setdefault(topic, []).append(

@@ -189,20 +189,17 @@ def _local_epoch_answers(broker: Broker, wanted: list[dict]) -> list[dict]:
 
 
 def _refused_epoch_queries(broker: Broker, request: Request) -> dict | None:
-    """Kafka's checks: a replica (replica_id >= 0) needs CLUSTER_ACTION, or every
-    partition is CLUSTER_AUTHORIZATION_FAILED; a consumer needs DESCRIBE on each topic
-    (TOPIC_AUTHORIZATION_FAILED). None when nothing is refused; else the answer, with
-    the allowed topics' part computed as usual."""
+    """Kafka's checks (KafkaApis.handleOffsetForLeaderEpochRequest, since KIP-320):
+    CLUSTER_ACTION on the cluster (a replica) allows every topic; else each topic
+    needs DESCRIBE (TOPIC_AUTHORIZATION_FAILED), whatever the replica_id says. None
+    when nothing is refused; else the answer, with the allowed topics' part computed
+    as usual."""
     body = request.body
-    if body.get("replica_id", -1) >= 0:
-        if not cluster_denied(broker, request, CLUSTER_ACTION):
-            return None
-        denied = {t["topic"] for t in body["topics"]}
-        code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-    else:
-        denied = {t["topic"] for t in body["topics"]
-                  if topic_denied(broker, request, DESCRIBE, t["topic"])}
-        code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    if not cluster_denied(broker, request, CLUSTER_ACTION, quiet=True):
+        return None
+    denied = {t["topic"] for t in body["topics"]
+              if topic_denied(broker, request, DESCRIBE, t["topic"])}
+    code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
     if not denied:
         return None
     allowed = [t for t in body["topics"] if t["topic"] not in denied]

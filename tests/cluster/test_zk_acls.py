@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
@@ -74,3 +76,63 @@ def test_acls_are_shared_through_zookeeper_in_kafkas_layout(cluster, wait_until)
     assert zk.exists("/kafka-acl/Topic/payments") is None
     wait_until(lambda: not _describe(built.bootstrap_of(1)), timeout=30,
                what="the first broker sees the deletion")
+
+
+def test_a_name_zookeeper_cannot_hold_is_refused_not_lost(cluster) -> None:
+    """A ``/`` in the name would nest znodes the brokers never read back: the ACL is
+    refused with INVALID_REQUEST (and nothing written) instead of acknowledged and lost;
+    the request's other ACLs go ahead."""
+    built = cluster(1, configs=SECURED)
+    nested = AclBinding(ResourceType.GROUP, "team/a", ResourcePatternType.LITERAL,
+                        "User:alice", "*", AclOperation.READ, AclPermissionType.ALLOW)
+    prefixed = AclBinding(ResourceType.TOPIC, "logs/", ResourcePatternType.PREFIXED,
+                          "User:alice", "*", AclOperation.READ, AclPermissionType.ALLOW)
+    dots = AclBinding(ResourceType.TOPIC, "..", ResourcePatternType.LITERAL,
+                      "User:alice", "*", AclOperation.READ, AclPermissionType.ALLOW)
+    fine = AclBinding(ResourceType.GROUP, "team-a", ResourcePatternType.LITERAL,
+                      "User:alice", "*", AclOperation.READ, AclPermissionType.ALLOW)
+    admin = AdminClient({"bootstrap.servers": built.bootstrap_of(1)})
+    futures = admin.create_acls([nested, prefixed, dots, fine], request_timeout=20)
+    for refused in (nested, prefixed, dots):
+        with pytest.raises(KafkaException) as caught:
+            futures[refused].result(timeout=20)
+        error = caught.value.args[0]
+        assert error.code() == KafkaError.INVALID_REQUEST
+        assert "ZooKeeper" in error.str()
+    futures[fine].result(timeout=20)
+    assert _describe(built.bootstrap_of(1)) == {fine}
+    zk = built.zk()
+    assert zk.exists("/kafka-acl/Group/team") is None
+    assert zk.exists("/kafka-acl-extended/prefixed/Topic/logs") is None
+
+
+def test_an_unreadable_acl_znode_never_drops_a_deny(cluster, wait_until) -> None:
+    """A znode that cannot be decoded is not skipped (its DENY would vanish): the broker
+    logs an ERROR and keeps the ACLs it had; a change made meanwhile is stored and
+    acknowledged (not reported failed because reading everything back fails), and
+    applied to the ACLs held; a broker cannot start while a znode is unreadable."""
+    built = cluster(1, configs=SECURED)
+    admin = AdminClient({"bootstrap.servers": built.bootstrap_of(1)})
+    deny = AclBinding(ResourceType.TOPIC, "guarded", ResourcePatternType.LITERAL,
+                      "User:mallory", "*", AclOperation.READ, AclPermissionType.DENY)
+    for future in admin.create_acls([deny], request_timeout=20).values():
+        future.result(timeout=20)
+    zk = built.zk()
+    zk.set("/kafka-acl/Topic/guarded", b"{not json")
+    zk.create("/kafka-acl-changes/acl_changes_", b"Topic:guarded", sequence=True)
+    log_path = built.brokers[1].log_path
+    wait_until(lambda: "ACLs in ZooKeeper unreadable" in log_path.read_text(errors="replace"),
+               timeout=30, what="the broker logs the unreadable znode")
+    assert _describe(built.bootstrap_of(1)) == {deny}
+
+    later = AclBinding(ResourceType.GROUP, "later", ResourcePatternType.LITERAL,
+                       "User:alice", "*", AclOperation.READ, AclPermissionType.ALLOW)
+    for future in admin.create_acls([later], request_timeout=20).values():
+        future.result(timeout=20)
+    assert zk.exists("/kafka-acl/Group/later") is not None
+    assert _describe(built.bootstrap_of(1)) == {deny, later}
+
+    built.stop(1)
+    with pytest.raises(AssertionError, match="ready line"):  # it exits instead
+        built.start(1)
+    assert "cannot read the ACLs from ZooKeeper" in log_path.read_text(errors="replace")

@@ -100,7 +100,11 @@ def test_create_acls_validation_messages() -> None:
         ((2, "t", 2, "User:a", "*", 3, 3), "Invalid patternType"),
         ((2, "t", 3, "User:a", "*", 1, 3), "Invalid operation"),
         ((2, "t", 3, "User:a", "*", 3, 1), "Invalid permissionType"),
-        ((2, "", 3, "User:a", "*", 3, 3), "should not be empty"),
+        ((2, "", 3, "User:a", "*", 3, 3), "Invalid empty resource name"),
+        # Kafka's order: the CLUSTER name, then the empty name, then the codes.
+        ((4, "", 0, "User:a", "*", 0, 0), "kafka-cluster"),
+        ((2, "", 0, "User:a", "*", 0, 0), "Invalid empty resource name"),
+        ((4, "kafka-cluster", 0, "User:a", "*", 0, 0), "Invalid patternType"),
         ((4, "c", 3, "User:a", "*", 7, 3), "kafka-cluster"),
         ((2, "t", 3, "alice", "*", 3, 3), "no colon"),
         ((2, "t", 3, "User:a", "*", 99, 3), "Invalid operation"),
@@ -115,3 +119,49 @@ def test_super_users_are_semicolon_separated_principals() -> None:
     assert parse_super_users("User:admin; User:ops;") == {"User:admin", "User:ops"}
     with pytest.raises(AuthorizerConfigError):
         parse_super_users("admin")
+
+
+def test_the_decision_cache_keeps_neither_long_names_nor_operation_masks() -> None:
+    """Hostile 32 KiB names are decided, not cached (the cache counts entries, not
+    bytes), and authorized-operations lookups live in their own cache, so listing
+    many resources cannot flush the decisions Produce and Fetch look up."""
+    from kafkette.broker.security.authorizer.authorizer import Authorizer
+    from kafkette.broker.security.session import KafkaPrincipal, Session
+
+    authorizer = Authorizer(super_users=frozenset(), allow_if_no_acl=False)
+    authorizer.replace_all([acl("hot", Op.WRITE, principal="User:alice"),
+                            acl("x", Op.READ, principal="User:alice", pattern=PREFIXED)])
+    session = Session("PLAINTEXT", "PLAINTEXT", "10.0.0.1", KafkaPrincipal("User", "alice"))
+    assert authorizer.allowed(session, Op.WRITE, TOPIC, "hot")
+    long_name = "x" * 32768
+    assert authorizer.allowed(session, Op.READ, TOPIC, long_name)
+    assert not authorizer.allowed(session, Op.WRITE, TOPIC, long_name)
+    for i in range(50):
+        mask = authorizer.authorized_operations(session, TOPIC, f"x-{i}")
+        assert mask == (1 << Op.READ) | (1 << Op.DESCRIBE)
+    assert authorizer.authorized_operations(session, TOPIC, long_name) == mask
+    assert list(authorizer._cache) == [("alice", "User", "10.0.0.1", Op.WRITE, TOPIC, "hot")]
+
+
+def test_ipv6_hosts_match_in_javas_form() -> None:
+    """Kafka compares a binding's host with ``getHostAddress()``: ACLs written for Kafka
+    (``0:0:0:0:0:0:0:1``) match a client on ``::1``, as do compressed ones; an
+    IPv4-mapped client address is its IPv4 address."""
+    from kafkette.broker.security.authorizer.matcher import java_host
+
+    assert java_host("::1") == "0:0:0:0:0:0:0:1"
+    assert java_host("fe80::0001:ab%eth0") == "fe80:0:0:0:0:0:1:ab%eth0"
+    assert java_host("::ffff:10.0.0.1") == "10.0.0.1"
+    assert java_host("*") == "*" and java_host("broker.example") == "broker.example"
+    index = AclIndex([
+        acl("java", Op.READ, host="0:0:0:0:0:0:0:1"),
+        acl("short", Op.READ, host="::1"),
+        acl("mapped", Op.READ, host="10.0.0.1"),
+    ])
+    for client in ("::1", "0:0:0:0:0:0:0:1", "0::0:1"):
+        assert decide(index, Op.READ, "java", host=client)
+        assert decide(index, Op.READ, "short", host=client)
+    assert not decide(index, Op.READ, "java", host="::2")
+    assert decide(index, Op.READ, "mapped", host="::ffff:10.0.0.1")
+    assert index.allows_some("User:alice", "::1", Op.READ, TOPIC)
+    assert not index.allows_some("User:alice", "::2", Op.READ, TOPIC)

@@ -176,8 +176,14 @@ def new_binding(
     operation: int,
     permission: int,
 ) -> AclBinding:
-    """A binding from a CreateAcls entry, checked as Kafka's AclControlManager checks
-    it; raises AclError with Kafka's message."""
+    """A binding from a CreateAcls entry, checked in Kafka's order with Kafka's
+    messages (AclError): AclApis.handleCreateAcls first (a CLUSTER resource not named
+    kafka-cluster, then an empty name), then AclControlManager.validateNewAcl (the
+    codes, the principal, the host)."""
+    if resource_type == ResourceType.CLUSTER and resource_name != CLUSTER_NAME:
+        raise AclError(f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}")
+    if not resource_name:
+        raise AclError("Invalid empty resource name")
     rtype = _enum(ResourceType, resource_type, "resourceType")
     if rtype in (ResourceType.UNKNOWN, ResourceType.ANY):
         raise AclError(f"Invalid resourceType {rtype.name}")
@@ -190,10 +196,6 @@ def new_binding(
     perm = _enum(AclPermissionType, permission, "permissionType")
     if perm in (AclPermissionType.UNKNOWN, AclPermissionType.ANY):
         raise AclError(f"Invalid permissionType {perm.name}")
-    if not resource_name:
-        raise AclError("Resource name should not be empty")
-    if rtype == ResourceType.CLUSTER and resource_name != CLUSTER_NAME:
-        raise AclError(f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}")
     kind, sep, name = (principal or "").partition(":")
     if not sep:
         raise AclError(

@@ -8,7 +8,9 @@ allowed, and the handlers' only cost is that ``is None`` test). With one:
 * otherwise the bindings decide (matcher.py), and a resource no binding covers is
   allowed only with ``allow.everyone.if.no.acl.found=true``;
 * every decision is cached per (principal, host, operation, resource) until the ACLs
-  change, so Produce and Fetch pay a dict lookup per topic, not a walk of the ACLs.
+  change, so Produce and Fetch pay a dict lookup per topic, not a walk of the ACLs
+  (names over 249 characters are not cached; authorized-operations masks have their
+  own smaller cache, so they never flush the hot decisions).
 
 Changes (CreateAcls, DeleteAcls) are made one at a time and written (store.py)
 before they are answered. A denial is logged once per cached decision, like Kafka's
@@ -49,6 +51,13 @@ KAFKA_AUTHORIZERS = (
     "kafka.security.auth.SimpleAclAuthorizer",
 )
 CACHE_LIMIT = 100_000  # decisions kept before the cache starts over
+# Names longer than Kafka's longest topic name are decided each time, not cached:
+# the cache is bounded by entries, and 100,000 hostile 32 KiB names would be GBs.
+CACHEABLE_NAME_MAX = 249
+# The authorized-operations masks (Metadata, DescribeGroups/Cluster) have their own
+# small cache, so a client listing many resources cannot flush the decisions that
+# Produce and Fetch look up.
+OPERATIONS_CACHE_LIMIT = 10_000
 # A cached denial not logged yet (it only filtered): the first check that logs says it.
 QUIET_DENIAL = object()
 
@@ -104,6 +113,7 @@ class Authorizer:
         self.allow_if_no_acl = allow_if_no_acl
         self.index = AclIndex()
         self._cache: dict[tuple, bool | object] = {}
+        self._operations_cache: dict[tuple, int] = {}
         self._store: AclFileStore | None = None
         # In a cluster: the ZooKeeper store (zk_store.py) shares the ACLs instead.
         self.shared_store: ZkAclStore | None = None
@@ -126,6 +136,7 @@ class Authorizer:
         """Make ``bindings`` the ACLs (a load, or a change seen in ZooKeeper)."""
         self.index = AclIndex(bindings)
         self._cache = {}
+        self._operations_cache = {}
 
     # Decisions -----------------------------------------------------------------
 
@@ -167,6 +178,8 @@ class Authorizer:
                                      resource_type, name)
                 else:
                     decision = QUIET_DENIAL
+        if len(name) > CACHEABLE_NAME_MAX or len(who.name) > CACHEABLE_NAME_MAX:
+            return decision is True
         if len(self._cache) >= CACHE_LIMIT:
             self._cache = {}
         self._cache[key] = decision
@@ -205,14 +218,36 @@ class Authorizer:
         self, session: Session, resource_type: ResourceType, name: str
     ) -> int:
         """The bitmask of the resource type's operations the principal may do (bit n =
-        operation code n), what the ``*_authorized_operations`` fields carry."""
+        operation code n), what the ``*_authorized_operations`` fields carry. Cached
+        apart from the decisions (see OPERATIONS_CACHE_LIMIT); nothing here is logged."""
+        who = session.principal
+        key = (who.name, who.type, session.client_host, int(resource_type), name)
+        mask = self._operations_cache.get(key)
+        if mask is not None:
+            return mask
+        principal = str(who)
         mask = 0
         for op in SUPPORTED_OPERATIONS[resource_type]:
-            if self.allowed(session, op, resource_type, name, log_denied=False):
+            if principal in self.super_users or self.index.decide(
+                principal, session.client_host, op, resource_type, name,
+                self.allow_if_no_acl,
+            ):
                 mask |= 1 << op
+        if len(name) <= CACHEABLE_NAME_MAX and len(who.name) <= CACHEABLE_NAME_MAX:
+            if len(self._operations_cache) >= OPERATIONS_CACHE_LIMIT:
+                self._operations_cache = {}
+            self._operations_cache[key] = mask
         return mask
 
     # Changes -------------------------------------------------------------------
+
+    def unstorable(self, binding: AclBinding) -> str | None:
+        """Why the store cannot keep ``binding`` (a ZooKeeper path rule), or None."""
+        if self.shared_store is None:
+            return None
+        from kafkette.broker.security.authorizer.zk_store import unstorable_name
+
+        return unstorable_name(binding.resource_name)
 
     def describe(self, selection: AclBindingFilter) -> list[AclBinding]:
         return [b for b in self.index if selection.matches(b)]
@@ -250,9 +285,12 @@ class Authorizer:
         try:
             if self.shared_store is not None:
                 await self.shared_store.apply(added, removed)
-                bindings = await self.shared_store.load()
             elif self._store is not None:
                 await trio.to_thread.run_sync(self._store.save, bindings)
         except Exception as exc:  # a full disk, ZooKeeper away: the caller answers it
             raise AclStoreError(f"{type(exc).__name__}: {exc}") from exc
-        self.replace_all(bindings)
+        if self.shared_store is not None:
+            # Stored: whatever reading it back does, the change is not reported failed.
+            await self.shared_store.refresh_after_change(added, removed)
+        else:
+            self.replace_all(bindings)

@@ -14,11 +14,19 @@ binding whose prefix starts the name):
   (``allow.everyone.if.no.acl.found``); a covered one with no applicable ALLOW is
   denied.
 
+Hosts are compared in Java's ``InetAddress.getHostAddress()`` form, which is what
+Kafka compares a binding's host with: IPv6 as eight uncompressed groups
+(``0:0:0:0:0:0:0:1``), IPv4-mapped IPv6 as the IPv4 address. Both the client's
+address and the bindings' hosts are put in that form, so an ACL written for Kafka
+(``--allow-host 0:0:0:0:0:0:0:1``) matches a client on ``::1``, and so does ``::1``.
+
 Super users are decided before this module is asked (authorizer.py).
 """
 
 from __future__ import annotations
 
+import functools
+import ipaddress
 from collections.abc import Iterable
 
 from kafkette.broker.security.authorizer.acl import (
@@ -36,6 +44,25 @@ from kafkette.broker.security.authorizer.acl import (
 ALL = AclOperation.ALL
 DENY = AclPermissionType.DENY
 ALLOW = AclPermissionType.ALLOW
+
+
+@functools.lru_cache(maxsize=4096)
+def java_host(host: str) -> str:
+    """``host`` as Java's ``getHostAddress()`` writes it; ``*`` and names that are
+    not IP addresses unchanged. Only decisions the cache misses come here."""
+    if host == WILDCARD_HOST:
+        return host
+    address, sep, scope = host.partition("%")
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return host
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        text = ":".join(f"{int(g, 16):x}" for g in ip.exploded.split(":"))
+        return f"{text}%{scope}" if sep else text
+    return str(ip)
 
 
 class AclIndex:
@@ -108,12 +135,13 @@ class AclIndex:
         bindings = self.covering(resource_type, name)
         if not bindings:
             return allow_if_no_acl
+        host = java_host(host)
         implied = IMPLIED_BY.get(operation, ())
         allowed = False
         for acl in bindings:
             if acl.principal != principal and acl.principal != WILDCARD_PRINCIPAL:
                 continue
-            if acl.host != host and acl.host != WILDCARD_HOST:
+            if acl.host != WILDCARD_HOST and java_host(acl.host) != host:
                 continue
             if acl.permission == DENY:
                 if acl.operation == operation or acl.operation == ALL:
@@ -128,6 +156,7 @@ class AclIndex:
         """Kafka's ``authorizeByResourceType`` past its first check: does some ALLOW
         binding for ``operation`` on ``resource_type`` give the principal a resource
         that no DENY dominates (the same literal name, or a prefix of it)?"""
+        host = java_host(host)
         deny_literal: set[str] = set()
         deny_prefixes: set[str] = set()
         allows: list[AclBinding] = []
@@ -135,7 +164,7 @@ class AclIndex:
             b for names in self._literal.get(resource_type, {}).values() for b in names
         ] + self._prefixed.get(resource_type, [])
         for acl in candidates:
-            if acl.host != host and acl.host != WILDCARD_HOST:
+            if acl.host != WILDCARD_HOST and java_host(acl.host) != host:
                 continue
             if acl.principal != principal and acl.principal != WILDCARD_PRINCIPAL:
                 continue

@@ -14,6 +14,12 @@ A change is a compare-and-set of each touched resource's znode (retried when ano
 broker changed it meanwhile), then a change notification. Every broker watches the two
 notification folders and, when one fires (or its ZooKeeper session is new), reads all
 ACLs again: they are few, and a full read cannot miss anything.
+
+As on a single node (store.py), an ACL znode that cannot be decoded is never skipped:
+a missing DENY would open access. At start the broker refuses to start; later the
+broker logs an ERROR and keeps the ACLs it had until a readable change comes. Every
+read is numbered when it starts, and only a read newer than the installed one
+replaces it: a slow reload cannot undo a change committed after it began.
 """
 
 from __future__ import annotations
@@ -60,6 +66,36 @@ _PERMISSION_BY_NAME = {permission_name(p): p for p in AclPermissionType}
 Resource = tuple[PatternType, ResourceType, str]
 
 
+class AclZnodeError(ValueError):
+    """An ACL znode that cannot be decoded: the ACLs are not served incomplete."""
+
+
+def unstorable_name(name: str) -> str | None:
+    """Why ``name`` cannot be one znode under ``/kafka-acl/<type>/``, or None.
+
+    The resource name is the last path element: a ``/`` would make nested znodes that
+    ``_read_all`` (direct children only) never reads back, so the ACL would be
+    acknowledged and then lost; ``.``/``..`` and the characters ZooKeeper refuses in
+    paths cannot be znode names at all. Such ACLs are refused before anything is
+    written (INVALID_REQUEST)."""
+    if "/" in name:
+        return f"ACL resource names with '/' cannot be stored in ZooKeeper: {name!r}"
+    if name in (".", ".."):
+        return f"ACL resource name {name!r} cannot be stored in ZooKeeper"
+    if any(_zk_refused(ch) for ch in name):
+        return f"ACL resource name {name!r} has characters ZooKeeper paths cannot hold"
+    return None
+
+
+def _zk_refused(ch: str) -> bool:
+    """ZooKeeper's PathUtils.validatePath: no control characters, no surrogates or
+    private-use characters, none of U+FFF0..U+FFFF."""
+    c = ord(ch)
+    return (
+        c <= 0x1F or 0x7F <= c <= 0x9F or 0xD800 <= c <= 0xF8FF or 0xFFF0 <= c <= 0xFFFF
+    )
+
+
 def resource_path(pattern: PatternType, rtype: ResourceType, name: str) -> str:
     root = LITERAL_ROOT if pattern == PatternType.LITERAL else PREFIXED_ROOT
     return f"{root}/{RESOURCE_TYPE_NAMES[rtype]}/{name}"
@@ -93,11 +129,48 @@ class ZkAclStore:
         self._watch = session.watcher(self._changed)
         self._dirty = False
         self._reloading = False
+        self._reads_started = 0  # numbers each read as it starts
+        self._installed = 0  # the number of the read the authorizer holds
 
     # Reading -------------------------------------------------------------------
 
     async def load(self) -> list[AclBinding]:
-        return await self.session.run(self._read_all)
+        """Every ACL; raises AclZnodeError for an unreadable znode (none skipped)."""
+        return (await self._snapshot())[1]
+
+    async def _snapshot(self) -> tuple[int, list[AclBinding]]:
+        self._reads_started += 1
+        number = self._reads_started
+        return number, await self.session.run(self._read_all)
+
+    def _install(self, number: int, bindings: list[AclBinding]) -> None:
+        """Make ``bindings`` current unless a newer read already is."""
+        if number > self._installed:
+            self._installed = number
+            self.authorizer.replace_all(bindings)
+
+    async def load_and_install(self) -> None:
+        number, bindings = await self._snapshot()
+        self._install(number, bindings)
+
+    async def refresh_after_change(
+        self, added: list[AclBinding], removed: list[AclBinding]
+    ) -> None:
+        """After a change is in ZooKeeper: read all ACLs back (others' changes come with
+        them). Never raises: the change is stored, so it is not reported as failed; when
+        the read fails it is applied to the ACLs held, and a full read follows."""
+        try:
+            await self.load_and_install()
+        except Exception as exc:  # ZooKeeper away, or another resource unreadable
+            log.error("ACL change stored in ZooKeeper but the ACLs could not be read"
+                      " back (%s): applying it to the ACLs held, reading again later", exc)
+            gone = set(removed)
+            current = self.authorizer.index
+            bindings = [b for b in current if b not in gone]
+            bindings += [b for b in dict.fromkeys(added) if b not in current]
+            self._reads_started += 1  # newer than any read already under way
+            self._install(self._reads_started, bindings)
+            self._changed()
 
     def _read_all(self, client: KazooClient) -> list[AclBinding]:
         """Worker thread: every ACL, watching the change folders for the next change."""
@@ -121,9 +194,10 @@ class ZkAclStore:
                         continue
                     try:
                         bindings.extend(decode_acls((pattern, rtype, name), data))
-                    except (ValueError, KeyError, TypeError) as exc:
-                        log.warning("ACLs of %s/%s/%s unreadable: %s", root, type_name,
-                                    name, exc)
+                    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                        raise AclZnodeError(
+                            f"ACLs of {root}/{type_name}/{name} unreadable: {exc!r}"
+                        ) from None
         return bindings
 
     def _changed(self) -> None:
@@ -138,13 +212,16 @@ class ZkAclStore:
             while self._dirty:
                 self._dirty = False
                 try:
-                    bindings = await self.load()
+                    await self.load_and_install()
+                except AclZnodeError as exc:
+                    # Serving fewer ACLs could drop a DENY: keep the ones held until
+                    # a change (a notification) makes the ACLs readable again.
+                    log.error("ACLs in ZooKeeper unreadable, keeping the %d held: %s",
+                              len(self.authorizer.index), exc)
                 except Exception as exc:  # ZooKeeper away: try again shortly
                     log.warning("cannot read the ACLs from ZooKeeper: %s", exc)
                     self._dirty = True
                     await trio.sleep(RELOAD_RETRY_S)
-                    continue
-                self.authorizer.replace_all(bindings)
         finally:
             self._reloading = False
 
@@ -223,7 +300,7 @@ async def open_shared_acls(broker: Broker, authorizer: Authorizer) -> None:
     store = ZkAclStore(session, authorizer)
     authorizer.shared_store = store
     session.on_state(lambda state: store._changed() if state == "CONNECTED" else None)
-    authorizer.replace_all(await store.load())
+    await store.load_and_install()  # raises (no start) when a znode is unreadable
     log.info(
         "authorizer: %d ACLs from ZooKeeper, super.users=%s", len(authorizer.index),
         ",".join(sorted(authorizer.super_users)) or "(none)",

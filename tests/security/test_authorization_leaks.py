@@ -1,0 +1,160 @@
+"""Refusals that must not tell a principal what it may not see (topic ids, names).
+
+DeleteTopics and ElectLeaders answered over a real socket with kafkette's own client
+codec (the admin clients hide the fields that leak: ids, names, the partitions of
+"every partition"). The principal is User:ANONYMOUS (PLAINTEXT listener).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import socket
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AclOperation, AclPermissionType, NewTopic, ResourceType
+
+from kafkette.broker.embedded import EmbeddedBroker
+from kafkette.wire.apis import ApiKey
+from kafkette.wire.client_connection import NEED_DATA, ClientConnection
+from kafkette.wire.primitives import ZERO_UUID
+
+_spec = importlib.util.spec_from_file_location(
+    "acl_support", Path(__file__).with_name("acl_support.py")
+)
+support = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(support)
+
+DENY = AclPermissionType.DENY
+TOPIC_AUTHORIZATION_FAILED = 29
+CLUSTER_AUTHORIZATION_FAILED = 31
+UNKNOWN_TOPIC_OR_PARTITION = 3
+
+
+def request(bootstrap: str, api_key: int, version: int, body: dict) -> dict:
+    host, _, port = bootstrap.rpartition(":")
+    conn = ClientConnection()
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(conn.send_request(api_key, version, body, "leak-test"))
+        while (response := conn.next_response()) is NEED_DATA:
+            data = sock.recv(65536)
+            assert data, "closed"
+            conn.receive_data(data)
+    return response.body
+
+
+def create_topics(bootstrap: str, *names: str) -> None:
+    client = support.admin(bootstrap)
+    futures = client.create_topics([NewTopic(n, 1) for n in names], request_timeout=20)
+    for future in futures.values():
+        future.result(timeout=20)
+
+
+@pytest.fixture
+def open_broker(tmp_path: Path):
+    broker = support.start_broker(tmp_path, allow_everyone_if_no_acl_found="true")
+    try:
+        yield broker
+    finally:
+        broker.stop(timeout=30)
+
+
+def test_delete_topics_refused_tells_neither_ids_nor_hidden_names(
+    open_broker: EmbeddedBroker,
+) -> None:
+    """Kafka's ControllerApis.deleteTopics: a name the principal may not delete gets
+    ZERO_UUID (as a missing topic does); an id gets its name back only when the
+    principal may DESCRIBE the topic."""
+    visible, hidden = support.name("del-visible"), support.name("del-hidden")
+    create_topics(open_broker.bootstrap, visible, hidden)
+    topics = open_broker.broker.topics
+    visible_id = topics.metadata(visible).topic_id
+    hidden_id = topics.metadata(hidden).topic_id
+    # One batch: the ACL on the cluster (for someone else) ends ANONYMOUS's right to
+    # change ACLs along with DELETE on the cluster, so each topic is checked.
+    support.create_acls(support.admin(open_broker.bootstrap), [
+        support.binding(ResourceType.BROKER, "kafka-cluster", AclOperation.DELETE,
+                        principal="User:operator"),
+        support.binding(ResourceType.TOPIC, visible, AclOperation.DESCRIBE),
+        support.binding(ResourceType.TOPIC, visible, AclOperation.DELETE, DENY),
+        support.binding(ResourceType.TOPIC, hidden, AclOperation.DELETE, DENY),
+        support.binding(ResourceType.TOPIC, hidden, AclOperation.DESCRIBE, DENY),
+    ])
+    missing = support.name("del-missing")
+    body = request(open_broker.bootstrap, ApiKey.DELETE_TOPICS, 6, {
+        "topics": [
+            {"name": visible, "topic_id": ZERO_UUID},
+            {"name": hidden, "topic_id": ZERO_UUID},
+            {"name": missing, "topic_id": ZERO_UUID},
+            {"name": None, "topic_id": visible_id},
+            {"name": None, "topic_id": hidden_id},
+        ],
+        "timeout_ms": 10_000,
+    })
+    answers = {
+        (r["name"], r["topic_id"]): r["error_code"] for r in body["responses"]
+    }
+    assert answers == {
+        (visible, ZERO_UUID): TOPIC_AUTHORIZATION_FAILED,
+        (hidden, ZERO_UUID): TOPIC_AUTHORIZATION_FAILED,
+        (missing, ZERO_UUID): UNKNOWN_TOPIC_OR_PARTITION,
+        (visible, visible_id): TOPIC_AUTHORIZATION_FAILED,
+        (None, hidden_id): TOPIC_AUTHORIZATION_FAILED,
+    }
+    assert topics.metadata(visible) is not None and topics.metadata(hidden) is not None
+
+
+def test_elect_leaders_refused_lists_only_the_requested_partitions(
+    open_broker: EmbeddedBroker,
+) -> None:
+    """ALTER on the cluster is checked before "every partition" is expanded: a refused
+    principal gets no topic names back (Kafka's ElectLeadersRequest.getErrorResponse)."""
+    secret = support.name("elect-secret")
+    create_topics(open_broker.bootstrap, secret)
+    # An ACL on the cluster for someone else: ANONYMOUS no longer falls back to
+    # allow.everyone.if.no.acl.found for ALTER on the cluster.
+    support.create_acls(support.admin(open_broker.bootstrap), [
+        support.binding(ResourceType.BROKER, "kafka-cluster", AclOperation.ALTER,
+                        principal="User:operator"),
+    ])
+    every = request(open_broker.bootstrap, ApiKey.ELECT_LEADERS, 2, {
+        "election_type": 0, "topic_partitions": None, "timeout_ms": 10_000,
+    })
+    assert every["error_code"] == CLUSTER_AUTHORIZATION_FAILED
+    assert every["replica_election_results"] == []
+    named = request(open_broker.bootstrap, ApiKey.ELECT_LEADERS, 2, {
+        "election_type": 0,
+        "topic_partitions": [{"topic": "asked-for", "partitions": [0, 3]}],
+        "timeout_ms": 10_000,
+    })
+    assert named["error_code"] == CLUSTER_AUTHORIZATION_FAILED
+    [result] = named["replica_election_results"]
+    assert result["topic"] == "asked-for"
+    assert [(p["partition_id"], p["error_code"]) for p in result["partition_result"]] == [
+        (0, CLUSTER_AUTHORIZATION_FAILED), (3, CLUSTER_AUTHORIZATION_FAILED),
+    ]
+
+
+def test_offset_for_leader_epoch_without_cluster_action_is_checked_per_topic(
+    open_broker: EmbeddedBroker,
+) -> None:
+    """Kafka (KIP-320): CLUSTER_ACTION allows every topic, or else each topic needs
+    DESCRIBE, even when the request names a replica_id: a topic the principal may
+    describe is answered, another is TOPIC_AUTHORIZATION_FAILED."""
+    visible, hidden = support.name("ofle-visible"), support.name("ofle-hidden")
+    create_topics(open_broker.bootstrap, visible, hidden)
+    support.create_acls(support.admin(open_broker.bootstrap), [
+        support.binding(ResourceType.BROKER, "kafka-cluster", AclOperation.CLUSTER_ACTION,
+                        principal="User:operator"),
+        support.binding(ResourceType.TOPIC, hidden, AclOperation.DESCRIBE, DENY),
+    ])
+    body = request(open_broker.bootstrap, ApiKey.OFFSET_FOR_LEADER_EPOCH, 4, {
+        "replica_id": 1,
+        "topics": [
+            {"topic": name, "partitions": [
+                {"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}
+            for name in (visible, hidden)
+        ],
+    })
+    errors = {t["topic"]: [p["error_code"] for p in t["partitions"]] for t in body["topics"]}
+    assert errors == {visible: [0], hidden: [TOPIC_AUTHORIZATION_FAILED]}
