@@ -56,7 +56,7 @@ def test_confluent_kafka_unsecured_token_produces_and_consumes(oauth_broker) -> 
 def test_aiokafka_with_an_unsecured_token_provider(oauth_broker) -> None:
     class UnsecuredTokens(AbstractTokenProvider):
         async def token(self) -> str:
-            return sasl.unsecured_token("carol", scope="kafka other")
+            return sasl.unsecured_token("carol", scope=["kafka", "other"])
 
     async def produce() -> int:
         producer = AIOKafkaProducer(
@@ -85,8 +85,16 @@ def _first_message(token: str) -> bytes:
             '{"status":"invalid_token"}',
         ),
         (sasl.unsecured_token("alice", scope="kafka") + "c2lnbmVk", '{"status":"invalid_token"}'),
+        # A string scope claim is ONE scope (Kafka's calculateScope): "read kafka" is not "kafka".
+        (
+            sasl.unsecured_token("alice", scope="read kafka"),
+            '{"status":"insufficient_scope", "scope":"kafka"}',
+        ),
+        (sasl.unsecured_token("alice", scope=["kafka", 7]), '{"status":"invalid_token"}'),
+        (sasl.unsecured_token("alice", scope={"kafka": True}), '{"status":"invalid_token"}'),
     ],
-    ids=["no-scope", "expired", "signed"],
+    ids=["no-scope", "expired", "signed", "string-scope-is-one", "list-not-strings",
+         "scope-not-list"],
 )
 def test_a_refused_token_gets_the_json_status_then_fails(oauth_broker, token, status) -> None:
     with sasl.RawSasl(oauth_broker.bootstrap) as raw:
@@ -96,6 +104,14 @@ def test_a_refused_token_gets_the_json_status_then_fails(oauth_broker, token, st
         final = raw.authenticate(b"\x01")  # RFC 7628: the client acknowledges the error
         assert (final.error_code, final.error_message) == (58, status)
         assert raw.closed_by_broker()
+
+
+def test_a_string_scope_claim_is_one_scope(oauth_broker) -> None:
+    """A scope string equal to the required scope (trimmed) is accepted as one element."""
+    with sasl.RawSasl(oauth_broker.bootstrap) as raw:
+        assert raw.handshake("OAUTHBEARER").error_code == 0
+        response = raw.authenticate(_first_message(sasl.unsecured_token("alice", scope=" kafka ")))
+        assert (response.error_code, response.auth_bytes) == (0, b"")
 
 
 def test_the_session_lasts_until_the_token_expires(oauth_broker) -> None:

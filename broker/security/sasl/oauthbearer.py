@@ -59,6 +59,22 @@ def _b64url_json(part: str, what: str) -> dict:
     return value
 
 
+def _scope_of(value: object, claim: str) -> set[str]:
+    """Kafka's OAuthBearerUnsecuredJws.calculateScope: a string claim is ONE scope (trimmed,
+    none if blank), a list gives its trimmed non-blank strings; anything else makes the
+    token illegal, whether or not a scope is required. Only the required-scope option is
+    split on spaces: ``"read kafka"`` is one scope, not ``kafka``."""
+    if value is None:
+        return set()
+    if isinstance(value, str):
+        return {value.strip()} if value.strip() else set()
+    if isinstance(value, list):
+        if not all(isinstance(element, str) for element in value):
+            raise TokenRefused(f"the {claim!r} claim holds a value that is not a string")
+        return {element.strip() for element in value if element.strip()}
+    raise TokenRefused(f"the {claim!r} claim is neither a string nor a list of strings")
+
+
 class UnsecuredToken:
     """A validated token: its principal, claims and expiry."""
 
@@ -109,10 +125,9 @@ def validate_unsecured_token(
         raise TokenRefused(f"the token expired at {expiry} ms")
     if issued_at is not None and expiry <= issued_at:
         raise TokenRefused("the token's 'exp' is not after its 'iat'")
+    granted = _scope_of(claims.get(scope_claim), scope_claim)
     if required_scope:
-        scope = claims.get(scope_claim)
-        granted = scope.split() if isinstance(scope, str) else scope
-        if not isinstance(granted, list) or not set(required_scope) <= set(map(str, granted)):
+        if not set(required_scope) <= granted:
             raise TokenRefused(
                 f"the token's scope lacks {' '.join(required_scope)}",
                 scope=" ".join(required_scope),
