@@ -235,3 +235,27 @@ def test_kafka_configs_sh_manages_scram_users(scram_broker) -> None:
     admin = AdminClient(admin_conf(scram_broker))
     with pytest.raises(KafkaException, match="does not exist: kcuser"):
         admin.describe_user_scram_credentials(["kcuser"])["kcuser"].result(timeout=20)
+
+
+def test_the_credentials_file_is_never_readable_by_others(tmp_path, monkeypatch) -> None:
+    """The temporary file is created 0600 (a leftover one narrowed first), not made 0600
+    after the rename: no moment where another user could read the keys."""
+    from kafkette.broker.security.sasl import scram_formulas as sf
+    from kafkette.broker.security.sasl.scram_store import FILE_NAME, ScramCredentialStore
+
+    leftover = tmp_path / (FILE_NAME + ".tmp")
+    leftover.write_text("old")
+    leftover.chmod(0o644)
+    modes: list[int] = []
+    real_replace = os.replace
+
+    def replace(source, target) -> None:
+        modes.append(os.stat(source).st_mode & 0o777)
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "replace", replace)
+    store = ScramCredentialStore(tmp_path / FILE_NAME)
+    credential = sf.credential_from_salted("SCRAM-SHA-256", b"s" * 32, b"salt", 4096)
+    store.write({"frank": {"SCRAM-SHA-256": credential}})
+    assert modes == [0o600]
+    assert os.stat(tmp_path / FILE_NAME).st_mode & 0o777 == 0o600
