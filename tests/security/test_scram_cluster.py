@@ -161,3 +161,46 @@ def test_brokers_replicate_over_a_sasl_listener_with_scram(zookeeper, tmp_path, 
         # over BROKER after authenticating with SCRAM.
         assert producer.flush(30) == 0 and failures == []
     assert "authenticated as User:broker (SCRAM-SHA-512, listener BROKER)" in caplog.text
+
+
+def test_a_silent_zookeeper_refuses_the_login_and_the_broker_keeps_serving(
+    zookeeper, tmp_path, caplog
+) -> None:
+    """ZooKeeper stopped (SIGSTOP) while a client logs in with SCRAM: the login is refused
+    with SASL_AUTHENTICATION_FAILED after the lookup's deadline, one log line, no traceback;
+    the broker answers the next client meanwhile."""
+    import signal
+
+    caplog.set_level(logging.INFO, logger="kafkette.sasl")
+    connect = f"{zookeeper.connect_string}/sasl-quiet-{uuid.uuid4().hex[:8]}"
+    configs = sasl.sasl_broker_configs(
+        "SCRAM-SHA-256",
+        listeners="SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
+        **{"zookeeper.connect": connect, "broker.id": "1",
+           "offsets.topic.replication.factor": "1",
+           "connection.failed.authentication.delay.ms": "0"},
+    )
+    with EmbeddedBroker.start(tmp_path / "b1", configs) as broker:
+        plain = str(broker.broker.endpoint_for("PLAINTEXT"))
+        sasl.set_scram_user({"bootstrap.servers": plain}, "quiet", "quiet-password")
+        zookeeper.process.send_signal(signal.SIGSTOP)
+        try:
+            with sasl.RawSasl(str(broker.broker.endpoint_for("SASL_PLAINTEXT")), 30) as raw:
+                from kafka.protocol.sasl import SaslAuthenticateRequest
+
+                assert raw.handshake("SCRAM-SHA-256").error_code == 0
+                request = SaslAuthenticateRequest(auth_bytes=b"n,,n=quiet,r=client-nonce-1")
+                raw.send(request, 2)
+                with sasl.RawSasl(plain) as other:  # served while the login waits
+                    assert other.metadata().brokers
+                response = request.header.get_response_class().decode(
+                    raw.read_frame(), version=2, header=True
+                )
+                assert response.error_code == 58
+                assert raw.closed_by_broker()
+            with sasl.RawSasl(plain) as other:
+                assert other.metadata().brokers
+        finally:
+            zookeeper.process.send_signal(signal.SIGCONT)
+    refused = [r.getMessage() for r in caplog.records if "could not be obtained" in r.getMessage()]
+    assert len(refused) == 1 and "no answer from the credential store" in refused[0]

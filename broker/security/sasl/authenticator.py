@@ -38,6 +38,7 @@ from kafkette.broker.security.sasl.mechanism import (
 from kafkette.broker.security.sasl.oauthbearer import OAuthBearerServer
 from kafkette.broker.security.sasl.plain import PlainServer
 from kafkette.broker.security.sasl.scram import ScramServer, username_in_client_first
+from kafkette.broker.security.sasl.zk_scram_store import CredentialStoreUnavailable
 from kafkette.broker.security.session import KafkaPrincipal, Session
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.connection import Request
@@ -47,6 +48,9 @@ log = logging.getLogger("kafkette.sasl")
 
 # Kafka's KafkaChannel.MIN_REAUTH_INTERVAL_ONE_SECOND_NANOS.
 MIN_REAUTH_INTERVAL_S = 1.0
+# How long a login waits for its SCRAM credential (ZooKeeper in a cluster) before it is
+# refused; about a ZooKeeper session's worth of patience, far below a client's timeout.
+CREDENTIAL_LOOKUP_TIMEOUT_S = 5.0
 # What a SASL listener serves before authentication.
 BEFORE_AUTHENTICATION = frozenset(
     {ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE}
@@ -129,25 +133,48 @@ class Authenticator:
             message = self._bad_mechanism_message
             return self._refuse(message, message, answer=False)
         token = bytes(request.body.get("auth_bytes") or b"")
-        await self._fetch_credential(token)
+        unavailable = await self._fetch_credential(token)
+        if unavailable is not None:
+            return self._refuse_unavailable(unavailable, raw=False)
         return self._evaluate(token, raw=False)
 
     async def on_raw_token(self, token: bytes) -> Verdict:
         """A bare SASL token after SaslHandshake v0."""
-        await self._fetch_credential(token)
+        unavailable = await self._fetch_credential(token)
+        if unavailable is not None:
+            return self._refuse_unavailable(unavailable, raw=True)
         return self._evaluate(token, raw=True)
 
-    async def _fetch_credential(self, token: bytes) -> None:
+    async def _fetch_credential(self, token: bytes) -> str | None:
         """Before a SCRAM client-first is evaluated: its user's credential, from the data
-        dir's store or, in a cluster, ZooKeeper."""
+        dir's store or, in a cluster, ZooKeeper (within CREDENTIAL_LOOKUP_TIMEOUT_S).
+        Returns why the credential could not be obtained, or None."""
         server = self._server
         if not isinstance(server, ScramServer) or not server.awaiting_first:
-            return
+            return None
         user = username_in_client_first(token)
-        if user is not None:
-            store = await self._sasl.scram_store()
-            found = await store.lookup(self._mechanism, user)
-            self._scram_credentials[(self._mechanism, user)] = found
+        if user is None:
+            return None
+        store = await self._sasl.scram_store()
+        try:
+            with trio.fail_after(CREDENTIAL_LOOKUP_TIMEOUT_S):
+                found = await store.lookup(self._mechanism, user)
+        except trio.TooSlowError:
+            return f"no answer from the credential store within {CREDENTIAL_LOOKUP_TIMEOUT_S} s"
+        except CredentialStoreUnavailable as exc:
+            return str(exc)
+        self._scram_credentials[(self._mechanism, user)] = found
+        return None
+
+    def _refuse_unavailable(self, why: str, *, raw: bool) -> Verdict:
+        """Kafka's ScramSaslServer: "Credentials could not be obtained" is a SaslException,
+        which the client sees as the generic invalid-credentials failure."""
+        phase = "re-authentication" if self._reauthenticating else "authentication"
+        message = (
+            f"Authentication failed during {phase} due to invalid credentials with SASL "
+            f"mechanism {self._mechanism}"
+        )
+        return self._refuse(message, f"credentials could not be obtained: {why}", answer=not raw)
 
     def _close(self, reason: str) -> Verdict:
         log.info("closing connection from %s on listener %s: %s", self._peer,

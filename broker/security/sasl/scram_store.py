@@ -88,6 +88,7 @@ class ScramCredentialStore:
     # store, zk_scram_store.py, reads ZooKeeper). --------------------------------------
 
     async def lookup(self, mechanism: str, user: str) -> sf.ScramCredential | None:
+        """From memory: never waits, never fails."""
         return self._credentials.get(user, {}).get(mechanism)
 
     async def users(self) -> list[str]:

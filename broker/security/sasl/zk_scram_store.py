@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
+
+import trio
 
 from kafkette.broker.security.sasl import scram_formulas as sf
 from kafkette.broker.security.sasl.scram_store import credential_from_text, credential_to_text
@@ -24,6 +27,7 @@ if TYPE_CHECKING:
 
 USERS = "/config/users"
 _ATTEMPTS = 10  # concurrent writers of one user's node: read-modify-write retried
+LOOKUP_THREADS = 4  # worker threads logins may hold reading ZooKeeper at once
 
 
 def user_path(user: str) -> str:
@@ -108,12 +112,34 @@ def _write_user(client: Any, user: str, changes: Mapping[str, str | None]) -> No
     raise RuntimeError(f"could not update {path}: it keeps changing")
 
 
+class CredentialStoreUnavailable(Exception):
+    """ZooKeeper did not answer a credential lookup (connection lost, session expired):
+    the login is refused, the connection and the broker carry on."""
+
+
 class ZkScramCredentialStore:
     def __init__(self, session: ZkSession) -> None:
         self._session = session
+        # Logins read ZooKeeper in their own few threads: a hung ZooKeeper cannot take
+        # trio's default thread pool (the log's I/O) with it. The caller bounds the wait.
+        self._lookups = trio.CapacityLimiter(LOOKUP_THREADS)
 
     async def lookup(self, mechanism: str, user: str) -> sf.ScramCredential | None:
-        return _scram_of(await self._session.run(_read_user, user)).get(mechanism)
+        """The user's credential; raises CredentialStoreUnavailable on a ZooKeeper error
+        (the caller's deadline, trio.fail_after, covers a ZooKeeper that does not answer)."""
+        from kazoo.exceptions import KazooException
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        call = partial(_read_user, self._session.client, user)
+        try:
+            config = await trio.to_thread.run_sync(
+                call, limiter=self._lookups, abandon_on_cancel=True
+            )
+        except (KazooException, KazooTimeoutError) as exc:
+            raise CredentialStoreUnavailable(
+                f"ZooKeeper error reading {user_path(user)}: {type(exc).__name__} {exc}"
+            ) from None
+        return _scram_of(config).get(mechanism)
 
     async def users(self) -> list[str]:
         configs = await self._session.run(_read_all)
