@@ -237,3 +237,32 @@ def test_plain_over_tls_on_a_sasl_ssl_listener(tmp_path, tls) -> None:
         assert len(sasl.confluent_roundtrip(conf, sasl.unique("sasl-ssl"), count=2)) == 2
         wrong = {**conf, "sasl.password": "wrong"}
         assert INVALID in sasl.confluent_failure(wrong)
+
+
+def test_unauthenticated_big_frames_do_not_take_the_request_memory(tmp_path) -> None:
+    """Three connections announce ~500 KB frames before authenticating and send nothing
+    more; the pool (queued.max.request.bytes = 1 MiB) is not theirs: an authenticated
+    producer's ~700 KB request is answered at once."""
+    mib = str(1024 * 1024)
+    configs = sasl.sasl_broker_configs(
+        "PLAIN", USERS, listeners="SASL_PLAINTEXT://127.0.0.1:0",
+        **{"queued.max.request.bytes": mib, "socket.request.max.bytes": mib},
+    )
+    with EmbeddedBroker.start(tmp_path, configs) as broker:
+        bootstrap = endpoint(broker, "SASL_PLAINTEXT")
+        idle = [sasl.RawSasl(bootstrap) for _ in range(3)]
+        try:
+            for raw in idle:
+                raw.sock.sendall(struct.pack(">i", 500_000) + b"\0" * 16)
+            conf = sasl.confluent_sasl(bootstrap, "PLAIN", "alice", "alice-secret")
+            from confluent_kafka import Producer
+
+            producer = Producer(conf)
+            delivered: list[object] = []
+            producer.produce(sasl.unique("big"), b"x" * 700_000,
+                             on_delivery=lambda err, msg: delivered.append(err))
+            assert producer.flush(15) == 0
+            assert delivered == [None]
+        finally:
+            for raw in idle:
+                raw.close()
