@@ -51,6 +51,8 @@ MIN_REAUTH_INTERVAL_S = 1.0
 # How long a login waits for its SCRAM credential (ZooKeeper in a cluster) before it is
 # refused; about a ZooKeeper session's worth of patience, far below a client's timeout.
 CREDENTIAL_LOOKUP_TIMEOUT_S = 5.0
+# SaslAuthenticate's session_lifetime_ms is an int64 (Java's Long.MAX_VALUE).
+MAX_SESSION_LIFETIME_MS = 2**63 - 1
 # What a SASL listener serves before authentication.
 BEFORE_AUTHENTICATION = frozenset(
     {ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE}
@@ -290,15 +292,18 @@ class Authenticator:
         )
 
     def _session_lifetime_ms(self, server: ServerMechanism) -> int:
-        """Kafka's ReauthInfo.calcCompletionTimesAndReturnSessionLifetimeMs."""
+        """Kafka's ReauthInfo.calcCompletionTimesAndReturnSessionLifetimeMs, clamped to
+        what SaslAuthenticate's int64 session_lifetime_ms holds (a token's ``exp`` may
+        be any number)."""
         max_reauth = self._listener.reauth_ms.get(self._mechanism, 0)
         expiry = server.credential_expiry_ms
         if expiry is None:
-            return max(0, max_reauth)
-        until_expiry = expiry - int(time.time() * 1000)
-        if max_reauth <= 0:
-            return max(0, until_expiry)
-        return max(0, min(until_expiry, max_reauth))
+            lifetime = max_reauth
+        elif max_reauth <= 0:
+            lifetime = expiry - int(time.time() * 1000)
+        else:
+            lifetime = min(expiry - int(time.time() * 1000), max_reauth)
+        return min(max(0, lifetime), MAX_SESSION_LIFETIME_MS)
 
     def _refuse(self, message: str, detail: str, *, answer: bool = True) -> Verdict:
         """Fail the exchange: answer SASL_AUTHENTICATION_FAILED with ``message`` (not after

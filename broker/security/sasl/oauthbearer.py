@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import re
 import time
 from collections.abc import Mapping
@@ -48,10 +49,32 @@ class TokenRefused(Exception):
         self.scope = scope
 
 
+def _refuse_constant(name: str) -> object:
+    """JSON has no NaN or Infinity (Python's json reads them unless told not to)."""
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def clock_skew_ms(options: Mapping[str, str]) -> int:
+    """``unsecuredValidatorAllowableClockSkewMs``: an int >= 0 (default 0); raises
+    ValueError otherwise (checked at start, settings.check_sasl_config)."""
+    text = (options.get("unsecuredValidatorAllowableClockSkewMs") or "").strip()
+    if not text:
+        return 0
+    try:
+        skew = int(text)
+    except ValueError:
+        skew = -1
+    if skew < 0:
+        raise ValueError(
+            f"unsecuredValidatorAllowableClockSkewMs must be an integer >= 0: {text[:40]!r}"
+        )
+    return skew
+
+
 def _b64url_json(part: str, what: str) -> dict:
     try:
         raw = base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
-        value = json.loads(raw)
+        value = json.loads(raw, parse_constant=_refuse_constant)
     except (binascii.Error, ValueError) as exc:
         raise TokenRefused(f"the JWS {what} is not Base64URL-encoded JSON: {exc}") from None
     if not isinstance(value, dict):
@@ -92,8 +115,10 @@ def validate_unsecured_token(
     principal_claim = (options.get("unsecuredValidatorPrincipalClaimName") or "").strip() or "sub"
     scope_claim = (options.get("unsecuredValidatorScopeClaimName") or "").strip() or "scope"
     required_scope = (options.get("unsecuredValidatorRequiredScope") or "").split()
-    skew_text = (options.get("unsecuredValidatorAllowableClockSkewMs") or "").strip()
-    skew = int(skew_text) if skew_text else 0
+    try:
+        skew = clock_skew_ms(options)
+    except ValueError as exc:  # refused at start; a token is never let through for it
+        raise TokenRefused(str(exc)) from None
     parts = token.split(".")
     if len(parts) != 3:
         raise TokenRefused("an unsecured JWS has 3 dot-separated Base64URL-encoded values")
@@ -113,6 +138,8 @@ def validate_unsecured_token(
             return None
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise TokenRefused(f"the {name!r} claim must be a number")
+        if not math.isfinite(value):  # 1e400 reads as inf
+            raise TokenRefused(f"the {name!r} claim must be a finite number")
         return int(value * 1000)
 
     issued_at = number_ms("iat")
