@@ -18,8 +18,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+import trio
+
 from kafkette.broker.security.sasl import scram_formulas as sf
 from kafkette.broker.security.sasl.broker_sasl import sasl_of
+from kafkette.broker.security.sasl.zk_scram_store import CredentialStoreUnavailable
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -35,6 +38,9 @@ DUPLICATE_DESCRIBE = (
 MISSING_DESCRIBE = "Attempt to describe a user credential that does not exist: "
 MISSING_DELETE = "Attempt to delete a user credential that does not exist"
 CLUSTER_DENIED = "Cluster authorization failed."  # Kafka's default message of error 31
+STORE_FAILED = "The SCRAM credential store could not be written; see the broker's log"
+# How long AlterUserScramCredentials waits for the store (a file, or ZooKeeper) to write.
+STORE_WRITE_TIMEOUT_S = 30.0
 
 
 def _cluster_allowed(broker: Broker, request: Request, operation: str) -> bool:
@@ -113,10 +119,21 @@ async def handle_alter_user_scram_credentials(broker: Broker, request: Request) 
             )
             to_upsert[name] = (mechanism_name, credential)
         if to_delete or to_upsert:
-            await store.apply(
-                to_delete.items(),
-                [(name, mech, cred) for name, (mech, cred) in to_upsert.items()],
-            )
+            try:
+                with trio.fail_after(STORE_WRITE_TIMEOUT_S):
+                    await store.apply(
+                        to_delete.items(),
+                        [(name, mech, cred) for name, (mech, cred) in to_upsert.items()],
+                    )
+            except (OSError, CredentialStoreUnavailable, trio.TooSlowError) as exc:
+                # Not a connection close: each user is told, the broker keeps serving.
+                why = str(exc) or f"no answer within {STORE_WRITE_TIMEOUT_S} s"
+                log.warning("SCRAM credentials not changed: the store failed: %s", why)
+                message = STORE_FAILED  # the details (paths, hosts) stay in the log
+                for name in [*to_delete, *to_upsert]:
+                    errors[name] = (ErrorCode.UNKNOWN_SERVER_ERROR, message)
+                to_delete, to_upsert = {}, {}
+        if to_delete or to_upsert:
             log.info(
                 "SCRAM credentials changed by %s: %s",
                 request.session.principal if request.session is not None else "?",

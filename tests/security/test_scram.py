@@ -259,3 +259,37 @@ def test_the_credentials_file_is_never_readable_by_others(tmp_path, monkeypatch)
     store.write({"frank": {"SCRAM-SHA-256": credential}})
     assert modes == [0o600]
     assert os.stat(tmp_path / FILE_NAME).st_mode & 0o777 == 0o600
+
+
+def test_a_store_that_cannot_be_written_answers_each_user(tmp_path, caplog) -> None:
+    """The credentials file cannot be replaced (its temporary name is taken by a
+    directory): each user gets UNKNOWN_SERVER_ERROR with a message, one log line; the
+    connection and the broker carry on, and the next change goes through. (A raw
+    kafka-python request: confluent-kafka's future never completes on error -1.)"""
+    from kafka.protocol.admin import AlterUserScramCredentialsRequest as Alter
+
+    from kafkette.broker.security.sasl.scram_store import FILE_NAME
+
+    def upsert(name: str):
+        return Alter.ScramCredentialUpsertion(
+            name=name, mechanism=1, iterations=4096, salt=b"salt-" + name.encode(),
+            salted_password=b"\x01" * 32,
+        )
+
+    with start_scram_broker(tmp_path) as broker:
+        blocker = tmp_path / (FILE_NAME + ".tmp")
+        blocker.mkdir()
+        with sasl.RawSasl(endpoint(broker, "PLAINTEXT")) as raw:
+            both = Alter(deletions=[], upsertions=[upsert("gina"), upsert("hank")])
+            failed = raw.request(both, 0)
+            assert sorted((r.user, r.error_code) for r in failed.results) == [
+                ("gina", -1), ("hank", -1)
+            ]
+            assert all("could not be written" in r.error_message for r in failed.results)
+            blocker.rmdir()
+            done = raw.request(Alter(deletions=[], upsertions=[upsert("gina")]), 0)
+            assert [(r.user, r.error_code) for r in done.results] == [("gina", 0)]
+        lines = [r for r in caplog.records if "SCRAM credentials not changed" in r.getMessage()]
+        assert len(lines) == 1
+        stored = json.loads((tmp_path / FILE_NAME).read_text())["users"]
+        assert list(stored) == ["gina"]

@@ -84,6 +84,10 @@ def _read_all(client: Any) -> dict[str, dict[str, str]]:
     return configs
 
 
+class NodeKeepsChanging(Exception):
+    """Other writers changed a user's node on every one of our read-modify-write tries."""
+
+
 def _write_user(client: Any, user: str, changes: Mapping[str, str | None]) -> None:
     """Apply ``changes`` (mechanism -> credential text, None to delete) to the user's node."""
     from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
@@ -109,7 +113,7 @@ def _write_user(client: Any, user: str, changes: Mapping[str, str | None]) -> No
             return
         except (BadVersionError, NodeExistsError, NoNodeError):
             continue  # another broker wrote it meanwhile: read again
-    raise RuntimeError(f"could not update {path}: it keeps changing")
+    raise NodeKeepsChanging(f"could not update {path}: it keeps changing")
 
 
 class CredentialStoreUnavailable(Exception):
@@ -163,4 +167,12 @@ class ZkScramCredentialStore:
             for user, user_changes in changes.items():
                 _write_user(client, user, user_changes)
 
-        await self._session.run(write_all)
+        from kazoo.exceptions import KazooException
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        try:
+            await self._session.run(write_all)
+        except (KazooException, KazooTimeoutError, NodeKeepsChanging) as exc:
+            raise CredentialStoreUnavailable(
+                f"ZooKeeper error writing {USERS}: {type(exc).__name__} {exc}"
+            ) from None
