@@ -293,3 +293,26 @@ def test_a_store_that_cannot_be_written_answers_each_user(tmp_path, caplog) -> N
         assert len(lines) == 1
         stored = json.loads((tmp_path / FILE_NAME).read_text())["users"]
         assert list(stored) == ["gina"]
+
+
+def test_duplicates_are_found_before_validation_and_the_mechanism_before_the_name(
+    scram_broker,
+) -> None:
+    """Kafka's ScramControlManager: a user named twice is DUPLICATE_RESOURCE even when its
+    first entry would fail validation; an unknown mechanism is told before an empty name."""
+    from kafka.protocol.admin import AlterUserScramCredentialsRequest as Alter
+
+    user = sasl.unique("dup")
+    delete_missing = Alter.ScramCredentialDeletion(name=user, mechanism=1)  # no such credential
+    upsert = Alter.ScramCredentialUpsertion(
+        name=user, mechanism=1, iterations=4096, salt=b"salt", salted_password=b"\x02" * 32
+    )
+    nameless = Alter.ScramCredentialUpsertion(
+        name="", mechanism=0, iterations=4096, salt=b"salt", salted_password=b"\x02" * 32
+    )
+    with sasl.RawSasl(endpoint(scram_broker, "PLAINTEXT")) as raw:
+        answer = raw.request(Alter(deletions=[delete_missing], upsertions=[upsert, nameless]), 0)
+    assert sorted((r.user, r.error_code, r.error_message) for r in answer.results) == [
+        ("", 33, "Unknown SCRAM mechanism"),  # UNSUPPORTED_SASL_MECHANISM
+        (user, 92, "A user credential cannot be altered twice in the same request"),
+    ]

@@ -146,11 +146,24 @@ class ZkScramCredentialStore:
         return _scram_of(config).get(mechanism)
 
     async def users(self) -> list[str]:
-        configs = await self._session.run(_read_all)
+        configs = await self._read(_read_all)
         return sorted(user for user, config in configs.items() if _scram_of(config))
 
     async def mechanisms_of(self, user: str) -> Mapping[str, sf.ScramCredential]:
-        return _scram_of(await self._session.run(_read_user, user))
+        return _scram_of(await self._read(_read_user, user))
+
+    async def _read(self, fn: Any, *args: Any) -> Any:
+        """``fn(client, *args)`` in a worker thread; ZooKeeper errors become
+        CredentialStoreUnavailable (the admin handlers answer them, never crash)."""
+        from kazoo.exceptions import KazooException
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        try:
+            return await self._session.run(fn, *args)
+        except (KazooException, KazooTimeoutError) as exc:
+            raise CredentialStoreUnavailable(
+                f"ZooKeeper error reading {USERS}: {type(exc).__name__} {exc}"
+            ) from None
 
     async def apply(
         self,
