@@ -102,3 +102,29 @@ def test_jaas_values_as_kafka_writes_them() -> None:
     ]:
         with pytest.raises(JaasError, match=message):
             parse_jaas_config(bad)
+
+
+@pytest.mark.parametrize(
+    ("server_first", "server_final", "message"),
+    [
+        (b"r=client-nonceS,s=c2FsdA==,i=1000000000", None, "above 32768"),
+        (b"r=client-nonceS,s=c2FsdA==,i=4096", b"v=AAAA", "server signature does not match"),
+        (b"r=client-nonceS,s=c2FsdA==,i=4096", b"e=other-error", "other-error"),
+        (b"r=other-nonce,s=c2FsdA==,i=4096", None, "does not extend the client nonce"),
+        (b"r=client-nonceS,s=c2FsdA==,i=1024", None, "below 4096"),
+    ],
+    ids=["too-many-iterations", "wrong-signature", "server-error", "foreign-nonce", "too-few"],
+)
+def test_the_client_refuses_a_server_that_misbehaves(
+    monkeypatch, server_first, server_final, message
+) -> None:
+    monkeypatch.setattr(sf, "new_nonce", lambda: "client-nonce")
+    answers = [server_first, server_final]
+
+    async def exchange(token: bytes) -> bytes:
+        answer = answers.pop(0)
+        assert answer is not None, "the client went on after a server-first it must refuse"
+        return answer
+
+    with pytest.raises(sasl_client.SaslClientError, match=message):
+        trio.run(sasl_client.authenticate_client, exchange, "SCRAM-SHA-256", "u", "p")
