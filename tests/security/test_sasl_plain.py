@@ -266,3 +266,11 @@ def test_unauthenticated_big_frames_do_not_take_the_request_memory(tmp_path) -> 
         finally:
             for raw in idle:
                 raw.close()
+
+
+def test_a_huge_mechanism_name_is_clipped_in_the_log(plain_broker, caplog) -> None:
+    with sasl.RawSasl(endpoint(plain_broker, "SASL_PLAINTEXT")) as raw:
+        assert raw.handshake("M" * 20_000).error_code == 33  # UNSUPPORTED_SASL_MECHANISM
+        assert raw.closed_by_broker()
+    lines = [r.getMessage() for r in caplog.records if "MMMM" in r.getMessage()]
+    assert lines and all(len(line) < 400 for line in lines), [len(x) for x in lines]

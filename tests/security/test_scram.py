@@ -316,3 +316,13 @@ def test_duplicates_are_found_before_validation_and_the_mechanism_before_the_nam
         ("", 33, "Unknown SCRAM mechanism"),  # UNSUPPORTED_SASL_MECHANISM
         (user, 92, "A user credential cannot be altered twice in the same request"),
     ]
+
+
+def test_a_huge_user_name_is_clipped_in_the_log(scram_broker, caplog) -> None:
+    with sasl.RawSasl(endpoint(scram_broker, "SASL_PLAINTEXT")) as raw:
+        assert raw.handshake("SCRAM-SHA-256").error_code == 0
+        refused = raw.authenticate(b"n,,n=" + b"U" * 20_000 + b",r=nonce")
+        assert refused.error_code == 58
+        assert raw.closed_by_broker()
+    lines = [r.getMessage() for r in caplog.records if "UUUU" in r.getMessage()]
+    assert lines and all(len(line) < 400 for line in lines), [len(x) for x in lines]

@@ -128,3 +128,18 @@ def test_the_client_refuses_a_server_that_misbehaves(
 
     with pytest.raises(sasl_client.SaslClientError, match=message):
         trio.run(sasl_client.authenticate_client, exchange, "SCRAM-SHA-256", "u", "p")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f'{sasl_client.__name__} required password "hunter2-secret";',  # no '='
+        'x required username="admin" password="hunter2-secret;',  # unterminated quote
+        'x required password=="hunter2-secret";',  # '=' where the value goes
+    ],
+)
+def test_jaas_errors_give_a_position_never_the_text(text) -> None:
+    with pytest.raises(JaasError) as refused:
+        parse_jaas_config(text)
+    assert "hunter2" not in str(refused.value)
+    assert "position" in str(refused.value)

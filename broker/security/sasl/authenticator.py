@@ -34,6 +34,7 @@ from kafkette.broker.security.sasl.mechanism import (
     AuthenticationFailed,
     InvalidCredentials,
     ServerMechanism,
+    clip,
 )
 from kafkette.broker.security.sasl.oauthbearer import OAuthBearerServer
 from kafkette.broker.security.sasl.plain import PlainServer
@@ -196,16 +197,16 @@ class Authenticator:
         offered = list(self._listener.mechanisms)
         if mechanism not in offered:
             log.info(
-                "closing connection from %s: SASL mechanism %r is not enabled on listener %s"
+                "closing connection from %s: SASL mechanism %s is not enabled on listener %s"
                 " (enabled: %s)",
-                self._peer, mechanism, self._listener.name, ", ".join(offered),
+                self._peer, clip(mechanism), self._listener.name, ", ".join(offered),
             )
             return Verdict(
                 response={
                     "error_code": ErrorCode.UNSUPPORTED_SASL_MECHANISM,
                     "mechanisms": offered,
                 },
-                close=f"unsupported SASL mechanism {mechanism}",
+                close=f"unsupported SASL mechanism {clip(mechanism)}",
                 delay_s=self._delay_s(),
             )
         self._raw = request.header.api_version == 0

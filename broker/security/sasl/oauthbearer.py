@@ -25,7 +25,11 @@ import re
 import time
 from collections.abc import Mapping
 
-from kafkette.broker.security.sasl.mechanism import AuthenticationFailed, InvalidCredentials
+from kafkette.broker.security.sasl.mechanism import (
+    AuthenticationFailed,
+    InvalidCredentials,
+    clip,
+)
 
 SEPARATOR = "\x01"
 _INVALID_FIRST = "Invalid OAUTHBEARER client first message"
@@ -191,7 +195,8 @@ class OAuthBearerServer:
             raise InvalidCredentials(f"{_INVALID_FIRST}: invalid 'auth' format")
         if auth_match.group("scheme").lower() != "bearer":
             raise InvalidCredentials(
-                f"Invalid scheme in OAUTHBEARER client first message: {auth_match.group('scheme')}"
+                "Invalid scheme in OAUTHBEARER client first message: "
+                + clip(auth_match.group("scheme"))
             )
         try:
             validated = validate_unsecured_token(auth_match.group("token"), self._options)
@@ -206,8 +211,9 @@ class OAuthBearerServer:
         authzid = match.group("authzid") or ""
         if authzid and authzid != validated.principal:
             raise AuthenticationFailed(
-                f"Authentication failed: Client requested an authorization id ({authzid}) "
-                f"that is different from the token's principal name ({validated.principal})"
+                f"Authentication failed: Client requested an authorization id ({clip(authzid)}) "
+                f"that is different from the token's principal name "
+                f"({clip(validated.principal)})"
             )
         self._token = validated
         return b""
