@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -319,6 +320,7 @@ def test_duplicates_are_found_before_validation_and_the_mechanism_before_the_nam
 
 
 def test_a_huge_user_name_is_clipped_in_the_log(scram_broker, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="kafkette.sasl")
     with sasl.RawSasl(endpoint(scram_broker, "SASL_PLAINTEXT")) as raw:
         assert raw.handshake("SCRAM-SHA-256").error_code == 0
         refused = raw.authenticate(b"n,,n=" + b"U" * 20_000 + b",r=nonce")
