@@ -328,3 +328,18 @@ def test_a_huge_user_name_is_clipped_in_the_log(scram_broker, caplog) -> None:
         assert raw.closed_by_broker()
     lines = [r.getMessage() for r in caplog.records if "UUUU" in r.getMessage()]
     assert lines and all(len(line) < 400 for line in lines), [len(x) for x in lines]
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_describe_client_quotas_describes_none(scram_broker, version) -> None:
+    """What kafka-configs.sh --describe --entity-type users asks beside the SCRAM half:
+    kafkette enforces no client quotas, so the answer is empty (error 0), at v0 and v1
+    (v1 is flexible), from kafka-python's encoder."""
+    from kafka.protocol.admin import DescribeClientQuotasRequest as Describe
+
+    component = Describe.ComponentData(entity_type="user", match_type=0, match="alice")
+    with sasl.RawSasl(endpoint(scram_broker, "PLAINTEXT")) as raw:
+        answer = raw.request(Describe(components=[component], strict=False), version)
+        assert (answer.error_code, list(answer.entries or [])) == (0, [])
+        everyone = raw.request(Describe(components=[], strict=False), version)
+        assert everyone.error_code == 0
