@@ -115,7 +115,11 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
                     continue
             if request is NEED_DATA:
                 frame_size = conn.next_frame_size() or 0
-                if frame_size > SMALL_FRAME_BYTES and not reserved:
+                # Before authentication a frame is bounded by sasl.server.max.receive.size
+                # and is not a request: it takes nothing from the shared pool, so clients
+                # that never authenticate cannot starve those that did.
+                unauthenticated = authenticator is not None and not authenticator.authenticated
+                if frame_size > SMALL_FRAME_BYTES and not reserved and not unauthenticated:
                     waiting_since = time.perf_counter()
                     await pool.reserve(frame_size)  # back-pressure: no reading meanwhile
                     queued = time.perf_counter() - waiting_since

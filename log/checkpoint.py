@@ -24,6 +24,7 @@ from pathlib import Path
 CHECKPOINT_FILE_NAME = "offsets.checkpoint"
 TEMP_SUFFIX = ".tmp"
 _VERSION = "0"
+_DEFAULT_MODE = 0o644
 
 
 def fsync_directory(directory: Path) -> None:
@@ -35,8 +36,11 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, mode: int = _DEFAULT_MODE) -> None:
     """Replace ``path`` with ``data`` so that a crash leaves old or new, whole.
+
+    ``mode`` is the new file's permissions from its creation (before the umask): a
+    secret (SCRAM credentials: 0o600) is never readable by others, not even briefly.
 
     If writing, syncing or renaming fails (a full disk: ENOSPC, EDQUOT; EIO)
     the temporary file is removed before the error is re-raised: ``path``
@@ -44,9 +48,11 @@ def atomic_write(path: Path, data: bytes) -> None:
     or to puzzle whoever lists the directory.
     """
     temp = path.with_name(path.name + TEMP_SUFFIX)
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         try:
+            if mode != _DEFAULT_MODE:
+                os.fchmod(fd, mode)  # a leftover temp file keeps its old mode: narrow it
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]

@@ -16,10 +16,13 @@ Describe) goes through ``_cluster_allowed``: the one call site for the authorize
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import trio
 
 from kafkette.broker.security.sasl import scram_formulas as sf
 from kafkette.broker.security.sasl.broker_sasl import sasl_of
+from kafkette.broker.security.sasl.zk_scram_store import CredentialStoreUnavailable
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -35,6 +38,10 @@ DUPLICATE_DESCRIBE = (
 MISSING_DESCRIBE = "Attempt to describe a user credential that does not exist: "
 MISSING_DELETE = "Attempt to delete a user credential that does not exist"
 CLUSTER_DENIED = "Cluster authorization failed."  # Kafka's default message of error 31
+STORE_READ_FAILED = "The SCRAM credential store could not be read; see the broker's log"
+STORE_FAILED = "The SCRAM credential store could not be written; see the broker's log"
+# How long AlterUserScramCredentials waits for the store (a file, or ZooKeeper) to write.
+STORE_WRITE_TIMEOUT_S = 30.0
 
 
 def _cluster_allowed(broker: Broker, request: Request, operation: str) -> bool:
@@ -45,12 +52,41 @@ def _cluster_allowed(broker: Broker, request: Request, operation: str) -> bool:
     return authorizer is None or bool(authorizer.authorize_cluster(request, operation))
 
 
-def _name_and_mechanism_error(name: str, mechanism: int) -> tuple[int, str] | None:
-    if not name:
-        return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"
+def _mechanism_and_name_error(name: str, mechanism: int) -> tuple[int, str] | None:
+    """Kafka's validateScramUsernameAndMechanism: the mechanism first, then the name."""
     if mechanism not in sf.MECHANISM_BY_TYPE:
         return ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"
+    if not name:
+        return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"
     return None
+
+
+def _deduplicated(
+    deletions: list[dict], upsertions: list[dict]
+) -> tuple[dict[str, dict], dict[str, dict], dict[str, tuple[int, str]]]:
+    """Kafka's ScramControlManager.alterCredentials, first pass: a user named twice in
+    the request (in either list) is DUPLICATE_RESOURCE, whatever its entries hold;
+    the others go on to validation."""
+    errors: dict[str, tuple[int, str]] = {}
+    to_delete: dict[str, dict] = {}
+    to_upsert: dict[str, dict] = {}
+    for entry in deletions:
+        name = entry["name"]
+        if name in errors:
+            continue
+        if to_delete.pop(name, None) is not None:
+            errors[name] = (ErrorCode.DUPLICATE_RESOURCE, DUPLICATE_ALTER)
+        else:
+            to_delete[name] = entry
+    for entry in upsertions:
+        name = entry["name"]
+        if name in errors:
+            continue
+        if to_delete.pop(name, None) is not None or to_upsert.pop(name, None) is not None:
+            errors[name] = (ErrorCode.DUPLICATE_RESOURCE, DUPLICATE_ALTER)
+        else:
+            to_upsert[name] = entry
+    return to_delete, to_upsert, errors
 
 
 async def handle_alter_user_scram_credentials(broker: Broker, request: Request) -> dict:
@@ -72,33 +108,30 @@ async def handle_alter_user_scram_credentials(broker: Broker, request: Request) 
     sasl = sasl_of(broker)
     async with sasl.alter_lock:
         store = await sasl.scram_store()
-        errors: dict[str, tuple[int, str]] = {}
+        deleting, upserting, errors = _deduplicated(deletions, upsertions)
         to_delete: dict[str, str] = {}  # user -> mechanism name
         to_upsert: dict[str, tuple[str, sf.ScramCredential]] = {}
-        for entry in deletions:
-            name, mechanism = entry["name"], entry["mechanism"]
-            if name in errors:
-                continue
-            if to_delete.pop(name, None) is not None:
-                errors[name] = (ErrorCode.DUPLICATE_RESOURCE, DUPLICATE_ALTER)
-                continue
-            error = _name_and_mechanism_error(name, mechanism)
+        for name, entry in deleting.items():
+            mechanism = entry["mechanism"]
+            error = _mechanism_and_name_error(name, mechanism)
             mechanism_name = sf.MECHANISM_BY_TYPE.get(mechanism, "")
-            if error is None and await store.lookup(mechanism_name, name) is None:
-                error = (ErrorCode.RESOURCE_NOT_FOUND, MISSING_DELETE)
+            if error is None:
+                try:
+                    with trio.fail_after(STORE_WRITE_TIMEOUT_S):
+                        found = await store.lookup(mechanism_name, name)
+                except (CredentialStoreUnavailable, trio.TooSlowError) as exc:
+                    log.warning("SCRAM credential of %s not read: %s", name, exc or "timed out")
+                    error = (ErrorCode.UNKNOWN_SERVER_ERROR, STORE_READ_FAILED)
+                else:
+                    if found is None:
+                        error = (ErrorCode.RESOURCE_NOT_FOUND, MISSING_DELETE)
             if error is not None:
                 errors[name] = error
             else:
                 to_delete[name] = mechanism_name
-        for entry in upsertions:
-            name, mechanism = entry["name"], entry["mechanism"]
-            if name in errors:
-                continue
-            if to_delete.pop(name, None) is not None or to_upsert.pop(name, None) is not None:
-                errors[name] = (ErrorCode.DUPLICATE_RESOURCE, DUPLICATE_ALTER)
-                continue
-            error = _name_and_mechanism_error(name, mechanism)
-            iterations = entry["iterations"]
+        for name, entry in upserting.items():
+            mechanism, iterations = entry["mechanism"], entry["iterations"]
+            error = _mechanism_and_name_error(name, mechanism)
             if error is None and iterations < sf.MIN_ITERATIONS:
                 error = (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations")
             elif error is None and iterations > sf.MAX_ITERATIONS:
@@ -113,10 +146,21 @@ async def handle_alter_user_scram_credentials(broker: Broker, request: Request) 
             )
             to_upsert[name] = (mechanism_name, credential)
         if to_delete or to_upsert:
-            await store.apply(
-                to_delete.items(),
-                [(name, mech, cred) for name, (mech, cred) in to_upsert.items()],
-            )
+            try:
+                with trio.fail_after(STORE_WRITE_TIMEOUT_S):
+                    await store.apply(
+                        to_delete.items(),
+                        [(name, mech, cred) for name, (mech, cred) in to_upsert.items()],
+                    )
+            except (OSError, CredentialStoreUnavailable, trio.TooSlowError) as exc:
+                # Not a connection close: each user is told, the broker keeps serving.
+                why = str(exc) or f"no answer within {STORE_WRITE_TIMEOUT_S} s"
+                log.warning("SCRAM credentials not changed: the store failed: %s", why)
+                message = STORE_FAILED  # the details (paths, hosts) stay in the log
+                for name in [*to_delete, *to_upsert]:
+                    errors[name] = (ErrorCode.UNKNOWN_SERVER_ERROR, message)
+                to_delete, to_upsert = {}, {}
+        if to_delete or to_upsert:
             log.info(
                 "SCRAM credentials changed by %s: %s",
                 request.session.principal if request.session is not None else "?",
@@ -143,7 +187,19 @@ async def handle_describe_user_scram_credentials(broker: Broker, request: Reques
             "error_message": CLUSTER_DENIED,
             "results": [],
         }
-    store = await sasl_of(broker).scram_store()
+    try:
+        with trio.fail_after(STORE_WRITE_TIMEOUT_S):
+            return await _describe(await sasl_of(broker).scram_store(), request)
+    except (CredentialStoreUnavailable, trio.TooSlowError) as exc:
+        log.warning("SCRAM credentials not described: %s", exc or "the store timed out")
+        return {
+            "error_code": ErrorCode.UNKNOWN_SERVER_ERROR,
+            "error_message": STORE_READ_FAILED,
+            "results": [],
+        }
+
+
+async def _describe(store: Any, request: Request) -> dict:
     users = request.body.get("users")
     duplicated: dict[str, bool] = {}
     if not users:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import logging
 import struct
 import time
 from collections.abc import Iterator
@@ -237,3 +238,60 @@ def test_plain_over_tls_on_a_sasl_ssl_listener(tmp_path, tls) -> None:
         assert len(sasl.confluent_roundtrip(conf, sasl.unique("sasl-ssl"), count=2)) == 2
         wrong = {**conf, "sasl.password": "wrong"}
         assert INVALID in sasl.confluent_failure(wrong)
+
+
+def test_unauthenticated_big_frames_do_not_take_the_request_memory(tmp_path) -> None:
+    """Three connections announce ~500 KB frames before authenticating and send nothing
+    more; the pool (queued.max.request.bytes = 1 MiB) is not theirs: an authenticated
+    producer's ~700 KB request is answered at once."""
+    mib = str(1024 * 1024)
+    configs = sasl.sasl_broker_configs(
+        "PLAIN", USERS, listeners="SASL_PLAINTEXT://127.0.0.1:0",
+        **{"queued.max.request.bytes": mib, "socket.request.max.bytes": mib},
+    )
+    with EmbeddedBroker.start(tmp_path, configs) as broker:
+        bootstrap = endpoint(broker, "SASL_PLAINTEXT")
+        idle = [sasl.RawSasl(bootstrap) for _ in range(3)]
+        try:
+            for raw in idle:
+                raw.sock.sendall(struct.pack(">i", 500_000) + b"\0" * 16)
+            conf = sasl.confluent_sasl(bootstrap, "PLAIN", "alice", "alice-secret")
+            from confluent_kafka import Producer
+
+            producer = Producer(conf)
+            delivered: list[object] = []
+            producer.produce(sasl.unique("big"), b"x" * 700_000,
+                             on_delivery=lambda err, msg: delivered.append(err))
+            assert producer.flush(15) == 0
+            assert delivered == [None]
+        finally:
+            for raw in idle:
+                raw.close()
+
+
+def test_a_huge_mechanism_name_is_clipped_in_the_log(plain_broker, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="kafkette.sasl")
+    with sasl.RawSasl(endpoint(plain_broker, "SASL_PLAINTEXT")) as raw:
+        assert raw.handshake("M" * 20_000).error_code == 33  # UNSUPPORTED_SASL_MECHANISM
+        assert raw.closed_by_broker()
+    lines = [r.getMessage() for r in caplog.records if "MMMM" in r.getMessage()]
+    assert lines and all(len(line) < 400 for line in lines), [len(x) for x in lines]
+
+
+def _fetch_v13() -> bytes:
+    """A Fetch v13 request: a version Kafka defines (its response has an error_code) that
+    kafkette does not serve; header v2, no body needed."""
+    client_id = b"sasl-test"
+    body = struct.pack(">hhih", 1, 13, 7, len(client_id)) + client_id + b"\0"
+    return struct.pack(">i", len(body)) + body
+
+
+def test_an_unsupported_version_before_authentication_closes(plain_broker) -> None:
+    with sasl.RawSasl(endpoint(plain_broker, "PLAINTEXT")) as raw:  # answered elsewhere
+        raw.sock.sendall(_fetch_v13())
+        answer = raw.read_frame()
+        assert struct.unpack(">i", answer[:4]) == (7,)  # UNSUPPORTED_VERSION's answer
+    with sasl.RawSasl(endpoint(plain_broker, "SASL_PLAINTEXT")) as raw:
+        raw.sock.sendall(_fetch_v13())
+        with pytest.raises(ConnectionError):
+            raw.read_frame()

@@ -122,3 +122,15 @@ def _metadata_request():
     from kafka.protocol.metadata import MetadataRequest
 
     return MetadataRequest(topics=[], allow_auto_topic_creation=False)
+
+
+def test_a_normal_request_during_re_authentication_closes(reauth_broker) -> None:
+    """Between a re-authentication's SaslHandshake and its SaslAuthenticate only the
+    exchange may come (Kafka closes the connection otherwise)."""
+    with sasl.RawSasl(reauth_broker.bootstrap) as raw:
+        assert raw.plain("alice", "alice-secret").error_code == 0
+        time.sleep(1.1)  # Kafka's one second between re-authentications
+        assert raw.handshake("PLAIN").error_code == 0
+        raw.send(_metadata_request(), 4)
+        with pytest.raises(ConnectionError):
+            raw.read_frame()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -235,3 +236,110 @@ def test_kafka_configs_sh_manages_scram_users(scram_broker) -> None:
     admin = AdminClient(admin_conf(scram_broker))
     with pytest.raises(KafkaException, match="does not exist: kcuser"):
         admin.describe_user_scram_credentials(["kcuser"])["kcuser"].result(timeout=20)
+
+
+def test_the_credentials_file_is_never_readable_by_others(tmp_path, monkeypatch) -> None:
+    """The temporary file is created 0600 (a leftover one narrowed first), not made 0600
+    after the rename: no moment where another user could read the keys."""
+    from kafkette.broker.security.sasl import scram_formulas as sf
+    from kafkette.broker.security.sasl.scram_store import FILE_NAME, ScramCredentialStore
+
+    leftover = tmp_path / (FILE_NAME + ".tmp")
+    leftover.write_text("old")
+    leftover.chmod(0o644)
+    modes: list[int] = []
+    real_replace = os.replace
+
+    def replace(source, target) -> None:
+        modes.append(os.stat(source).st_mode & 0o777)
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "replace", replace)
+    store = ScramCredentialStore(tmp_path / FILE_NAME)
+    credential = sf.credential_from_salted("SCRAM-SHA-256", b"s" * 32, b"salt", 4096)
+    store.write({"frank": {"SCRAM-SHA-256": credential}})
+    assert modes == [0o600]
+    assert os.stat(tmp_path / FILE_NAME).st_mode & 0o777 == 0o600
+
+
+def test_a_store_that_cannot_be_written_answers_each_user(tmp_path, caplog) -> None:
+    """The credentials file cannot be replaced (its temporary name is taken by a
+    directory): each user gets UNKNOWN_SERVER_ERROR with a message, one log line; the
+    connection and the broker carry on, and the next change goes through. (A raw
+    kafka-python request: confluent-kafka's future never completes on error -1.)"""
+    from kafka.protocol.admin import AlterUserScramCredentialsRequest as Alter
+
+    from kafkette.broker.security.sasl.scram_store import FILE_NAME
+
+    def upsert(name: str):
+        return Alter.ScramCredentialUpsertion(
+            name=name, mechanism=1, iterations=4096, salt=b"salt-" + name.encode(),
+            salted_password=b"\x01" * 32,
+        )
+
+    with start_scram_broker(tmp_path) as broker:
+        blocker = tmp_path / (FILE_NAME + ".tmp")
+        blocker.mkdir()
+        with sasl.RawSasl(endpoint(broker, "PLAINTEXT")) as raw:
+            both = Alter(deletions=[], upsertions=[upsert("gina"), upsert("hank")])
+            failed = raw.request(both, 0)
+            assert sorted((r.user, r.error_code) for r in failed.results) == [
+                ("gina", -1), ("hank", -1)
+            ]
+            assert all("could not be written" in r.error_message for r in failed.results)
+            blocker.rmdir()
+            done = raw.request(Alter(deletions=[], upsertions=[upsert("gina")]), 0)
+            assert [(r.user, r.error_code) for r in done.results] == [("gina", 0)]
+        lines = [r for r in caplog.records if "SCRAM credentials not changed" in r.getMessage()]
+        assert len(lines) == 1
+        stored = json.loads((tmp_path / FILE_NAME).read_text())["users"]
+        assert list(stored) == ["gina"]
+
+
+def test_duplicates_are_found_before_validation_and_the_mechanism_before_the_name(
+    scram_broker,
+) -> None:
+    """Kafka's ScramControlManager: a user named twice is DUPLICATE_RESOURCE even when its
+    first entry would fail validation; an unknown mechanism is told before an empty name."""
+    from kafka.protocol.admin import AlterUserScramCredentialsRequest as Alter
+
+    user = sasl.unique("dup")
+    delete_missing = Alter.ScramCredentialDeletion(name=user, mechanism=1)  # no such credential
+    upsert = Alter.ScramCredentialUpsertion(
+        name=user, mechanism=1, iterations=4096, salt=b"salt", salted_password=b"\x02" * 32
+    )
+    nameless = Alter.ScramCredentialUpsertion(
+        name="", mechanism=0, iterations=4096, salt=b"salt", salted_password=b"\x02" * 32
+    )
+    with sasl.RawSasl(endpoint(scram_broker, "PLAINTEXT")) as raw:
+        answer = raw.request(Alter(deletions=[delete_missing], upsertions=[upsert, nameless]), 0)
+    assert sorted((r.user, r.error_code, r.error_message) for r in answer.results) == [
+        ("", 33, "Unknown SCRAM mechanism"),  # UNSUPPORTED_SASL_MECHANISM
+        (user, 92, "A user credential cannot be altered twice in the same request"),
+    ]
+
+
+def test_a_huge_user_name_is_clipped_in_the_log(scram_broker, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="kafkette.sasl")
+    with sasl.RawSasl(endpoint(scram_broker, "SASL_PLAINTEXT")) as raw:
+        assert raw.handshake("SCRAM-SHA-256").error_code == 0
+        refused = raw.authenticate(b"n,,n=" + b"U" * 20_000 + b",r=nonce")
+        assert refused.error_code == 58
+        assert raw.closed_by_broker()
+    lines = [r.getMessage() for r in caplog.records if "UUUU" in r.getMessage()]
+    assert lines and all(len(line) < 400 for line in lines), [len(x) for x in lines]
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_describe_client_quotas_describes_none(scram_broker, version) -> None:
+    """What kafka-configs.sh --describe --entity-type users asks beside the SCRAM half:
+    kafkette enforces no client quotas, so the answer is empty (error 0), at v0 and v1
+    (v1 is flexible), from kafka-python's encoder."""
+    from kafka.protocol.admin import DescribeClientQuotasRequest as Describe
+
+    component = Describe.ComponentData(entity_type="user", match_type=0, match="alice")
+    with sasl.RawSasl(endpoint(scram_broker, "PLAINTEXT")) as raw:
+        answer = raw.request(Describe(components=[component], strict=False), version)
+        assert (answer.error_code, list(answer.entries or [])) == (0, [])
+        everyone = raw.request(Describe(components=[], strict=False), version)
+        assert everyone.error_code == 0

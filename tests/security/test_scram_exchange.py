@@ -102,3 +102,94 @@ def test_jaas_values_as_kafka_writes_them() -> None:
     ]:
         with pytest.raises(JaasError, match=message):
             parse_jaas_config(bad)
+
+
+@pytest.mark.parametrize(
+    ("server_first", "server_final", "message"),
+    [
+        (b"r=client-nonceS,s=c2FsdA==,i=1000000000", None, "above 32768"),
+        (b"r=client-nonceS,s=c2FsdA==,i=4096", b"v=AAAA", "server signature does not match"),
+        (b"r=client-nonceS,s=c2FsdA==,i=4096", b"e=other-error", "other-error"),
+        (b"r=other-nonce,s=c2FsdA==,i=4096", None, "does not extend the client nonce"),
+        (b"r=client-nonceS,s=c2FsdA==,i=1024", None, "below 4096"),
+    ],
+    ids=["too-many-iterations", "wrong-signature", "server-error", "foreign-nonce", "too-few"],
+)
+def test_the_client_refuses_a_server_that_misbehaves(
+    monkeypatch, server_first, server_final, message
+) -> None:
+    monkeypatch.setattr(sf, "new_nonce", lambda: "client-nonce")
+    answers = [server_first, server_final]
+
+    async def exchange(token: bytes) -> bytes:
+        answer = answers.pop(0)
+        assert answer is not None, "the client went on after a server-first it must refuse"
+        return answer
+
+    with pytest.raises(sasl_client.SaslClientError, match=message):
+        trio.run(sasl_client.authenticate_client, exchange, "SCRAM-SHA-256", "u", "p")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f'{sasl_client.__name__} required password "hunter2-secret";',  # no '='
+        'x required username="admin" password="hunter2-secret;',  # unterminated quote
+        'x required password=="hunter2-secret";',  # '=' where the value goes
+    ],
+)
+def test_jaas_errors_give_a_position_never_the_text(text) -> None:
+    with pytest.raises(JaasError) as refused:
+        parse_jaas_config(text)
+    assert "hunter2" not in str(refused.value)
+    assert "position" in str(refused.value)
+
+
+def _server_first(server: ScramServer, first: bytes = b"n,,n=user,r=cnonce") -> str:
+    return server.evaluate(first).decode()
+
+
+def _final_for(server_first: str, channel: str = "biws", proof: bytes = b"\0" * 32) -> bytes:
+    nonce = server_first.split(",")[0][2:]
+    return f"c={channel},r={nonce},p={sf.b64(proof)}".encode()
+
+
+def _scram_server() -> ScramServer:
+    stored = sf.make_credential("SCRAM-SHA-256", "pencil", 4096)
+    return ScramServer("SCRAM-SHA-256", lambda mech, user: stored if user == "user" else None)
+
+
+def test_scram_server_refuses_a_final_message_with_another_nonce() -> None:
+    server = _scram_server()
+    _server_first(server)
+    with pytest.raises(InvalidCredentials, match="Invalid client nonce"):
+        server.evaluate(b"c=biws,r=cnonce-not-the-servers,p=" + sf.b64(b"\0" * 32).encode())
+    assert not server.complete
+
+
+def test_scram_server_refuses_channel_data_unlike_the_gs2_header() -> None:
+    server = _scram_server()
+    first = _server_first(server, b"n,a=user,n=user,r=cnonce")  # gs2 header "n,a=user,"
+    with pytest.raises(InvalidCredentials, match="channel binding"):
+        server.evaluate(_final_for(first, channel="biws"))  # biws is "n,,"
+
+
+def test_scram_server_refuses_a_proof_of_the_wrong_length() -> None:
+    server = _scram_server()
+    first = _server_first(server)
+    with pytest.raises(InvalidCredentials, match="Invalid client credentials"):
+        server.evaluate(_final_for(first, proof=b"\0" * 20))
+
+
+def test_scram_server_refuses_mandatory_extensions_and_another_authzid() -> None:
+    with pytest.raises(InvalidCredentials, match="mandatory extensions"):
+        _scram_server().evaluate(b"n,,m=ext,n=user,r=cnonce")
+    with pytest.raises(AuthenticationFailed, match="authorization id"):
+        _scram_server().evaluate(b"n,a=admin,n=user,r=cnonce")
+    with pytest.raises(InvalidCredentials, match="channel binding is not supported"):
+        _scram_server().evaluate(b"y,,n=user,r=cnonce")
+    server = _scram_server()
+    with pytest.raises(InvalidCredentials):
+        server.evaluate(b"n,,n=nobody,r=cnonce")  # unknown user: the same failure as a bad proof
+    with pytest.raises(InvalidCredentials):
+        server.evaluate(b"n,,n=user,r=cnonce")  # and the exchange is over

@@ -34,10 +34,12 @@ from kafkette.broker.security.sasl.mechanism import (
     AuthenticationFailed,
     InvalidCredentials,
     ServerMechanism,
+    clip,
 )
 from kafkette.broker.security.sasl.oauthbearer import OAuthBearerServer
 from kafkette.broker.security.sasl.plain import PlainServer
 from kafkette.broker.security.sasl.scram import ScramServer, username_in_client_first
+from kafkette.broker.security.sasl.zk_scram_store import CredentialStoreUnavailable
 from kafkette.broker.security.session import KafkaPrincipal, Session
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.connection import Request
@@ -47,6 +49,11 @@ log = logging.getLogger("kafkette.sasl")
 
 # Kafka's KafkaChannel.MIN_REAUTH_INTERVAL_ONE_SECOND_NANOS.
 MIN_REAUTH_INTERVAL_S = 1.0
+# How long a login waits for its SCRAM credential (ZooKeeper in a cluster) before it is
+# refused; about a ZooKeeper session's worth of patience, far below a client's timeout.
+CREDENTIAL_LOOKUP_TIMEOUT_S = 5.0
+# SaslAuthenticate's session_lifetime_ms is an int64 (Java's Long.MAX_VALUE).
+MAX_SESSION_LIFETIME_MS = 2**63 - 1
 # What a SASL listener serves before authentication.
 BEFORE_AUTHENTICATION = frozenset(
     {ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE}
@@ -129,25 +136,48 @@ class Authenticator:
             message = self._bad_mechanism_message
             return self._refuse(message, message, answer=False)
         token = bytes(request.body.get("auth_bytes") or b"")
-        await self._fetch_credential(token)
+        unavailable = await self._fetch_credential(token)
+        if unavailable is not None:
+            return self._refuse_unavailable(unavailable, raw=False)
         return self._evaluate(token, raw=False)
 
     async def on_raw_token(self, token: bytes) -> Verdict:
         """A bare SASL token after SaslHandshake v0."""
-        await self._fetch_credential(token)
+        unavailable = await self._fetch_credential(token)
+        if unavailable is not None:
+            return self._refuse_unavailable(unavailable, raw=True)
         return self._evaluate(token, raw=True)
 
-    async def _fetch_credential(self, token: bytes) -> None:
+    async def _fetch_credential(self, token: bytes) -> str | None:
         """Before a SCRAM client-first is evaluated: its user's credential, from the data
-        dir's store or, in a cluster, ZooKeeper."""
+        dir's store or, in a cluster, ZooKeeper (within CREDENTIAL_LOOKUP_TIMEOUT_S).
+        Returns why the credential could not be obtained, or None."""
         server = self._server
         if not isinstance(server, ScramServer) or not server.awaiting_first:
-            return
+            return None
         user = username_in_client_first(token)
-        if user is not None:
-            store = await self._sasl.scram_store()
-            found = await store.lookup(self._mechanism, user)
-            self._scram_credentials[(self._mechanism, user)] = found
+        if user is None:
+            return None
+        store = await self._sasl.scram_store()
+        try:
+            with trio.fail_after(CREDENTIAL_LOOKUP_TIMEOUT_S):
+                found = await store.lookup(self._mechanism, user)
+        except trio.TooSlowError:
+            return f"no answer from the credential store within {CREDENTIAL_LOOKUP_TIMEOUT_S} s"
+        except CredentialStoreUnavailable as exc:
+            return str(exc)
+        self._scram_credentials[(self._mechanism, user)] = found
+        return None
+
+    def _refuse_unavailable(self, why: str, *, raw: bool) -> Verdict:
+        """Kafka's ScramSaslServer: "Credentials could not be obtained" is a SaslException,
+        which the client sees as the generic invalid-credentials failure."""
+        phase = "re-authentication" if self._reauthenticating else "authentication"
+        message = (
+            f"Authentication failed during {phase} due to invalid credentials with SASL "
+            f"mechanism {self._mechanism}"
+        )
+        return self._refuse(message, f"credentials could not be obtained: {why}", answer=not raw)
 
     def _close(self, reason: str) -> Verdict:
         log.info("closing connection from %s on listener %s: %s", self._peer,
@@ -167,16 +197,16 @@ class Authenticator:
         offered = list(self._listener.mechanisms)
         if mechanism not in offered:
             log.info(
-                "closing connection from %s: SASL mechanism %r is not enabled on listener %s"
+                "closing connection from %s: SASL mechanism %s is not enabled on listener %s"
                 " (enabled: %s)",
-                self._peer, mechanism, self._listener.name, ", ".join(offered),
+                self._peer, clip(mechanism), self._listener.name, ", ".join(offered),
             )
             return Verdict(
                 response={
                     "error_code": ErrorCode.UNSUPPORTED_SASL_MECHANISM,
                     "mechanisms": offered,
                 },
-                close=f"unsupported SASL mechanism {mechanism}",
+                close=f"unsupported SASL mechanism {clip(mechanism)}",
                 delay_s=self._delay_s(),
             )
         self._raw = request.header.api_version == 0
@@ -263,15 +293,18 @@ class Authenticator:
         )
 
     def _session_lifetime_ms(self, server: ServerMechanism) -> int:
-        """Kafka's ReauthInfo.calcCompletionTimesAndReturnSessionLifetimeMs."""
+        """Kafka's ReauthInfo.calcCompletionTimesAndReturnSessionLifetimeMs, clamped to
+        what SaslAuthenticate's int64 session_lifetime_ms holds (a token's ``exp`` may
+        be any number)."""
         max_reauth = self._listener.reauth_ms.get(self._mechanism, 0)
         expiry = server.credential_expiry_ms
         if expiry is None:
-            return max(0, max_reauth)
-        until_expiry = expiry - int(time.time() * 1000)
-        if max_reauth <= 0:
-            return max(0, until_expiry)
-        return max(0, min(until_expiry, max_reauth))
+            lifetime = max_reauth
+        elif max_reauth <= 0:
+            lifetime = expiry - int(time.time() * 1000)
+        else:
+            lifetime = min(expiry - int(time.time() * 1000), max_reauth)
+        return min(max(0, lifetime), MAX_SESSION_LIFETIME_MS)
 
     def _refuse(self, message: str, detail: str, *, answer: bool = True) -> Verdict:
         """Fail the exchange: answer SASL_AUTHENTICATION_FAILED with ``message`` (not after

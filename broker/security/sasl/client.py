@@ -13,6 +13,7 @@ options of the inter-broker listener's JAAS config for that mechanism.
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -21,6 +22,8 @@ from kafkette.broker.security.sasl.jaas import jaas_for
 
 Exchange = Callable[[bytes], Awaitable[bytes]]
 
+# The most iterations the client computes for a server: twice Kafka's maximum (16384).
+MAX_SERVER_ITERATIONS = 2 * sf.MAX_ITERATIONS
 # Kafka's default listener.security.protocol.map: each protocol is a listener name too.
 _DEFAULT_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
@@ -63,6 +66,9 @@ async def _scram(exchange: Exchange, mechanism: str, username: str, password: st
         raise SaslClientError("SCRAM server nonce does not extend the client nonce")
     if iterations < sf.MIN_ITERATIONS:
         raise SaslClientError(f"SCRAM iterations {iterations} below {sf.MIN_ITERATIONS}")
+    if iterations > MAX_SERVER_ITERATIONS:
+        # A hostile or broken server could make us hash for minutes, on the event loop.
+        raise SaslClientError(f"SCRAM iterations {iterations} above {MAX_SERVER_ITERATIONS}")
     salted = sf.salted_password(mechanism, password, salt, iterations)
     final_without_proof = f"c=biws,r={combined}"  # biws: base64 of "n,," (no binding)
     auth_message = f"{first_bare},{server_first},{final_without_proof}".encode()
@@ -81,7 +87,7 @@ async def _scram(exchange: Exchange, mechanism: str, username: str, password: st
     if "e" in final:
         raise SaslClientError(f"server refused SCRAM: {final['e']}")
     expected = sf.signature(mechanism, sf.server_key(mechanism, salted), auth_message)
-    if final.get("v") != sf.b64(expected):
+    if not hmac.compare_digest(final.get("v", "").encode(), sf.b64(expected).encode()):
         raise SaslClientError("SCRAM server signature does not match: not the real server")
 
 

@@ -52,21 +52,23 @@ _TOKEN = re.compile(
 )
 
 
-def _tokens(text: str) -> list[tuple[str, str]]:
-    tokens: list[tuple[str, str]] = []
+def _tokens(text: str) -> list[tuple[str, str, int]]:
+    """(kind, value, position) of each token. Errors name positions, never quote the
+    text: a value next to a mistake may be a password."""
+    tokens: list[tuple[str, str, int]] = []
     position = 0
     while position < len(text):
         match = _TOKEN.match(text, position)
         if match is None:
-            raise JaasError(f"Invalid JAAS config: unexpected {text[position:position + 10]!r}")
-        position = match.end()
+            raise JaasError(f"Invalid JAAS config: unexpected character at position {position}")
+        start, position = position, match.end()
         if match.group("quoted") is not None:
             value = re.sub(r"\\(.)", r"\1", match.group("quoted"))
-            tokens.append(("value", value))
+            tokens.append(("value", value, start))
         elif match.group("punct"):
-            tokens.append((match.group("punct"), match.group("punct")))
+            tokens.append((match.group("punct"), match.group("punct"), start))
         elif match.group("word"):
-            tokens.append(("value", match.group("word")))
+            tokens.append(("value", match.group("word"), start))
     return tokens
 
 
@@ -77,20 +79,24 @@ def parse_jaas_config(text: str) -> JaasEntry:
     entries: list[JaasEntry] = []
     index = 0
     while index < len(tokens):
-        kind, module = tokens[index]
+        kind, module, at = tokens[index]
         if kind != "value":
-            raise JaasError(f"Invalid JAAS config: expected a login module, got {module!r}")
+            raise JaasError(f"Invalid JAAS config: expected a login module at position {at}")
         if index + 1 >= len(tokens) or tokens[index + 1][0] != "value":
-            raise JaasError(f"Invalid JAAS config: login module {module} has no control flag")
+            raise JaasError(
+                f"Invalid JAAS config: the login module at position {at} has no control flag"
+            )
         flag = tokens[index + 1][1].lower()
         if flag not in CONTROL_FLAGS:
-            raise JaasError(f"Invalid JAAS config: invalid control flag {tokens[index + 1][1]!r}")
+            raise JaasError(
+                f"Invalid JAAS config: invalid control flag {tokens[index + 1][1][:20]!r}"
+            )
         index += 2
         options: dict[str, str] = {}
         while True:
             if index >= len(tokens):
                 raise JaasError("JAAS config entry not terminated by semi-colon")
-            kind, value = tokens[index]
+            kind, value, at = tokens[index]
             if kind == ";":
                 index += 1
                 break
@@ -100,7 +106,7 @@ def parse_jaas_config(text: str) -> JaasEntry:
                 or tokens[index + 1][0] != "="
                 or tokens[index + 2][0] != "value"
             ):
-                raise JaasError(f"Invalid JAAS config: expected key=value, got {value!r}")
+                raise JaasError(f"Invalid JAAS config: expected key=value at position {at}")
             options[value] = tokens[index + 2][1]
             index += 3
         entries.append(JaasEntry(module, flag, options))

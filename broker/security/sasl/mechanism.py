@@ -16,6 +16,17 @@ from __future__ import annotations
 
 from typing import Protocol
 
+# How much of a client's own text (a user name, a mechanism, a malformed attribute) a
+# log line or a message quotes: enough to recognise it, never a frame's worth.
+CLIENT_TEXT_LIMIT = 100
+
+
+def clip(text: str, limit: int = CLIENT_TEXT_LIMIT) -> str:
+    """``repr`` of client-controlled ``text``, cut to ``limit`` characters."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text)} characters)"
+
 
 class AuthenticationFailed(Exception):
     """Authentication refused; ``str(exc)`` is what the client is told."""

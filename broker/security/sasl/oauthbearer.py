@@ -20,11 +20,16 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import re
 import time
 from collections.abc import Mapping
 
-from kafkette.broker.security.sasl.mechanism import AuthenticationFailed, InvalidCredentials
+from kafkette.broker.security.sasl.mechanism import (
+    AuthenticationFailed,
+    InvalidCredentials,
+    clip,
+)
 
 SEPARATOR = "\x01"
 _INVALID_FIRST = "Invalid OAUTHBEARER client first message"
@@ -48,15 +53,53 @@ class TokenRefused(Exception):
         self.scope = scope
 
 
+def _refuse_constant(name: str) -> object:
+    """JSON has no NaN or Infinity (Python's json reads them unless told not to)."""
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def clock_skew_ms(options: Mapping[str, str]) -> int:
+    """``unsecuredValidatorAllowableClockSkewMs``: an int >= 0 (default 0); raises
+    ValueError otherwise (checked at start, settings.check_sasl_config)."""
+    text = (options.get("unsecuredValidatorAllowableClockSkewMs") or "").strip()
+    if not text:
+        return 0
+    try:
+        skew = int(text)
+    except ValueError:
+        skew = -1
+    if skew < 0:
+        raise ValueError(
+            f"unsecuredValidatorAllowableClockSkewMs must be an integer >= 0: {text[:40]!r}"
+        )
+    return skew
+
+
 def _b64url_json(part: str, what: str) -> dict:
     try:
         raw = base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
-        value = json.loads(raw)
+        value = json.loads(raw, parse_constant=_refuse_constant)
     except (binascii.Error, ValueError) as exc:
         raise TokenRefused(f"the JWS {what} is not Base64URL-encoded JSON: {exc}") from None
     if not isinstance(value, dict):
         raise TokenRefused(f"the JWS {what} is not a JSON object")
     return value
+
+
+def _scope_of(value: object, claim: str) -> set[str]:
+    """Kafka's OAuthBearerUnsecuredJws.calculateScope: a string claim is ONE scope (trimmed,
+    none if blank), a list gives its trimmed non-blank strings; anything else makes the
+    token illegal, whether or not a scope is required. Only the required-scope option is
+    split on spaces: ``"read kafka"`` is one scope, not ``kafka``."""
+    if value is None:
+        return set()
+    if isinstance(value, str):
+        return {value.strip()} if value.strip() else set()
+    if isinstance(value, list):
+        if not all(isinstance(element, str) for element in value):
+            raise TokenRefused(f"the {claim!r} claim holds a value that is not a string")
+        return {element.strip() for element in value if element.strip()}
+    raise TokenRefused(f"the {claim!r} claim is neither a string nor a list of strings")
 
 
 class UnsecuredToken:
@@ -76,8 +119,10 @@ def validate_unsecured_token(
     principal_claim = (options.get("unsecuredValidatorPrincipalClaimName") or "").strip() or "sub"
     scope_claim = (options.get("unsecuredValidatorScopeClaimName") or "").strip() or "scope"
     required_scope = (options.get("unsecuredValidatorRequiredScope") or "").split()
-    skew_text = (options.get("unsecuredValidatorAllowableClockSkewMs") or "").strip()
-    skew = int(skew_text) if skew_text else 0
+    try:
+        skew = clock_skew_ms(options)
+    except ValueError as exc:  # refused at start; a token is never let through for it
+        raise TokenRefused(str(exc)) from None
     parts = token.split(".")
     if len(parts) != 3:
         raise TokenRefused("an unsecured JWS has 3 dot-separated Base64URL-encoded values")
@@ -97,6 +142,8 @@ def validate_unsecured_token(
             return None
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise TokenRefused(f"the {name!r} claim must be a number")
+        if not math.isfinite(value):  # 1e400 reads as inf
+            raise TokenRefused(f"the {name!r} claim must be a finite number")
         return int(value * 1000)
 
     issued_at = number_ms("iat")
@@ -109,10 +156,9 @@ def validate_unsecured_token(
         raise TokenRefused(f"the token expired at {expiry} ms")
     if issued_at is not None and expiry <= issued_at:
         raise TokenRefused("the token's 'exp' is not after its 'iat'")
+    granted = _scope_of(claims.get(scope_claim), scope_claim)
     if required_scope:
-        scope = claims.get(scope_claim)
-        granted = scope.split() if isinstance(scope, str) else scope
-        if not isinstance(granted, list) or not set(required_scope) <= set(map(str, granted)):
+        if not set(required_scope) <= granted:
             raise TokenRefused(
                 f"the token's scope lacks {' '.join(required_scope)}",
                 scope=" ".join(required_scope),
@@ -149,7 +195,8 @@ class OAuthBearerServer:
             raise InvalidCredentials(f"{_INVALID_FIRST}: invalid 'auth' format")
         if auth_match.group("scheme").lower() != "bearer":
             raise InvalidCredentials(
-                f"Invalid scheme in OAUTHBEARER client first message: {auth_match.group('scheme')}"
+                "Invalid scheme in OAUTHBEARER client first message: "
+                + clip(auth_match.group("scheme"))
             )
         try:
             validated = validate_unsecured_token(auth_match.group("token"), self._options)
@@ -164,8 +211,9 @@ class OAuthBearerServer:
         authzid = match.group("authzid") or ""
         if authzid and authzid != validated.principal:
             raise AuthenticationFailed(
-                f"Authentication failed: Client requested an authorization id ({authzid}) "
-                f"that is different from the token's principal name ({validated.principal})"
+                f"Authentication failed: Client requested an authorization id ({clip(authzid)}) "
+                f"that is different from the token's principal name "
+                f"({clip(validated.principal)})"
             )
         self._token = validated
         return b""

@@ -14,7 +14,11 @@ import hmac
 from collections.abc import Callable
 
 from kafkette.broker.security.sasl import scram_formulas as sf
-from kafkette.broker.security.sasl.mechanism import AuthenticationFailed, InvalidCredentials
+from kafkette.broker.security.sasl.mechanism import (
+    AuthenticationFailed,
+    InvalidCredentials,
+    clip,
+)
 
 CredentialLookup = Callable[[str, str], "sf.ScramCredential | None"]
 
@@ -90,7 +94,7 @@ class ScramServer:
             raise InvalidCredentials("delegation token authentication is not supported")
         credential = self._lookup(self.name, username)
         if credential is None:
-            raise InvalidCredentials(f"no {self.name} credential for user {username!r}")
+            raise InvalidCredentials(f"no {self.name} credential for user {clip(username)}")
         if authzid and authzid != username:
             raise AuthenticationFailed(
                 "Authentication failed: Client requested an authorization id that is "

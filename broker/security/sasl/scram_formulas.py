@@ -13,6 +13,8 @@ import hmac
 import secrets
 from dataclasses import dataclass
 
+from kafkette.broker.security.sasl.mechanism import clip
+
 # Kafka's ScramMechanism: name -> (hash name, AlterUserScramCredentials type byte).
 MECHANISMS: dict[str, tuple[str, int]] = {
     "SCRAM-SHA-256": ("sha256", 1),
@@ -115,11 +117,11 @@ def unescape_username(name: str) -> str:
             elif code == "=2C":
                 out.append(",")
             else:
-                raise ScramFormatError(f"invalid escape in username: {name!r}")
+                raise ScramFormatError(f"invalid escape in username: {clip(name)}")
             index += 3
             continue
         if char == ",":
-            raise ScramFormatError(f"unescaped ',' in username: {name!r}")
+            raise ScramFormatError(f"unescaped ',' in username: {clip(name)}")
         out.append(char)
         index += 1
     return "".join(out)
@@ -131,7 +133,7 @@ def parse_attributes(text: str) -> dict[str, str]:
     for part in text.split(","):
         key, sep, value = part.partition("=")
         if not sep or not key:
-            raise ScramFormatError(f"invalid SCRAM attribute {part!r}")
+            raise ScramFormatError(f"invalid SCRAM attribute {clip(part)}")
         attributes[key] = value
     return attributes
 
@@ -144,4 +146,4 @@ def unb64(text: str) -> bytes:
     try:
         return base64.b64decode(text.encode("ascii"), validate=True)
     except (ValueError, UnicodeEncodeError):
-        raise ScramFormatError(f"invalid base64 value {text!r}") from None
+        raise ScramFormatError(f"invalid base64 value {clip(text)}") from None

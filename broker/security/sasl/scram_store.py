@@ -16,7 +16,6 @@ computed on the loop, written in a worker thread, then swapped in.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -89,6 +88,7 @@ class ScramCredentialStore:
     # store, zk_scram_store.py, reads ZooKeeper). --------------------------------------
 
     async def lookup(self, mechanism: str, user: str) -> sf.ScramCredential | None:
+        """From memory: never waits, never fails."""
         return self._credentials.get(user, {}).get(mechanism)
 
     async def users(self) -> list[str]:
@@ -135,8 +135,7 @@ class ScramCredentialStore:
                 for user, entries in sorted(credentials.items())
             },
         }
-        atomic_write(self.path, json.dumps(document, indent=1).encode() + b"\n")
-        os.chmod(self.path, 0o600)
+        atomic_write(self.path, json.dumps(document, indent=1).encode() + b"\n", mode=0o600)
 
     def replace(self, credentials: Credentials) -> None:
         """Serve ``credentials`` from now on (after ``write`` made them durable)."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from kafkette.broker.security.listeners import ListenerConfigError, plan_listeners
 from kafkette.broker.security.sasl.jaas import JaasEntry, JaasError, jaas_for, parse_jaas_config
+from kafkette.broker.security.sasl.oauthbearer import clock_skew_ms
 
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
@@ -153,6 +154,14 @@ def check_sasl_config(explicit: Mapping[str, str]) -> None:
                     f"{', '.join(SUPPORTED_MECHANISMS)}"
                     + (" (Kafka's default GSSAPI is Kerberos)" if mechanism == "GSSAPI" else "")
                 )
+        oauth = offered.jaas.get("OAUTHBEARER")
+        if "OAUTHBEARER" in offered.mechanisms and oauth is not None:
+            try:
+                clock_skew_ms(oauth.options)
+            except ValueError as exc:
+                raise SaslConfigError(
+                    f"listener {listener} OAUTHBEARER JAAS config: {exc}"
+                ) from None
         if "PLAIN" in offered.mechanisms and offered.jaas.get("PLAIN") is None:
             raise SaslConfigError(
                 f"listener {listener} enables PLAIN but has no JAAS config: set "

@@ -3,18 +3,27 @@
 ``/config/users/<user>`` holds ``{"version":1,"config":{"SCRAM-SHA-256":"salt=...,
 stored_key=...,server_key=...,iterations=4096", ...}}`` (the user name sanitized as
 Kafka's Sanitizer does: URL-encoded); other keys of that node (client quotas) are kept
-as they are. Every broker of the cluster reads the node when a client authenticates, so a
-credential altered through any broker is used by all at once, with no cache to go
-stale; Kafka's ``/config/changes`` notifications are not written (no broker here needs
-them, and they would pile up). kazoo calls run in worker threads (ZkSession.run).
+as they are. Kafka's ``/config/changes`` notifications are not written (no broker here
+needs them, and they would pile up). kazoo calls run in worker threads.
+
+Logins read a broker's in-memory copy of the users it has seen: the first login of a
+user reads its node and sets a ZooKeeper watch; the watch (any broker changed or
+deleted the node) drops the copy, so the next login reads the node again. A credential
+altered through any broker is thus used by all at once, and a login costs no ZooKeeper
+round trip. Unknown users are not remembered (no node, no watch: a client trying random
+names costs ZooKeeper reads, bounded by a few threads and the caller's deadline, not
+memory). The copies are dropped when the ZooKeeper session is lost (its watches with it).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
+
+import trio
 
 from kafkette.broker.security.sasl import scram_formulas as sf
 from kafkette.broker.security.sasl.scram_store import credential_from_text, credential_to_text
@@ -24,6 +33,8 @@ if TYPE_CHECKING:
 
 USERS = "/config/users"
 _ATTEMPTS = 10  # concurrent writers of one user's node: read-modify-write retried
+LOST = "LOST"  # zk_session.LOST (that module is imported only in cluster mode)
+LOOKUP_THREADS = 4  # worker threads logins may hold reading ZooKeeper at once
 
 
 def user_path(user: str) -> str:
@@ -80,6 +91,21 @@ def _read_all(client: Any) -> dict[str, dict[str, str]]:
     return configs
 
 
+class NodeKeepsChanging(Exception):
+    """Other writers changed a user's node on every one of our read-modify-write tries."""
+
+
+def _read_user_watched(client: Any, user: str, watch: Any) -> dict[str, str] | None:
+    """The user's config with a watch on its node; None (and no watch) when there is no node."""
+    from kazoo.exceptions import NoNodeError
+
+    try:
+        data, _ = client.get(user_path(user), watch=watch)
+    except NoNodeError:
+        return None
+    return _config_of(data)
+
+
 def _write_user(client: Any, user: str, changes: Mapping[str, str | None]) -> None:
     """Apply ``changes`` (mechanism -> credential text, None to delete) to the user's node."""
     from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
@@ -105,22 +131,81 @@ def _write_user(client: Any, user: str, changes: Mapping[str, str | None]) -> No
             return
         except (BadVersionError, NodeExistsError, NoNodeError):
             continue  # another broker wrote it meanwhile: read again
-    raise RuntimeError(f"could not update {path}: it keeps changing")
+    raise NodeKeepsChanging(f"could not update {path}: it keeps changing")
+
+
+class CredentialStoreUnavailable(Exception):
+    """ZooKeeper did not answer a credential lookup (connection lost, session expired):
+    the login is refused, the connection and the broker carry on."""
 
 
 class ZkScramCredentialStore:
     def __init__(self, session: ZkSession) -> None:
         self._session = session
+        # Logins read ZooKeeper in their own few threads: a hung ZooKeeper cannot take
+        # trio's default thread pool (the log's I/O) with it. The caller bounds the wait.
+        self._lookups = trio.CapacityLimiter(LOOKUP_THREADS)
+        # user -> mechanism -> credential, for users whose node is watched.
+        self._known: dict[str, dict[str, sf.ScramCredential]] = {}
+        # Bumped by every invalidation: a read that overlapped one is not remembered.
+        self._invalidations = 0
+        session.on_state(self._on_session_state)
+
+    def _on_session_state(self, state: str) -> None:
+        if state == LOST:  # the session's watches are gone: nothing known stays true
+            self._known.clear()
+            self._invalidations += 1
+
+    def _forget(self, user: str) -> None:
+        self._known.pop(user, None)
+        self._invalidations += 1
 
     async def lookup(self, mechanism: str, user: str) -> sf.ScramCredential | None:
-        return _scram_of(await self._session.run(_read_user, user)).get(mechanism)
+        """The user's credential; raises CredentialStoreUnavailable on a ZooKeeper error
+        (the caller's deadline, trio.fail_after, covers a ZooKeeper that does not answer)."""
+        known = self._known.get(user)
+        if known is not None:
+            return known.get(mechanism)
+        from kazoo.exceptions import KazooException
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        before = self._invalidations
+        watch = self._session.watcher(partial(self._forget, user))
+        call = partial(_read_user_watched, self._session.client, user, watch)
+        try:
+            config = await trio.to_thread.run_sync(
+                call, limiter=self._lookups, abandon_on_cancel=True
+            )
+        except (KazooException, KazooTimeoutError) as exc:
+            raise CredentialStoreUnavailable(
+                f"ZooKeeper error reading {user_path(user)}: {type(exc).__name__} {exc}"
+            ) from None
+        if config is None:
+            return None
+        credentials = _scram_of(config)
+        if before == self._invalidations:
+            self._known[user] = credentials
+        return credentials.get(mechanism)
 
     async def users(self) -> list[str]:
-        configs = await self._session.run(_read_all)
+        configs = await self._read(_read_all)
         return sorted(user for user, config in configs.items() if _scram_of(config))
 
     async def mechanisms_of(self, user: str) -> Mapping[str, sf.ScramCredential]:
-        return _scram_of(await self._session.run(_read_user, user))
+        return _scram_of(await self._read(_read_user, user))
+
+    async def _read(self, fn: Any, *args: Any) -> Any:
+        """``fn(client, *args)`` in a worker thread; ZooKeeper errors become
+        CredentialStoreUnavailable (the admin handlers answer them, never crash)."""
+        from kazoo.exceptions import KazooException
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        try:
+            return await self._session.run(fn, *args)
+        except (KazooException, KazooTimeoutError) as exc:
+            raise CredentialStoreUnavailable(
+                f"ZooKeeper error reading {USERS}: {type(exc).__name__} {exc}"
+            ) from None
 
     async def apply(
         self,
@@ -137,4 +222,16 @@ class ZkScramCredentialStore:
             for user, user_changes in changes.items():
                 _write_user(client, user, user_changes)
 
-        await self._session.run(write_all)
+        from kazoo.exceptions import KazooException
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        try:
+            await self._session.run(write_all)
+        except (KazooException, KazooTimeoutError, NodeKeepsChanging) as exc:
+            for user in changes:  # some may be written: read them again
+                self._forget(user)
+            raise CredentialStoreUnavailable(
+                f"ZooKeeper error writing {USERS}: {type(exc).__name__} {exc}"
+            ) from None
+        for user in changes:  # this broker's next login reads what it wrote (the watch
+            self._forget(user)  # would tell it too, a moment later)
