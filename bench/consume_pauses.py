@@ -28,6 +28,7 @@ import argparse
 import itertools
 import logging
 import os
+import shutil
 import statistics
 import subprocess
 import time
@@ -99,6 +100,8 @@ def consume(bootstrap: str, topic: str, records: int, pid: int | None,
     if received < records:
         raise SystemExit(f"consumed only {received} of {records}")
     timed = [t for t in pauses.pauses if t >= started]
+    if not timed and "fetch.queue.backoff.ms" not in extra:
+        raise SystemExit("no queued.min.messages pause seen: librdkafka's debug lines changed?")
     # A fill phase: from the end of one pause (pause start + 1 s) to the next pause.
     fills = [b - (a + 1.0) for a, b in itertools.pairwise(timed)]
     counted = received - counted_from
@@ -108,12 +111,6 @@ def consume(bootstrap: str, topic: str, records: int, pid: int | None,
         "fill_phase_ms": 1000 * statistics.mean(fills) if fills else float("nan"),
         "broker_cpu_s_per_m": cpu / (counted / 1e6) if pid else float("nan"),
     }
-
-
-def kafka_pid(port: int) -> int | None:
-    found = subprocess.run(["pgrep", "-f", "kafka.Kafka"], capture_output=True, text=True)
-    pids = [int(p) for p in found.stdout.split()]
-    return pids[0] if pids else None
 
 
 def run_round(name: str, bootstrap: str, pid: int | None, records: int) -> dict[str, float]:
@@ -137,19 +134,21 @@ def main() -> None:
     args = parser.parse_args()
     results: dict[str, list[dict[str, float]]] = {"kafkette": [], "kafka": []}
     for _ in range(args.rounds):
-        proc, bootstrap, _data_dir = start_kafkette([])
+        proc, bootstrap, data_dir = start_kafkette([])
         try:
             results["kafkette"].append(run_round("kafkette", bootstrap, proc.pid, args.records))
         finally:
             proc.terminate()
             proc.wait(30)
+            shutil.rmtree(data_dir, ignore_errors=True)
         if args.no_kafka or not KAFKA_REF.exists():
             continue
-        subprocess.run([str(KAFKA_REF), "start", str(args.kafka_port)], check=True,
-                       capture_output=True)
+        started = subprocess.run([str(KAFKA_REF), "start", str(args.kafka_port)], check=True,
+                                 capture_output=True, text=True)
+        pid = int(started.stdout.split()[-1])  # kafka-ref prints the JVM's pid last
         try:
             results["kafka"].append(run_round(
-                "kafka", f"127.0.0.1:{args.kafka_port}", kafka_pid(args.kafka_port), args.records
+                "kafka", f"127.0.0.1:{args.kafka_port}", pid, args.records
             ))
         finally:
             subprocess.run([str(KAFKA_REF), "stop", str(args.kafka_port)], capture_output=True)

@@ -83,6 +83,7 @@ class MetadataWatcher:
         # would delete every broker's local logs of it) and come back as a new topic.
         self._known_topic_ids: dict[str, uuid.UUID] = {}
         self._dirty: set[Key] = set(ROOT_KEYS)
+        self._resync = False  # mark_all: add every cached key at the next refresh
         self._wake = trio.Event()
         self._watchers: dict[Key, Callable[[object], None]] = {}
 
@@ -92,11 +93,13 @@ class MetadataWatcher:
         self._wake.set()
 
     def mark_all(self) -> None:
-        """A new session: watches are gone, read everything again."""
+        """A new session: watches are gone, read everything again.
+
+        Only flags it: a refresh's worker thread may be changing the cache right now (kazoo
+        runs queued reads as it reconnects, when this is called), so the cache's keys are
+        listed by ``refresh`` on the loop, before its next thread starts."""
         self._dirty.update(ROOT_KEYS)
-        for topic in self._cache.assignments:
-            self._dirty.update({("topic", topic), ("config", topic)})
-        self._dirty.update(("state", t, p) for t, p in self._cache.states)
+        self._resync = True
         self._wake.set()
 
     def _watch(self, key: Key) -> Callable[[object], None]:
@@ -108,6 +111,11 @@ class MetadataWatcher:
 
     async def refresh(self) -> ClusterMetadata:
         """Read what is dirty and return the new snapshot (without publishing it)."""
+        if self._resync:  # no read runs now: the cache holds still while listed
+            self._resync = False
+            for topic in self._cache.assignments:
+                self._dirty.update({("topic", topic), ("config", topic)})
+            self._dirty.update(("state", t, p) for t, p in self._cache.states)
         dirty, self._dirty = self._dirty, set()
         self._wake = trio.Event()
         try:
