@@ -7,10 +7,10 @@ manage ACLs whatever they say.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,11 +36,7 @@ from kafka.errors import SecurityDisabledError
 
 from kafkette.broker.embedded import EmbeddedBroker
 
-_spec = importlib.util.spec_from_file_location(
-    "acl_support", Path(__file__).with_name("acl_support.py")
-)
-support = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(support)
+support = sys.modules["kafkette_security_acl_support"]  # registered by conftest.py
 
 TOPIC = ResourceType.TOPIC
 GROUP = ResourceType.GROUP

@@ -10,9 +10,9 @@ everything is refused.
 
 from __future__ import annotations
 
-import importlib.util
 import socket
 import struct
+import sys
 import time
 from pathlib import Path
 
@@ -28,11 +28,7 @@ from confluent_kafka.admin import (
 
 from kafkette.broker.embedded import EmbeddedBroker
 
-_spec = importlib.util.spec_from_file_location(
-    "acl_support", Path(__file__).with_name("acl_support.py")
-)
-support = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(support)
+support = sys.modules["kafkette_security_acl_support"]  # registered by conftest.py
 
 TOPIC = ResourceType.TOPIC
 GROUP = ResourceType.GROUP

@@ -9,9 +9,8 @@ then refused exactly where Kafka's StandardAuthorizer refuses, with real clients
 
 from __future__ import annotations
 
-import importlib.util
+import sys
 import time
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
@@ -36,11 +35,7 @@ from kafka.errors import ClusterAuthorizationFailedError
 
 from kafkette.broker.embedded import EmbeddedBroker
 
-_spec = importlib.util.spec_from_file_location(
-    "acl_support", Path(__file__).with_name("acl_support.py")
-)
-support = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(support)
+support = sys.modules["kafkette_security_acl_support"]  # registered by conftest.py
 
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}

@@ -9,17 +9,13 @@ TLS may produce there, an anonymous PLAINTEXT client may not.
 
 from __future__ import annotations
 
-import importlib.util
+import sys
 from pathlib import Path
 
 from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AclOperation, NewTopic, ResourceType
 
-_spec = importlib.util.spec_from_file_location(
-    "acl_support", Path(__file__).with_name("acl_support.py")
-)
-support = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(support)
+support = sys.modules["kafkette_security_acl_support"]  # registered by conftest.py
 
 CLIENT = "User:CN=client,OU=test,O=kafkette"
 TIMEOUT = 20

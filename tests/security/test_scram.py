@@ -12,12 +12,12 @@ no password on disk) are checked as clients see them.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import logging
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,11 +36,7 @@ from kafka import KafkaProducer
 from kafkette.broker.embedded import EmbeddedBroker
 from kafkette.broker.server import StartupError
 
-_spec = importlib.util.spec_from_file_location(
-    "kafkette_sasl_support", Path(__file__).with_name("sasl_support.py")
-)
-sasl = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(sasl)
+sasl = sys.modules["kafkette_security_sasl_support"]  # registered by conftest.py
 no_internal_errors = sasl.no_internal_errors  # autouse: no connection closed by a bug
 
 MECHANISMS = "SCRAM-SHA-256,SCRAM-SHA-512"
