@@ -7,10 +7,11 @@ authorizer with ACLs for that principal (or for others, to see ANONYMOUS refused
 
 from __future__ import annotations
 
+import socket
 import uuid
 from pathlib import Path
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
@@ -87,3 +88,25 @@ def error_name(exc: BaseException) -> str:
     if isinstance(exc, KafkaException):
         return exc.args[0].name()
     return type(exc).__name__
+
+
+def produce_one(conf: dict, topic: str) -> KafkaError | None:
+    """Produce one record with ``conf`` (no idempotence: its InitProducerId would be
+    refused first); the delivery error, None when it was written."""
+    outcome: list = []
+    producer = Producer({"message.timeout.ms": 10000, "enable.idempotence": False, **conf})
+    producer.produce(topic, b"v", on_delivery=lambda err, _msg: outcome.append(err))
+    producer.flush(TIMEOUT)
+    assert outcome, "no delivery report"
+    return outcome[0]
+
+
+def read_exactly(sock: socket.socket, size: int) -> bytes:
+    """``size`` bytes from a raw Kafka connection; ConnectionError if the broker closes it."""
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError("the broker closed the connection")
+        data += chunk
+    return data

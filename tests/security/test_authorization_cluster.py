@@ -47,20 +47,10 @@ def _follower_fetch_error(bootstrap: str, topic: str) -> int:
     host, port = bootstrap.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=TIMEOUT) as sock:
         sock.sendall(request.encode(version=11, header=True, framed=True))
-        (size,) = struct.unpack(">i", _read(sock, 4))
-        frame = _read(sock, size)
+        (size,) = struct.unpack(">i", support.read_exactly(sock, 4))
+        frame = support.read_exactly(sock, size)
     response = request.header.get_response_class().decode(frame, version=11, header=True)
     return response.responses[0].partitions[0].error_code
-
-
-def _read(sock, size: int) -> bytes:
-    data = b""
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise ConnectionError("closed by the broker")
-        data += chunk
-    return data
 
 
 def test_brokers_replicate_as_super_users_and_clients_cannot_fetch_as_followers(

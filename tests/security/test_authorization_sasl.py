@@ -13,7 +13,7 @@ import sys
 import time
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka.admin import (
     AclBindingFilter,
     AclOperation,
@@ -77,15 +77,6 @@ def _admin(broker: EmbeddedBroker, user: str):
     return AdminClient(_sasl(broker, user))
 
 
-def _produce(conf: dict, topic: str) -> KafkaError | None:
-    outcome: list = []
-    producer = Producer({**conf, "message.timeout.ms": 10000, "enable.idempotence": False})
-    producer.produce(topic, b"v", on_delivery=lambda err, _msg: outcome.append(err))
-    producer.flush(TIMEOUT)
-    assert outcome, "no delivery report"
-    return outcome[0]
-
-
 def _consume(conf: dict, topic: str, group: str):
     consumer = Consumer({**conf, "group.id": group, "auto.offset.reset": "earliest"})
     try:
@@ -122,13 +113,13 @@ def granted(broker: EmbeddedBroker) -> str:
 
 def test_a_user_with_grants_produces_and_consumes(broker, granted) -> None:
     alice = _sasl(broker, "alice")
-    assert _produce(alice, granted) is None
+    assert support.produce_one(alice, granted) is None
     assert _consume(alice, granted, support.name("alice-app")) == b"v"
 
 
 def test_a_user_without_write_or_group_rights_is_refused(broker, granted) -> None:
     bob = _sasl(broker, "bob")
-    error = _produce(bob, granted)
+    error = support.produce_one(bob, granted)
     assert error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
     # bob may read the topic, but no group is his.
     refused = _consume(bob, granted, support.name("bob-app"))
