@@ -168,6 +168,21 @@ def scram_inter_broker_configs(zookeeper_connect: str, chroot: str) -> dict[str,
     }
 
 
+def produce_acked(
+    bootstrap: str, topic: str, count: int, timeout: float = 30.0
+) -> tuple[int, list]:
+    """Produce ``count`` records with acks=all; (records still unsent after ``timeout``,
+    delivery errors): ``(0, [])`` once every record was acknowledged by the in-sync
+    replicas, i.e. after the followers fetched them."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
+                         "message.timeout.ms": 30000})
+    failures: list[object] = []
+    for index in range(count):
+        producer.produce(topic, f"r{index}".encode(),
+                         on_delivery=lambda err, _: err and failures.append(err))
+    return producer.flush(timeout), failures
+
+
 def unsecured_token(principal: str, lifetime_s: int = 3600, **claims: object) -> str:
     """An unsecured JWS (``alg: none``, empty signature) as librdkafka makes one."""
 

@@ -20,7 +20,6 @@ import time
 import uuid
 from pathlib import Path
 
-from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkette.broker.embedded import EmbeddedBroker
@@ -88,15 +87,9 @@ def test_brokers_replicate_over_a_sasl_listener_with_scram(zookeeper, tmp_path, 
                 break
             time.sleep(0.1)
         admin.create_topics([NewTopic(topic, 1, 2)])[topic].result(30)
-        producer = Producer({"bootstrap.servers": client, "acks": "all",
-                             "message.timeout.ms": 30000})
-        failures: list[object] = []
-        for index in range(20):
-            producer.produce(topic, f"r{index}".encode(),
-                             on_delivery=lambda err, _: err and failures.append(err))
         # acks=all with min.insync.replicas=2: answered once the follower fetched them,
         # over BROKER after authenticating with SCRAM.
-        assert producer.flush(30) == 0 and failures == []
+        assert sasl.produce_acked(client, topic, 20, 30) == (0, [])
     assert "authenticated as User:broker (SCRAM-SHA-512, listener BROKER)" in caplog.text
 
 
