@@ -21,6 +21,14 @@ from confluent_kafka.admin import (
     ResourcePatternType,
     ResourceType,
 )
+from kafka.admin import (
+    ACLFilter,
+    ACLOperation,
+    ACLPermissionType,
+    ACLResourcePatternType,
+    ResourcePatternFilter,
+)
+from kafka.admin import ResourceType as KafkaResourceType
 
 from kafkette.broker.embedded import EmbeddedBroker
 
@@ -65,6 +73,18 @@ def everything() -> AclBindingFilter:
     return AclBindingFilter(
         ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
         AclOperation.ANY, AclPermissionType.ANY,
+    )
+
+
+def kafka_python_everything() -> ACLFilter:
+    """kafka-python's filter matching every ACL: its ``describe_acls`` raises the answer's
+    error, as the Java client does (librdkafka answers an empty list instead)."""
+    return ACLFilter(
+        principal=None, host="*", operation=ACLOperation.ANY,
+        permission_type=ACLPermissionType.ANY,
+        resource_pattern=ResourcePatternFilter(
+            KafkaResourceType.ANY, None, ACLResourcePatternType.ANY
+        ),
     )
 
 

@@ -24,14 +24,8 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 from kafka.admin import (
-    ACLFilter,
-    ACLOperation,
-    ACLPermissionType,
-    ACLResourcePatternType,
     KafkaAdminClient,
-    ResourcePatternFilter,
 )
-from kafka.admin import ResourceType as KafkaResourceType
 from kafka.errors import SecurityDisabledError
 
 from kafkette.broker.embedded import EmbeddedBroker
@@ -66,13 +60,7 @@ def test_without_an_authorizer_the_acl_apis_answer_security_disabled(tmp_path: P
         legacy = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
         try:
             with pytest.raises(SecurityDisabledError, match="No Authorizer is configured"):
-                legacy.describe_acls(ACLFilter(
-                    principal=None, host="*", operation=ACLOperation.ANY,
-                    permission_type=ACLPermissionType.ANY,
-                    resource_pattern=ResourcePatternFilter(
-                        KafkaResourceType.ANY, None, ACLResourcePatternType.ANY
-                    ),
-                ))
+                legacy.describe_acls(support.kafka_python_everything())
         finally:
             legacy.close()
         with pytest.raises(KafkaException) as created:

@@ -23,14 +23,8 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 from kafka.admin import (
-    ACLFilter,
-    ACLOperation,
-    ACLPermissionType,
-    ACLResourcePatternType,
     KafkaAdminClient,
-    ResourcePatternFilter,
 )
-from kafka.admin import ResourceType as KafkaResourceType
 from kafka.errors import ClusterAuthorizationFailedError
 
 from kafkette.broker.embedded import EmbeddedBroker
@@ -144,13 +138,7 @@ def test_only_the_super_user_manages_acls(broker, granted) -> None:
     )
     try:
         with pytest.raises(ClusterAuthorizationFailedError):
-            legacy.describe_acls(ACLFilter(
-                principal=None, host="*", operation=ACLOperation.ANY,
-                permission_type=ACLPermissionType.ANY,
-                resource_pattern=ResourcePatternFilter(
-                    KafkaResourceType.ANY, None, ACLResourcePatternType.ANY
-                ),
-            ))
+            legacy.describe_acls(support.kafka_python_everything())
     finally:
         legacy.close()
     alices = AclBindingFilter(
