@@ -20,6 +20,9 @@ of it is reached through fixtures:
   ``broker.bootstrap`` the first listener's. ``ready=False`` for a start expected to fail:
   ``broker.wait_exit()`` returns (exit code, stderr lines).
 
+- ``kafka_ref`` (session): the reference Kafka 4.0's ``kafka-ref`` script
+  (``KAFKETTE_KAFKA_REF``, else beside the checkout, as tests/tools/conftest.py finds it),
+  or None when the machine has none (the test then skips).
 - ``zookeeper`` (module): a real ZooKeeper for the cluster tests (skips when none is
   installed); tests keep apart by chroot.
 
@@ -32,6 +35,7 @@ Every wait has a deadline; a test that hits one fails, it never hangs.
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import ssl
@@ -335,3 +339,18 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperSer
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_ref() -> Path | None:
+    given = os.environ.get("KAFKETTE_KAFKA_REF")
+    repo = Path(__file__).resolve().parents[2]
+    candidates = [Path(given)] if given else [
+        repo.parent / "shared" / "reference-kafka",
+        repo.parent.parent / "shared" / "reference-kafka",
+    ]
+    for base in candidates:
+        script = base if base.name == "kafka-ref" else base / "kafka-ref"
+        if script.is_file():
+            return script
+    return None

@@ -7,7 +7,6 @@ manage ACLs whatever they say.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -172,27 +171,11 @@ def test_a_corrupt_acl_file_stops_the_start(tmp_path: Path) -> None:
         support.start_broker(tmp_path)
 
 
-def _kafka_acls_script() -> Path | None:
-    """``kafka-ref`` of the reference Kafka 4.0 (``KAFKETTE_KAFKA_REF``, else beside the
-    checkout, as tests/tools/conftest.py finds it), or None when the machine has none."""
-    given = os.environ.get("KAFKETTE_KAFKA_REF")
-    repo = Path(__file__).resolve().parents[2]
-    candidates = [Path(given)] if given else [
-        repo.parent / "shared" / "reference-kafka",
-        repo.parent.parent / "shared" / "reference-kafka",
-    ]
-    for base in candidates:
-        script = base if base.name == "kafka-ref" else base / "kafka-ref"
-        if script.is_file():
-            return script
-    return None
-
-
-def test_kafka_acls_sh_adds_lists_and_removes(secured: EmbeddedBroker) -> None:
+def test_kafka_acls_sh_adds_lists_and_removes(secured: EmbeddedBroker, kafka_ref) -> None:
     """The reference distribution's kafka-acls.sh against kafkette. It skips only where
     the machine really lacks Java or the reference Kafka (it runs on the dev machine
     and in CI, where both are installed)."""
-    script = _kafka_acls_script()
+    script = kafka_ref
     if shutil.which("java") is None:
         pytest.skip("kafka-acls.sh needs Java (not on PATH)")
     if script is None:

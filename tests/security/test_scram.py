@@ -192,19 +192,8 @@ def test_a_damaged_credentials_file_stops_the_start(tmp_path) -> None:
         start_scram_broker(tmp_path)
 
 
-def _reference_kafka_ref() -> Path | None:
-    given = os.environ.get("KAFKETTE_KAFKA_REF")
-    repo = Path(__file__).resolve().parents[2]
-    for base in [Path(given)] if given else [repo.parent / "shared" / "reference-kafka",
-                                             repo.parent.parent / "shared" / "reference-kafka"]:
-        script = base if base.name == "kafka-ref" else base / "kafka-ref"
-        if script.is_file():
-            return script
-    return None
-
-
-def test_kafka_configs_sh_manages_scram_users(scram_broker) -> None:
-    script = _reference_kafka_ref()
+def test_kafka_configs_sh_manages_scram_users(scram_broker, kafka_ref) -> None:
+    script = kafka_ref
     if shutil.which("java") is None or script is None:
         pytest.skip("kafka-configs.sh needs Java and the reference Kafka (KAFKETTE_KAFKA_REF)")
     admin_bootstrap = endpoint(scram_broker, "PLAINTEXT")
