@@ -31,18 +31,10 @@ from confluent_kafka import Consumer, Producer
 
 from kafkette.testing_tls import make_tls_material
 
+from .produce_cost import broker_cpu_s
+
 RECORD = 1024
 LISTENING = re.compile(r"listening on ([A-Z]+)://(\S+):(\d+),")
-
-
-def broker_cpu_s(pid: int) -> float:
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            total += int((task / "schedstat").read_text().split()[0])
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-    return total / 1e9
 
 
 def start_broker(directory: Path) -> tuple[subprocess.Popen[str], dict[str, str], Path]:

@@ -7,10 +7,11 @@ authorizer with ACLs for that principal (or for others, to see ANONYMOUS refused
 
 from __future__ import annotations
 
+import socket
 import uuid
 from pathlib import Path
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
@@ -20,6 +21,14 @@ from confluent_kafka.admin import (
     ResourcePatternType,
     ResourceType,
 )
+from kafka.admin import (
+    ACLFilter,
+    ACLOperation,
+    ACLPermissionType,
+    ACLResourcePatternType,
+    ResourcePatternFilter,
+)
+from kafka.admin import ResourceType as KafkaResourceType
 
 from kafkette.broker.embedded import EmbeddedBroker
 
@@ -67,6 +76,18 @@ def everything() -> AclBindingFilter:
     )
 
 
+def kafka_python_everything() -> ACLFilter:
+    """kafka-python's filter matching every ACL: its ``describe_acls`` raises the answer's
+    error, as the Java client does (librdkafka answers an empty list instead)."""
+    return ACLFilter(
+        principal=None, host="*", operation=ACLOperation.ANY,
+        permission_type=ACLPermissionType.ANY,
+        resource_pattern=ResourcePatternFilter(
+            KafkaResourceType.ANY, None, ACLResourcePatternType.ANY
+        ),
+    )
+
+
 def create_acls(client: AdminClient, bindings: list[AclBinding]) -> None:
     for future in client.create_acls(bindings, request_timeout=TIMEOUT).values():
         future.result(timeout=TIMEOUT)
@@ -87,3 +108,25 @@ def error_name(exc: BaseException) -> str:
     if isinstance(exc, KafkaException):
         return exc.args[0].name()
     return type(exc).__name__
+
+
+def produce_one(conf: dict, topic: str) -> KafkaError | None:
+    """Produce one record with ``conf`` (no idempotence: its InitProducerId would be
+    refused first); the delivery error, None when it was written."""
+    outcome: list = []
+    producer = Producer({"message.timeout.ms": 10000, "enable.idempotence": False, **conf})
+    producer.produce(topic, b"v", on_delivery=lambda err, _msg: outcome.append(err))
+    producer.flush(TIMEOUT)
+    assert outcome, "no delivery report"
+    return outcome[0]
+
+
+def read_exactly(sock: socket.socket, size: int) -> bytes:
+    """``size`` bytes from a raw Kafka connection; ConnectionError if the broker closes it."""
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError("the broker closed the connection")
+        data += chunk
+    return data

@@ -20,11 +20,22 @@ of it is reached through fixtures:
   ``broker.bootstrap`` the first listener's. ``ready=False`` for a start expected to fail:
   ``broker.wait_exit()`` returns (exit code, stderr lines).
 
+- ``kafka_ref`` (session): the reference Kafka 4.0's ``kafka-ref`` script
+  (``KAFKETTE_KAFKA_REF``, else beside the checkout, as tests/tools/conftest.py finds it),
+  or None when the machine has none (the test then skips).
+- ``zookeeper`` (module): a real ZooKeeper for the cluster tests (skips when none is
+  installed); tests keep apart by chroot.
+
+The helper modules beside this file, ``acl_support.py`` and ``sasl_support.py``, are
+loaded once here and registered as ``kafkette_security_<stem>`` in ``sys.modules``; test
+modules take them from there (``support = sys.modules["kafkette_security_acl_support"]``).
+
 Every wait has a deadline; a test that hits one fails, it never hangs.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import ssl
@@ -38,7 +49,31 @@ from pathlib import Path
 
 import pytest
 
+from kafkette.broker.cluster.zookeeper_server import (
+    ZooKeeperNotInstalled,
+    ZooKeeperServer,
+    find_zookeeper,
+)
 from kafkette.testing_tls import TlsMaterial, make_tls_material
+
+
+def _register_beside(stem: str) -> None:
+    """Load ``<stem>.py`` beside this file as ``kafkette_security_<stem>`` (once): test
+    modules cannot import their siblings under ``--import-mode=importlib``."""
+    import importlib.util
+
+    name = f"kafkette_security_{stem}"
+    if name in sys.modules:
+        return
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{stem}.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+
+
+_register_beside("acl_support")
+_register_beside("sasl_support")
 
 READY_LINE = re.compile(r"^kafkette ready on (.+):(\d+)$")
 # server.py logs one line per listener: "listening on NAME://HOST:PORT, advertising H:P".
@@ -288,3 +323,34 @@ class TlsConfigs:
 @pytest.fixture(scope="session")
 def tls(tls_material: TlsMaterial) -> TlsConfigs:
     return TlsConfigs(tls_material)
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    """A real ZooKeeper per test module; skips when ZooKeeper is not installed."""
+    try:
+        install = find_zookeeper()
+    except ZooKeeperNotInstalled as exc:
+        pytest.skip(str(exc))
+    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper"), tick_time_ms=500,
+                             fsync=False, own_session=False, install=install)
+    server.start(timeout=120)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_ref() -> Path | None:
+    given = os.environ.get("KAFKETTE_KAFKA_REF")
+    repo = Path(__file__).resolve().parents[2]
+    candidates = [Path(given)] if given else [
+        repo.parent / "shared" / "reference-kafka",
+        repo.parent.parent / "shared" / "reference-kafka",
+    ]
+    for base in candidates:
+        script = base if base.name == "kafka-ref" else base / "kafka-ref"
+        if script.is_file():
+            return script
+    return None

@@ -8,7 +8,10 @@ tests/security/conftest.py's ``secure_broker``); plain functions and one small c
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
+import os
 import socket
 import struct
 import time
@@ -119,6 +122,65 @@ def set_scram_user(
         [UserScramCredentialUpsertion(user, info, password.encode())]
     )
     futures[user].result(timeout=TIMEOUT_S)
+
+
+def scram_512_znode(password: str, iterations: int = 4096) -> bytes:
+    """``/config/users/<user>`` as Kafka's ``kafka-configs.sh --zookeeper`` wrote it for
+    SCRAM-SHA-512 (computed here from RFC 5802, independently of the broker's code)."""
+    salt = os.urandom(24)
+    salted = hashlib.pbkdf2_hmac("sha512", password.encode(), salt, iterations)
+    client_key = hmac.new(salted, b"Client Key", "sha512").digest()
+    stored_key = hashlib.sha512(client_key).digest()
+    server_key = hmac.new(salted, b"Server Key", "sha512").digest()
+
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+
+    credential = (f"salt={b64(salt)},stored_key={b64(stored_key)},"
+                  f"server_key={b64(server_key)},iterations={iterations}")
+    return json.dumps({"version": 1, "config": {"SCRAM-SHA-512": credential}}).encode()
+
+
+def scram_inter_broker_configs(zookeeper_connect: str, chroot: str) -> dict[str, str]:
+    """Two listeners, CLIENT (PLAINTEXT) and BROKER (SASL_PLAINTEXT, SCRAM-SHA-512, as
+    ``User:broker``), replicating with acks=all over BROKER. The brokers' own user is
+    written in ZooKeeper first, as Kafka's operators do before the brokers start."""
+    from kazoo.client import KazooClient
+
+    zk = KazooClient(hosts=zookeeper_connect, timeout=10.0)
+    zk.start(timeout=15)
+    try:
+        zk.create(f"{chroot}/config/users/broker", scram_512_znode("broker-pw"), makepath=True)
+    finally:
+        zk.stop()
+        zk.close()
+    return {
+        "listeners": "CLIENT://127.0.0.1:0,BROKER://127.0.0.1:0",
+        "listener.security.protocol.map": "CLIENT:PLAINTEXT,BROKER:SASL_PLAINTEXT",
+        "inter.broker.listener.name": "BROKER",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+        "listener.name.broker.scram-sha-512.sasl.jaas.config":
+            f'{SCRAM_MODULE} required username="broker" password="broker-pw";',
+        "zookeeper.connect": zookeeper_connect + chroot,
+        "offsets.topic.replication.factor": "2",
+        "min.insync.replicas": "2",
+    }
+
+
+def produce_acked(
+    bootstrap: str, topic: str, count: int, timeout: float = 30.0
+) -> tuple[int, list]:
+    """Produce ``count`` records with acks=all; (records still unsent after ``timeout``,
+    delivery errors): ``(0, [])`` once every record was acknowledged by the in-sync
+    replicas, i.e. after the followers fetched them."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
+                         "message.timeout.ms": 30000})
+    failures: list[object] = []
+    for index in range(count):
+        producer.produce(topic, f"r{index}".encode(),
+                         on_delivery=lambda err, _: err and failures.append(err))
+    return producer.flush(timeout), failures
 
 
 def unsecured_token(principal: str, lifetime_s: int = 3600, **claims: object) -> str:

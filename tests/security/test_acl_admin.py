@@ -7,10 +7,9 @@ manage ACLs whatever they say.
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,23 +23,13 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 from kafka.admin import (
-    ACLFilter,
-    ACLOperation,
-    ACLPermissionType,
-    ACLResourcePatternType,
     KafkaAdminClient,
-    ResourcePatternFilter,
 )
-from kafka.admin import ResourceType as KafkaResourceType
 from kafka.errors import SecurityDisabledError
 
 from kafkette.broker.embedded import EmbeddedBroker
 
-_spec = importlib.util.spec_from_file_location(
-    "acl_support", Path(__file__).with_name("acl_support.py")
-)
-support = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(support)
+support = sys.modules["kafkette_security_acl_support"]  # registered by conftest.py
 
 TOPIC = ResourceType.TOPIC
 GROUP = ResourceType.GROUP
@@ -70,13 +59,7 @@ def test_without_an_authorizer_the_acl_apis_answer_security_disabled(tmp_path: P
         legacy = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
         try:
             with pytest.raises(SecurityDisabledError, match="No Authorizer is configured"):
-                legacy.describe_acls(ACLFilter(
-                    principal=None, host="*", operation=ACLOperation.ANY,
-                    permission_type=ACLPermissionType.ANY,
-                    resource_pattern=ResourcePatternFilter(
-                        KafkaResourceType.ANY, None, ACLResourcePatternType.ANY
-                    ),
-                ))
+                legacy.describe_acls(support.kafka_python_everything())
         finally:
             legacy.close()
         with pytest.raises(KafkaException) as created:
@@ -188,27 +171,11 @@ def test_a_corrupt_acl_file_stops_the_start(tmp_path: Path) -> None:
         support.start_broker(tmp_path)
 
 
-def _kafka_acls_script() -> Path | None:
-    """``kafka-ref`` of the reference Kafka 4.0 (``KAFKETTE_KAFKA_REF``, else beside the
-    checkout, as tests/tools/conftest.py finds it), or None when the machine has none."""
-    given = os.environ.get("KAFKETTE_KAFKA_REF")
-    repo = Path(__file__).resolve().parents[2]
-    candidates = [Path(given)] if given else [
-        repo.parent / "shared" / "reference-kafka",
-        repo.parent.parent / "shared" / "reference-kafka",
-    ]
-    for base in candidates:
-        script = base if base.name == "kafka-ref" else base / "kafka-ref"
-        if script.is_file():
-            return script
-    return None
-
-
-def test_kafka_acls_sh_adds_lists_and_removes(secured: EmbeddedBroker) -> None:
+def test_kafka_acls_sh_adds_lists_and_removes(secured: EmbeddedBroker, kafka_ref) -> None:
     """The reference distribution's kafka-acls.sh against kafkette. It skips only where
     the machine really lacks Java or the reference Kafka (it runs on the dev machine
     and in CI, where both are installed)."""
-    script = _kafka_acls_script()
+    script = kafka_ref
     if shutil.which("java") is None:
         pytest.skip("kafka-acls.sh needs Java (not on PATH)")
     if script is None:

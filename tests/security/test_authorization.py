@@ -10,9 +10,9 @@ everything is refused.
 
 from __future__ import annotations
 
-import importlib.util
 import socket
 import struct
+import sys
 import time
 from pathlib import Path
 
@@ -28,11 +28,7 @@ from confluent_kafka.admin import (
 
 from kafkette.broker.embedded import EmbeddedBroker
 
-_spec = importlib.util.spec_from_file_location(
-    "acl_support", Path(__file__).with_name("acl_support.py")
-)
-support = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(support)
+support = sys.modules["kafkette_security_acl_support"]  # registered by conftest.py
 
 TOPIC = ResourceType.TOPIC
 GROUP = ResourceType.GROUP
@@ -59,13 +55,7 @@ def _create_topic(bootstrap: str, topic: str) -> None:
 
 def _produce(bootstrap: str, topic: str, **extra) -> KafkaError | None:
     """Produce one record; the delivery error (None when it was written)."""
-    outcome: list = []
-    producer = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": 10000,
-                         "enable.idempotence": False, **extra})
-    producer.produce(topic, b"v", on_delivery=lambda err, _msg: outcome.append(err))
-    producer.flush(TIMEOUT)
-    assert outcome, "no delivery report"
-    return outcome[0]
+    return support.produce_one({"bootstrap.servers": bootstrap, **extra}, topic)
 
 
 def _consume_error_or_values(bootstrap: str, topic: str, group: str, want: int):
@@ -254,20 +244,10 @@ def _init_producer_id_error(broker: EmbeddedBroker) -> int:
     host, port = broker.bootstrap.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=TIMEOUT) as sock:
         sock.sendall(struct.pack(">i", len(request)) + request)
-        size = struct.unpack(">i", _read(sock, 4))[0]
-        response = _read(sock, size)
+        size = struct.unpack(">i", support.read_exactly(sock, 4))[0]
+        response = support.read_exactly(sock, size)
     # correlation id, throttle_time_ms, then the error code
     return struct.unpack(">h", response[8:10])[0]
-
-
-def _read(sock: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError("the broker closed the connection")
-        data += chunk
-    return data
 
 
 def test_an_acks_0_produce_refused_closes_the_connection(open_broker: EmbeddedBroker) -> None:
@@ -302,8 +282,8 @@ def test_an_acks_0_produce_refused_closes_the_connection(open_broker: EmbeddedBr
         metadata = MetadataRequest(topics=None, allow_auto_topic_creation=False)
         metadata.with_header(correlation_id=2, client_id="acks0")
         sock.sendall(metadata.encode(version=9, header=True, framed=True))
-        size = struct.unpack(">i", _read(sock, 4))[0]
-        assert len(_read(sock, size)) == size  # still open, answering
+        size = struct.unpack(">i", support.read_exactly(sock, 4))[0]
+        assert len(support.read_exactly(sock, size)) == size  # still open, answering
     with socket.create_connection((host, int(port)), timeout=TIMEOUT) as sock:
         produce_acks_0(sock, refused)
         assert sock.recv(1) == b""  # closed by the broker

@@ -12,68 +12,18 @@ Skips when ZooKeeper is not installed.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
-import importlib.util
-import os
+import sys
 import time
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
-from confluent_kafka import Producer
 from confluent_kafka.admin import AclOperation, NewTopic, ResourceType
 
-from kafkette.broker.cluster.zookeeper_server import (
-    ZooKeeperNotInstalled,
-    ZooKeeperServer,
-    find_zookeeper,
-)
 from kafkette.broker.embedded import EmbeddedBroker
 
-_spec = importlib.util.spec_from_file_location(
-    "acl_support", Path(__file__).with_name("acl_support.py")
-)
-support = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(support)
+support = sys.modules["kafkette_security_acl_support"]  # registered by conftest.py
+sasl = sys.modules["kafkette_security_sasl_support"]
 
-SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 TIMEOUT = 30
-
-
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    try:
-        install = find_zookeeper()
-    except ZooKeeperNotInstalled as exc:
-        pytest.skip(str(exc))
-    server = ZooKeeperServer(tmp_path_factory.mktemp("zk"), tick_time_ms=500, fsync=False,
-                             own_session=False, install=install)
-    server.start(timeout=120)
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-def _scram_512_znode(password: str, iterations: int = 4096) -> bytes:
-    """``/config/users/<user>`` as Kafka writes it (RFC 5802, computed here)."""
-    import json
-
-    salt = os.urandom(24)
-    salted = hashlib.pbkdf2_hmac("sha512", password.encode(), salt, iterations)
-    client_key = hmac.new(salted, b"Client Key", "sha512").digest()
-    stored_key = hashlib.sha512(client_key).digest()
-    server_key = hmac.new(salted, b"Server Key", "sha512").digest()
-
-    def b64(data: bytes) -> str:
-        return base64.b64encode(data).decode()
-
-    credential = (f"salt={b64(salt)},stored_key={b64(stored_key)},"
-                  f"server_key={b64(server_key)},iterations={iterations}")
-    return json.dumps({"version": 1, "config": {"SCRAM-SHA-512": credential}}).encode()
 
 
 def _follower_fetch_error(bootstrap: str, topic: str) -> int:
@@ -96,47 +46,18 @@ def _follower_fetch_error(bootstrap: str, topic: str) -> int:
     host, port = bootstrap.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=TIMEOUT) as sock:
         sock.sendall(request.encode(version=11, header=True, framed=True))
-        (size,) = struct.unpack(">i", _read(sock, 4))
-        frame = _read(sock, size)
+        (size,) = struct.unpack(">i", support.read_exactly(sock, 4))
+        frame = support.read_exactly(sock, size)
     response = request.header.get_response_class().decode(frame, version=11, header=True)
     return response.responses[0].partitions[0].error_code
-
-
-def _read(sock, size: int) -> bytes:
-    data = b""
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise ConnectionError("closed by the broker")
-        data += chunk
-    return data
 
 
 def test_brokers_replicate_as_super_users_and_clients_cannot_fetch_as_followers(
     zookeeper, tmp_path
 ) -> None:
     chroot = f"/authz-{uuid.uuid4().hex[:8]}"
-    from kazoo.client import KazooClient
-
-    zk = KazooClient(hosts=zookeeper.connect_string, timeout=10.0)
-    zk.start(timeout=15)
-    try:
-        zk.create(f"{chroot}/config/users/broker", _scram_512_znode("broker-pw"),
-                  makepath=True)
-    finally:
-        zk.stop()
-        zk.close()
     common = {
-        "listeners": "CLIENT://127.0.0.1:0,BROKER://127.0.0.1:0",
-        "listener.security.protocol.map": "CLIENT:PLAINTEXT,BROKER:SASL_PLAINTEXT",
-        "inter.broker.listener.name": "BROKER",
-        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
-        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
-        "listener.name.broker.scram-sha-512.sasl.jaas.config":
-            f'{SCRAM_MODULE} required username="broker" password="broker-pw";',
-        "zookeeper.connect": zookeeper.connect_string + chroot,
-        "offsets.topic.replication.factor": "2",
-        "min.insync.replicas": "2",
+        **sasl.scram_inter_broker_configs(zookeeper.connect_string, chroot),
         "authorizer.class.name": support.STANDARD_AUTHORIZER,
         "super.users": "User:broker",
         "allow.everyone.if.no.acl.found": "true",
@@ -160,14 +81,8 @@ def test_brokers_replicate_as_super_users_and_clients_cannot_fetch_as_followers(
         ])
         leader = _leader_bootstrap(first, topic)
         assert _follower_fetch_error(leader, topic) == 29  # TOPIC_AUTHORIZATION_FAILED
-        producer = Producer({"bootstrap.servers": client, "acks": "all",
-                             "message.timeout.ms": 30000})
-        failures: list[object] = []
-        for index in range(10):
-            producer.produce(topic, f"r{index}".encode(),
-                             on_delivery=lambda err, _: err and failures.append(err))
         # acks=all with min.insync.replicas=2: the follower (User:broker) still fetches.
-        assert producer.flush(TIMEOUT) == 0 and failures == []
+        assert sasl.produce_acked(client, topic, 10, TIMEOUT) == (0, [])
 
 
 def _leader_bootstrap(broker: EmbeddedBroker, topic: str) -> str:

@@ -7,8 +7,8 @@ codec (the admin clients hide the fields that leak: ids, names, the partitions o
 
 from __future__ import annotations
 
-import importlib.util
 import socket
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,11 +19,7 @@ from kafkette.wire.apis import ApiKey
 from kafkette.wire.client_connection import NEED_DATA, ClientConnection
 from kafkette.wire.primitives import ZERO_UUID
 
-_spec = importlib.util.spec_from_file_location(
-    "acl_support", Path(__file__).with_name("acl_support.py")
-)
-support = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(support)
+support = sys.modules["kafkette_security_acl_support"]  # registered by conftest.py
 
 DENY = AclPermissionType.DENY
 TOPIC_AUTHORIZATION_FAILED = 29

@@ -9,12 +9,11 @@ then refused exactly where Kafka's StandardAuthorizer refuses, with real clients
 
 from __future__ import annotations
 
-import importlib.util
+import sys
 import time
-from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka.admin import (
     AclBindingFilter,
     AclOperation,
@@ -24,23 +23,13 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 from kafka.admin import (
-    ACLFilter,
-    ACLOperation,
-    ACLPermissionType,
-    ACLResourcePatternType,
     KafkaAdminClient,
-    ResourcePatternFilter,
 )
-from kafka.admin import ResourceType as KafkaResourceType
 from kafka.errors import ClusterAuthorizationFailedError
 
 from kafkette.broker.embedded import EmbeddedBroker
 
-_spec = importlib.util.spec_from_file_location(
-    "acl_support", Path(__file__).with_name("acl_support.py")
-)
-support = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(support)
+support = sys.modules["kafkette_security_acl_support"]  # registered by conftest.py
 
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
@@ -82,15 +71,6 @@ def _admin(broker: EmbeddedBroker, user: str):
     return AdminClient(_sasl(broker, user))
 
 
-def _produce(conf: dict, topic: str) -> KafkaError | None:
-    outcome: list = []
-    producer = Producer({**conf, "message.timeout.ms": 10000, "enable.idempotence": False})
-    producer.produce(topic, b"v", on_delivery=lambda err, _msg: outcome.append(err))
-    producer.flush(TIMEOUT)
-    assert outcome, "no delivery report"
-    return outcome[0]
-
-
 def _consume(conf: dict, topic: str, group: str):
     consumer = Consumer({**conf, "group.id": group, "auto.offset.reset": "earliest"})
     try:
@@ -127,13 +107,13 @@ def granted(broker: EmbeddedBroker) -> str:
 
 def test_a_user_with_grants_produces_and_consumes(broker, granted) -> None:
     alice = _sasl(broker, "alice")
-    assert _produce(alice, granted) is None
+    assert support.produce_one(alice, granted) is None
     assert _consume(alice, granted, support.name("alice-app")) == b"v"
 
 
 def test_a_user_without_write_or_group_rights_is_refused(broker, granted) -> None:
     bob = _sasl(broker, "bob")
-    error = _produce(bob, granted)
+    error = support.produce_one(bob, granted)
     assert error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
     # bob may read the topic, but no group is his.
     refused = _consume(bob, granted, support.name("bob-app"))
@@ -158,13 +138,7 @@ def test_only_the_super_user_manages_acls(broker, granted) -> None:
     )
     try:
         with pytest.raises(ClusterAuthorizationFailedError):
-            legacy.describe_acls(ACLFilter(
-                principal=None, host="*", operation=ACLOperation.ANY,
-                permission_type=ACLPermissionType.ANY,
-                resource_pattern=ResourcePatternFilter(
-                    KafkaResourceType.ANY, None, ACLResourcePatternType.ANY
-                ),
-            ))
+            legacy.describe_acls(support.kafka_python_everything())
     finally:
         legacy.close()
     alices = AclBindingFilter(

@@ -9,29 +9,16 @@ TLS may produce there, an anonymous PLAINTEXT client may not.
 
 from __future__ import annotations
 
-import importlib.util
+import sys
 from pathlib import Path
 
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import KafkaError
 from confluent_kafka.admin import AclOperation, NewTopic, ResourceType
 
-_spec = importlib.util.spec_from_file_location(
-    "acl_support", Path(__file__).with_name("acl_support.py")
-)
-support = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(support)
+support = sys.modules["kafkette_security_acl_support"]  # registered by conftest.py
 
 CLIENT = "User:CN=client,OU=test,O=kafkette"
 TIMEOUT = 20
-
-
-def _produce(conf: dict, topic: str) -> KafkaError | None:
-    outcome: list = []
-    producer = Producer({**conf, "message.timeout.ms": 10000, "enable.idempotence": False})
-    producer.produce(topic, b"v", on_delivery=lambda err, _msg: outcome.append(err))
-    producer.flush(TIMEOUT)
-    assert outcome, "no delivery report"
-    return outcome[0]
 
 
 def test_a_client_certificate_subject_is_the_principal_acls_name(tmp_path: Path, tls) -> None:
@@ -53,9 +40,9 @@ def test_a_client_certificate_subject_is_the_principal_acls_name(tmp_path: Path,
     try:
         over_tls = {"bootstrap.servers": str(broker.broker.endpoint_for("SSL")),
                     **tls.confluent(mutual=True)}
-        assert _produce(over_tls, topic) is None
+        assert support.produce_one(over_tls, topic) is None
         anonymous = {"bootstrap.servers": str(broker.broker.endpoint_for("PLAINTEXT"))}
-        error = _produce(anonymous, topic)
+        error = support.produce_one(anonymous, topic)
         assert error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
     finally:
         broker.stop(timeout=30)

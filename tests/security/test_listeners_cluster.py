@@ -7,36 +7,12 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterator
 
-import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafkette.broker.cluster.zookeeper_server import (
-    ZooKeeperNotInstalled,
-    ZooKeeperServer,
-    find_zookeeper,
-)
-
 TIMEOUT_S = 30
 
-
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    try:
-        install = find_zookeeper()
-    except ZooKeeperNotInstalled as exc:
-        pytest.skip(str(exc))
-    server = ZooKeeperServer(
-        tmp_path_factory.mktemp("zookeeper"), tick_time_ms=500, fsync=False,
-        own_session=False, install=install,
-    )
-    server.start(timeout=120)
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def brokers_seen(bootstrap: str, conf: dict[str, str]) -> list[tuple[int, str, int]]:

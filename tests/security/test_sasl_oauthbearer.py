@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import importlib.util
 import json
+import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaProducer
@@ -25,11 +24,7 @@ from aiokafka.abc import AbstractTokenProvider
 
 from kafkette.broker.embedded import EmbeddedBroker
 
-_spec = importlib.util.spec_from_file_location(
-    "kafkette_sasl_support", Path(__file__).with_name("sasl_support.py")
-)
-sasl = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(sasl)
+sasl = sys.modules["kafkette_security_sasl_support"]  # registered by conftest.py
 no_internal_errors = sasl.no_internal_errors  # autouse: no connection closed by a bug
 
 

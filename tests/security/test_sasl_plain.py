@@ -13,12 +13,11 @@ PLAINTEXT listener, or a second handshake without re-authentication, is ILLEGAL_
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import logging
 import struct
+import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -28,11 +27,7 @@ from kafka import KafkaProducer
 from kafkette.broker.config import ConfigError
 from kafkette.broker.embedded import EmbeddedBroker
 
-_spec = importlib.util.spec_from_file_location(
-    "kafkette_sasl_support", Path(__file__).with_name("sasl_support.py")
-)
-sasl = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(sasl)
+sasl = sys.modules["kafkette_security_sasl_support"]  # registered by conftest.py
 no_internal_errors = sasl.no_internal_errors  # autouse: no connection closed by a bug
 
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}

@@ -10,22 +10,17 @@ Lifetimes are short (2 s) and every wait is generous: nothing depends on tight t
 
 from __future__ import annotations
 
-import importlib.util
 import logging
+import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 
 from kafkette.broker.embedded import EmbeddedBroker
 
-_spec = importlib.util.spec_from_file_location(
-    "kafkette_sasl_support", Path(__file__).with_name("sasl_support.py")
-)
-sasl = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(sasl)
+sasl = sys.modules["kafkette_security_sasl_support"]  # registered by conftest.py
 no_internal_errors = sasl.no_internal_errors  # autouse: no connection closed by a bug
 
 LIFETIME_MS = 2000

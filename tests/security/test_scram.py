@@ -12,12 +12,12 @@ no password on disk) are checked as clients see them.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import logging
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,11 +36,7 @@ from kafka import KafkaProducer
 from kafkette.broker.embedded import EmbeddedBroker
 from kafkette.broker.server import StartupError
 
-_spec = importlib.util.spec_from_file_location(
-    "kafkette_sasl_support", Path(__file__).with_name("sasl_support.py")
-)
-sasl = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(sasl)
+sasl = sys.modules["kafkette_security_sasl_support"]  # registered by conftest.py
 no_internal_errors = sasl.no_internal_errors  # autouse: no connection closed by a bug
 
 MECHANISMS = "SCRAM-SHA-256,SCRAM-SHA-512"
@@ -196,19 +192,8 @@ def test_a_damaged_credentials_file_stops_the_start(tmp_path) -> None:
         start_scram_broker(tmp_path)
 
 
-def _reference_kafka_ref() -> Path | None:
-    given = os.environ.get("KAFKETTE_KAFKA_REF")
-    repo = Path(__file__).resolve().parents[2]
-    for base in [Path(given)] if given else [repo.parent / "shared" / "reference-kafka",
-                                             repo.parent.parent / "shared" / "reference-kafka"]:
-        script = base if base.name == "kafka-ref" else base / "kafka-ref"
-        if script.is_file():
-            return script
-    return None
-
-
-def test_kafka_configs_sh_manages_scram_users(scram_broker) -> None:
-    script = _reference_kafka_ref()
+def test_kafka_configs_sh_manages_scram_users(scram_broker, kafka_ref) -> None:
+    script = kafka_ref
     if shutil.which("java") is None or script is None:
         pytest.skip("kafka-configs.sh needs Java and the reference Kafka (KAFKETTE_KAFKA_REF)")
     admin_bootstrap = endpoint(scram_broker, "PLAINTEXT")

@@ -13,61 +13,36 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import importlib.util
 import json
 import logging
-import os
+import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafkette.broker.cluster.zookeeper_server import (
-    ZooKeeperNotInstalled,
-    ZooKeeperServer,
-    find_zookeeper,
-)
 from kafkette.broker.embedded import EmbeddedBroker
 
-_spec = importlib.util.spec_from_file_location(
-    "kafkette_sasl_support", Path(__file__).with_name("sasl_support.py")
-)
-sasl = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(sasl)
+sasl = sys.modules["kafkette_security_sasl_support"]  # registered by conftest.py
 no_internal_errors = sasl.no_internal_errors  # autouse: no connection closed by a bug
 
 
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    try:
-        install = find_zookeeper()
-    except ZooKeeperNotInstalled as exc:
-        pytest.skip(str(exc))
-    server = ZooKeeperServer(tmp_path_factory.mktemp("zk"), tick_time_ms=500, fsync=False,
-                             own_session=False, install=install)
-    server.start(timeout=120)
-    try:
-        yield server
-    finally:
-        server.stop()
+def start_member(tmp_path: Path, connect: str, broker_id: int) -> EmbeddedBroker:
+    """A broker of a SCRAM-SHA-512 cluster on ``connect``: SASL_PLAINTEXT for users,
+    PLAINTEXT for the administrator."""
+    return EmbeddedBroker.start(tmp_path / f"b{broker_id}", sasl.sasl_broker_configs(
+        "SCRAM-SHA-512",
+        listeners="SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
+        **{"zookeeper.connect": connect, "broker.id": str(broker_id),
+           "offsets.topic.replication.factor": "1"},
+    ))
 
 
 def test_a_user_made_at_one_broker_authenticates_at_another(zookeeper, tmp_path) -> None:
     connect = f"{zookeeper.connect_string}/sasl-{uuid.uuid4().hex[:8]}"
 
-    def start(broker_id: int) -> EmbeddedBroker:
-        return EmbeddedBroker.start(tmp_path / f"b{broker_id}", sasl.sasl_broker_configs(
-            "SCRAM-SHA-512",
-            listeners="SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
-            **{"zookeeper.connect": connect, "broker.id": str(broker_id),
-               "offsets.topic.replication.factor": "1"},
-        ))
-
-    with start(1) as first, start(2) as second:
+    with start_member(tmp_path, connect, 1) as first, start_member(tmp_path, connect, 2) as second:
         admin_at_first = {"bootstrap.servers": str(first.broker.endpoint_for("PLAINTEXT"))}
         sasl.set_scram_user(admin_at_first, "zed", "zed-password", "SCRAM-SHA-512", 8192)
 
@@ -96,49 +71,10 @@ def test_a_user_made_at_one_broker_authenticates_at_another(zookeeper, tmp_path)
         assert not (tmp_path / "b1" / "scram-credentials.json").exists()
 
 
-def _kafka_scram_znode(password: str, iterations: int = 4096) -> bytes:
-    """``/config/users/<user>`` as Kafka's ``kafka-configs.sh --zookeeper`` wrote it for
-    SCRAM-SHA-512 (computed here from RFC 5802, independently of the broker's code)."""
-    salt = os.urandom(24)
-    salted = hashlib.pbkdf2_hmac("sha512", password.encode(), salt, iterations)
-    client_key = hmac.new(salted, b"Client Key", "sha512").digest()
-    stored_key = hashlib.sha512(client_key).digest()
-    server_key = hmac.new(salted, b"Server Key", "sha512").digest()
-
-    def b64(data: bytes) -> str:
-        return base64.b64encode(data).decode()
-
-    credential = (f"salt={b64(salt)},stored_key={b64(stored_key)},"
-                  f"server_key={b64(server_key)},iterations={iterations}")
-    return json.dumps({"version": 1, "config": {"SCRAM-SHA-512": credential}}).encode()
-
-
 def test_brokers_replicate_over_a_sasl_listener_with_scram(zookeeper, tmp_path, caplog) -> None:
     caplog.set_level(logging.DEBUG, logger="kafkette.sasl")
     chroot = f"/sasl-ib-{uuid.uuid4().hex[:8]}"
-    connect = zookeeper.connect_string + chroot
-    from kazoo.client import KazooClient
-
-    zk = KazooClient(hosts=zookeeper.connect_string, timeout=10.0)
-    zk.start(timeout=15)
-    try:  # the brokers' own user exists before they start, as on Kafka
-        zk.create(f"{chroot}/config/users/broker", _kafka_scram_znode("broker-pw"),
-                  makepath=True)
-    finally:
-        zk.stop()
-        zk.close()
-    jaas = f'{sasl.SCRAM_MODULE} required username="broker" password="broker-pw";'
-    common = {
-        "listeners": "CLIENT://127.0.0.1:0,BROKER://127.0.0.1:0",
-        "listener.security.protocol.map": "CLIENT:PLAINTEXT,BROKER:SASL_PLAINTEXT",
-        "inter.broker.listener.name": "BROKER",
-        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
-        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
-        "listener.name.broker.scram-sha-512.sasl.jaas.config": jaas,
-        "zookeeper.connect": connect,
-        "offsets.topic.replication.factor": "2",
-        "min.insync.replicas": "2",
-    }
+    common = sasl.scram_inter_broker_configs(zookeeper.connect_string, chroot)
     with (
         EmbeddedBroker.start(tmp_path / "b1", {**common, "broker.id": "1"}) as first,
         EmbeddedBroker.start(tmp_path / "b2", {**common, "broker.id": "2"}),
@@ -151,15 +87,9 @@ def test_brokers_replicate_over_a_sasl_listener_with_scram(zookeeper, tmp_path, 
                 break
             time.sleep(0.1)
         admin.create_topics([NewTopic(topic, 1, 2)])[topic].result(30)
-        producer = Producer({"bootstrap.servers": client, "acks": "all",
-                             "message.timeout.ms": 30000})
-        failures: list[object] = []
-        for index in range(20):
-            producer.produce(topic, f"r{index}".encode(),
-                             on_delivery=lambda err, _: err and failures.append(err))
         # acks=all with min.insync.replicas=2: answered once the follower fetched them,
         # over BROKER after authenticating with SCRAM.
-        assert producer.flush(30) == 0 and failures == []
+        assert sasl.produce_acked(client, topic, 20, 30) == (0, [])
     assert "authenticated as User:broker (SCRAM-SHA-512, listener BROKER)" in caplog.text
 
 
@@ -243,15 +173,7 @@ def test_a_broker_remembers_users_and_forgets_them_when_they_change(
 
     connect = f"{zookeeper.connect_string}/sasl-cache-{uuid.uuid4().hex[:8]}"
 
-    def start(broker_id: int) -> EmbeddedBroker:
-        return EmbeddedBroker.start(tmp_path / f"b{broker_id}", sasl.sasl_broker_configs(
-            "SCRAM-SHA-512",
-            listeners="SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
-            **{"zookeeper.connect": connect, "broker.id": str(broker_id),
-               "offsets.topic.replication.factor": "1"},
-        ))
-
-    with start(1) as first, start(2) as second:
+    with start_member(tmp_path, connect, 1) as first, start_member(tmp_path, connect, 2) as second:
         admin_at_first = {"bootstrap.servers": str(first.broker.endpoint_for("PLAINTEXT"))}
         at_second = str(second.broker.endpoint_for("SASL_PLAINTEXT"))
         sasl.set_scram_user(admin_at_first, "yves", "old-pw", "SCRAM-SHA-512")

@@ -13,16 +13,23 @@ from kafkette.broker.security.tls import PrincipalMapper, TlsConfigError, rfc225
 def certificate_der(*attributes: tuple[object, str]) -> bytes:
     """A self-signed certificate whose subject has ``attributes`` in DER order."""
     from cryptography import x509
+
+    name = x509.Name([x509.NameAttribute(oid, value) for oid, value in attributes])  # type: ignore[arg-type]
+    return self_signed_der(name)
+
+
+def self_signed_der(name: object) -> bytes:
+    """A self-signed certificate (DER) whose subject is the ``x509.Name`` ``name``."""
+    from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
 
     key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(oid, value) for oid, value in attributes])  # type: ignore[arg-type]
     now = datetime.datetime.now(datetime.UTC)
     certificate = (
         x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
+        .subject_name(name)  # type: ignore[arg-type]
+        .issuer_name(name)  # type: ignore[arg-type]
         .public_key(key.public_key())
         .serial_number(1)
         .not_valid_before(now)
@@ -115,30 +122,14 @@ def test_non_utf8_string_types_keep_their_der() -> None:
     )
     assert rfc2253_subject(der) == "CN=é,O=x"
     from cryptography import x509
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.asymmetric import ec
 
-    key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name(
         [
             NameAttribute(NameOID.COMMON_NAME, "bé", _ASN1Type.BMPString),
             NameAttribute(ObjectIdentifier("2.5.4.45"), "zé", _ASN1Type.BMPString),
         ]
     )
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(1)
-        .not_valid_before(now)
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .sign(key, hashes.SHA256())
-    )
-    from cryptography.hazmat.primitives import serialization
-
-    subject = rfc2253_subject(certificate.public_bytes(serialization.Encoding.DER))
+    subject = rfc2253_subject(self_signed_der(name))
     # 2.5.4.45 (x500UniqueIdentifier) has no RFC 2253 keyword: BMPString tag 0x1e, UTF-16BE.
     assert subject == "2.5.4.45=#1e04007a00e9,CN=bé"
 

@@ -59,3 +59,19 @@ class ServerMechanism(Protocol):
         """When the credential itself expires (epoch ms; an OAuth token's ``exp``), or
         None: the session then lasts ``connections.max.reauth.ms`` at most."""
         ...
+
+
+class PasswordMechanism:
+    """What PLAIN and SCRAM share: the user is the name the client authenticated with
+    (``self._user``, set by ``evaluate``), and a password carries no lifetime of its own,
+    so the session lasts ``connections.max.reauth.ms`` at most."""
+
+    _user: str
+
+    @property
+    def principal_name(self) -> str:
+        return self._user
+
+    @property
+    def credential_expiry_ms(self) -> int | None:
+        return None

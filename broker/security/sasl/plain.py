@@ -10,10 +10,10 @@ from __future__ import annotations
 import hmac
 from collections.abc import Mapping
 
-from kafkette.broker.security.sasl.mechanism import AuthenticationFailed
+from kafkette.broker.security.sasl.mechanism import AuthenticationFailed, PasswordMechanism
 
 
-class PlainServer:
+class PlainServer(PasswordMechanism):
     name = "PLAIN"
 
     def __init__(self, users: Mapping[str, str]) -> None:
@@ -52,11 +52,3 @@ class PlainServer:
     @property
     def complete(self) -> bool:
         return self._complete
-
-    @property
-    def principal_name(self) -> str:
-        return self._user
-
-    @property
-    def credential_expiry_ms(self) -> int | None:
-        return None

@@ -17,6 +17,7 @@ from kafkette.broker.security.sasl import scram_formulas as sf
 from kafkette.broker.security.sasl.mechanism import (
     AuthenticationFailed,
     InvalidCredentials,
+    PasswordMechanism,
     clip,
 )
 
@@ -36,7 +37,7 @@ def username_in_client_first(token: bytes) -> str | None:
         return None
 
 
-class ScramServer:
+class ScramServer(PasswordMechanism):
     def __init__(self, mechanism: str, lookup: CredentialLookup) -> None:
         if mechanism not in sf.MECHANISMS:
             raise ValueError(f"not a SCRAM mechanism: {mechanism}")
@@ -149,11 +150,3 @@ class ScramServer:
     @property
     def complete(self) -> bool:
         return self._state == "complete"
-
-    @property
-    def principal_name(self) -> str:
-        return self._user
-
-    @property
-    def credential_expiry_ms(self) -> int | None:
-        return None
