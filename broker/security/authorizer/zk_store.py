@@ -193,7 +193,7 @@ class ZkAclStore:
         the read fails it is applied to the ACLs held, and a full read follows."""
         try:
             await self.load_and_install()
-        except Exception as exc:  # ZooKeeper away, or another resource unreadable
+        except Exception as exc:  # ZooKeeper away
             log.error("ACL change stored in ZooKeeper but the ACLs could not be read"
                       " back (%s): applying it to the ACLs held, reading again later", exc)
             gone = set(removed)
