@@ -8,12 +8,20 @@ binding or filter Kafka refuses (UNKNOWN codes, an empty name, a principal with 
 Kafka's message while the request's other entries go ahead. In a cluster (ACLs in
 ZooKeeper) a resource name with `/`, `.`/`..` or characters ZooKeeper paths refuse
 is INVALID_REQUEST too: it cannot be one znode (zk_store.unstorable_name).
+
+A change is given ACL_CHANGE_TIMEOUT_S (waiting for the one before it included): in
+a ZooKeeper outage kazoo holds requests until it reconnects, and the request, the
+change lock and a worker thread would wait with it. Past the deadline, or when a
+ZooKeeper write failed after being sent, the entries are UNKNOWN_SERVER_ERROR with a
+message saying the outcome is unknown (the change may be stored, in part or whole).
 """
 
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING
+
+import trio
 
 from kafkette.broker.security.authorizer.acl import (
     AclBinding,
@@ -32,6 +40,19 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkette.acls")
 
 NO_AUTHORIZER = "No Authorizer is configured."
+ACL_CHANGE_TIMEOUT_S = 30.0
+TIMED_OUT = (f"Timed out after {ACL_CHANGE_TIMEOUT_S:g}s storing the change; the outcome"
+             " is unknown (it may be stored, in part or whole).")
+PARTLY_STORED = ("Storing the change failed part-way; the outcome is unknown (it may be"
+                 " stored, in part or whole).")
+
+
+def _failure_message(exc: AclStoreError, not_stored: str) -> str:
+    if exc.outcome_unknown:
+        log.error("ACL change failed part-way, outcome unknown: %s", exc)
+        return PARTLY_STORED
+    log.error("%s: %s", not_stored, exc)
+    return not_stored + "."
 
 
 def _refusal(broker: Broker, request: Request, operation: AclOperation) -> tuple[int, str | None]:
@@ -70,13 +91,19 @@ async def handle_create_acls(broker: Broker, request: Request) -> dict:
         except AclError as exc:
             results.append({"error_code": ErrorCode.INVALID_REQUEST, "error_message": str(exc)})
     if valid:
+        message = None
         try:
-            await broker.authorizer.create(valid)
+            with trio.fail_after(ACL_CHANGE_TIMEOUT_S):
+                await broker.authorizer.create(valid)
             log.info("created %d ACLs for %s", len(valid), request.session.principal)
         except AclStoreError as exc:
-            log.error("ACLs not stored: %s", exc)
-            failed = {"error_code": ErrorCode.UNKNOWN_SERVER_ERROR,
-                      "error_message": "The ACLs could not be stored."}
+            message = _failure_message(exc, "The ACLs could not be stored")
+        except trio.TooSlowError:
+            log.error("creating %d ACLs timed out after %gs, outcome unknown", len(valid),
+                      ACL_CHANGE_TIMEOUT_S)
+            message = TIMED_OUT
+        if message is not None:
+            failed = {"error_code": ErrorCode.UNKNOWN_SERVER_ERROR, "error_message": message}
             results = [failed if r["error_code"] == 0 else r for r in results]
     return {"throttle_time_ms": 0, "results": results}
 
@@ -150,12 +177,18 @@ async def handle_delete_acls(broker: Broker, request: Request) -> dict:
         except AclError as exc:
             results.append({"error_code": ErrorCode.INVALID_REQUEST,
                             "error_message": str(exc), "matching_acls": []})
+    message = None
     try:
-        removed = iter(await broker.authorizer.delete(filters))
+        with trio.fail_after(ACL_CHANGE_TIMEOUT_S):
+            removed = iter(await broker.authorizer.delete(filters))
     except AclStoreError as exc:
-        log.error("ACL deletion not stored: %s", exc)
-        failed = {"error_code": ErrorCode.UNKNOWN_SERVER_ERROR,
-                  "error_message": "The ACL deletion could not be stored.", "matching_acls": []}
+        message = _failure_message(exc, "The ACL deletion could not be stored")
+    except trio.TooSlowError:
+        log.error("deleting ACLs timed out after %gs, outcome unknown", ACL_CHANGE_TIMEOUT_S)
+        message = TIMED_OUT
+    if message is not None:
+        failed = {"error_code": ErrorCode.UNKNOWN_SERVER_ERROR, "error_message": message,
+                  "matching_acls": []}
         return {"throttle_time_ms": 0,
                 "filter_results": [r if r is not None else failed for r in results]}
     answered = []

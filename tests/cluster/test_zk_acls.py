@@ -136,3 +136,79 @@ def test_an_unreadable_acl_znode_never_drops_a_deny(cluster, wait_until) -> None
     with pytest.raises(AssertionError, match="ready line"):  # it exits instead
         built.start(1)
     assert "cannot read the ACLs from ZooKeeper" in log_path.read_text(errors="replace")
+
+
+def test_one_unreadable_znode_does_not_freeze_the_other_acls(cluster, wait_until) -> None:
+    """While one resource's znode is unreadable, a broker keeps the ACLs it held for that
+    resource only: changes to other resources made through another broker (a new DENY,
+    a revoked ALLOW) are installed here too, not acknowledged and left unenforced."""
+    built = cluster(2, configs=SECURED)
+    guarded = AclBinding(ResourceType.TOPIC, "guarded", ResourcePatternType.LITERAL,
+                         "User:mallory", "*", AclOperation.READ, AclPermissionType.DENY)
+    allowed = AclBinding(ResourceType.TOPIC, "open", ResourcePatternType.LITERAL,
+                         "User:alice", "*", AclOperation.READ, AclPermissionType.ALLOW)
+    first = AdminClient({"bootstrap.servers": built.bootstrap_of(1)})
+    for future in first.create_acls([guarded, allowed], request_timeout=20).values():
+        future.result(timeout=20)
+    wait_until(lambda: _describe(built.bootstrap_of(2)) == {guarded, allowed}, timeout=30,
+               what="the second broker sees the ACLs")
+
+    zk = built.zk()
+    zk.set("/kafka-acl/Topic/guarded", b"{not json")
+    zk.create("/kafka-acl-changes/acl_changes_", b"Topic:guarded", sequence=True)
+    for broker in (1, 2):
+        log_path = built.brokers[broker].log_path
+        wait_until(lambda p=log_path: "ACLs in ZooKeeper unreadable" in p.read_text(
+            errors="replace"), timeout=30, what=f"broker {broker} logs the unreadable znode")
+
+    # Another broker's changes (an admin client may send its requests to any broker, so
+    # they are written as a broker writes them): a new DENY elsewhere, the ALLOW revoked.
+    zk.create("/kafka-acl/Topic/payments", json.dumps({"version": 1, "acls": [
+        {"principal": "User:mallory", "permissionType": "Deny", "operation": "Write",
+         "host": "*"}]}).encode(), makepath=True)
+    zk.create("/kafka-acl-changes/acl_changes_", b"Topic:payments", sequence=True)
+    zk.delete("/kafka-acl/Topic/open")
+    zk.create("/kafka-acl-changes/acl_changes_", b"Topic:open", sequence=True)
+    deny = AclBinding(ResourceType.TOPIC, "payments", ResourcePatternType.LITERAL,
+                      "User:mallory", "*", AclOperation.WRITE, AclPermissionType.DENY)
+    # Each broker decides with these (DescribeAcls shows the ACLs it decides with); the
+    # unreadable resource's DENY is still held.
+    for broker in (1, 2):
+        wait_until(lambda b=broker: _describe(built.bootstrap_of(b)) == {guarded, deny},
+                   timeout=30, what=f"broker {broker} installs the changes made meanwhile")
+
+    # A binding held only because its znode is unreadable is not "already there": it
+    # cannot be stored, and the answer says so instead of acknowledging it.
+    with pytest.raises(KafkaException) as caught:
+        first.create_acls([guarded], request_timeout=20)[guarded].result(timeout=20)
+    assert caught.value.args[0].code() == KafkaError.UNKNOWN  # UNKNOWN_SERVER_ERROR (-1)
+    assert zk.get("/kafka-acl/Topic/guarded")[0] == b"{not json"
+
+
+def test_changes_are_decided_by_zookeeper_not_the_acls_held(cluster) -> None:
+    """DeleteAcls matches what ZooKeeper has when it runs (a binding whose notification
+    has not come yet is deleted too), and CreateAcls writes what ZooKeeper lacks even
+    when the broker believes it is there."""
+    built = cluster(1, configs=SECURED)
+    zk = built.zk()
+    unannounced = AclBinding(ResourceType.GROUP, "quiet", ResourcePatternType.LITERAL,
+                             "User:carol", "*", AclOperation.READ, AclPermissionType.ALLOW)
+    zk.create("/kafka-acl/Group/quiet", json.dumps({"version": 1, "acls": [
+        {"principal": "User:carol", "permissionType": "Allow", "operation": "Read",
+         "host": "*"}]}).encode(), makepath=True)
+    admin = AdminClient({"bootstrap.servers": built.bootstrap_of(1)})
+    groups = AclBindingFilter(ResourceType.GROUP, None, ResourcePatternType.ANY, None, None,
+                              AclOperation.ANY, AclPermissionType.ANY)
+    assert admin.delete_acls([groups], request_timeout=20)[groups].result(20) == [unannounced]
+    assert zk.exists("/kafka-acl/Group/quiet") is None
+
+    held = AclBinding(ResourceType.TOPIC, "kept", ResourcePatternType.LITERAL,
+                      "User:alice", "*", AclOperation.READ, AclPermissionType.ALLOW)
+    for future in admin.create_acls([held], request_timeout=20).values():
+        future.result(timeout=20)
+    zk.delete("/kafka-acl/Topic/kept")  # removed behind the broker's back, unannounced
+    for future in admin.create_acls([held], request_timeout=20).values():
+        future.result(timeout=20)
+    assert json.loads(zk.get("/kafka-acl/Topic/kept")[0])["acls"] == [
+        {"principal": "User:alice", "permissionType": "Allow", "operation": "Read",
+         "host": "*"}]

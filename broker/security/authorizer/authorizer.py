@@ -63,7 +63,13 @@ QUIET_DENIAL = object()
 
 
 class AclStoreError(Exception):
-    """A change could not be made durable (disk, ZooKeeper): nothing changed."""
+    """A change could not be made durable (disk, ZooKeeper). Nothing changed, unless
+    ``outcome_unknown``: a ZooKeeper write had been sent when it failed, so part of
+    the change (or all of it) may be stored."""
+
+    def __init__(self, message: str, *, outcome_unknown: bool = False) -> None:
+        super().__init__(message)
+        self.outcome_unknown = outcome_unknown
 
 
 class AuthorizerConfigError(ValueError):
@@ -254,8 +260,14 @@ class Authorizer:
 
     async def create(self, bindings: list[AclBinding]) -> None:
         """Add ``bindings`` (ones already there are no change) and make them durable
-        before returning; raises AclStoreError (nothing changed) when they cannot be."""
+        before returning; raises AclStoreError when they cannot be."""
         async with self._changing:
+            if self.shared_store is not None:
+                # ZooKeeper decides what is new (each znode is read as it is changed):
+                # the ACLs held may not have seen another broker's change yet.
+                wanted = list(dict.fromkeys(bindings))
+                await self._commit([], added=wanted, removed=[])
+                return
             new = [b for b in dict.fromkeys(bindings) if b not in self.index]
             if not new:
                 return
@@ -265,6 +277,13 @@ class Authorizer:
         """Remove every binding each filter matches; per filter, the ones it removed
         (a binding two filters match is reported under the first)."""
         async with self._changing:
+            if self.shared_store is not None:
+                # Match against what ZooKeeper has now, not what the last notification
+                # brought: a binding another broker just made is deleted too.
+                try:
+                    await self.shared_store.load_and_install()
+                except Exception as exc:  # ZooKeeper away: nothing changed
+                    raise AclStoreError(f"{type(exc).__name__}: {exc}") from exc
             removed: list[list[AclBinding]] = []
             gone: set[AclBinding] = set()
             for selection in filters:
@@ -287,6 +306,8 @@ class Authorizer:
                 await self.shared_store.apply(added, removed)
             elif self._store is not None:
                 await trio.to_thread.run_sync(self._store.save, bindings)
+        except AclStoreError:
+            raise
         except Exception as exc:  # a full disk, ZooKeeper away: the caller answers it
             raise AclStoreError(f"{type(exc).__name__}: {exc}") from exc
         if self.shared_store is not None:

@@ -17,9 +17,15 @@ ACLs again: they are few, and a full read cannot miss anything.
 
 As on a single node (store.py), an ACL znode that cannot be decoded is never skipped:
 a missing DENY would open access. At start the broker refuses to start; later the
-broker logs an ERROR and keeps the ACLs it had until a readable change comes. Every
-read is numbered when it starts, and only a read newer than the installed one
+broker logs an ERROR and keeps, for that resource only, the ACLs it held, while every
+other resource takes what ZooKeeper has: a change made through another broker (a
+revoked ALLOW, a new DENY) is enforced here even while one znode waits for repair.
+Every read is numbered when it starts, and only a read newer than the installed one
 replaces it: a slow reload cannot undo a change committed after it began.
+
+The ZooKeeper calls run in worker threads of their own small CapacityLimiter: kazoo
+queues requests while it reconnects, so an outage can hold a thread until ZooKeeper is
+back; those threads must not be trio's default ones that log I/O shares.
 """
 
 from __future__ import annotations
@@ -27,7 +33,9 @@ from __future__ import annotations
 import json
 import logging
 from collections import defaultdict
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
@@ -41,6 +49,7 @@ from kafkette.broker.security.authorizer.acl import (
     operation_name,
     permission_name,
 )
+from kafkette.broker.security.authorizer.authorizer import AclStoreError
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
@@ -58,12 +67,19 @@ EXTENDED_CHANGES = "/kafka-acl-extended-changes"
 CHANGE_PREFIX = "acl_changes_"
 RELOAD_RETRY_S = 1.0
 KEPT_NOTIFICATIONS = 50
+# Worker threads for the ACL store's ZooKeeper calls (the reload and one change at a
+# time need two; the rest is headroom for threads an outage holds).
+ZK_ACL_THREADS = 4
+T = TypeVar("T")
 
 _TYPE_BY_NAME = {name: rtype for rtype, name in RESOURCE_TYPE_NAMES.items()}
 _OP_BY_NAME = {operation_name(op): op for op in AclOperation}
 _PERMISSION_BY_NAME = {permission_name(p): p for p in AclPermissionType}
 
 Resource = tuple[PatternType, ResourceType, str]
+# What a read of every ACL gives: the readable bindings, and why each unreadable
+# resource's znode could not be decoded.
+Snapshot = tuple[list[AclBinding], dict[Resource, str]]
 
 
 class AclZnodeError(ValueError):
@@ -131,27 +147,43 @@ class ZkAclStore:
         self._reloading = False
         self._reads_started = 0  # numbers each read as it starts
         self._installed = 0  # the number of the read the authorizer holds
+        self._limiter = trio.CapacityLimiter(ZK_ACL_THREADS)
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(client, *args)`` in one of this store's worker threads."""
+        call = partial(fn, self.session.client, *args)
+        return await trio.to_thread.run_sync(call, abandon_on_cancel=True,
+                                             limiter=self._limiter)
 
     # Reading -------------------------------------------------------------------
 
-    async def load(self) -> list[AclBinding]:
-        """Every ACL; raises AclZnodeError for an unreadable znode (none skipped)."""
-        return (await self._snapshot())[1]
-
-    async def _snapshot(self) -> tuple[int, list[AclBinding]]:
+    async def _snapshot(self) -> tuple[int, Snapshot]:
         self._reads_started += 1
         number = self._reads_started
-        return number, await self.session.run(self._read_all)
+        return number, await self._run(self._read_all)
 
-    def _install(self, number: int, bindings: list[AclBinding]) -> None:
-        """Make ``bindings`` current unless a newer read already is."""
-        if number > self._installed:
-            self._installed = number
-            self.authorizer.replace_all(bindings)
+    def _install(self, number: int, bindings: list[AclBinding],
+                 unreadable: dict[Resource, str] | None = None) -> None:
+        """Make ``bindings`` current unless a newer read already is. For a resource
+        whose znode is unreadable the bindings held stay (never fewer: a DENY would go)."""
+        if number <= self._installed:
+            return
+        self._installed = number
+        if unreadable:
+            held = [b for b in self.authorizer.index if _resource_of(b) in unreadable]
+            log.error("ACLs in ZooKeeper unreadable, keeping the %d held for those"
+                      " resources (the others as ZooKeeper has them): %s",
+                      len(held), "; ".join(unreadable.values()))
+            bindings = bindings + held
+        self.authorizer.replace_all(bindings)
 
-    async def load_and_install(self) -> None:
-        number, bindings = await self._snapshot()
-        self._install(number, bindings)
+    async def load_and_install(self, *, refuse_unreadable: bool = False) -> None:
+        """Read every ACL and install them; with ``refuse_unreadable`` (at start, when
+        no ACLs are held to fall back on) an unreadable znode raises AclZnodeError."""
+        number, (bindings, unreadable) = await self._snapshot()
+        if unreadable and refuse_unreadable:
+            raise AclZnodeError("; ".join(unreadable.values()))
+        self._install(number, bindings, unreadable)
 
     async def refresh_after_change(
         self, added: list[AclBinding], removed: list[AclBinding]
@@ -161,7 +193,7 @@ class ZkAclStore:
         the read fails it is applied to the ACLs held, and a full read follows."""
         try:
             await self.load_and_install()
-        except Exception as exc:  # ZooKeeper away, or another resource unreadable
+        except Exception as exc:  # ZooKeeper away
             log.error("ACL change stored in ZooKeeper but the ACLs could not be read"
                       " back (%s): applying it to the ACLs held, reading again later", exc)
             gone = set(removed)
@@ -172,14 +204,16 @@ class ZkAclStore:
             self._install(self._reads_started, bindings)
             self._changed()
 
-    def _read_all(self, client: KazooClient) -> list[AclBinding]:
-        """Worker thread: every ACL, watching the change folders for the next change."""
+    def _read_all(self, client: KazooClient) -> Snapshot:
+        """Worker thread: every readable ACL and the unreadable resources, watching the
+        change folders for the next change."""
         from kazoo.exceptions import NoNodeError
 
         for path in (LITERAL_CHANGES, EXTENDED_CHANGES):
             client.ensure_path(path)
             client.get_children(path, watch=self._watch)
         bindings: list[AclBinding] = []
+        unreadable: dict[Resource, str] = {}
         for pattern, root in ((PatternType.LITERAL, LITERAL_ROOT),
                               (PatternType.PREFIXED, PREFIXED_ROOT)):
             for type_name, rtype in _TYPE_BY_NAME.items():
@@ -195,10 +229,10 @@ class ZkAclStore:
                     try:
                         bindings.extend(decode_acls((pattern, rtype, name), data))
                     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                        raise AclZnodeError(
+                        unreadable[(pattern, rtype, name)] = (
                             f"ACLs of {root}/{type_name}/{name} unreadable: {exc!r}"
-                        ) from None
-        return bindings
+                        )
+        return bindings, unreadable
 
     def _changed(self) -> None:
         """On the trio loop: a change notification (or a new session): read again."""
@@ -213,11 +247,6 @@ class ZkAclStore:
                 self._dirty = False
                 try:
                     await self.load_and_install()
-                except AclZnodeError as exc:
-                    # Serving fewer ACLs could drop a DENY: keep the ones held until
-                    # a change (a notification) makes the ACLs readable again.
-                    log.error("ACLs in ZooKeeper unreadable, keeping the %d held: %s",
-                              len(self.authorizer.index), exc)
                 except Exception as exc:  # ZooKeeper away: try again shortly
                     log.warning("cannot read the ACLs from ZooKeeper: %s", exc)
                     self._dirty = True
@@ -228,11 +257,15 @@ class ZkAclStore:
     # Writing -------------------------------------------------------------------
 
     async def apply(self, added: list[AclBinding], removed: list[AclBinding]) -> None:
-        await self.session.run(self._apply, added, removed)
+        """Store the change. Raises AclStoreError with ``outcome_unknown`` when it failed
+        after a write was sent (part of it, or all, may be in ZooKeeper)."""
+        await self._run(self._apply, added, removed)
 
     def _apply(self, client: KazooClient, added: list[AclBinding],
                removed: list[AclBinding]) -> None:
-        """Worker thread: change each touched resource's znode, then announce it."""
+        """Worker thread: change each touched resource's znode, then announce it. A
+        resource whose znode already says what is wanted is neither written nor
+        announced (the ACLs held may lag behind another broker's change)."""
         changes: dict[Resource, tuple[list[AclBinding], list[AclBinding]]] = defaultdict(
             lambda: ([], [])
         )
@@ -240,12 +273,24 @@ class ZkAclStore:
             changes[_resource_of(binding)][0].append(binding)
         for binding in removed:
             changes[_resource_of(binding)][1].append(binding)
-        for resource, (plus, minus) in changes.items():
-            self._change_resource(client, resource, plus, minus)
-            self._announce(client, resource)
+        sent = False  # a write went out: after a failure ZooKeeper may hold part of it
+        try:
+            for resource, (plus, minus) in changes.items():
+                if self._change_resource(client, resource, plus, minus):
+                    sent = True
+                    self._announce(client, resource)
+        except AclStoreError:
+            raise
+        except Exception as exc:
+            if sent:
+                raise AclStoreError(f"{type(exc).__name__}: {exc}",
+                                    outcome_unknown=True) from exc
+            raise
 
     def _change_resource(self, client: KazooClient, resource: Resource,
-                         plus: list[AclBinding], minus: list[AclBinding]) -> None:
+                         plus: list[AclBinding], minus: list[AclBinding]) -> bool:
+        """Worker thread: compare-and-set one resource's znode; False when it already
+        held what is wanted (nothing written)."""
         from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
         path = resource_path(*resource)
@@ -257,17 +302,21 @@ class ZkAclStore:
             except NoNodeError:
                 current, version = [], None
             wanted = [b for b in dict.fromkeys(current + plus) if b not in minus]
+            if wanted == current:
+                return False
             try:
                 if version is None:
-                    if wanted:
-                        client.create(path, encode_acls(wanted), makepath=True)
+                    client.create(path, encode_acls(wanted), makepath=True)
                 elif wanted:
                     client.set(path, encode_acls(wanted), version=version)
                 else:
                     client.delete(path, version=version)
-                return
+                return True
             except (BadVersionError, NodeExistsError, NoNodeError):
                 continue  # another broker changed it meanwhile: read again
+            except Exception as exc:  # e.g. the connection lost: it may have landed
+                raise AclStoreError(f"{type(exc).__name__} writing {path}: {exc}",
+                                    outcome_unknown=True) from exc
 
     def _announce(self, client: KazooClient, resource: Resource) -> None:
         pattern, rtype, name = resource
@@ -300,7 +349,7 @@ async def open_shared_acls(broker: Broker, authorizer: Authorizer) -> None:
     store = ZkAclStore(session, authorizer)
     authorizer.shared_store = store
     session.on_state(lambda state: store._changed() if state == "CONNECTED" else None)
-    await store.load_and_install()  # raises (no start) when a znode is unreadable
+    await store.load_and_install(refuse_unreadable=True)  # no start with one unreadable
     log.info(
         "authorizer: %d ACLs from ZooKeeper, super.users=%s", len(authorizer.index),
         ",".join(sorted(authorizer.super_users)) or "(none)",
