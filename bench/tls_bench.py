@@ -43,7 +43,6 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from .brokers import HOST, ApacheKafka, Broker, Kafkette, RunningBroker, free_port
 from .processes import CpuWindow, ProcessRegistry
-from .txn_bench import _reference_kafka_home
 
 MB = 1_000_000
 GB = 1_000_000_000
@@ -308,10 +307,6 @@ def main(argv: list[str] | None = None) -> int:
     names = [n.strip() for n in args.brokers.split(",") if n.strip()]
     if not names or any(n not in ("kafkette", "kafka") for n in names):
         parser.error("--brokers: choose from kafkette, kafka")
-    if "kafka" in names and not os.environ.get("KAFKA_HOME"):
-        home = _reference_kafka_home()
-        if home:
-            os.environ["KAFKA_HOME"] = home
     registry = ProcessRegistry()
     runs: dict[str, list[dict]] = {name: [] for name in names}
     with tempfile.TemporaryDirectory(prefix="tls-bench-") as scratch:

@@ -888,7 +888,10 @@ def load_config(props: Mapping[str, str], *, data_dir: Path | None = None) -> Br
 
 
 def _check_security(config: BrokerConfig) -> None:
-    """The security package's own checks of its settings (broker/security/)."""
+    """The security package's own checks of its SASL settings (broker/security/sasl/),
+    when anything names SASL: a plain broker does not load that package at start."""
+    if not any("sasl" in f"{name}={value}".lower() for name, value in config.explicit.items()):
+        return
     from kafkette.broker.security.sasl.settings import SaslConfigError, check_sasl_config
 
     try:

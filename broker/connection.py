@@ -32,16 +32,12 @@ import trio
 from kafkette.broker.handlers import HANDLERS
 from kafkette.broker.request_memory import SMALL_FRAME_BYTES
 from kafkette.broker.response_writer import send_chunks
-from kafkette.broker.security.sasl.authenticator import (
-    BEFORE_AUTHENTICATION,
-    DISPATCH,
-    Authenticator,
-)
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.connection import NEED_DATA, Request, ServerConnection
 from kafkette.wire.exceptions import MalformedFrameError, UnsupportedVersionError
 
 if TYPE_CHECKING:
+    from kafkette.broker.security.sasl.authenticator import Authenticator
     from kafkette.broker.security.session import Session
     from kafkette.broker.server import Broker
 
@@ -101,7 +97,7 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
                     if (
                         authenticator is not None
                         and authenticator.in_progress
-                        and exc.api_key not in BEFORE_AUTHENTICATION
+                        and exc.api_key not in authenticator.BEFORE_AUTHENTICATION
                     ):
                         log.info(
                             "closing connection from %s: %s before SASL authentication",
@@ -141,18 +137,20 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
             broker.requests_in_flight += 1
             started = time.perf_counter() if observer.wants_timing() else 0.0
             response_bytes = 0
-            verdict = DISPATCH
+            request.peer = peer
+            request.session = session
+            verdict = None  # the authenticator's, on a SASL listener
             try:
-                if authenticator is not None:
-                    verdict = await authenticator.on_request(request)
-                if verdict.dispatch:
-                    response = await _dispatch(broker, request, peer, session)
+                if authenticator is None:
+                    response = await _dispatch(broker, request)
                 else:
-                    request.peer = peer
-                    request.session = session
-                    response = verdict.response
-                    if verdict.delay_s:
-                        await trio.sleep(verdict.delay_s)
+                    verdict = await authenticator.on_request(request)
+                    if verdict.dispatch:
+                        response = await _dispatch(broker, request)
+                    else:
+                        response = verdict.response
+                        if verdict.delay_s:
+                            await trio.sleep(verdict.delay_s)
                 if response is not None:
                     chunks = conn.encode_response(request.header, response)
                     response_bytes = 4 + int.from_bytes(chunks[0][:4], "big")  # type: ignore[index]
@@ -166,13 +164,14 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
             pool.release(reserved)
             reserved = 0
             queued = 0.0
-            if verdict.close:
-                reason = verdict.close
-                if response_bytes:  # an answer went out: let the client read it
-                    await _let_client_read(stream)
-                return
-            if authenticator is not None and authenticator.authenticated:
-                conn.max_request_bytes = broker.config.socket_request_max_bytes
+            if verdict is not None:
+                if verdict.close:
+                    reason = verdict.close
+                    if response_bytes:  # an answer went out: let the client read it
+                        await _let_client_read(stream)
+                    return
+                if authenticator.authenticated:  # type: ignore[union-attr]
+                    conn.max_request_bytes = broker.config.socket_request_max_bytes
     except MalformedFrameError as exc:
         # A TLS record (0x16 0x03 ...) read as a frame size: say what it probably is.
         tls = getattr(exc, "size", 0) >> 16 == 0x1603
@@ -222,19 +221,17 @@ async def _let_client_read(stream: trio.abc.Stream) -> None:
 
 
 def _authenticator_for(broker: Broker, session: Session, peer: str) -> Authenticator | None:
+    """SASL listeners only: a plain broker never imports the SASL package."""
     if not session.uses_sasl:
         return None
+    from kafkette.broker.security.sasl.authenticator import Authenticator
     from kafkette.broker.security.sasl.broker_sasl import sasl_of
 
     return Authenticator(sasl_of(broker), session, peer)
 
 
-async def _dispatch(
-    broker: Broker, request: Request, peer: str, session: Session
-) -> dict | None:
+async def _dispatch(broker: Broker, request: Request) -> dict | None:
     handler = HANDLERS[ApiKey(request.header.api_key)]
-    request.peer = peer
-    request.session = session
     return await handler(broker, request)
 
 

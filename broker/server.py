@@ -485,7 +485,15 @@ class Broker:
             time.perf_counter() - started,
         )
 
+    def _has_scram_credentials_file(self) -> bool:
+        # The name is scram_store.FILE_NAME (not imported: it would load the package).
+        return (self.config.data_dir / "scram-credentials.json").exists()
+
     async def _open_scram_credentials(self) -> None:
+        """A damaged credentials file stops the start; with none (no SCRAM user ever
+        created, the usual case) nothing of the SASL package is loaded now."""
+        if not self._has_scram_credentials_file():
+            return
         from kafkette.broker.security.sasl.broker_sasl import open_broker_sasl
         from kafkette.broker.security.sasl.scram_store import CredentialFileError
 

@@ -8,12 +8,25 @@ decides where a write stops short, as it would on a user's disk.
 from __future__ import annotations
 
 import errno
+import importlib.util
 import os
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+# tests/serve_process.py (a child `kafkette serve`, loading helper modules) for every test
+# package's conftest: registered here, where it is loaded first.
+if "kafkette_test_serve_process" not in sys.modules:
+    _spec = importlib.util.spec_from_file_location(
+        "kafkette_test_serve_process", Path(__file__).with_name("serve_process.py")
+    )
+    assert _spec is not None and _spec.loader is not None
+    _module = importlib.util.module_from_spec(_spec)
+    sys.modules["kafkette_test_serve_process"] = _module
+    _spec.loader.exec_module(_module)
 
 FILLER_NAME = "filler"
 _CHUNKS = (1 << 16, 1 << 12, 1 << 9, 1)

@@ -118,10 +118,18 @@ class ZkSession:
 
         return fire
 
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(client, *args)`` in a worker thread: one call, or a batch of calls."""
+    async def run(
+        self, fn: Callable[..., T], *args: Any, limiter: trio.CapacityLimiter | None = None
+    ) -> T:
+        """``fn(client, *args)`` in a worker thread: one call, or a batch of calls.
+
+        ``limiter``: callers a client can trigger at will (logins, ACL changes) bring their
+        own, so that a ZooKeeper outage holds their threads, not those of trio's default
+        limiter that log I/O needs."""
         client = self.client
-        return await trio.to_thread.run_sync(partial(fn, client, *args), abandon_on_cancel=True)
+        return await trio.to_thread.run_sync(
+            partial(fn, client, *args), abandon_on_cancel=True, limiter=limiter
+        )
 
     # One-call helpers -------------------------------------------------------------
 

@@ -30,10 +30,10 @@ from kafkette.broker.security.authorizer.acl import (
     new_binding,
     new_filter,
 )
-from kafkette.broker.security.authorizer.authorizer import AclStoreError
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
+    from kafkette.broker.security.authorizer.authorizer import AclStoreError
     from kafkette.broker.server import Broker
     from kafkette.wire.connection import Request
 
@@ -66,6 +66,8 @@ def _refusal(broker: Broker, request: Request, operation: AclOperation) -> tuple
 
 
 async def handle_create_acls(broker: Broker, request: Request) -> dict:
+    from kafkette.broker.security.authorizer.authorizer import AclStoreError
+
     creations = request.body["creations"]
     code, message = _refusal(broker, request, AclOperation.ALTER)
     if code:
@@ -157,6 +159,8 @@ def _matching_entry(acl: AclBinding) -> dict:
 
 
 async def handle_delete_acls(broker: Broker, request: Request) -> dict:
+    from kafkette.broker.security.authorizer.authorizer import AclStoreError
+
     entries = request.body["filters"]
     code, message = _refusal(broker, request, AclOperation.ALTER)
     if code:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafkette.broker.handlers.scram_credentials import CLUSTER_DENIED
+from kafkette.broker.security.authorizer.checks import DESCRIBE_CONFIGS, cluster_denied
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -20,11 +20,10 @@ if TYPE_CHECKING:
 
 
 async def handle_describe_client_quotas(broker: Broker, request: Request) -> dict:
-    authorizer = getattr(broker, "authorizer", None)
-    if authorizer is not None and not authorizer.authorize_cluster(request, "DESCRIBE_CONFIGS"):
+    if cluster_denied(broker, request, DESCRIBE_CONFIGS):
         return {
             "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-            "error_message": CLUSTER_DENIED,
+            "error_message": "Cluster authorization failed.",  # Kafka's default for 31
             "entries": None,
         }
     return {"error_code": 0, "error_message": None, "entries": []}

@@ -137,13 +137,17 @@ async def handle_produce(broker: Broker, request: Request) -> dict | None:
     responses: list[dict] = []
     work: list[_Append] = []
     replicas = broker.cluster.replicas if broker.cluster is not None else None
+    authorizer = broker.authorizer
+    transactional_id = body["transactional_id"]
     if acks not in (0, 1, -1):
         error = ErrorCode.INVALID_REQUIRED_ACKS
-    elif body["transactional_id"] is None and _has_transactional_batch(body):
-        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    elif broker.authorizer is not None and _has_transactional_batch(body) and (
-        transactional_id_denied(broker, request, WRITE, body["transactional_id"])
+    elif (transactional_id is None or authorizer is not None) and _has_transactional_batch(
+        body
+    ) and (
+        transactional_id is None
+        or transactional_id_denied(broker, request, WRITE, transactional_id)
     ):
+        # Transactional batches need a transactional id, and WRITE on it (Kafka).
         error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     else:
         error = ErrorCode.NONE
@@ -152,7 +156,7 @@ async def handle_produce(broker: Broker, request: Request) -> dict | None:
         partition_responses = []
         # Kafka checks WRITE on the topic before it looks the topic up.
         topic_error = error
-        if not error and broker.authorizer is not None and topic_denied(
+        if not error and authorizer is not None and topic_denied(
             broker, request, WRITE, name
         ):
             topic_error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
@@ -165,13 +169,13 @@ async def handle_produce(broker: Broker, request: Request) -> dict | None:
             _prepare(broker, name, data, response, work, request.header.api_version, replicas, acks)
         responses.append({"name": name, "partition_responses": partition_responses})
     if work:
-        await _append_all(broker, work, body["transactional_id"], replicas)
+        await _append_all(broker, work, transactional_id, replicas)
         if replicas is not None and acks == -1:
             await _wait_for_acks(replicas, work, body["timeout_ms"])
     if acks == 0:
         # Kafka closes the connection of an acks=0 producer whose records were refused;
         # with an authorizer, a refused WRITE would otherwise lose records silently.
-        if replicas is not None or broker.authorizer is not None:
+        if replicas is not None or authorizer is not None:
             _close_on_acks_0_error(responses, request.peer)
         return None
     return {"responses": responses, "throttle_time_ms": 0}

@@ -10,7 +10,7 @@ an unknown mechanism UNSUPPORTED_SASL_MECHANISM, deleting or describing a creden
 that does not exist RESOURCE_NOT_FOUND.
 
 Authorization (Kafka: ALTER on the CLUSTER for Alter, DESCRIBE on the CLUSTER for
-Describe) goes through ``_cluster_allowed``: the one call site for the authorizer.
+Describe) goes through ``checks.cluster_denied``, as every handler's cluster check.
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from kafkette.broker.security.authorizer.checks import ALTER, DESCRIBE, cluster_denied
 from kafkette.broker.security.sasl import scram_formulas as sf
-from kafkette.broker.security.sasl.broker_sasl import sasl_of
-from kafkette.broker.security.sasl.zk_scram_store import CredentialStoreUnavailable
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -42,14 +41,6 @@ STORE_READ_FAILED = "The SCRAM credential store could not be read; see the broke
 STORE_FAILED = "The SCRAM credential store could not be written; see the broker's log"
 # How long AlterUserScramCredentials waits for the store (a file, or ZooKeeper) to write.
 STORE_WRITE_TIMEOUT_S = 30.0
-
-
-def _cluster_allowed(broker: Broker, request: Request, operation: str) -> bool:
-    """Whether the request's principal may ``operation`` (ALTER / DESCRIBE) the CLUSTER.
-
-    Everything is allowed without an authorizer (``authorizer.class.name`` empty)."""
-    authorizer = getattr(broker, "authorizer", None)
-    return authorizer is None or bool(authorizer.authorize_cluster(request, operation))
 
 
 def _mechanism_and_name_error(name: str, mechanism: int) -> tuple[int, str] | None:
@@ -90,10 +81,14 @@ def _deduplicated(
 
 
 async def handle_alter_user_scram_credentials(broker: Broker, request: Request) -> dict:
+    # Here, not at module level: a broker nobody asks about SCRAM never loads the package.
+    from kafkette.broker.security.sasl.broker_sasl import sasl_of
+    from kafkette.broker.security.sasl.zk_scram_store import CredentialStoreUnavailable
+
     body = request.body
     deletions = body.get("deletions") or []
     upsertions = body.get("upsertions") or []
-    if not _cluster_allowed(broker, request, "ALTER"):
+    if cluster_denied(broker, request, ALTER):
         names = dict.fromkeys(e["name"] for e in [*deletions, *upsertions])
         return {
             "results": [
@@ -181,12 +176,15 @@ async def handle_alter_user_scram_credentials(broker: Broker, request: Request) 
 
 
 async def handle_describe_user_scram_credentials(broker: Broker, request: Request) -> dict:
-    if not _cluster_allowed(broker, request, "DESCRIBE"):
+    if cluster_denied(broker, request, DESCRIBE):
         return {
             "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
             "error_message": CLUSTER_DENIED,
             "results": [],
         }
+    from kafkette.broker.security.sasl.broker_sasl import sasl_of
+    from kafkette.broker.security.sasl.zk_scram_store import CredentialStoreUnavailable
+
     try:
         with trio.fail_after(STORE_WRITE_TIMEOUT_S):
             return await _describe(await sasl_of(broker).scram_store(), request)

@@ -57,10 +57,6 @@ class Session:
     def uses_sasl(self) -> bool:
         return self.security_protocol in (SASL_PLAINTEXT, SASL_SSL)
 
-    @property
-    def uses_tls(self) -> bool:
-        return self.security_protocol in (SSL, SASL_SSL)
-
 
 def listener_of(request: object) -> str:
     """The listener a request came in on; PLAINTEXT for one the broker made itself."""

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkette.broker.security.listeners import ListenerSpec, listener_value
-from kafkette.broker.security.session import SASL_SSL, SSL, KafkaPrincipal
+from kafkette.broker.security.session import SASL_SSL, KafkaPrincipal
 
 CLIENT_AUTH = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}
 _PROTOCOLS = {
@@ -741,6 +741,3 @@ def peer_principal(tls: ListenerTls, der: bytes | None) -> KafkaPrincipal | None
         return None
     return KafkaPrincipal("User", tls.mapper.name_for(rfc2253_subject(der)))
 
-
-def uses_tls(listener: ListenerSpec) -> bool:
-    return listener.security_protocol in (SSL, SASL_SSL)

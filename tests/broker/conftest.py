@@ -18,13 +18,9 @@ from __future__ import annotations
 
 import gc
 import importlib.util
-import re
-import signal
 import socket
 import struct
-import subprocess
 import sys
-import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -42,7 +38,6 @@ _spec = importlib.util.spec_from_file_location("raw_wire", Path(__file__).with_n
 raw_wire = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(raw_wire)
 
-READY_LINE = re.compile(r"^kafkette ready on (127\.0\.0\.1):(\d+)$")
 
 
 # --- in-process broker -------------------------------------------------------
@@ -63,7 +58,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]
 # --- subprocess broker ------------------------------------------------------
 
 
-class BrokerProcess:
+class BrokerProcess(sys.modules["kafkette_test_serve_process"].ServeProcess):
     """``kafkette serve`` in a child process, listening on 127.0.0.1 with a free port.
 
     ``start`` waits (bounded) for the ready line; ``stdout_lines`` holds every
@@ -72,86 +67,8 @@ class BrokerProcess:
 
     def __init__(self, data_dir: Path | None, args: list[str], log_path: Path) -> None:
         self.data_dir = data_dir
-        self.log_path = log_path
-        self.stdout_lines: list[str] = []
-        self._stdout_done = threading.Event()
-        self._ready = threading.Event()
-        command = [
-            sys.executable,
-            "-m",
-            "kafkette",
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            *(["--data-dir", str(data_dir)] if data_dir is not None else []),
-            *args,
-        ]
-        self._stderr = log_path.open("wb")
-        self.proc = subprocess.Popen(
-            command,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            stdin=subprocess.DEVNULL,
-            text=True,
-        )
-        self.host = ""
-        self.port = 0
-        threading.Thread(target=self._pump_stdout, daemon=True).start()
-
-    def _pump_stdout(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            line = line.rstrip("\n")
-            self.stdout_lines.append(line)
-            match = READY_LINE.match(line)
-            if match and not self._ready.is_set():
-                self.host, self.port = match.group(1), int(match.group(2))
-                self._ready.set()
-        self.proc.stdout.close()
-        self._stdout_done.set()
-        self._ready.set()  # the process ended: wake a waiter so it can report
-
-    def wait_ready(self, timeout: float = 30.0) -> BrokerProcess:
-        if not self._ready.wait(timeout) or not self.port:
-            self.kill()
-            raise AssertionError(
-                f"kafkette serve did not print its ready line within {timeout}s; "
-                f"exit={self.proc.poll()} stdout={self.stdout_lines!r}\n{self.stderr_text()}"
-            )
-        return self
-
-    @property
-    def bootstrap(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    def stderr_text(self) -> str:
-        self._stderr.flush()
-        try:
-            return self.log_path.read_text(errors="replace")
-        except OSError:
-            return ""
-
-    def terminate(self, timeout: float = 30.0) -> int:
-        """SIGTERM and wait: the graceful stop. Returns the exit code."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            raise AssertionError(f"broker ignored SIGTERM for {timeout}s") from None
-        self._stdout_done.wait(5)
-        return code
-
-    def kill(self) -> None:
-        """SIGKILL: the crash, no chance to flush or write the clean-shutdown marker."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-        try:
-            self.proc.wait(10)
-        finally:
-            self._stdout_done.wait(5)
-            self._stderr.close()
+        data_args = ["--data-dir", str(data_dir)] if data_dir is not None else []
+        super().__init__(["--listen", "127.0.0.1:0", *data_args, *args], log_path)
 
 
 @pytest.fixture

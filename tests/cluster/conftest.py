@@ -55,22 +55,9 @@ from kafkette.broker.cluster.zookeeper_server import (
     free_port,
 )
 
-
-def _register_beside(stem: str) -> None:
-    """Load ``<stem>.py`` beside this file as ``kafkette_cluster_<stem>`` (once)."""
-    import importlib.util
-
-    name = f"kafkette_cluster_{stem}"
-    if name in sys.modules:
-        return
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{stem}.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-
-
-_register_beside("failover_load")
+sys.modules["kafkette_test_serve_process"].register_beside(
+    __file__, "kafkette_cluster", "failover_load"
+)
 
 
 READY_LINE = re.compile(r"^kafkette ready on (\S+):(\d+)$")

@@ -607,6 +607,10 @@ def test_returning_leader_truncates_the_tail_it_never_replicated(cluster, wait_u
     for follower in followers:
         c.freeze(follower)
     try:
+        # A follower's Fetch parked at the leader (replica.fetch.wait.max.ms, 500 ms) would be
+        # answered with the tail into the frozen follower's socket, to be read at the thaw:
+        # let the parked fetches expire (answered empty) first.
+        time.sleep(1.0)
         tail = produce_raw(old_address, topic, 0, 1, [b"unreplicated-1", b"unreplicated-2"])
         assert (tail["error_code"], tail["base_offset"]) == (0, 1)
         c.kill(old_leader)

@@ -37,12 +37,8 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import ssl
-import subprocess
 import sys
-import threading
-import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,82 +52,25 @@ from kafkette.broker.cluster.zookeeper_server import (
 )
 from kafkette.testing_tls import TlsMaterial, make_tls_material
 
+ServeProcess = sys.modules["kafkette_test_serve_process"].ServeProcess
+for _stem in ("acl_support", "sasl_support"):
+    sys.modules["kafkette_test_serve_process"].register_beside(
+        __file__, "kafkette_security", _stem
+    )
 
-def _register_beside(stem: str) -> None:
-    """Load ``<stem>.py`` beside this file as ``kafkette_security_<stem>`` (once): test
-    modules cannot import their siblings under ``--import-mode=importlib``."""
-    import importlib.util
-
-    name = f"kafkette_security_{stem}"
-    if name in sys.modules:
-        return
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{stem}.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-
-
-_register_beside("acl_support")
-_register_beside("sasl_support")
-
-READY_LINE = re.compile(r"^kafkette ready on (.+):(\d+)$")
 # server.py logs one line per listener: "listening on NAME://HOST:PORT, advertising H:P".
 LISTENING_LINE = re.compile(r"listening on ([A-Z0-9_-]+)://(\S+):(\d+), advertising (\S+)")
-START_TIMEOUT_S = 30.0
 
 
-class SecureBroker:
+class SecureBroker(ServeProcess):
     """``kafkette serve --config-file <properties>`` in a child process."""
 
     def __init__(self, properties: Path, data_dir: Path, log_path: Path, args: list[str]) -> None:
         self.properties = properties
         self.data_dir = data_dir
-        self.log_path = log_path
-        self.stdout_lines: list[str] = []
-        self.host = ""
-        self.port = 0
-        self._ready = threading.Event()
-        self._stdout_done = threading.Event()
-        self._stderr = log_path.open("wb")
-        command = [
-            sys.executable, "-m", "kafkette", "serve",
-            "--config-file", str(properties),
-            "--data-dir", str(data_dir),
-            *args,
-        ]
-        self.proc = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=self._stderr, stdin=subprocess.DEVNULL,
-            text=True,
+        super().__init__(
+            ["--config-file", str(properties), "--data-dir", str(data_dir), *args], log_path
         )
-        threading.Thread(target=self._pump_stdout, daemon=True).start()
-
-    def _pump_stdout(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            line = line.rstrip("\n")
-            self.stdout_lines.append(line)
-            match = READY_LINE.match(line)
-            if match and not self._ready.is_set():
-                self.host, self.port = match.group(1), int(match.group(2))
-                self._ready.set()
-        self.proc.stdout.close()
-        self._stdout_done.set()
-        self._ready.set()
-
-    def wait_ready(self, timeout: float = START_TIMEOUT_S) -> SecureBroker:
-        if not self._ready.wait(timeout) or not self.port:
-            self.kill()
-            raise AssertionError(
-                f"kafkette serve did not print its ready line within {timeout}s; "
-                f"exit={self.proc.poll()} stdout={self.stdout_lines!r}\n{self.stderr_text()}"
-            )
-        return self
-
-    @property
-    def bootstrap(self) -> str:
-        """The first listener's advertised HOST:PORT (the ready line's)."""
-        return f"{self.host}:{self.port}"
 
     @property
     def endpoints(self) -> dict[str, str]:
@@ -145,61 +84,6 @@ class SecureBroker:
 
     def _listening(self) -> list[re.Match[str]]:
         return [m for m in LISTENING_LINE.finditer(self.stderr_text())]
-
-    def stderr_text(self) -> str:
-        if not self._stderr.closed:
-            self._stderr.flush()
-        try:
-            return self.log_path.read_text(errors="replace")
-        except OSError:
-            return ""
-
-    def wait_for_log(self, pattern: str, timeout: float = 15.0) -> re.Match[str]:
-        """The first match of regex ``pattern`` in the broker's log, waiting for it."""
-        deadline = time.monotonic() + timeout
-        while True:
-            match = re.search(pattern, self.stderr_text())
-            if match is not None:
-                return match
-            if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"no log line matching {pattern!r} within {timeout}s:\n{self.stderr_text()}"
-                )
-            time.sleep(0.05)
-
-    def wait_exit(self, timeout: float = START_TIMEOUT_S) -> tuple[int, list[str]]:
-        """For a start expected to fail: (exit code, stderr lines)."""
-        try:
-            code = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            raise AssertionError(
-                f"kafkette serve still running after {timeout}s:\n{self.stderr_text()}"
-            ) from None
-        self._stdout_done.wait(5)
-        return code, self.stderr_text().splitlines()
-
-    def terminate(self, timeout: float = 30.0) -> int:
-        """SIGTERM and wait: the graceful stop. Returns the exit code."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            raise AssertionError(f"broker ignored SIGTERM for {timeout}s") from None
-        self._stdout_done.wait(5)
-        return code
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        try:
-            self.proc.wait(10)
-        finally:
-            self._stdout_done.wait(5)
-            if not self._stderr.closed:
-                self._stderr.close()
 
 
 def write_properties(path: Path, configs: Mapping[str, str]) -> Path:

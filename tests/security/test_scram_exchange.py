@@ -8,9 +8,13 @@ conversations with the server side of each mechanism (a wrong password refused).
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import trio
 
+from kafkette.broker.cluster.peer_client import PeerSecurity
+from kafkette.broker.security.listeners import plan_listeners
 from kafkette.broker.security.sasl import client as sasl_client
 from kafkette.broker.security.sasl import scram_formulas as sf
 from kafkette.broker.security.sasl.jaas import JaasError, parse_jaas_config
@@ -81,10 +85,12 @@ def test_inter_broker_credentials_come_from_the_listeners_jaas_config() -> None:
             ' username="broker" password="broker-pw";'
         ),
     }
-    assert sasl_client.inter_broker_credentials(explicit) == (
-        "SCRAM-SHA-512", "broker", "broker-pw"
-    )
-    assert sasl_client.inter_broker_credentials({"listeners": "PLAINTEXT://:9092"}) is None
+    def inter_broker_sasl(explicit: dict) -> tuple[str, str, str] | None:
+        listener = plan_listeners(explicit, clustered=True).inter_broker
+        return PeerSecurity.for_listener(SimpleNamespace(explicit=explicit), listener).sasl
+
+    assert inter_broker_sasl(explicit) == ("SCRAM-SHA-512", "broker", "broker-pw")
+    assert inter_broker_sasl({"listeners": "PLAINTEXT://:9092"}) is None
 
 
 def test_jaas_values_as_kafka_writes_them() -> None:

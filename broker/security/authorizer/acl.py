@@ -151,14 +151,6 @@ class AclBinding:
             AclPermissionType[data["permission"]],
         )
 
-    def pattern_matches(self, resource_type: ResourceType, name: str) -> bool:
-        """Does this binding's resource pattern cover the resource ``name``?"""
-        if resource_type != self.resource_type:
-            return False
-        if self.pattern_type == PatternType.LITERAL:
-            return self.resource_name == name or self.resource_name == WILDCARD_RESOURCE
-        return name.startswith(self.resource_name)
-
 
 def _enum(kind: type[IntEnum], code: int, what: str) -> IntEnum:
     try:

@@ -202,12 +202,6 @@ class Authorizer:
     def allowed_cluster(self, session: Session, operation: AclOperation) -> bool:
         return self.allowed(session, operation, ResourceType.CLUSTER, CLUSTER_NAME)
 
-    def authorize_cluster(self, request: object, operation: str | AclOperation) -> bool:
-        """The call site other modules use (the SCRAM credential APIs): may the
-        request's principal do ``operation`` ("ALTER", "DESCRIBE", ...) on the cluster?"""
-        op = AclOperation[operation.upper()] if isinstance(operation, str) else operation
-        return self.allowed_cluster(request.session, op)  # type: ignore[attr-defined]
-
     def allows_some(
         self, session: Session, operation: AclOperation, resource_type: ResourceType
     ) -> bool:

@@ -33,9 +33,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import defaultdict
-from collections.abc import Callable
-from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import trio
 
@@ -149,18 +147,12 @@ class ZkAclStore:
         self._installed = 0  # the number of the read the authorizer holds
         self._limiter = trio.CapacityLimiter(ZK_ACL_THREADS)
 
-    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(client, *args)`` in one of this store's worker threads."""
-        call = partial(fn, self.session.client, *args)
-        return await trio.to_thread.run_sync(call, abandon_on_cancel=True,
-                                             limiter=self._limiter)
-
     # Reading -------------------------------------------------------------------
 
     async def _snapshot(self) -> tuple[int, Snapshot]:
         self._reads_started += 1
         number = self._reads_started
-        return number, await self._run(self._read_all)
+        return number, await self.session.run(self._read_all, limiter=self._limiter)
 
     def _install(self, number: int, bindings: list[AclBinding],
                  unreadable: dict[Resource, str] | None = None) -> None:
@@ -259,7 +251,7 @@ class ZkAclStore:
     async def apply(self, added: list[AclBinding], removed: list[AclBinding]) -> None:
         """Store the change. Raises AclStoreError with ``outcome_unknown`` when it failed
         after a write was sent (part of it, or all, may be in ZooKeeper)."""
-        await self._run(self._apply, added, removed)
+        await self.session.run(self._apply, added, removed, limiter=self._limiter)
 
     def _apply(self, client: KazooClient, added: list[AclBinding],
                removed: list[AclBinding]) -> None:

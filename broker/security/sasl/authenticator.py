@@ -75,6 +75,8 @@ DISPATCH = Verdict(dispatch=True)
 
 
 class Authenticator:
+    BEFORE_AUTHENTICATION = BEFORE_AUTHENTICATION
+
     def __init__(self, sasl: BrokerSasl, session: Session, peer: str) -> None:
         self._sasl = sasl
         self._session = session

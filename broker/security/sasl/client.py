@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
 
 from kafkette.broker.security.sasl import scram_formulas as sf
 from kafkette.broker.security.sasl.jaas import jaas_for
@@ -24,8 +23,6 @@ Exchange = Callable[[bytes], Awaitable[bytes]]
 
 # The most iterations the client computes for a server: twice Kafka's maximum (16384).
 MAX_SERVER_ITERATIONS = 2 * sf.MAX_ITERATIONS
-# Kafka's default listener.security.protocol.map: each protocol is a listener name too.
-_DEFAULT_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
 class SaslClientError(Exception):
@@ -91,38 +88,12 @@ async def _scram(exchange: Exchange, mechanism: str, username: str, password: st
         raise SaslClientError("SCRAM server signature does not match: not the real server")
 
 
-def _protocol_map(explicit: Mapping[str, str]) -> dict[str, str]:
-    raw = explicit.get("listener.security.protocol.map", "").strip()
-    if not raw:
-        return {name: name for name in _DEFAULT_PROTOCOLS}
-    protocols: dict[str, str] = {}
-    for entry in raw.split(","):
-        name, _, protocol = entry.strip().partition(":")
-        if name:
-            protocols[name.strip().upper()] = protocol.strip().upper()
-    return protocols
-
-
-def inter_broker_listener(explicit: Mapping[str, str]) -> tuple[str, str]:
-    """(listener name, security protocol) brokers use between themselves, as Kafka
-    chooses it: ``inter.broker.listener.name``, else ``security.inter.broker.protocol``
-    (default PLAINTEXT) as the listener name."""
-    name = (
-        explicit.get("inter.broker.listener.name", "").strip()
-        or explicit.get("security.inter.broker.protocol", "").strip()
-        or "PLAINTEXT"
-    ).upper()
-    return name, _protocol_map(explicit).get(name, name)
-
-
-def inter_broker_credentials(config: Any) -> tuple[str, str, str] | None:
-    """(mechanism, username, password) for the inter-broker listener, None when that
-    listener is not SASL. Raises ValueError when it is SASL but no JAAS config gives the
-    broker's own ``username``/``password`` (Kafka fails to start then too)."""
-    explicit: Mapping[str, str] = getattr(config, "explicit", config)
-    listener, protocol = inter_broker_listener(explicit)
-    if protocol not in ("SASL_PLAINTEXT", "SASL_SSL"):
-        return None
+def inter_broker_credentials(
+    explicit: Mapping[str, str], listener: str
+) -> tuple[str, str, str]:
+    """(mechanism, username, password) this broker logs in with on the SASL inter-broker
+    ``listener`` (broker/security/listeners.py chose it). Raises ValueError when no JAAS
+    config gives the broker's own ``username``/``password`` (Kafka fails to start then too)."""
     mechanism = explicit.get("sasl.mechanism.inter.broker.protocol", "GSSAPI").strip()
     entry = jaas_for(explicit, listener, mechanism)
     if entry is None or "username" not in entry.options or "password" not in entry.options:

@@ -142,9 +142,10 @@ class CredentialStoreUnavailable(Exception):
 class ZkScramCredentialStore:
     def __init__(self, session: ZkSession) -> None:
         self._session = session
-        # Logins read ZooKeeper in their own few threads: a hung ZooKeeper cannot take
-        # trio's default thread pool (the log's I/O) with it. The caller bounds the wait.
-        self._lookups = trio.CapacityLimiter(LOOKUP_THREADS)
+        # Logins and the admin APIs use ZooKeeper in their own few threads: a hung
+        # ZooKeeper cannot take trio's default thread pool (the log's I/O) with it. The
+        # caller bounds the wait.
+        self._threads = trio.CapacityLimiter(LOOKUP_THREADS)
         # user -> mechanism -> credential, for users whose node is watched.
         self._known: dict[str, dict[str, sf.ScramCredential]] = {}
         # Bumped by every invalidation: a read that overlapped one is not remembered.
@@ -171,10 +172,9 @@ class ZkScramCredentialStore:
 
         before = self._invalidations
         watch = self._session.watcher(partial(self._forget, user))
-        call = partial(_read_user_watched, self._session.client, user, watch)
         try:
-            config = await trio.to_thread.run_sync(
-                call, limiter=self._lookups, abandon_on_cancel=True
+            config = await self._session.run(
+                _read_user_watched, user, watch, limiter=self._threads
             )
         except (KazooException, KazooTimeoutError) as exc:
             raise CredentialStoreUnavailable(
@@ -201,7 +201,7 @@ class ZkScramCredentialStore:
         from kazoo.handlers.threading import KazooTimeoutError
 
         try:
-            return await self._session.run(fn, *args)
+            return await self._session.run(fn, *args, limiter=self._threads)
         except (KazooException, KazooTimeoutError) as exc:
             raise CredentialStoreUnavailable(
                 f"ZooKeeper error reading {USERS}: {type(exc).__name__} {exc}"
@@ -226,7 +226,7 @@ class ZkScramCredentialStore:
         from kazoo.handlers.threading import KazooTimeoutError
 
         try:
-            await self._session.run(write_all)
+            await self._session.run(write_all, limiter=self._threads)
         except (KazooException, KazooTimeoutError, NodeKeepsChanging) as exc:
             for user in changes:  # some may be written: read them again
                 self._forget(user)
