@@ -9,6 +9,7 @@ subcommands beside the client tools; trio and the server are imported only when 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import signal
 import sys
@@ -167,6 +168,18 @@ def _configure_logging(level: str, log_format: str = "text") -> None:
     )
 
 
+def _flag_configs(listen: object, advertised: object, data_dir: Path | None) -> dict[str, str]:
+    """The Kafka configs that ``serve``'s own flags stand for (reported as set at start)."""
+    flags = {}
+    if listen is not None:
+        flags["listeners"] = f"PLAINTEXT://{listen}"
+    if advertised is not None:
+        flags["advertised.listeners"] = f"PLAINTEXT://{advertised}"
+    if data_dir is not None:
+        flags["log.dirs"] = str(data_dir)
+    return flags
+
+
 def run_serve(args: argparse.Namespace) -> int:
     """``kafkette serve``: the exit code (0 after a clean stop, 1 start failure, 2 bad config)."""
     import trio
@@ -189,6 +202,7 @@ def run_serve(args: argparse.Namespace) -> int:
         config = load_config(props, data_dir=data_dir)
         listen = parse_endpoint(args.listen) if args.listen else None
         advertised = parse_endpoint(args.advertised_listener) if args.advertised_listener else None
+        config = dataclasses.replace(config, flags=_flag_configs(listen, advertised, data_dir))
         extras = ServeExtras(
             metrics=parse_endpoint(args.metrics_listen) if args.metrics_listen else None,
             ui=_ui_endpoint(args, parse_endpoint),

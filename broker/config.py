@@ -619,9 +619,20 @@ class BrokerConfig:
     # Set when zookeeper.connect is: this broker is one of a cluster (docs/cluster.md).
     cluster: ClusterConfig | None = None
     explicit: Mapping[str, str] = field(default_factory=dict)
+    # Configs given at start by a dedicated flag rather than KEY=VALUE (``--listen`` is
+    # ``listeners``, ``--advertised-listener`` ``advertised.listeners``, ``--data-dir``
+    # ``log.dirs``): Kafka reports them STATIC_BROKER_CONFIG like any other set at start.
+    flags: Mapping[str, str] = field(default_factory=dict)
+
+    def given_at_start(self) -> dict[str, str]:
+        """Every config set at start, by name: the file, ``--config`` and the flags
+        (a flag wins, as ``--listen`` replaces ``listeners=``)."""
+        return {**self.explicit, **self.flags}
 
     def value_of(self, name: str) -> str | None:
         """A broker config's effective value as Kafka's DescribeConfigs shows it."""
+        if name in self.flags:
+            return self.flags[name]
         if name in self.explicit:
             return self.explicit[name]
         if name == "log.dirs":

@@ -110,7 +110,7 @@ SUPPORTED: dict[ApiKey, ApiSpec] = {
         _api(ApiKey.OFFSET_COMMIT, "OffsetCommit", 2, 9, note="10 addresses topics by id"),
         _api(ApiKey.OFFSET_FETCH, "OffsetFetch", 1, 9, note="10 addresses topics by id"),
         _api(ApiKey.FIND_COORDINATOR, "FindCoordinator", 0, 6),
-        _api(ApiKey.JOIN_GROUP, "JoinGroup", 0, 9),
+        _api(ApiKey.JOIN_GROUP, "JoinGroup", 2, 9, note="0-1 removed in Kafka 4.0 (KIP-896)"),
         _api(ApiKey.HEARTBEAT, "Heartbeat", 0, 4),
         _api(ApiKey.LEAVE_GROUP, "LeaveGroup", 0, 5),
         _api(ApiKey.SYNC_GROUP, "SyncGroup", 0, 5),

@@ -3,7 +3,8 @@
 A topic config's value comes from the topic (source DYNAMIC_TOPIC_CONFIG) or
 from the broker config that supplies its default (STATIC_BROKER_CONFIG when
 set at start, else DEFAULT_CONFIG), with that broker config as its synonym,
-as Kafka reports it. Broker configs are static (set at start) or defaults.
+as Kafka reports it. Broker configs are static (set at start: the properties file,
+``--config`` or a ``serve`` flag standing for a config) or defaults.
 """
 
 from __future__ import annotations
@@ -103,12 +104,26 @@ def topic_config_entries(
 
 
 def broker_config_entries(broker: Broker) -> list[dict]:
+    """Every broker config as Kafka 4.0 shows it: one set at start (file, ``--config``
+    or a flag) is STATIC_BROKER_CONFIG, with synonyms [static value, default value]
+    (the default left out when it is null); otherwise DEFAULT_CONFIG."""
+    given = broker.config.given_at_start()
+    if "listeners" in given and "advertised.listeners" not in given and broker.listener_plan.simple:
+        # --listen alone: clients are told the listen address (the bound port once bound).
+        given["advertised.listeners"] = f"PLAINTEXT://{broker.advertised}"
     entries = []
     for name, definition in sorted(BROKER_CONFIGS.items()):
-        explicit = name in broker.config.explicit
-        value = broker.config.value_of(name)
-        source = SOURCE_STATIC_BROKER if explicit else SOURCE_DEFAULT
-        synonyms = [{"name": name, "value": value, "source": source}]
+        if name in given:
+            value = given[name]
+            source = SOURCE_STATIC_BROKER
+            synonyms = [{"name": name, "value": value, "source": SOURCE_STATIC_BROKER}]
+            if definition.default is not None:
+                default = {"name": name, "value": definition.default, "source": SOURCE_DEFAULT}
+                synonyms.append(default)
+        else:
+            value = broker.config.value_of(name)
+            source = SOURCE_DEFAULT
+            synonyms = [{"name": name, "value": value, "source": source}]
         entries.append(
             _entry(name, value, source, definition.type, definition.doc, synonyms, read_only=True)
         )
