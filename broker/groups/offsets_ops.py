@@ -125,6 +125,7 @@ class OffsetsOps:
         offsets: OffsetCommits,
         now_ms: int,
         expire_timestamp_ms: int | None = None,
+        api_version: int = 0,
     ) -> Outcome[dict[TopicPartition, int]]:
         """OffsetCommit. ``offsets``: ``{(topic, partition): (offset, leader_epoch,
         metadata)}`` (epoch -1 = none, metadata None = ""). Generation -1 with an
@@ -138,7 +139,10 @@ class OffsetsOps:
 
         group, created = self._group_for_commit(group_id, generation_id, now_ms)
         if group is None:
-            return every(errors.ILLEGAL_GENERATION)
+            # Kafka 4.0: a generation for a group it does not know is GROUP_ID_NOT_FOUND
+            # from v9 (KIP-848's version), ILLEGAL_GENERATION before.
+            missing = errors.GROUP_ID_NOT_FOUND if api_version >= 9 else errors.ILLEGAL_GENERATION
+            return every(missing)
         error = self._validate_commit(group, generation_id, member_id, group_instance_id)
         if error is not None:
             return every(error)
@@ -228,6 +232,11 @@ class OffsetsOps:
         """Kafka's validateOffsetCommit."""
         if group.state is DEAD:
             return errors.COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and group.state is EMPTY:
+            # No generation (an admin client, or a consumer assigning its own
+            # partitions) on a group without members: Kafka 4.0 accepts it whatever
+            # member id it names.
+            return None
         if generation_id >= 0 or member_id != "" or group_instance_id is not None:
             if group.is_static_member_fenced(group_instance_id, member_id):
                 return errors.FENCED_INSTANCE_ID

@@ -414,6 +414,7 @@ async def handle_offset_commit(broker: Broker, request: Request) -> dict:
                     expire_timestamp_ms=min(now + retention, MAX_TIMESTAMP_MS)
                     if retention > 0
                     else None,
+                    api_version=version,
                 ),
                 body["group_id"],
             )
