@@ -93,7 +93,7 @@ def validate_topic_configs(configs: Mapping[str, str | None], broker: BrokerConf
     for name, value in configs.items():
         entry = TOPIC_CONFIGS.get(name)
         if entry is None:
-            raise TopicError(ErrorCode.INVALID_CONFIG, f"unknown topic config {name}")
+            raise TopicError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
         if value is None:
             continue
         try:

@@ -195,7 +195,7 @@ async def handle_incremental_alter_configs(broker: Broker, request: Request) -> 
 def _apply_operation(broker: Broker, configs: dict[str, str], change: dict) -> None:
     name, op, value = change["name"], change["config_operation"], change["value"]
     if name not in TOPIC_CONFIGS:
-        raise TopicError(ErrorCode.INVALID_CONFIG, f"unknown topic config {name}")
+        raise TopicError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
     if op == OP_SET:
         if value is None:
             raise TopicError(ErrorCode.INVALID_CONFIG, f"no value to set for {name}")
