@@ -288,6 +288,9 @@ async def handle_sync_group(broker: Broker, request: Request) -> dict:
     body = request.body
     version = request.header.api_version
     assignments = [(a["member_id"], a["assignment"]) for a in body["assignments"]]
+    if version >= 5 and (body["protocol_type"] is None or body["protocol_name"] is None):
+        # Mandatory from v5; Kafka 4.0 checks this first, before the ACL.
+        return {"error_code": int(ErrorCode.INCONSISTENT_GROUP_PROTOCOL), "assignment": b""}
     if group_denied(broker, request, READ, body["group_id"]):
         return {"error_code": GROUP_AUTHORIZATION_FAILED, "assignment": b""}
 

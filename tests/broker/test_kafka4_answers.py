@@ -21,6 +21,7 @@ from kafkette.wire.client_connection import NEED_DATA, ClientConnection
 
 NONE = 0
 ILLEGAL_GENERATION = 22
+INCONSISTENT_GROUP_PROTOCOL = 23
 UNKNOWN_MEMBER_ID = 25
 REBALANCE_IN_PROGRESS = 27
 UNSUPPORTED_VERSION = 35
@@ -235,6 +236,16 @@ def test_commit_to_an_emptied_group(raw) -> None:
         assert _commit(client, version, group, 1, "stranger", topic) == UNKNOWN_MEMBER_ID
         assert _commit(client, version, group, 1, member, topic) == UNKNOWN_MEMBER_ID
     assert _heartbeat(client, 4, group, 1, member) == UNKNOWN_MEMBER_ID
+
+
+def test_sync_group_5_without_protocol_type_or_name(raw) -> None:
+    """Mandatory from SyncGroup 5: INCONSISTENT_GROUP_PROTOCOL, even for an empty group id."""
+    for protocol_type, protocol_name in ((None, "range"), ("consumer", None), (None, None)):
+        body = {"group_id": "", "generation_id": 1, "member_id": "m", "group_instance_id": None,
+                "protocol_type": protocol_type, "protocol_name": protocol_name,
+                "assignments": []}
+        answer = raw().request(ApiKey.SYNC_GROUP, 5, body)
+        assert answer["error_code"] == INCONSISTENT_GROUP_PROTOCOL
 
 
 # --- a second member joins (static membership disabled) ---------------------------------
