@@ -12,6 +12,7 @@ from importlib.metadata import version as package_version
 from pathlib import Path
 
 from kafkette.wire.apis import SUPPORTED, ApiSpec
+from kafkette.wire.kafka40_ranges import KAFKA_40_ADVERTISED
 from kafkette.wire.schema import ALWAYS, MessageSpec, load_message
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent.parent / "docs" / "protocol-coverage.md"
@@ -54,6 +55,126 @@ def _row(api: ApiSpec) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+# Why kafkette does not answer (some versions of) an API Kafka 4.0 advertises. Read by
+# ``differences`` only for pairs still missing from SUPPORTED, so an entry whose API
+# becomes served simply stops showing; a missing pair without an entry says so.
+UNSERVED_REASONS: dict[int, str] = {
+    1: "13+ address topics by topic id (KIP-516) and carry KIP-951 leader hints",
+    15: "6 describes KIP-848 consumer groups",
+    26: "5 is transaction.version 2 (KIP-890 part 2), not served",
+    34: "a single log directory: no replica to move between directories",
+    35: "log-directory descriptions not served",
+    38: "delegation tokens (KIP-48): no token authentication; kafka-python ships no definition",
+    39: "delegation tokens (KIP-48): no token authentication; kafka-python ships no definition",
+    40: "delegation tokens (KIP-48): no token authentication; kafka-python ships no definition",
+    41: "delegation tokens (KIP-48): no token authentication; kafka-python ships no definition",
+    49: "client quotas are not enforced, so none can be altered",
+    55: "no KRaft controller quorum in a single process (ZooKeeper-style cluster mode)",
+    57: "no finalized feature levels to update",
+    60: "2 adds endpoint_type/include_fenced_brokers (KIP-919)",
+    64: "KRaft broker registration: no controller quorum; kafka-python ships no definition",
+    68: "KIP-848 consumer group protocol; kafka-python ships no definition",
+    69: "KIP-848 consumer group protocol; kafka-python ships no definition",
+    74: "client metrics resources (KIP-714): no metrics plugin",
+    80: "KRaft voters (KIP-853): no controller quorum; kafka-python ships no definition",
+    81: "KRaft voters (KIP-853): no controller quorum; kafka-python ships no definition",
+}
+
+# Where kafkette advertises more than Kafka 4.0 does, and why.
+EXTRA_REASONS: dict[int, str] = {
+    45: "1 (allow_replication_factor_change, KIP-860) is Kafka 4.1's",
+}
+
+# Answers measured against Kafka 4.0.0 that still differ (not visible in the ranges).
+BEHAVIOUR_DIFFERENCES: tuple[str, ...] = (
+    "A version outside the advertised range of an API whose response has a top-level"
+    " error code (JoinGroup 0-1, Fetch 18, ...) is answered UNSUPPORTED_VERSION (35);"
+    " Kafka 4.0 closes the connection (it answers only ApiVersions that way).",
+    "DescribeAcls with UNKNOWN (0) resource/pattern/operation/permission filters:"
+    " Kafka 4.0 refuses the request while parsing it and closes the connection;"
+    " kafkette answers (SECURITY_DISABLED without an authorizer).",
+)
+
+
+def _pairs(low: int, high: int) -> set[int]:
+    return set(range(low, high + 1))
+
+
+def _ranges(versions: set[int]) -> str:
+    """``{0, 1, 2, 5}`` -> ``0-2, 5``."""
+    runs: list[list[int]] = []
+    for version in sorted(versions):
+        if runs and version == runs[-1][1] + 1:
+            runs[-1][1] = version
+        else:
+            runs.append([version, version])
+    return ", ".join(_range(low, high) for low, high in runs)
+
+
+def differences() -> tuple[list[tuple[int, str, str, str]], list[tuple[int, str, str, str]]]:
+    """(pairs Kafka 4.0 advertises that kafkette does not, pairs kafkette advertises
+    that Kafka 4.0 does not), each as rows of (api key, name, versions, reason)."""
+    unserved, extra = [], []
+    keys = sorted(set(KAFKA_40_ADVERTISED) | {int(k) for k in SUPPORTED})
+    for key in keys:
+        kafka = KAFKA_40_ADVERTISED.get(key)
+        ours = next((a for a in SUPPORTED.values() if int(a.key) == key), None)
+        theirs = _pairs(kafka[1], kafka[2]) if kafka else set()
+        served = _pairs(ours.min_version, ours.max_version) if ours else set()
+        name = kafka[0] if kafka else ours.name  # type: ignore[union-attr]
+        if missing := theirs - served:
+            reason = UNSERVED_REASONS.get(key, "not served yet")
+            unserved.append((key, name, _ranges(missing), reason))
+        if more := served - theirs:
+            reason = EXTRA_REASONS.get(key, "not advertised by Kafka 4.0")
+            extra.append((key, name, _ranges(more), reason))
+    return unserved, extra
+
+
+def _differences_section() -> list[str]:
+    unserved, extra = differences()
+    kafka_pairs = sum(high - low + 1 for _, low, high in KAFKA_40_ADVERTISED.values())
+    missing = sum(_count(versions) for _, _, versions, _ in unserved)
+    lines = [
+        "## Differs from Kafka 4.0",
+        "",
+        "Measured against the ApiVersions answer of Apache Kafka 4.0.0 (recorded in",
+        "`wire/kafka40_ranges.py`; `compat-tests/test_api_probe.py` sends every pair).",
+        f"Kafka 4.0 advertises {kafka_pairs} (API, version) pairs; kafkette advertises",
+        f"{kafka_pairs - missing} of them.",
+        "",
+        "### Advertised by Kafka 4.0, not by kafkette",
+        "",
+        "| Key | API | Versions | Why |",
+        "|----:|-----|---------:|-----|",
+    ]
+    lines.extend(f"| {k} | {n} | {v} | {r} |" for k, n, v, r in unserved)
+    if not unserved:
+        lines.append("| | (none) | | |")
+    lines += [
+        "",
+        "### Advertised by kafkette, not by Kafka 4.0",
+        "",
+        "| Key | API | Versions | Why |",
+        "|----:|-----|---------:|-----|",
+    ]
+    lines.extend(f"| {k} | {n} | {v} | {r} |" for k, n, v, r in extra)
+    if not extra:
+        lines.append("| | (none) | | |")
+    lines += ["", "### Answers that differ", ""]
+    lines.extend(f"- {text}" for text in BEHAVIOUR_DIFFERENCES)
+    lines.append("")
+    return lines
+
+
+def _count(versions: str) -> int:
+    total = 0
+    for part in versions.split(", "):
+        low, _, high = part.partition("-")
+        total += int(high or low) - int(low) + 1
+    return total
+
+
 def render() -> str:
     """The whole page as Markdown."""
     lines = [
@@ -79,6 +200,7 @@ def render() -> str:
     lines.append("")
     lines.append(f"{len(SUPPORTED)} APIs.")
     lines.append("")
+    lines.extend(_differences_section())
     return "\n".join(lines)
 
 
