@@ -20,6 +20,52 @@ HERE = Path(__file__).resolve().parent
 DEFAULT_RESULTS = HERE / ".build" / "results.json"
 DEFAULT_OUT = HERE.parent / "docs" / "compatibility.md"
 
+# Written once, kept across regenerations: answers measured against Kafka 4.0.0.
+KAFKA_40_ANSWERS = """
+## Answers measured against Kafka 4.0
+
+Where kafkette's answer once differed from Apache Kafka 4.0.0's, the same raw request
+was sent to the reference broker and kafkette now answers as it did;
+`tests/broker/test_kafka4_answers.py` pins each answer. What still differs, pair by
+pair with its reason, is in `docs/protocol-coverage.md` ("Differs from Kafka 4.0").
+
+- **Version ranges**: JoinGroup is advertised 2-9 (0-1 were removed by KIP-896).
+  Produce is advertised 0-12 as Kafka 4.0 does (for librdkafka, KAFKA-18659), and
+  Produce 0-2 close the connection, as on Kafka 4.0 (its log: "unsupported version").
+- **DescribeConfigs for the broker**: every config set at start is STATIC_BROKER_CONFIG,
+  whether it came from the properties file, `--config` or a `serve` flag that stands
+  for a config (`--listen` is `listeners`, `--advertised-listener` is
+  `advertised.listeners`, `--data-dir` is `log.dirs`); with `include_synonyms` a static
+  config lists the static value, then the default (left out when null), as Kafka does.
+  With `--listen` alone, `advertised.listeners` shows what clients are told (the listen
+  address, the bound port when it was 0).
+- **OffsetCommit from a member the coordinator does not know**: with the topic unknown,
+  UNKNOWN_TOPIC_OR_PARTITION first (all versions). A commit without generation (-1) to
+  a group that does not exist or has no members is accepted whatever member id it
+  names; with a generation to a group that does not exist: ILLEGAL_GENERATION up to
+  v8, GROUP_ID_NOT_FOUND from v9; to a group with members: UNKNOWN_MEMBER_ID for an
+  unknown (or empty) member id whatever the generation, ILLEGAL_GENERATION for a known
+  member with another generation.
+- **Heartbeat from an unknown member** (v0-4): UNKNOWN_MEMBER_ID, group or no group; a
+  known member with another generation: ILLEGAL_GENERATION.
+- **A second member joins, static membership disabled** (JoinGroup 2-9): the first
+  member's heartbeat gets REBALANCE_IN_PROGRESS, the second join waits for the first
+  member's rejoin; both get generation + 1, the first member stays leader and alone
+  receives the member list (2 members); a member that does not rejoin within its
+  rebalance timeout is dropped (the joiner then gets 1 member). Measured the same on
+  both brokers, raw and with two kafka-python consumers (4 partitions: 4, then 2 + 2).
+- **SyncGroup 5+ without protocol type or name**: INCONSISTENT_GROUP_PROTOCOL, checked
+  before anything else.
+- **`message.format.version` in CreateTopics**: Kafka 4.0 removed it (KIP-724):
+  INVALID_CONFIG, "Unknown topic config name: message.format.version", with or
+  without `validate_only`.
+
+`compat-tests/test_api_probe.py` sends every (API, version) pair Kafka 4.0 advertises
+(its ApiVersions answer, recorded in `wire/kafka40_ranges.py`) to the broker under test
+as a minimal request; against the reference: `pytest compat-tests/test_api_probe.py
+--bootstrap 127.0.0.1:PORT -s`.
+"""
+
 SCENARIOS: dict[str, str] = {
     "metadata_auto_create": "Metadata for an unknown topic auto-creates it",
     "create_delete_topic": "CreateTopics / DeleteTopics",
@@ -144,6 +190,7 @@ def render(run: dict) -> str:
     lines.append("python -m pytest compat-tests -q --bootstrap HOST:PORT --broker-name NAME")
     lines.append("python compat-tests/report.py               # rewrites this file")
     lines.append("```")
+    lines.extend(KAFKA_40_ANSWERS.splitlines())
     return "\n".join(lines) + "\n"
 
 
