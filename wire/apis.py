@@ -44,6 +44,8 @@ class ApiKey(IntEnum):
     DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
+    ALTER_REPLICA_LOG_DIRS = 34
+    DESCRIBE_LOG_DIRS = 35
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
@@ -55,10 +57,13 @@ class ApiKey(IntEnum):
     DESCRIBE_CLIENT_QUOTAS = 48
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50
     ALTER_USER_SCRAM_CREDENTIALS = 51
+    DESCRIBE_QUORUM = 55
+    UPDATE_FEATURES = 57
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
+    LIST_CLIENT_METRICS_RESOURCES = 74
     DESCRIBE_TOPIC_PARTITIONS = 75
 
 
@@ -158,7 +163,30 @@ SUPPORTED: dict[ApiKey, ApiSpec] = {
         ),
         _api(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, "DescribeUserScramCredentials", 0, 0),
         _api(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, "AlterUserScramCredentials", 0, 0),
-        _api(ApiKey.DESCRIBE_CLUSTER, "DescribeCluster", 0, 1),
+        _api(ApiKey.DESCRIBE_CLUSTER, "DescribeCluster", 0, 2),
+        _api(ApiKey.ALTER_REPLICA_LOG_DIRS, "AlterReplicaLogDirs", 1, 2, note="one log dir"),
+        _api(ApiKey.DESCRIBE_LOG_DIRS, "DescribeLogDirs", 1, 4, note="5 is Kafka 4.1's"),
+        _api(
+            ApiKey.DESCRIBE_QUORUM,
+            "DescribeQuorum",
+            0,
+            2,
+            note="the metadata authority (this node, or the cluster's controller) as one voter",
+        ),
+        _api(
+            ApiKey.UPDATE_FEATURES,
+            "UpdateFeatures",
+            0,
+            2,
+            note="fixed feature levels: only the finalized level is accepted",
+        ),
+        _api(
+            ApiKey.LIST_CLIENT_METRICS_RESOURCES,
+            "ListConfigResources",
+            0,
+            0,
+            note="Kafka 4.0's ListClientMetricsResources; 1 is Kafka 4.1's ListConfigResources",
+        ),
         _api(ApiKey.DESCRIBE_TOPIC_PARTITIONS, "DescribeTopicPartitions", 0, 0),
         _api(
             ApiKey.ADD_PARTITIONS_TO_TXN,

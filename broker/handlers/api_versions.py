@@ -1,15 +1,33 @@
-"""ApiVersions: the advertised ranges, straight from the wire package's table."""
+"""ApiVersions: the advertised ranges, straight from the wire package's table.
+
+From v3 the answer also carries the features kafkette serves and their finalized
+levels (KIP-584, ``broker/features.py``), as tagged fields: clients such as the
+Java producer read ``transaction.version`` and ``group.version`` from them.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kafkette.broker.features import (
+    FINALIZED_FEATURES_EPOCH,
+    finalized_features,
+    supported_features,
+)
 from kafkette.wire.apis import api_versions_entries
 
 if TYPE_CHECKING:
     from kafkette.broker.server import Broker
     from kafkette.wire.connection import Request
 
+_SUPPORTED = supported_features()
+_FINALIZED = finalized_features()
+
 
 async def handle_api_versions(broker: Broker, request: Request) -> dict:
-    return {"error_code": 0, "api_keys": api_versions_entries(), "throttle_time_ms": 0}
+    response = {"error_code": 0, "api_keys": api_versions_entries(), "throttle_time_ms": 0}
+    if request.header.api_version >= 3:
+        response["supported_features"] = _SUPPORTED
+        response["finalized_features_epoch"] = FINALIZED_FEATURES_EPOCH
+        response["finalized_features"] = _FINALIZED
+    return response

@@ -283,16 +283,48 @@ async def _requested_topic(
     return topic_entry(broker, name, include_ops=include_ops, version=version)
 
 
+# DescribeCluster endpoint types (v1+): kafkette has no separate controller listeners.
+ENDPOINT_BROKERS, ENDPOINT_CONTROLLERS = 1, 2
+
+
 async def handle_describe_cluster(broker: Broker, request: Request) -> dict:
+    """Kafka 4.0's broker answer: the brokers (v2: each with ``is_fenced``; kafkette
+    registers no fenced broker, so ``include_fenced_brokers`` adds none), and for a
+    controller endpoint type MISMATCHED_ENDPOINT_TYPE, as a broker listener answers
+    it (``kafka-cluster.sh``/Admin clients with ``--bootstrap-controller`` need a
+    KRaft controller listener, which kafkette does not have)."""
     include_ops = request.body.get("include_cluster_authorized_operations")
+    endpoint_type = request.body.get("endpoint_type", ENDPOINT_BROKERS)
+    if endpoint_type != ENDPOINT_BROKERS:
+        if endpoint_type == ENDPOINT_CONTROLLERS:
+            code, message = ErrorCode.MISMATCHED_ENDPOINT_TYPE, (
+                "The request was sent to an endpoint of type BROKER, but we wanted an "
+                "endpoint of type CONTROLLER"
+            )
+        else:
+            code, message = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, (
+                f"Unsupported endpoint type {endpoint_type}"
+            )
+        return {
+            "throttle_time_ms": 0,
+            "error_code": int(code),
+            "error_message": message,
+            "endpoint_type": ENDPOINT_BROKERS,
+            "cluster_id": "",
+            "controller_id": -1,
+            "brokers": [],
+        }
+    brokers = broker_entries(broker, request, key="broker_id")
+    for entry in brokers:
+        entry["is_fenced"] = False
     return {
         "throttle_time_ms": 0,
         "error_code": 0,
         "error_message": None,
-        "endpoint_type": request.body.get("endpoint_type", 1),
+        "endpoint_type": ENDPOINT_BROKERS,
         "cluster_id": broker.cluster_id,
         "controller_id": _controller_id(broker),
-        "brokers": broker_entries(broker, request, key="broker_id"),
+        "brokers": brokers,
         "cluster_authorized_operations": _cluster_operations(broker, request)
         if include_ops
         else OPERATIONS_NOT_REQUESTED,

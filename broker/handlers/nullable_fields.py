@@ -51,6 +51,7 @@ NULLABLE_REQUEST_FIELDS: dict[tuple[str, str], str] = {
     ("DeleteAcls", "filters.host_filter"): "any host",
     ("DescribeConfigs", "resources.configuration_keys"): "every config of the resource",
     ("DescribeUserScramCredentials", "users"): "every user with credentials",
+    ("DescribeLogDirs", "topics"): "every partition hosted here",
     ("DescribeClientQuotas", "components.match"): "the default or any entity (by match_type);"
     " no quotas are kept, so the answer is empty either way",
     ("AlterConfigs", "resources.configs.value"): "the config is left unset (back to its default)",

@@ -1,0 +1,186 @@
+"""Client metrics subscriptions (KIP-714): the CLIENT_METRICS config resources.
+
+``kafka-client-metrics.sh`` manages named subscriptions with three configs:
+``metrics`` (metric name prefixes to collect), ``interval.ms`` (push interval,
+100 to 3,600,000; Kafka's default 300,000) and ``match`` (``key=regex`` pairs on
+the client's identity). They are config resources of type 16, set with
+(Incremental)AlterConfigs, read with DescribeConfigs, listed with
+ListClientMetricsResources; a subscription whose last config is deleted is gone.
+
+Checks and messages are Kafka 4.0's. The subscriptions are durable like topic
+configs: ``client-metrics.json`` in the data dir, replaced atomically on every
+change before the change is acknowledged. In a cluster each broker keeps its own
+file (Kafka keeps them in the KRaft metadata; the ZooKeeper-era brokers that
+kafkette's clusters mirror had no client metrics).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import weakref
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import trio
+
+from kafkette.log.checkpoint import atomic_write
+from kafkette.wire.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from kafkette.broker.server import Broker
+
+FILE_NAME = "client-metrics.json"
+METRICS, INTERVAL_MS, MATCH = "metrics", "interval.ms", "match"
+CONFIG_NAMES = (INTERVAL_MS, MATCH, METRICS)
+INTERVAL_MIN_MS, INTERVAL_MAX_MS = 100, 3_600_000
+MATCH_KEYS = frozenset({
+    "client_instance_id",
+    "client_id",
+    "client_software_name",
+    "client_software_version",
+    "client_source_address",
+    "client_source_port",
+})
+OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
+_OP_NAMES = {OP_APPEND: "APPEND", OP_SUBTRACT: "SUBTRACT"}
+
+
+class SubscriptionError(Exception):
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def check_name(name: str) -> None:
+    if not name:
+        raise SubscriptionError(ErrorCode.INVALID_REQUEST, "Subscription name can't be empty")
+
+
+def _check_value(name: str, value: str) -> None:
+    if name not in CONFIG_NAMES:
+        raise SubscriptionError(
+            ErrorCode.INVALID_REQUEST, f"Unknown client metrics configuration: {name}"
+        )
+    if name == INTERVAL_MS:
+        try:
+            interval = int(value.strip())
+        except ValueError:
+            raise SubscriptionError(
+                ErrorCode.INVALID_CONFIG,
+                f"Invalid value {value} for configuration {name}: Not a number of type INT",
+            ) from None
+        if not INTERVAL_MIN_MS <= interval <= INTERVAL_MAX_MS:
+            raise SubscriptionError(
+                ErrorCode.INVALID_REQUEST,
+                f"Invalid value {interval} for interval.ms, interval must be between "
+                f"{INTERVAL_MIN_MS} and {INTERVAL_MAX_MS} (1 hour)",
+            )
+    elif name == MATCH:
+        for pattern in (p.strip() for p in value.split(",")):
+            if not pattern:
+                continue
+            key, sep, regex = pattern.partition("=")
+            if not sep or key.strip() not in MATCH_KEYS or not regex.strip():
+                raise SubscriptionError(
+                    ErrorCode.INVALID_CONFIG, f"Illegal client matching pattern: {pattern}"
+                )
+            try:
+                re.compile(regex.strip())
+            except re.error:
+                raise SubscriptionError(
+                    ErrorCode.INVALID_CONFIG, f"Illegal client matching pattern: {pattern}"
+                ) from None
+
+
+def apply_changes(current: dict[str, str], changes: list[dict]) -> dict[str, str]:
+    """IncrementalAlterConfigs on one subscription: the new config set, or raises."""
+    configs = dict(current)
+    for change in changes:
+        name, op, value = change["name"], change["config_operation"], change["value"]
+        if name not in CONFIG_NAMES:
+            _check_value(name, value or "")
+        if op in _OP_NAMES:  # Kafka 4.0 refuses both for every client metrics config
+            raise SubscriptionError(
+                ErrorCode.INVALID_CONFIG,
+                f"Can't {_OP_NAMES[op]} to key {name} because its type is not LIST.",
+            )
+        if op == OP_SET:
+            if value is None:
+                raise SubscriptionError(ErrorCode.INVALID_CONFIG, f"No value to set for {name}")
+            _check_value(name, value)
+            configs[name] = value
+        elif op == OP_DELETE:
+            configs.pop(name, None)
+        else:
+            raise SubscriptionError(ErrorCode.INVALID_REQUEST, f"Unknown config operation {op}")
+    return configs
+
+
+def replace_all(entries: list[dict]) -> dict[str, str]:
+    """AlterConfigs on one subscription: the request's entries become its whole set."""
+    configs = {}
+    for entry in entries:
+        if entry["value"] is None:
+            continue
+        _check_value(entry["name"], entry["value"])
+        configs[entry["name"]] = entry["value"]
+    return configs
+
+
+class SubscriptionStore:
+    """The subscriptions, in memory and in ``client-metrics.json``.
+
+    Changes are serialized by a trio lock and written in a worker thread (an
+    fsync), and the in-memory view changes only once the file holds the change.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._subscriptions: dict[str, dict[str, str]] | None = None
+        self._lock = trio.Lock()
+
+    async def _loaded(self) -> dict[str, dict[str, str]]:
+        if self._subscriptions is None:
+            self._subscriptions = await trio.to_thread.run_sync(self._read)
+        return self._subscriptions
+
+    def _read(self) -> dict[str, dict[str, str]]:
+        try:
+            raw = json.loads(self._path.read_text())
+        except FileNotFoundError:
+            return {}
+        return {
+            str(name): {str(k): str(v) for k, v in configs.items()}
+            for name, configs in raw.get("subscriptions", {}).items()
+        }
+
+    async def names(self) -> list[str]:
+        return sorted(await self._loaded())
+
+    async def configs(self, name: str) -> dict[str, str]:
+        return dict((await self._loaded()).get(name, {}))
+
+    async def put(self, name: str, configs: dict[str, str]) -> None:
+        """Make ``configs`` the subscription's set (an empty set removes it), durably."""
+        async with self._lock:
+            current = await self._loaded()
+            updated = {k: v for k, v in current.items() if k != name}
+            if configs:
+                updated[name] = dict(configs)
+            data = json.dumps({"version": 1, "subscriptions": updated}, indent=1, sort_keys=True)
+            await trio.to_thread.run_sync(atomic_write, self._path, data.encode())
+            self._subscriptions = updated
+
+
+_stores: weakref.WeakKeyDictionary[Broker, SubscriptionStore] = weakref.WeakKeyDictionary()
+
+
+def store_of(broker: Broker) -> SubscriptionStore:
+    """The broker's subscription store, opened at first use (kept beside it, so that
+    the broker itself needs no field for a feature most deployments never use)."""
+    store = _stores.get(broker)
+    if store is None:
+        store = _stores[broker] = SubscriptionStore(Path(broker.config.data_dir) / FILE_NAME)
+    return store

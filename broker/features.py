@@ -1,0 +1,87 @@
+"""The feature levels kafkette serves (KIP-584), as ApiVersions and UpdateFeatures report them.
+
+Kafka 4.0 finalizes its features in the metadata log and lets an operator move
+them with ``kafka-features.sh``; each level switches a behaviour on (group.version
+1 turns on the KIP-848 consumer group protocol, transaction.version 2 the KIP-890
+part 2 transaction protocol). kafkette's behaviour is not switchable: it serves
+exactly one level of each feature, so each feature's supported range is that one
+level and it is always finalized at it. A client then reads what kafkette really
+does: KIP-848 groups are served (group.version 1), transactions are the pre-KIP-890
+part 2 protocol (transaction.version 0: EndTxn 5 and the per-transaction epoch bump
+are not served), the metadata is Kafka 4.0's (metadata.version 4.0-IV3, 25) with a
+static single voter (kraft.version 0) and no eligible leader replicas (0).
+
+As in Kafka, a feature at level 0 is supported but not listed among the finalized
+features, and UpdateFeatures refuses, with Kafka's messages, any level outside
+the supported range; a request for the level already finalized succeeds and
+changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Kafka's epoch is the offset of the last feature record; kafkette's levels never
+# change, so one fixed epoch (clients only compare it with the one they saw last).
+FINALIZED_FEATURES_EPOCH = 0
+
+# UpdateFeatures upgrade types (v1+); v0's allow_downgrade maps to SAFE_DOWNGRADE.
+UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
+
+
+@dataclass(frozen=True, slots=True)
+class Feature:
+    name: str
+    min_version: int
+    max_version: int
+    finalized: int
+
+
+FEATURES: tuple[Feature, ...] = (
+    Feature("metadata.version", 25, 25, 25),  # 4.0-IV3, Kafka 4.0's latest
+    Feature("kraft.version", 0, 0, 0),
+    Feature("group.version", 1, 1, 1),
+    Feature("transaction.version", 0, 0, 0),
+    Feature("eligible.leader.replicas.version", 0, 0, 0),
+)
+BY_NAME = {f.name: f for f in FEATURES}
+
+
+def supported_features() -> list[dict]:
+    """ApiVersions v3+ ``supported_features``."""
+    return [
+        {"name": f.name, "min_version": f.min_version, "max_version": f.max_version}
+        for f in FEATURES
+    ]
+
+
+def finalized_features() -> list[dict]:
+    """ApiVersions v3+ ``finalized_features``: those above level 0, as Kafka lists them."""
+    return [
+        {"name": f.name, "max_version_level": f.finalized, "min_version_level": f.finalized}
+        for f in FEATURES
+        if f.finalized > 0
+    ]
+
+
+def update_problem(name: str, level: int, upgrade_type: int, node_id: int) -> str | None:
+    """Why ``name`` cannot be set to ``level`` (Kafka's wording), or None if it can."""
+    feature = BY_NAME.get(name)
+    prefix = f"Invalid update version {level} for feature {name}."
+    if feature is None:
+        if level <= 0:  # Kafka: removing a feature that is not there is a no-op
+            return None
+        return f"{prefix} Local controller {node_id} does not support this feature."
+    if level < feature.finalized and upgrade_type == UPGRADE:
+        return (
+            f"{prefix} Can't downgrade the version of this feature without setting the "
+            "upgrade type to either safe or unsafe downgrade."
+        )
+    if not feature.min_version <= level <= feature.max_version:
+        return (
+            f"{prefix} Local controller {node_id} only supports versions "
+            f"{feature.min_version}-{feature.max_version}"
+        )
+    if level > feature.finalized and upgrade_type != UPGRADE:
+        return f"{prefix} Can't downgrade to a newer version."
+    return None
