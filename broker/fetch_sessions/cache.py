@@ -93,6 +93,7 @@ class FetchSessionCache:
     sessions: dict[int, FetchSession] = field(default_factory=dict)
     num_partitions: int = 0  # over all sessions (Kafka's NumIncrementalFetchPartitionsCached)
     evictions: int = 0
+    incremental_fetches: int = 0  # answered in a session (Kafka counts them as well)
     _random: random.Random = field(default_factory=random.Random)
 
     def __len__(self) -> int:

@@ -69,5 +69,6 @@ def open_context(
         cache.remove(session.id)
         return SESSIONLESS
     cache.touch(session, now_ms)
+    cache.incremental_fetches += 1
     session.epoch = next_epoch(session.epoch)
     return FetchContext(session=session)
