@@ -232,6 +232,10 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             at_least=1,
         ),
         _d(
+            "max.incremental.fetch.session.cache.slots", "INT", "1000",
+            "Incremental fetch sessions (KIP-227) kept at most; 0 turns them off.", at_least=0,
+        ),
+        _d(
             "replica.lag.time.max.ms", "LONG", "30000",
             "A follower not caught up for this long leaves the ISR.", at_least=1,
         ),

@@ -49,6 +49,7 @@ from kafkette.broker.connection_limits import (
     normalised_ip,
     resolve_overrides,
 )
+from kafkette.broker.fetch_sessions.cache import FetchSessionCache
 from kafkette.broker.group_coordinator import GroupCoordinator
 from kafkette.broker.identity import load_or_create_cluster_id
 from kafkette.broker.observability.request_log import RequestObserver
@@ -178,6 +179,10 @@ class Broker:
         self.data_dir: DataDir | None = None
         self._dir_lock: DirLock | None = None
         self.request_memory = RequestMemoryPool(config.request_memory_bytes)
+        # KIP-227 incremental fetch sessions (handlers/fetch.py, broker/fetch_sessions/).
+        self.fetch_sessions = FetchSessionCache(
+            int(config.value_of("max.incremental.fetch.session.cache.slots") or 1000)
+        )
         self.connection_limits = ConnectionLimits(
             config.max_connections, config.max_connections_per_ip
         )

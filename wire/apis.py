@@ -4,7 +4,7 @@ ApiVersions answers from this table, the codec refuses versions outside it,
 and ``docs/protocol-coverage.md`` is generated from it
 (``python -m kafkette.wire.coverage``). Ranges follow what Apache Kafka 4.0
 serves, capped where a higher version needs something we do not have (topic
-IDs in Produce 13 and Fetch 13+, KIP-848 fields in OffsetCommit/OffsetFetch 10).
+IDs in Produce 13, KIP-848 fields in OffsetCommit/OffsetFetch 10).
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ SUPPORTED: dict[ApiKey, ApiSpec] = {
             3,
             "0-2 advertised for librdkafka, refused; 13 needs topic ids",
         ),
-        _api(ApiKey.FETCH, "Fetch", 4, 12, note="13+ address topics by id"),
+        _api(ApiKey.FETCH, "Fetch", 4, 17),
         _api(ApiKey.LIST_OFFSETS, "ListOffsets", 1, 10),
         _api(ApiKey.METADATA, "Metadata", 0, 13),
         _api(ApiKey.OFFSET_COMMIT, "OffsetCommit", 2, 9, note="10 addresses topics by id"),

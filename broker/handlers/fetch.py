@@ -13,8 +13,14 @@ round trip that cost a quarter of a small Fetch's CPU. When it meets bytes
 that are not cached (or the fetch names many partitions), the whole read is
 done again in a worker thread, where waiting for the disk blocks no one.
 
-Fetch sessions are not kept: every answer has session id 0, which tells
-clients to keep sending full fetch requests.
+Fetch sessions (KIP-227, v7+): ``broker/fetch_sessions/`` decides from the
+request's session id and epoch whether this is a sessionless, full or incremental
+fetch; an incremental one reads every partition of its session and answers only
+those with something new. From v13 topics are named by id (UNKNOWN_TOPIC_ID for an
+id no topic has, answered per partition without holding up the long poll, as Kafka).
+From v16 (KIP-951) a NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH partition carries
+the current leader and the answer its endpoint. v17's replica directory id is read
+and ignored (one log directory per broker).
 
 ``isolation_level=1`` (read_committed) reads only batches below the last
 stable offset and answers the aborted transactions overlapping the data
@@ -34,11 +40,22 @@ is the log end offset and none of this runs.
 from __future__ import annotations
 
 import struct
+import uuid
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
+from kafkette.broker.clock import now_ms
+from kafkette.broker.fetch_sessions import (
+    CachedPartition,
+    FetchSession,
+    incremental_answer,
+    new_session_partitions,
+    open_context,
+)
+from kafkette.broker.fetch_sessions.context import SESSIONLESS
 from kafkette.broker.partition import Partition
 from kafkette.broker.security.authorizer.checks import (
     CLUSTER_ACTION,
@@ -46,10 +63,12 @@ from kafkette.broker.security.authorizer.checks import (
     cluster_denied,
     topic_denied,
 )
+from kafkette.broker.security.session import listener_of
 from kafkette.broker.throttled_log import storage_errors
 from kafkette.log.errors import OffsetOutOfRange
 from kafkette.log.file_region import FileRegion, WouldBlock, reads_without_waiting
 from kafkette.wire.errors import ErrorCode
+from kafkette.wire.primitives import ZERO_UUID
 
 if TYPE_CHECKING:
     from kafkette.broker.cluster.replica_manager import ReplicaManager
@@ -105,8 +124,26 @@ class _Wanted:
 
 async def handle_fetch(broker: Broker, request: Request) -> dict:
     body = request.body
+    version = request.header.api_version
     read_committed = body["isolation_level"] == READ_COMMITTED
-    topics, wanted = _plan(broker, body, read_committed, request.header.api_version, request)
+    replica_id = replica_id_of(body, version) if broker.cluster is not None else -1
+    cache = broker.fetch_sessions
+    context = open_context(cache, version, body, now_ms()) if version >= 7 else SESSIONLESS
+    if context.error:
+        return {
+            "throttle_time_ms": 0,
+            "error_code": context.error,
+            "session_id": 0,
+            "responses": [],
+        }
+    names = _topic_names(broker) if version >= 13 else None
+    session = context.session
+    if session is None:
+        groups = _request_groups(body["topics"], names)
+        cached = None
+    else:
+        groups, cached = _session_groups(session, names)
+    topics, wanted = _plan(broker, groups, read_committed, replica_id, request)
     max_wait = max(0, body["max_wait_ms"]) / 1000
     deadline = trio.current_time() + max_wait
     min_bytes = body["min_bytes"]
@@ -133,7 +170,24 @@ async def handle_fetch(broker: Broker, request: Request) -> dict:
             for partition in partitions:
                 partition.remove_waiter(appended)
     _count_traffic_out(wanted)
-    return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": topics}
+    session_id = 0
+    if cached is not None and session is not None:
+        responses = [r for topic in topics for r in topic["partitions"]]
+        topics = incremental_answer(session, cached, responses)
+        session_id = session.id
+    elif context.may_create:
+        by_id = version >= 13
+        session_id = cache.maybe_create(
+            now_ms(),
+            replica_id >= 0,
+            sum(len(topic["partitions"]) for topic in topics),
+            by_id,
+            lambda: new_session_partitions(_answered(groups, topics, by_id)),
+        )
+    result = {"throttle_time_ms": 0, "error_code": 0, "session_id": session_id, "responses": topics}
+    if version >= 16 and broker.cluster is not None:
+        _add_leader_hints(broker, request, topics, result)
+    return result
 
 
 def replica_id_of(body: dict, version: int) -> int:
@@ -144,28 +198,124 @@ def replica_id_of(body: dict, version: int) -> int:
     return body.get("replica_id", -1)
 
 
+# (topic name or None when its id is unknown, topic id, the request's FetchPartitions)
+_Group = tuple["str | None", uuid.UUID, list[dict]]
+
+
+def _request_groups(topics: list[dict], names: _TopicNames | None) -> list[_Group]:
+    """The request's topics (by name before v13, by id from v13)."""
+    if names is None:
+        return [(topic["topic"], ZERO_UUID, topic["partitions"]) for topic in topics]
+    name_of = names.name_of
+    return [
+        (name_of(topic["topic_id"]), topic["topic_id"], topic["partitions"]) for topic in topics
+    ]
+
+
+def _session_groups(
+    session: FetchSession, names: _TopicNames | None
+) -> tuple[list[_Group], list[CachedPartition]]:
+    """The session's partitions in its order, consecutive ones of a topic in one group
+    (names resolved afresh when the session goes by topic id: a topic may come or go)."""
+    groups: list[_Group] = []
+    cached = list(session.partitions.values())
+    last: object = None
+    fetches: list[dict] = []
+    name: str | None = None
+    for item in cached:
+        if item.topic != last:
+            last = item.topic
+            if names is not None:
+                name = names.name_of(item.topic_id)
+            else:
+                name = item.name
+            fetches = []
+            groups.append((name, item.topic_id, fetches))
+        item.name = name
+        fetches.append(item.fetch)
+    return groups, cached
+
+
+def _answered(
+    groups: list[_Group], topics: list[dict], by_id: bool
+) -> Iterator[tuple[object, uuid.UUID, str | None, dict, dict]]:
+    for (name, topic_id, fetches), topic in zip(groups, topics, strict=True):
+        key = topic_id if by_id else name
+        for fetch, response in zip(fetches, topic["partitions"], strict=True):
+            yield key, topic_id, name, fetch, response
+
+
+class _TopicNames:
+    """Topic id -> name over the broker's topic table (the cluster's in cluster mode).
+
+    Built once and reused while it agrees with the table: an entry is checked against
+    the table at each lookup (a deleted or re-created topic is seen at once), and a miss
+    rebuilds the index, so a Fetch by id costs a dict lookup per topic, not a scan.
+    """
+
+    __slots__ = ("_ids", "_table")
+
+    def __init__(self) -> None:
+        self._ids: dict[uuid.UUID, str] = {}
+        self._table: Mapping[str, Any] = {}
+
+    def over(self, table: Mapping[str, Any]) -> _TopicNames:
+        self._table = table
+        return self
+
+    def name_of(self, topic_id: uuid.UUID) -> str | None:
+        table = self._table
+        name = self._ids.get(topic_id)
+        if name is not None:
+            meta = table.get(name)
+            if meta is not None and meta.topic_id == topic_id:
+                return name
+        self._ids = {meta.topic_id: n for n, meta in table.items()}
+        name = self._ids.get(topic_id)
+        return None if name is None or topic_id == ZERO_UUID else name
+
+
+_TOPIC_NAMES = _TopicNames()
+
+
+def _topic_names(broker: Broker) -> _TopicNames:
+    if broker.cluster is not None:
+        return _TOPIC_NAMES.over(broker.cluster.metadata.topics)
+    return _TOPIC_NAMES.over(broker.topics.data_dir.topics)
+
+
 def _plan(
-    broker: Broker, body: dict, read_committed: bool, version: int, request: Request
+    broker: Broker,
+    groups: list[_Group],
+    read_committed: bool,
+    replica_id: int,
+    request: Request,
 ) -> tuple[list[dict], list[_Wanted]]:
     topics: list[dict] = []
     wanted: list[_Wanted] = []
     replicas = broker.cluster.replicas if broker.cluster is not None else None
-    replica_id = replica_id_of(body, version) if replicas is not None else -1
     # Kafka: a follower needs CLUSTER_ACTION on the cluster, a consumer READ on each
     # topic; either refusal is TOPIC_AUTHORIZATION_FAILED on the partitions.
     follower_denied = replica_id >= 0 and cluster_denied(broker, request, CLUSTER_ACTION)
-    for topic in body["topics"]:
-        name = topic["topic"]
+    for name, topic_id, fetches in groups:
         partitions = []
+        if name is None:  # Fetch 13+ naming a topic id no topic has (Kafka: per partition)
+            for fetch in fetches:
+                partitions.append(
+                    _refused(fetch["partition"], read_committed, ErrorCode.UNKNOWN_TOPIC_ID)
+                )
+            topics.append({"topic": "", "topic_id": topic_id, "partitions": partitions})
+            continue
         if broker.authorizer is not None and (
             follower_denied
             or (replica_id < 0 and topic_denied(broker, request, READ, name))
         ):
-            for fetch in topic["partitions"]:
-                partitions.append(_refused(fetch["partition"], read_committed))
-            topics.append({"topic": name, "partitions": partitions})
+            denied = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            for fetch in fetches:
+                partitions.append(_refused(fetch["partition"], read_committed, denied))
+            topics.append({"topic": name, "topic_id": topic_id, "partitions": partitions})
             continue
-        for fetch in topic["partitions"]:
+        for fetch in fetches:
             response = {
                 "partition_index": fetch["partition"],
                 "error_code": 0,
@@ -199,14 +349,48 @@ def _plan(
                     replica_id < 0 and broker.count_records_out,
                 )
             )
-        topics.append({"topic": name, "partitions": partitions})
+        topics.append({"topic": name, "topic_id": topic_id, "partitions": partitions})
     return topics, wanted
 
 
-def _refused(index: int, read_committed: bool) -> dict:
+_LEADER_MOVED = (int(ErrorCode.NOT_LEADER_OR_FOLLOWER), int(ErrorCode.FENCED_LEADER_EPOCH))
+
+
+def _add_leader_hints(broker: Broker, request: Request, topics: list[dict], result: dict) -> None:
+    """KIP-951 (v16+): partitions answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH
+    carry the leader this broker knows, and ``node_endpoints`` where to reach it (for
+    the listener the request came in on), so the client need not ask Metadata first."""
+    assert broker.cluster is not None
+    metadata = broker.cluster.metadata
+    leaders: set[int] = set()
+    for topic in topics:
+        for response in topic["partitions"]:
+            if response["error_code"] not in _LEADER_MOVED:
+                continue
+            state = metadata.state(topic["topic"], response["partition_index"])
+            leader = metadata.leader_of(topic["topic"], response["partition_index"])
+            if state is None:
+                continue
+            response["current_leader"] = {"leader_id": leader, "leader_epoch": state.leader_epoch}
+            if leader >= 0:
+                leaders.add(leader)
+    if not leaders:
+        return
+    listener = listener_of(request)
+    endpoints = []
+    for node_id in sorted(leaders):
+        info = metadata.brokers.get(node_id)
+        endpoint = info.endpoint_for(listener) if info is not None else None
+        if endpoint is not None:
+            host, port = endpoint
+            endpoints.append({"node_id": node_id, "host": host, "port": port, "rack": info.rack})
+    result["node_endpoints"] = endpoints
+
+
+def _refused(index: int, read_committed: bool, error: ErrorCode) -> dict:
     return {
         "partition_index": index,
-        "error_code": int(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+        "error_code": int(error),
         "high_watermark": -1,
         "last_stable_offset": -1,
         "log_start_offset": -1,
