@@ -498,7 +498,7 @@ class Broker:
         """The data dir's quotas (a damaged file stops the start), or a cluster's."""
         try:
             self.quota_store = await open_quota_store(self)
-        except QuotaFileError as exc:
+        except (QuotaFileError, RuntimeError) as exc:  # RuntimeError: ZooKeeper's (zk_store)
             raise StartupError(str(exc)) from None
         self.quota_store.on_change(self.client_quotas.update)
 
