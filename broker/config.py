@@ -318,6 +318,14 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ),
         _d("max.connections", "INT", str(INT_MAX), "Open connections at most.", at_least=0),
         _d(
+            "quota.window.num", "INT", "11",
+            "Samples kept for client quota rates (broker/quotas/).", at_least=1,
+        ),
+        _d(
+            "quota.window.size.seconds", "INT", "1",
+            "Time span of one client quota sample, in seconds.", at_least=1,
+        ),
+        _d(
             "max.connections.per.ip",
             "INT",
             str(INT_MAX),

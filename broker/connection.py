@@ -16,6 +16,9 @@ log and, with metrics on, the request counters): its time in the broker, from th
 frame being parsed to the response written, plus the time the frame waited for
 request memory (Kafka's request queue time has no other equivalent here).
 
+While a client quota exists, each request is answered through broker/quotas/
+(throttle_time_ms, then the connection muted for the throttle time: KIP-219).
+
 On a SASL listener the connection's ``Authenticator`` sees every request first: until
 the client has authenticated it answers the SASL exchange itself and closes the
 connection on anything else (broker/security/sasl/authenticator.py).
@@ -30,6 +33,8 @@ from typing import TYPE_CHECKING
 import trio
 
 from kafkette.broker.handlers import HANDLERS
+from kafkette.broker.quotas.enforcement import answer as answer_within_quotas
+from kafkette.broker.quotas.enforcement import start_timing
 from kafkette.broker.request_memory import SMALL_FRAME_BYTES
 from kafkette.broker.response_writer import send_chunks
 from kafkette.wire.apis import ApiKey
@@ -140,6 +145,10 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
             request.peer = peer
             request.session = session
             verdict = None  # the authenticator's, on a SASL listener
+            quotas = broker.client_quotas if broker.client_quotas.active else None
+            mute_s = 0.0  # KIP-219: seconds this connection is not read after the answer
+            if quotas is not None:
+                start_timing(quotas)
             try:
                 if authenticator is None:
                     response = await _dispatch(broker, request)
@@ -151,7 +160,11 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
                         response = verdict.response
                         if verdict.delay_s:
                             await trio.sleep(verdict.delay_s)
-                if response is not None:
+                if quotas is not None and (verdict is None or verdict.dispatch):
+                    response_bytes, mute_s = await answer_within_quotas(
+                        quotas, conn, stream, request, response
+                    )
+                elif response is not None:
                     chunks = conn.encode_response(request.header, response)
                     response_bytes = 4 + int.from_bytes(chunks[0][:4], "big")  # type: ignore[index]
                     await send_chunks(stream, chunks)
@@ -164,6 +177,8 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
             pool.release(reserved)
             reserved = 0
             queued = 0.0
+            if mute_s:
+                await trio.sleep(mute_s)  # client quotas: muted (broker/quotas/)
             if verdict is not None:
                 if verdict.close:
                     reason = verdict.close

@@ -55,6 +55,7 @@ from kafkette.broker.identity import load_or_create_cluster_id
 from kafkette.broker.observability.request_log import RequestObserver
 from kafkette.broker.partition import Partition
 from kafkette.broker.producer_ids import ProducerIdAllocator
+from kafkette.broker.quotas import QuotaFileError, QuotaManager, QuotaStore, open_quota_store
 from kafkette.broker.request_memory import RequestMemoryPool
 from kafkette.broker.security.authorizer.startup import open_authorizer
 from kafkette.broker.security.listeners import ListenerSpec, plan_listeners
@@ -171,6 +172,13 @@ class Broker:
         self.cluster_id = ""
         self.closing = False
         self.requests_in_flight = 0
+        # Client quotas (broker/quotas/): the store is opened with the data dir; until a
+        # produce/fetch/request quota exists the manager is inactive and costs nothing.
+        self.client_quotas = QuotaManager(
+            int(config.value_of("quota.window.num") or 11),
+            int(config.value_of("quota.window.size.seconds") or 1),
+        )
+        self.quota_store: QuotaStore | None = None
         # The request log, and the request counters once metrics are on (observability/).
         self.request_observer = RequestObserver()
         # Fetch answers' records are counted (a scan of their batch headers) only while
@@ -468,6 +476,7 @@ class Broker:
             ) from None
         if not clustered:  # SCRAM credentials: a damaged file stops the start (sasl/)
             await self._open_scram_credentials()
+        await self._open_client_quotas()
         self.topics = TopicRegistry(self.data_dir, self.config)
         try:
             self.authorizer = await open_authorizer(self)
@@ -489,6 +498,14 @@ class Broker:
             len(self.topics.names),
             time.perf_counter() - started,
         )
+
+    async def _open_client_quotas(self) -> None:
+        """The data dir's quotas (a damaged file stops the start), or a cluster's."""
+        try:
+            self.quota_store = await open_quota_store(self)
+        except (QuotaFileError, RuntimeError) as exc:  # RuntimeError: ZooKeeper's (zk_store)
+            raise StartupError(str(exc)) from None
+        self.quota_store.on_change(self.client_quotas.update)
 
     def _has_scram_credentials_file(self) -> bool:
         # The name is scram_store.FILE_NAME (not imported: it would load the package).

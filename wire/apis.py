@@ -55,6 +55,7 @@ class ApiKey(IntEnum):
     LIST_PARTITION_REASSIGNMENTS = 46
     OFFSET_DELETE = 47
     DESCRIBE_CLIENT_QUOTAS = 48
+    ALTER_CLIENT_QUOTAS = 49
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50
     ALTER_USER_SCRAM_CREDENTIALS = 51
     DESCRIBE_QUORUM = 55
@@ -154,13 +155,8 @@ SUPPORTED: dict[ApiKey, ApiSpec] = {
         _api(ApiKey.ALTER_PARTITION_REASSIGNMENTS, "AlterPartitionReassignments", 0, 1),
         _api(ApiKey.LIST_PARTITION_REASSIGNMENTS, "ListPartitionReassignments", 0, 0),
         _api(ApiKey.OFFSET_DELETE, "OffsetDelete", 0, 0),
-        _api(
-            ApiKey.DESCRIBE_CLIENT_QUOTAS,
-            "DescribeClientQuotas",
-            0,
-            1,
-            note="no client quotas: always an empty answer",
-        ),
+        _api(ApiKey.DESCRIBE_CLIENT_QUOTAS, "DescribeClientQuotas", 0, 1),
+        _api(ApiKey.ALTER_CLIENT_QUOTAS, "AlterClientQuotas", 0, 1),
         _api(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, "DescribeUserScramCredentials", 0, 0),
         _api(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, "AlterUserScramCredentials", 0, 0),
         _api(ApiKey.DESCRIBE_CLUSTER, "DescribeCluster", 0, 2),

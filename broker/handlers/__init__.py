@@ -48,6 +48,7 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.SASL_HANDSHAKE: sasl.handle_sasl_handshake,
     ApiKey.SASL_AUTHENTICATE: sasl.handle_sasl_authenticate,
     ApiKey.DESCRIBE_CLIENT_QUOTAS: client_quotas.handle_describe_client_quotas,
+    ApiKey.ALTER_CLIENT_QUOTAS: client_quotas.handle_alter_client_quotas,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (
         scram_credentials.handle_describe_user_scram_credentials
     ),

@@ -1,0 +1,45 @@
+"""Client quotas: the configs (DescribeClientQuotas / AlterClientQuotas) and throttling.
+
+- entities.py: quota entities (user, client-id, ip, defaults) and Kafka's checks;
+- store.py: one node's quotas in the data dir (``client-quotas.json``);
+  zk_store.py: a cluster's, in ZooKeeper's ``/config/users|clients|ips``;
+- rate.py: Kafka's sampled rate (``quota.window.num`` x ``quota.window.size.seconds``);
+- manager.py: which quota applies to a (user, client id), and the throttle time;
+- enforcement.py: the connection loop's one hook: throttle_time_ms and KIP-219 muting.
+
+docs/quotas.md says what is enforced and how.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+from kafkette.broker.quotas.manager import QuotaManager
+from kafkette.broker.quotas.store import Changes, FileQuotaStore, QuotaFileError, Quotas
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from kafkette.broker.server import Broker
+
+__all__ = ["QuotaFileError", "QuotaManager", "QuotaStore", "open_quota_store"]
+
+
+class QuotaStore(Protocol):
+    def on_change(self, listener: Callable[[Quotas], None]) -> None: ...
+
+    async def all(self) -> Quotas: ...
+
+    async def apply(self, changes: Changes) -> None: ...
+
+
+async def open_quota_store(broker: Broker) -> QuotaStore:
+    """The cluster's store in cluster mode, else the data dir's (read in a worker thread)."""
+    if broker.cluster is not None:
+        from kafkette.broker.quotas.zk_store import ZkQuotaStore
+
+        return await ZkQuotaStore.open(broker.cluster.session)
+
+    import trio
+
+    return await trio.to_thread.run_sync(FileQuotaStore.load, broker.config.data_dir)

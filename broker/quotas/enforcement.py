@@ -1,0 +1,140 @@
+"""Answering a request under client quotas: throttle_time_ms and KIP-219 muting.
+
+Called by the connection loop (broker/connection.py), once per request, only while a
+quota exists. As Kafka's KafkaApis does:
+
+- Produce records the request's size against ``producer_byte_rate``; every request
+  records the event loop's time spent on it against ``request_percentage``.
+- Fetch (from a consumer, not a follower) records the encoded response's size against
+  ``consumer_byte_rate``. When it must be throttled (by either quota) the size is taken
+  back and the answer is an empty Fetch response (no partitions) carrying the throttle
+  time: the records stay for the fetch after the throttle, nothing is sent twice.
+- The throttle is the longer of the two; it goes into the response's
+  ``throttle_time_ms`` where the response has that field.
+- KIP-219: the response goes out at once and the connection is then muted (nothing more
+  is read from it) for the throttle time; the client, which sees throttle_time_ms, holds
+  back too. A client older than KIP-219 (Produce < 6, Fetch < 8) gets its response only
+  after the throttle time, as before KIP-219.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import TYPE_CHECKING
+
+import trio
+
+from kafkette.broker.quotas.entities import (
+    CONSUMER_BYTE_RATE,
+    PRODUCER_BYTE_RATE,
+    REQUEST_PERCENTAGE,
+)
+from kafkette.broker.response_writer import send_chunks
+from kafkette.wire.apis import ApiKey, api_spec
+from kafkette.wire.schema import in_range, load_message
+
+if TYPE_CHECKING:
+    from kafkette.broker.quotas.manager import QuotaManager
+    from kafkette.wire.connection import Request, ServerConnection
+
+# The first version of each API whose client throttles itself (KIP-219); below it the
+# broker delays the response instead.
+CLIENT_THROTTLES_FROM = {ApiKey.PRODUCE: 6, ApiKey.FETCH: 8}
+
+
+@functools.cache
+def _has_throttle_field(api_key: int, version: int) -> bool:
+    api = api_spec(api_key)
+    if api is None:
+        return False
+    definition = load_message(api.response_definition)
+    return any(
+        f.name == "throttle_time_ms" and in_range(version, f.versions) for f in definition.fields
+    )
+
+
+def _client_identity(request: Request) -> tuple[str, str]:
+    session = request.session
+    principal = getattr(session, "principal", None)
+    user = principal.name if principal is not None else "ANONYMOUS"
+    return user, request.header.client_id or ""
+
+
+def _from_follower(request: Request) -> bool:
+    body = request.body
+    replica_id = body.get("replica_id", -1)
+    if replica_id is None or replica_id < 0:
+        state = body.get("replica_state")
+        replica_id = state.get("replica_id", -1) if isinstance(state, dict) else -1
+    return replica_id is not None and replica_id >= 0
+
+
+def start_timing(quotas: QuotaManager) -> None:
+    """Before the handler runs: count the event loop's time on this task from now."""
+    if quotas.timer is not None:
+        quotas.timer.busy[trio.lowlevel.current_task()] = 0.0
+
+
+def _busy_seconds(quotas: QuotaManager) -> float:
+    timer = quotas.timer
+    if timer is None:
+        return 0.0
+    return timer.busy.pop(trio.lowlevel.current_task(), 0.0)
+
+
+async def answer(
+    quotas: QuotaManager,
+    conn: ServerConnection,
+    stream: trio.abc.Stream,
+    request: Request,
+    response: dict | None,
+) -> tuple[int, float]:
+    """Record the request, throttle it if over quota and send its response (if any).
+
+    Returns the response's bytes and the seconds to keep the connection muted."""
+    header = request.header
+    api_key = header.api_key
+    now_ms = time.monotonic() * 1000
+    busy = _busy_seconds(quotas)
+    if api_key == ApiKey.FETCH and _from_follower(request):
+        resolved = {}  # replication is never throttled by client quotas
+    else:
+        resolved = quotas.resolve(*_client_identity(request))
+    throttle_ms = 0.0
+    if resolved:
+        if busy:
+            throttle_ms = quotas.record(resolved, REQUEST_PERCENTAGE, busy * 100.0, now_ms)
+        if api_key == ApiKey.PRODUCE:
+            produce_ms = quotas.record(resolved, PRODUCER_BYTE_RATE, request.size + 4, now_ms)
+            throttle_ms = max(throttle_ms, produce_ms)
+    if response is None:  # Produce acks=0: no answer, but the connection is muted
+        return 0, throttle_ms / 1000
+    chunks = None
+    if api_key == ApiKey.FETCH and CONSUMER_BYTE_RATE in resolved:
+        chunks = conn.encode_response(header, response)
+        size = 4 + int.from_bytes(chunks[0][:4], "big")  # type: ignore[index]
+        fetch_ms = quotas.record(resolved, CONSUMER_BYTE_RATE, size, now_ms)
+        throttle_ms = max(throttle_ms, fetch_ms)
+        if throttle_ms > 0:
+            quotas.unrecord(resolved, CONSUMER_BYTE_RATE, size, now_ms)
+    if api_key == ApiKey.FETCH and throttle_ms > 0:
+        response = {
+            "error_code": 0,
+            "session_id": response.get("session_id", 0),
+            "responses": [],
+        }
+        chunks = None
+    throttle = round(throttle_ms)
+    if throttle > 0 and _has_throttle_field(api_key, header.api_version):
+        response["throttle_time_ms"] = max(response.get("throttle_time_ms") or 0, throttle)
+        chunks = None
+    if chunks is None:
+        chunks = conn.encode_response(header, response)
+    response_bytes = 4 + int.from_bytes(chunks[0][:4], "big")  # type: ignore[index]
+    seconds = throttle / 1000
+    if throttle > 0 and header.api_version < CLIENT_THROTTLES_FROM.get(api_key, 0):
+        await trio.sleep(seconds)  # before KIP-219: the answer itself is late
+        seconds = 0.0
+    await send_chunks(stream, chunks)
+    return response_bytes, seconds

@@ -1,0 +1,243 @@
+"""Client quotas: the admin APIs as Kafka 4.0 answers them, and real clients throttled.
+
+The configs are set with kafka-configs.sh from the reference Kafka (when Java and the
+reference are there: three JVM runs, the slowest test here) and with raw requests
+(kafka-python's classes); a confluent-kafka producer and consumer are then slowed to
+their byte rates. Rates use
+``quota.window.num=2`` so that the burst a new client is allowed ((num - 1) windows of
+quota) is one second's worth and a test of a few seconds shows the limit; bounds are
+generous (half the expected time) because the machine is shared.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from kafka.protocol.admin import AlterClientQuotasRequest as Alter
+from kafka.protocol.admin import DescribeClientQuotasRequest as Describe
+
+from kafkette.broker.embedded import EmbeddedBroker
+
+REPO = Path(__file__).resolve().parents[2]
+RATE = 10 * 1024  # bytes per second
+RECORDS = 40
+RECORD_BYTES = 1000
+EXPECTED_S = RECORDS * RECORD_BYTES / RATE - 1  # less the one-window burst
+CONFIGS = {"quota.window.num": "2", "num.partitions": "1"}
+
+
+@pytest.fixture(scope="module")
+def quota_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
+    embedded = EmbeddedBroker.start(
+        data_dir=tmp_path_factory.mktemp("quota-data"), configs=CONFIGS
+    )
+    try:
+        yield embedded
+    finally:
+        embedded.stop(timeout=30)
+
+
+def _alter(client, entity, ops, validate_only=False, version=1):  # type: ignore[no-untyped-def]
+    request = Alter(
+        entries=[
+            Alter.EntryData(
+                entity=[
+                    Alter.EntryData.EntityData(entity_type=t, entity_name=n) for t, n in entity
+                ],
+                ops=[Alter.EntryData.OpData(key=k, value=v, remove=r) for k, v, r in ops],
+            )
+        ],
+        validate_only=validate_only,
+    )
+    response = client.request(request, version)
+    return [(e.error_code, e.error_message) for e in response.entries]
+
+
+def _describe(client, components, strict=False, version=1):  # type: ignore[no-untyped-def]
+    request = Describe(
+        components=[Describe.ComponentData(entity_type=t, match_type=m, match=s)
+                    for t, m, s in components],
+        strict=strict,
+    )  # fmt: skip
+    response = client.request(request, version)
+    entries = None if response.entries is None else {
+        tuple((x.entity_type, x.entity_name) for x in e.entity): {v.key: v.value for v in e.values}
+        for e in response.entries
+    }
+    return response.error_code, response.error_message, entries
+
+
+def test_alter_checks_each_entry_as_kafka(quota_broker, raw_client) -> None:
+    client = raw_client(quota_broker.bootstrap)
+    invalid = 42
+    assert _alter(client, [("client-id", "v1")], [("foo", 1.0, False)]) == [
+        (invalid, "Invalid configuration key foo")]
+    assert _alter(client, [("client-id", "v1")], [("producer_byte_rate", 0.0, False)]) == [
+        (invalid, "Quota producer_byte_rate must be greater than 0")]
+    assert _alter(client, [("client-id", "v1")], [("producer_byte_rate", 1.5, False)]) == [
+        (invalid, "producer_byte_rate cannot be a fractional value.")]
+    assert _alter(client, [("user", "v1")], [("producer_byte_rate", 1e20, False)]) == [
+        (invalid, "Proposed value for producer_byte_rate is too large for a LONG.")]
+    assert _alter(client, [("ip", "1.2.3.4")], [("producer_byte_rate", 5.0, False)]) == [
+        (invalid, "Invalid configuration key producer_byte_rate")]
+    assert _alter(client, [("ip", "1.2.3.4"), ("user", "u")],
+                  [("connection_creation_rate", 5.0, False)])[0][0] == invalid  # fmt: skip
+    assert _alter(client, [("foo", "x")], [("producer_byte_rate", 5.0, False)]) == [
+        (invalid, "Unhandled client quota entity type: foo")]
+    assert _alter(client, [("user", "")], [("producer_byte_rate", 5.0, False)]) == [
+        (invalid, "Empty user not supported")]
+    assert _alter(client, [], [("producer_byte_rate", 5.0, False)]) == [
+        (invalid, "Invalid empty client quota entity")]
+    # validate_only: checked, not stored
+    assert _alter(client, [("user", "vo")], [("request_percentage", 1.5, False)], True) == [
+        (0, None)]
+    assert _describe(client, [("user", 0, "vo")]) == (0, "", {})
+
+
+def test_describe_filters_as_kafka(quota_broker, raw_client) -> None:
+    client = raw_client(quota_broker.bootstrap)
+    assert _alter(client, [("client-id", "f1")], [("producer_byte_rate", 2048.0, False)]) == [
+        (0, None)]
+    assert _alter(client, [("user", "fu"), ("client-id", "f1")],
+                  [("consumer_byte_rate", 4096.0, False)]) == [(0, None)]  # fmt: skip
+    assert _alter(client, [("user", None)], [("request_percentage", 200.0, False)]) == [
+        (0, None)]
+    code, _, strict = _describe(client, [("client-id", 0, "f1")], strict=True)
+    assert code == 0 and strict == {(("client-id", "f1"),): {"producer_byte_rate": 2048.0}}
+    _, _, loose = _describe(client, [("client-id", 0, "f1")])
+    assert loose == {
+        (("client-id", "f1"),): {"producer_byte_rate": 2048.0},
+        (("client-id", "f1"), ("user", "fu")): {"consumer_byte_rate": 4096.0},
+    }
+    _, _, defaults = _describe(client, [("user", 1, None)], strict=True)
+    assert defaults == {(("user", None),): {"request_percentage": 200.0}}
+    assert _describe(client, [("user", 0, None)])[:2] == (
+        42, "Request specified MATCH_TYPE_EXACT, but set match string to null.")
+    assert _describe(client, [("foo", 2, None)])[:2] == (35, "Unsupported entity type foo")
+    # removing the last value removes the entity
+    assert _alter(client, [("user", None)], [("request_percentage", 0.0, True)]) == [(0, None)]
+    assert _describe(client, [("user", 1, None)]) == (0, "", {})
+
+
+def _produce(bootstrap: str, topic: str, client_id: str) -> tuple[float, list[int]]:
+    throttles: list[int] = []
+    producer = Producer({
+        "bootstrap.servers": bootstrap, "client.id": client_id, "linger.ms": 5,
+        "batch.size": 4096, "throttle_cb": lambda event: throttles.append(event.throttle_time),
+    })  # fmt: skip
+    started = time.monotonic()
+    for _ in range(RECORDS):
+        producer.produce(topic, b"x" * RECORD_BYTES)
+        producer.poll(0)
+    assert producer.flush(60) == 0
+    return time.monotonic() - started, throttles
+
+
+def test_producer_is_slowed_to_its_byte_rate(quota_broker, raw_client) -> None:
+    client = raw_client(quota_broker.bootstrap)
+    slow = f"slow-{uuid.uuid4().hex[:6]}"
+    assert _alter(client, [("client-id", slow)], [("producer_byte_rate", RATE, False)]) == [
+        (0, None)]
+    topic = f"quota-{uuid.uuid4().hex[:8]}"
+    elapsed, throttles = _produce(quota_broker.bootstrap, topic, slow)
+    assert elapsed >= EXPECTED_S / 2, (elapsed, throttles)
+    assert throttles and max(throttles) > 0
+    # another client id has no quota: never throttled
+    _, free_throttles = _produce(quota_broker.bootstrap, topic, f"free-{uuid.uuid4().hex[:6]}")
+    assert not any(free_throttles)
+
+
+def test_consumer_is_slowed_to_its_byte_rate(quota_broker, raw_client) -> None:
+    topic = f"quota-{uuid.uuid4().hex[:8]}"
+    _produce(quota_broker.bootstrap, topic, f"fill-{uuid.uuid4().hex[:6]}")
+    client = raw_client(quota_broker.bootstrap)
+    slow = f"slowc-{uuid.uuid4().hex[:6]}"
+    assert _alter(client, [("client-id", slow)], [("consumer_byte_rate", RATE, False)]) == [
+        (0, None)]
+    throttles: list[int] = []
+    consumer = Consumer({
+        "bootstrap.servers": quota_broker.bootstrap, "client.id": slow,
+        "group.id": f"g-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest",
+        # a fetch answer well below the quota's window, so that each one can pass
+        "fetch.max.bytes": 4096, "max.partition.fetch.bytes": 4096, "message.max.bytes": 4096,
+        "throttle_cb": lambda event: throttles.append(event.throttle_time),
+    })  # fmt: skip
+    try:
+        consumer.subscribe([topic])
+        received, first, deadline = 0, None, time.monotonic() + 60
+        while received < RECORDS and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and not message.error():
+                received += 1
+                first = first or time.monotonic()
+        assert received == RECORDS
+        assert first is not None
+        elapsed = time.monotonic() - first
+    finally:
+        consumer.close()
+    assert elapsed >= EXPECTED_S / 2, (elapsed, throttles)
+    assert throttles and max(throttles) > 0
+
+
+def test_quotas_survive_a_restart(tmp_path: Path, raw_client) -> None:
+    data_dir = tmp_path / "data"
+    with EmbeddedBroker.start(data_dir=data_dir) as first:
+        client = raw_client(first.bootstrap)
+        assert _alter(client, [("user", "alice"), ("client-id", None)],
+                      [("producer_byte_rate", 1024.0, False)]) == [(0, None)]  # fmt: skip
+        assert _alter(client, [("ip", None)], [("connection_creation_rate", 7.0, False)]) == [
+            (0, None)]
+    assert (data_dir / "client-quotas.json").exists()
+    with EmbeddedBroker.start(data_dir=data_dir) as second:
+        client = raw_client(second.bootstrap)
+        assert _describe(client, [], version=0)[2] == {
+            (("client-id", None), ("user", "alice")): {"producer_byte_rate": 1024.0},
+            (("ip", None),): {"connection_creation_rate": 7.0},
+        }
+
+
+def _reference_script() -> Path | None:
+    given = os.environ.get("KAFKETTE_KAFKA_REF")
+    bases = [Path(given)] if given else [REPO.parent / "shared" / "reference-kafka",
+                                         REPO.parent.parent / "shared" / "reference-kafka"]
+    for base in bases:
+        script = base if base.name == "kafka-ref" else base / "kafka-ref"
+        if script.is_file():
+            return script
+    return None
+
+
+def test_kafka_configs_tool_sets_and_shows_quotas(quota_broker) -> None:
+    script = _reference_script()
+    if shutil.which("java") is None or script is None:
+        pytest.skip("java or the reference Kafka (../shared/reference-kafka) is missing")
+
+    def configs(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(script), "bin", "kafka-configs.sh", "--bootstrap-server",
+             quota_broker.bootstrap, *args],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+
+    client_id = f"tool-{uuid.uuid4().hex[:6]}"
+    altered = configs("--alter", "--add-config", "producer_byte_rate=1024,request_percentage=50",
+                      "--entity-type", "clients", "--entity-name", client_id)  # fmt: skip
+    assert altered.returncode == 0, altered.stderr
+    assert f"Completed updating config for client {client_id}." in altered.stdout
+    shown = configs("--describe", "--entity-type", "clients")
+    assert shown.returncode == 0, shown.stderr
+    assert f"Quota configs for client-id '{client_id}' are " in shown.stdout
+    assert "producer_byte_rate=1024.0" in shown.stdout
+    assert "request_percentage=50.0" in shown.stdout
+    bad = configs("--alter", "--add-config", "producer_byte_rate=1.5",
+                  "--entity-type", "clients", "--entity-name", client_id)  # fmt: skip
+    assert bad.returncode != 0
+    assert "producer_byte_rate cannot be a fractional value." in bad.stdout + bad.stderr
