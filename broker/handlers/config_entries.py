@@ -108,7 +108,8 @@ def broker_config_entries(broker: Broker) -> list[dict]:
     or a flag) is STATIC_BROKER_CONFIG, with synonyms [static value, default value]
     (the default left out when it is null); otherwise DEFAULT_CONFIG."""
     given = broker.config.given_at_start()
-    if "listeners" in given and "advertised.listeners" not in given and broker.listener_plan.simple:
+    flags = broker.config.flags
+    if "listeners" in flags and "advertised.listeners" not in given and broker.listener_plan.simple:
         # --listen alone: clients are told the listen address (the bound port once bound).
         given["advertised.listeners"] = f"PLAINTEXT://{broker.advertised}"
     entries = []
