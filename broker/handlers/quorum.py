@@ -64,7 +64,7 @@ async def handle_describe_quorum(broker: Broker, request: Request) -> dict:
     if cluster_denied(broker, request, DESCRIBE):
         return {
             "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
-            "error_message": "Not authorized for this cluster operation.",
+            "error_message": None,
             "topics": [],
             "nodes": [],
         }

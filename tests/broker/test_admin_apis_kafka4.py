@@ -22,12 +22,14 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
+from kafkette.broker.embedded import EmbeddedBroker
 from kafkette.wire.codec import message_codec
 from kafkette.wire.primitives import ZERO_UUID
 
 REPO = Path(__file__).resolve().parents[2]
 TOOL_TIMEOUT_S = 120
 CLIENT_METRICS = 16
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 
 # --- raw requests with our codec ----------------------------------------------------------
@@ -330,6 +332,29 @@ def test_client_metrics_subscriptions_are_config_resources_and_durable(
     assert _listed(second.bootstrap) == ["m1"]
     assert [(c["name"], c["value"]) for c in _describe_metrics(second.bootstrap, "m1")[
         "configs"]] == [("interval.ms", "1000"), ("metrics", "org.apache.kafka.")]
+
+
+def test_operations_apis_need_the_cluster_permissions_kafka_checks(tmp_path: Path) -> None:
+    """A broker with Kafka's StandardAuthorizer, no ACLs and no super user: every one of
+    these is refused with CLUSTER_AUTHORIZATION_FAILED (31) and nothing changes."""
+    configs = {"authorizer.class.name": STANDARD_AUTHORIZER}
+    with EmbeddedBroker.start(data_dir=tmp_path, configs=configs) as closed:
+        bootstrap = closed.bootstrap
+        log_dirs = wire_request(bootstrap, "DescribeLogDirs", 35, 4, {"topics": None})
+        assert (log_dirs["error_code"], log_dirs["results"]) == (31, [])
+        moved = wire_request(bootstrap, "AlterReplicaLogDirs", 34, 2, {"dirs": [
+            {"path": str(tmp_path), "topics": [{"name": "t", "partitions": [0]}]}]})
+        assert moved["results"][0]["partitions"][0]["error_code"] == 31
+        quorum = wire_request(bootstrap, "DescribeQuorum", 55, 2, {"topics": [
+            {"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]})
+        assert (quorum["error_code"], quorum["topics"]) == (31, [])
+        update = _update(bootstrap, 2, [("group.version", 1, 1)])
+        assert update["error_code"] == 31
+        listed = wire_request(bootstrap, "ListConfigResources", 74, 0, {})
+        assert (listed["error_code"], listed["config_resources"]) == (31, [])
+        assert _incremental(bootstrap, "m1", [("metrics", 0, "x")])["error_code"] == 31
+        assert _describe_metrics(bootstrap, "m1")["error_code"] == 31
+    assert not (tmp_path / "client-metrics.json").exists()
 
 
 # --- Kafka 4.0's own tools ----------------------------------------------------------------
