@@ -357,6 +357,43 @@ def test_operations_apis_need_the_cluster_permissions_kafka_checks(tmp_path: Pat
     assert not (tmp_path / "client-metrics.json").exists()
 
 
+def test_kafka_python_admin_client_reads_the_operations_apis(broker, create_topic) -> None:
+    """kafka-python's KafkaAdminClient (its own encoder, picking its own versions)."""
+    from kafka import TopicPartitionReplica
+    from kafka.admin import KafkaAdminClient
+    from kafka.errors import LogDirNotFoundError, NoError
+
+    topic = create_topic(broker.bootstrap, partitions=2)
+    _produce(broker.bootstrap, topic, 5)
+    own = os.path.abspath(broker.broker.config.data_dir)
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=20000)
+    try:
+        [described] = admin.describe_log_dirs()
+        [log_dir] = described["log_dirs"]
+        assert log_dir["log_dir"] == own and log_dir["total_bytes"] > 0
+        sizes = {p["partition_index"]: p["partition_size"]
+                 for t in log_dir["topics"] if t["name"] == topic for p in t["partitions"]}
+        assert set(sizes) == {0, 1} and sum(sizes.values()) > 500
+        features = admin.describe_features()
+        assert features["group.version"]["finalized"] == (1, 1)
+        assert features["transaction.version"] == {"supported": (0, 0)}
+        assert admin.update_features({"group.version": 1}, validate_only=True) == {
+            "group.version": "OK"}
+        quorum = admin.describe_metadata_quorum()
+        [partition] = quorum["topics"][0]["partitions"]
+        assert partition["leader_id"] == 1 and partition["error"] is None
+        moved = admin.alter_replica_log_dirs({
+            TopicPartitionReplica(topic, 0, 1): own,
+            TopicPartitionReplica(topic, 1, 1): "/not/a/log/dir",
+        })
+        assert moved[TopicPartitionReplica(topic, 0, 1)] is NoError
+        assert moved[TopicPartitionReplica(topic, 1, 1)] is LogDirNotFoundError
+        cluster = admin.describe_cluster()
+        assert [b["is_fenced"] for b in cluster["brokers"]] == [False]
+    finally:
+        admin.close()
+
+
 # --- Kafka 4.0's own tools ----------------------------------------------------------------
 
 
