@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -162,16 +163,30 @@ class SubscriptionStore:
     async def configs(self, name: str) -> dict[str, str]:
         return dict((await self._loaded()).get(name, {}))
 
-    async def put(self, name: str, configs: dict[str, str]) -> None:
-        """Make ``configs`` the subscription's set (an empty set removes it), durably."""
+    async def update(
+        self,
+        name: str,
+        change: Callable[[dict[str, str]], dict[str, str]],
+        *,
+        validate_only: bool = False,
+    ) -> dict[str, str]:
+        """Apply ``change`` to the subscription's configs (it may raise) and, unless
+        ``validate_only``, make the result its set durably (an empty set removes it).
+
+        Read, change and write happen under one lock, so two concurrent alterations
+        of a subscription never lose one another's change."""
         async with self._lock:
             current = await self._loaded()
+            configs = change(dict(current.get(name, {})))
+            if validate_only:
+                return configs
             updated = {k: v for k, v in current.items() if k != name}
             if configs:
                 updated[name] = dict(configs)
             data = json.dumps({"version": 1, "subscriptions": updated}, indent=1, sort_keys=True)
             await trio.to_thread.run_sync(atomic_write, self._path, data.encode())
             self._subscriptions = updated
+            return configs
 
 
 _stores: weakref.WeakKeyDictionary[Broker, SubscriptionStore] = weakref.WeakKeyDictionary()

@@ -97,17 +97,23 @@ async def alter_resource(
         response["error_code"] = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         return
     name = resource["resource_name"]
-    store = store_of(broker)
+    changes = resource["configs"]
+
+    def change(current: dict[str, str]) -> dict[str, str]:
+        return apply_changes(current, changes) if incremental else replace_all(changes)
+
     try:
         check_name(name)
-        if incremental:
-            configs = apply_changes(await store.configs(name), resource["configs"])
-        else:
-            configs = replace_all(resource["configs"])
+        configs = await store_of(broker).update(
+            name, change, validate_only=request.body["validate_only"]
+        )
     except SubscriptionError as exc:
         response["error_code"], response["error_message"] = int(exc.code), exc.message
         return
-    if request.body["validate_only"]:
+    except OSError as exc:  # the file could not be replaced: the old set still holds
+        log.warning("client metrics subscription %s not changed: %s", name, exc)
+        response["error_code"] = int(ErrorCode.UNKNOWN_SERVER_ERROR)
+        response["error_message"] = f"could not write the subscriptions: {exc.strerror or exc}"
         return
-    await store.put(name, configs)
-    log.info("client metrics subscription %s now %s", name, configs or "removed")
+    if not request.body["validate_only"]:
+        log.info("client metrics subscription %s now %s", name, configs or "removed")

@@ -31,7 +31,6 @@ async def handle_update_features(broker: Broker, request: Request) -> dict:
     response: dict = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "results": []}
     if cluster_denied(broker, request, ALTER):
         response["error_code"] = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-        response["error_message"] = ErrorCode.CLUSTER_AUTHORIZATION_FAILED.name
         return response
     for update in updates:
         if version == 0:

@@ -9,7 +9,9 @@ leads (at the highest controller epoch the partition states carry) and the other
 live brokers are observers. With no log, the high watermark and every log end
 offset are 0 (no lag); the leader's fetch and caught-up times are now. v2 lists
 the voter's endpoints: its broker listeners (there is no controller listener).
-Any other topic or partition gets Kafka's UNKNOWN_TOPIC_OR_PARTITION entry.
+Any other topic or partition gets Kafka's UNKNOWN_TOPIC_OR_PARTITION entry; while a
+cluster has no controller, NOT_LEADER_OR_FOLLOWER (Raft's answer from a non-leader,
+which clients retry).
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ async def handle_describe_quorum(broker: Broker, request: Request) -> dict:
     if cluster_denied(broker, request, DESCRIBE):
         return {
             "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
-            "error_message": "Not authorized for this cluster operation.",
+            "error_message": None,
             "topics": [],
             "nodes": [],
         }
@@ -95,10 +97,15 @@ async def handle_describe_quorum(broker: Broker, request: Request) -> dict:
                     "observers": observer_entries,
                 })
             else:
+                ours = topic["topic_name"] == METADATA_TOPIC and index == 0
+                # No controller right now (a cluster between elections): Raft's answer
+                # from a non-leader, which clients retry.
+                code = (ErrorCode.NOT_LEADER_OR_FOLLOWER if ours
+                        else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 partitions.append({
                     "partition_index": index,
-                    "error_code": int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
-                    "error_message": NOT_HOSTED,
+                    "error_code": int(code),
+                    "error_message": None if ours else NOT_HOSTED,
                     "leader_id": 0,
                     "leader_epoch": 0,
                     "high_watermark": 0,
