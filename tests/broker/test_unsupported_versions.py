@@ -67,17 +67,17 @@ def _api_versions_still_answered(sock: socket.socket) -> None:
     assert body["error_code"] == 0
 
 
-def test_fetch_13_gets_unsupported_version_and_the_connection_stays(bootstrap) -> None:
-    request = message_codec("FetchRequest", 13).encode(
+def test_fetch_18_gets_unsupported_version_and_the_connection_stays(bootstrap) -> None:
+    request = message_codec("FetchRequest", 18).encode(
         {"max_wait_ms": 0, "min_bytes": 1, "topics": []}
     )
     with _connect(bootstrap) as sock:
-        sock.sendall(_frame(1, 13, 7, request, flexible=True))
+        sock.sendall(_frame(1, 18, 7, request, flexible=True))
         answer = _read_frame(sock)
-        assert answer is not None, "Fetch v13 closed the connection instead of answering 35"
+        assert answer is not None, "Fetch v18 closed the connection instead of answering 35"
         correlation_id, tagged_fields = struct.unpack_from(">ib", answer)
         assert (correlation_id, tagged_fields) == (7, 0)  # response header v1
-        body, _ = message_codec("FetchResponse", 13).decode(memoryview(answer)[5:])
+        body, _ = message_codec("FetchResponse", 18).decode(memoryview(answer)[5:])
         assert body["error_code"] == UNSUPPORTED_VERSION
         assert body["responses"] == []
         _api_versions_still_answered(sock)
