@@ -460,6 +460,14 @@ def _read_all(wanted: list[_Wanted], max_bytes: int) -> int:
             # Read before the data (the LSO never passes what the read sees).
             stable = log.last_stable_offset
             high_watermark = log.high_watermark
+            end = log.log_end_offset
+            if item.offset == end:
+                # Caught up: nothing to read (what a session's quiet partitions mostly
+                # are); the offsets are answered without the read's lock and snapshot.
+                response["high_watermark"] = high_watermark if item.cluster else end
+                response["last_stable_offset"] = stable
+                response["log_start_offset"] = log.log_start_offset
+                continue
             if item.read_committed:
                 bound: int | None = stable
             else:
