@@ -71,16 +71,23 @@ def _from_follower(request: Request) -> bool:
 
 
 def start_timing(quotas: QuotaManager) -> None:
-    """Before the handler runs: count the event loop's time on this task from now."""
-    if quotas.timer is not None:
-        quotas.timer.busy[trio.lowlevel.current_task()] = 0.0
+    """Before the handler runs: count the event loop's time on this task from now (the
+    current step counts from here, not from its start: that was the frame's reading)."""
+    timer = quotas.timer
+    if timer is not None:
+        timer.busy[trio.lowlevel.current_task()] = 0.0
+        timer.step_started = time.perf_counter()
 
 
 def _busy_seconds(quotas: QuotaManager) -> float:
+    """The handler's time: its finished steps, and the current one so far."""
     timer = quotas.timer
     if timer is None:
         return 0.0
-    return timer.busy.pop(trio.lowlevel.current_task(), 0.0)
+    busy = timer.busy.pop(trio.lowlevel.current_task(), None)
+    if busy is None:  # the timer came after this request started
+        return 0.0
+    return busy + time.perf_counter() - timer.step_started
 
 
 async def answer(

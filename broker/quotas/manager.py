@@ -65,14 +65,14 @@ class TaskTimer(trio.abc.Instrument):
 
     def __init__(self) -> None:
         self.busy: dict[trio.lowlevel.Task, float] = {}
-        self._step_started = 0.0
+        self.step_started = time.perf_counter()
 
     def before_task_step(self, task: trio.lowlevel.Task) -> None:
-        self._step_started = time.perf_counter()
+        self.step_started = time.perf_counter()
 
     def after_task_step(self, task: trio.lowlevel.Task) -> None:
         if task in self.busy:
-            self.busy[task] += time.perf_counter() - self._step_started
+            self.busy[task] += time.perf_counter() - self.step_started
 
 
 class QuotaManager:

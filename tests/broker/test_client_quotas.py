@@ -241,3 +241,32 @@ def test_kafka_configs_tool_sets_and_shows_quotas(quota_broker) -> None:
                   "--entity-type", "clients", "--entity-name", client_id)  # fmt: skip
     assert bad.returncode != 0
     assert "producer_byte_rate cannot be a fractional value." in bad.stdout + bad.stderr
+
+
+def test_request_percentage_throttles_and_mutes(quota_broker, raw_client) -> None:
+    """A tiny request_percentage: Metadata answers soon carry throttle_time_ms, and the
+    next request on that connection is read only after it (KIP-219 muting)."""
+    from kafka.protocol.metadata import MetadataRequest
+
+    busy = f"busy-{uuid.uuid4().hex[:6]}"
+    admin = raw_client(quota_broker.bootstrap)
+    assert _alter(admin, [("client-id", busy)], [("request_percentage", 0.0001, False)]) == [
+        (0, None)]
+    client = raw_client(quota_broker.bootstrap)
+    throttle_ms = 0
+    for correlation_id in range(1, 200):
+        request = MetadataRequest(topics=None, allow_auto_topic_creation=False)
+        request.with_header(correlation_id=correlation_id, client_id=busy)
+        client.sock.sendall(request.encode(version=8, header=True, framed=True))
+        answer = request.header.get_response_class().decode(
+            client.read_frame(), version=8, header=True)  # fmt: skip
+        throttle_ms = answer.throttle_time_ms
+        if throttle_ms:
+            break
+    assert 0 < throttle_ms <= 1000  # bounded by one window, as Kafka bounds it
+    started = time.monotonic()
+    client.sock.sendall(request.encode(version=8, header=True, framed=True))
+    client.read_frame()
+    assert time.monotonic() - started >= throttle_ms / 1000 / 2  # muted meanwhile
+    assert _alter(admin, [("client-id", busy)], [("request_percentage", 0.0, True)]) == [
+        (0, None)]
