@@ -270,3 +270,25 @@ def test_request_percentage_throttles_and_mutes(quota_broker, raw_client) -> Non
     assert time.monotonic() - started >= throttle_ms / 1000 / 2  # muted meanwhile
     assert _alter(admin, [("client-id", busy)], [("request_percentage", 0.0, True)]) == [
         (0, None)]
+
+
+def test_connection_creation_rate_closes_connections_over_it(tmp_path: Path, raw_client) -> None:
+    """KIP-612: connections from an ip over its connection_creation_rate are held, then
+    closed unanswered; the first ones (within the rate) are served."""
+    from kafka.protocol.metadata import MetadataRequest
+
+    with EmbeddedBroker.start(data_dir=tmp_path / "data", configs=CONFIGS) as broker:
+        admin = raw_client(broker.bootstrap)
+        assert _alter(admin, [("ip", "127.0.0.1")], [("connection_creation_rate", 2.0, False)]) == [
+            (0, None)]
+        answered = refused = 0
+        for _ in range(8):
+            client = raw_client(broker.bootstrap)
+            try:
+                client.request(MetadataRequest(topics=[], allow_auto_topic_creation=False), 8)
+                answered += 1
+            except Exception as exc:  # conftest's ConnectionClosed: EOF or reset
+                if type(exc).__name__ != "ConnectionClosed":
+                    raise
+                refused += 1
+        assert answered >= 1 and refused >= 1, (answered, refused)
