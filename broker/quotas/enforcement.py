@@ -134,7 +134,11 @@ async def answer(
         chunks = None
     throttle = round(throttle_ms)
     if throttle > 0 and _has_throttle_field(api_key, header.api_version):
-        response["throttle_time_ms"] = max(response.get("throttle_time_ms") or 0, throttle)
+        # A copy: a handler may answer with a dict it keeps (ApiVersions' is cached).
+        response = {
+            **response,
+            "throttle_time_ms": max(response.get("throttle_time_ms") or 0, throttle),
+        }
         chunks = None
     if chunks is None:
         chunks = conn.encode_response(header, response)
