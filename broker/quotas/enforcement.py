@@ -113,14 +113,15 @@ async def answer(
         if busy:
             throttle_ms = quotas.record(resolved, REQUEST_PERCENTAGE, busy * 100.0, now_ms)
         if api_key == ApiKey.PRODUCE:
-            produce_ms = quotas.record(resolved, PRODUCER_BYTE_RATE, request.size + 4, now_ms)
+            # The request's size without its length prefix (Kafka's request.sizeInBytes).
+            produce_ms = quotas.record(resolved, PRODUCER_BYTE_RATE, request.size, now_ms)
             throttle_ms = max(throttle_ms, produce_ms)
     if response is None:  # Produce acks=0: no answer, but the connection is muted
         return 0, throttle_ms / 1000
     chunks = None
     if api_key == ApiKey.FETCH and CONSUMER_BYTE_RATE in resolved:
         chunks = conn.encode_response(header, response)
-        size = 4 + int.from_bytes(chunks[0][:4], "big")  # type: ignore[index]
+        size = int.from_bytes(chunks[0][:4], "big")  # type: ignore[index]  # no prefix
         fetch_ms = quotas.record(resolved, CONSUMER_BYTE_RATE, size, now_ms)
         throttle_ms = max(throttle_ms, fetch_ms)
         if throttle_ms > 0:
