@@ -96,6 +96,8 @@ def test_alter_checks_each_entry_as_kafka(quota_broker, raw_client) -> None:
         (invalid, "Empty user not supported")]
     assert _alter(client, [], [("producer_byte_rate", 5.0, False)]) == [
         (invalid, "Invalid empty client quota entity")]
+    assert _alter(client, [("user", "v0")], [("producer_byte_rate", 0.5, False)], version=0) == [
+        (invalid, "producer_byte_rate cannot be a fractional value.")]
     # validate_only: checked, not stored
     assert _alter(client, [("user", "vo")], [("request_percentage", 1.5, False)], True) == [
         (0, None)]
@@ -292,3 +294,22 @@ def test_connection_creation_rate_closes_connections_over_it(tmp_path: Path, raw
                     raise
                 refused += 1
         assert answered >= 1 and refused >= 1, (answered, refused)
+
+
+def test_a_damaged_quotas_file_stops_the_start(tmp_path: Path) -> None:
+    """Serving clients without the limits they were given is refused: one error line
+    (after the data dir, opened first, is closed cleanly), exit 1."""
+    import sys
+
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    (data_dir / "client-quotas.json").write_text("{not json")
+    result = subprocess.run(
+        [sys.executable, "-m", "kafkette", "serve", "--listen", "127.0.0.1:0",
+         "--data-dir", str(data_dir)],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False,
+    )  # fmt: skip
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("kafkette:")]
+    assert len(errors) == 1 and "invalid client quotas file" in errors[0], result.stderr
+    assert (data_dir / "client-quotas.json").read_text() == "{not json"
