@@ -22,6 +22,7 @@ past ``MAX_RATES`` (a client cycling through client ids cannot grow memory).
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Iterator
 
 import trio
@@ -66,7 +67,11 @@ class TaskTimer(trio.abc.Instrument):
     Installed only while a request_percentage quota exists."""
 
     def __init__(self) -> None:
-        self.busy: dict[trio.lowlevel.Task, float] = {}
+        # Weak keys: a connection that ends in the middle of a request (an error) leaves
+        # nothing behind.
+        self.busy: weakref.WeakKeyDictionary[trio.lowlevel.Task, float] = (
+            weakref.WeakKeyDictionary()
+        )
         self.step_started = time.perf_counter()
 
     def before_task_step(self, task: trio.lowlevel.Task) -> None:
