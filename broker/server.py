@@ -360,6 +360,12 @@ class Broker:
                 )
                 await trio.aclose_forcefully(stream)
                 continue
+            if self.client_quotas.ip_active:  # connection_creation_rate (broker/quotas/)
+                delay_ms = self.client_quotas.connection_throttle_ms(ip, trio_now_ms())
+                if delay_ms > 0:
+                    limits.release(ip)
+                    connections.start_soon(_close_after, stream, delay_ms / 1000)
+                    continue
             connections.start_soon(self._serve_connection, stream, ip, bound)
 
     async def _serve_connection(
@@ -614,6 +620,17 @@ class Broker:
                 await trio.sleep(backoff)
             else:
                 await trio.sleep(0)
+
+
+def trio_now_ms() -> float:
+    return time.monotonic() * 1000
+
+
+async def _close_after(stream: trio.SocketStream, seconds: float) -> None:
+    """A connection over its ip's connection_creation_rate: held unread, then closed
+    (Kafka's delayed close of a throttled connection)."""
+    await trio.sleep(seconds)
+    await trio.aclose_forcefully(stream)
 
 
 async def _abortable_in_thread(

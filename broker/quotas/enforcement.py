@@ -71,16 +71,23 @@ def _from_follower(request: Request) -> bool:
 
 
 def start_timing(quotas: QuotaManager) -> None:
-    """Before the handler runs: count the event loop's time on this task from now."""
-    if quotas.timer is not None:
-        quotas.timer.busy[trio.lowlevel.current_task()] = 0.0
+    """Before the handler runs: count the event loop's time on this task from now (the
+    current step counts from here, not from its start: that was the frame's reading)."""
+    timer = quotas.timer
+    if timer is not None:
+        timer.busy[trio.lowlevel.current_task()] = 0.0
+        timer.step_started = time.perf_counter()
 
 
 def _busy_seconds(quotas: QuotaManager) -> float:
+    """The handler's time: its finished steps, and the current one so far."""
     timer = quotas.timer
     if timer is None:
         return 0.0
-    return timer.busy.pop(trio.lowlevel.current_task(), 0.0)
+    busy = timer.busy.pop(trio.lowlevel.current_task(), None)
+    if busy is None:  # the timer came after this request started
+        return 0.0
+    return busy + time.perf_counter() - timer.step_started
 
 
 async def answer(
@@ -106,14 +113,15 @@ async def answer(
         if busy:
             throttle_ms = quotas.record(resolved, REQUEST_PERCENTAGE, busy * 100.0, now_ms)
         if api_key == ApiKey.PRODUCE:
-            produce_ms = quotas.record(resolved, PRODUCER_BYTE_RATE, request.size + 4, now_ms)
+            # The request's size without its length prefix (Kafka's request.sizeInBytes).
+            produce_ms = quotas.record(resolved, PRODUCER_BYTE_RATE, request.size, now_ms)
             throttle_ms = max(throttle_ms, produce_ms)
     if response is None:  # Produce acks=0: no answer, but the connection is muted
         return 0, throttle_ms / 1000
     chunks = None
     if api_key == ApiKey.FETCH and CONSUMER_BYTE_RATE in resolved:
         chunks = conn.encode_response(header, response)
-        size = 4 + int.from_bytes(chunks[0][:4], "big")  # type: ignore[index]
+        size = int.from_bytes(chunks[0][:4], "big")  # type: ignore[index]  # no prefix
         fetch_ms = quotas.record(resolved, CONSUMER_BYTE_RATE, size, now_ms)
         throttle_ms = max(throttle_ms, fetch_ms)
         if throttle_ms > 0:
@@ -127,7 +135,11 @@ async def answer(
         chunks = None
     throttle = round(throttle_ms)
     if throttle > 0 and _has_throttle_field(api_key, header.api_version):
-        response["throttle_time_ms"] = max(response.get("throttle_time_ms") or 0, throttle)
+        # A copy: a handler may answer with a dict it keeps (ApiVersions' is cached).
+        response = {
+            **response,
+            "throttle_time_ms": max(response.get("throttle_time_ms") or 0, throttle),
+        }
         chunks = None
     if chunks is None:
         chunks = conn.encode_response(header, response)

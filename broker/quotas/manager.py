@@ -22,13 +22,16 @@ past ``MAX_RATES`` (a client cycling through client ids cannot grow memory).
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Iterator
 
 import trio
 
 from kafkette.broker.quotas.entities import (
     CLIENT_ID,
+    CONNECTION_CREATION_RATE,
     CONSUMER_BYTE_RATE,
+    IP,
     PRODUCER_BYTE_RATE,
     REQUEST_PERCENTAGE,
     USER,
@@ -64,15 +67,19 @@ class TaskTimer(trio.abc.Instrument):
     Installed only while a request_percentage quota exists."""
 
     def __init__(self) -> None:
-        self.busy: dict[trio.lowlevel.Task, float] = {}
-        self._step_started = 0.0
+        # Weak keys: a connection that ends in the middle of a request (an error) leaves
+        # nothing behind.
+        self.busy: weakref.WeakKeyDictionary[trio.lowlevel.Task, float] = (
+            weakref.WeakKeyDictionary()
+        )
+        self.step_started = time.perf_counter()
 
     def before_task_step(self, task: trio.lowlevel.Task) -> None:
-        self._step_started = time.perf_counter()
+        self.step_started = time.perf_counter()
 
     def after_task_step(self, task: trio.lowlevel.Task) -> None:
         if task in self.busy:
-            self.busy[task] += time.perf_counter() - self._step_started
+            self.busy[task] += time.perf_counter() - self.step_started
 
 
 class QuotaManager:
@@ -81,6 +88,8 @@ class QuotaManager:
         self.window_ms = window_seconds * 1000
         self.active = False
         self.times_requests = False  # a request_percentage quota exists
+        self.ip_active = False  # a connection_creation_rate quota exists
+        self._ip_rates: dict[str, SampledRate] = {}
         self.timer: TaskTimer | None = None
         self._quotas: Quotas = {}
         self._resolved: dict[tuple[str, str], Resolved] = {}
@@ -93,6 +102,7 @@ class QuotaManager:
         keys = {key for values in quotas.values() for key in values}
         self.active = any(key in keys for key in ENFORCED_KEYS)
         self.times_requests = REQUEST_PERCENTAGE in keys
+        self.ip_active = CONNECTION_CREATION_RATE in keys
         self._install_timer(self.times_requests)
 
     def _install_timer(self, wanted: bool) -> None:
@@ -140,6 +150,25 @@ class QuotaManager:
             # Kafka bounds a request-time throttle by one window.
             throttle = min(throttle, float(self.window_ms))
         return throttle
+
+    def connection_throttle_ms(self, ip: str, now_ms: float) -> float:
+        """A new connection from ``ip``: 0 to accept it, else how long to hold it before
+        closing it (KIP-612: the ip's quota, or the default ip quota; one rate per ip). A
+        refused connection is not counted, as Kafka takes it back."""
+        values = self._quotas.get(((IP, ip),)) or self._quotas.get(((IP, None),)) or {}
+        bound = values.get(CONNECTION_CREATION_RATE)
+        if bound is None:
+            return 0.0
+        rate = self._ip_rates.get(ip)
+        if rate is None:
+            if len(self._ip_rates) >= MAX_RATES:
+                self._ip_rates.clear()
+            rate = self._ip_rates[ip] = SampledRate(self.window_num, self.window_ms, now_ms)
+        rate.record(1.0, now_ms)
+        throttle = rate.throttle_ms(bound, now_ms)
+        if throttle > 0:
+            rate.record(-1.0, now_ms)
+        return min(throttle, float(self.window_ms))
 
     def unrecord(self, resolved: Resolved, key: str, value: float, now_ms: float) -> None:
         """Take back a recorded value (a throttled Fetch answered empty, as Kafka does)."""

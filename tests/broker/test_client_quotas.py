@@ -96,6 +96,8 @@ def test_alter_checks_each_entry_as_kafka(quota_broker, raw_client) -> None:
         (invalid, "Empty user not supported")]
     assert _alter(client, [], [("producer_byte_rate", 5.0, False)]) == [
         (invalid, "Invalid empty client quota entity")]
+    assert _alter(client, [("user", "v0")], [("producer_byte_rate", 0.5, False)], version=0) == [
+        (invalid, "producer_byte_rate cannot be a fractional value.")]
     # validate_only: checked, not stored
     assert _alter(client, [("user", "vo")], [("request_percentage", 1.5, False)], True) == [
         (0, None)]
@@ -234,10 +236,80 @@ def test_kafka_configs_tool_sets_and_shows_quotas(quota_broker) -> None:
     assert f"Completed updating config for client {client_id}." in altered.stdout
     shown = configs("--describe", "--entity-type", "clients")
     assert shown.returncode == 0, shown.stderr
-    assert f"Quota configs for client-id '{client_id}' are " in shown.stdout
-    assert "producer_byte_rate=1024.0" in shown.stdout
-    assert "request_percentage=50.0" in shown.stdout
+    line = next(x for x in shown.stdout.splitlines()
+                if x.startswith(f"Quota configs for client-id '{client_id}' are "))  # fmt: skip
+    assert "producer_byte_rate=1024.0" in line and "request_percentage=50.0" in line
     bad = configs("--alter", "--add-config", "producer_byte_rate=1.5",
                   "--entity-type", "clients", "--entity-name", client_id)  # fmt: skip
     assert bad.returncode != 0
     assert "producer_byte_rate cannot be a fractional value." in bad.stdout + bad.stderr
+
+
+def test_request_percentage_throttles_and_mutes(quota_broker, raw_client) -> None:
+    """A tiny request_percentage: Metadata answers soon carry throttle_time_ms, and the
+    next request on that connection is read only after it (KIP-219 muting)."""
+    from kafka.protocol.metadata import MetadataRequest
+
+    busy = f"busy-{uuid.uuid4().hex[:6]}"
+    admin = raw_client(quota_broker.bootstrap)
+    assert _alter(admin, [("client-id", busy)], [("request_percentage", 0.0001, False)]) == [
+        (0, None)]
+    client = raw_client(quota_broker.bootstrap)
+    throttle_ms = 0
+    for correlation_id in range(1, 200):
+        request = MetadataRequest(topics=None, allow_auto_topic_creation=False)
+        request.with_header(correlation_id=correlation_id, client_id=busy)
+        client.sock.sendall(request.encode(version=8, header=True, framed=True))
+        answer = request.header.get_response_class().decode(
+            client.read_frame(), version=8, header=True)  # fmt: skip
+        throttle_ms = answer.throttle_time_ms
+        if throttle_ms:
+            break
+    assert 0 < throttle_ms <= 1000  # bounded by one window, as Kafka bounds it
+    started = time.monotonic()
+    client.sock.sendall(request.encode(version=8, header=True, framed=True))
+    client.read_frame()
+    assert time.monotonic() - started >= throttle_ms / 1000 / 2  # muted meanwhile
+    assert _alter(admin, [("client-id", busy)], [("request_percentage", 0.0, True)]) == [
+        (0, None)]
+
+
+def test_connection_creation_rate_closes_connections_over_it(tmp_path: Path, raw_client) -> None:
+    """KIP-612: connections from an ip over its connection_creation_rate are held, then
+    closed unanswered; the first ones (within the rate) are served."""
+    from kafka.protocol.metadata import MetadataRequest
+
+    with EmbeddedBroker.start(data_dir=tmp_path / "data", configs=CONFIGS) as broker:
+        admin = raw_client(broker.bootstrap)
+        assert _alter(admin, [("ip", "127.0.0.1")], [("connection_creation_rate", 2.0, False)]) == [
+            (0, None)]
+        answered = refused = 0
+        for _ in range(8):
+            client = raw_client(broker.bootstrap)
+            try:
+                client.request(MetadataRequest(topics=[], allow_auto_topic_creation=False), 8)
+                answered += 1
+            except Exception as exc:  # conftest's ConnectionClosed: EOF or reset
+                if type(exc).__name__ != "ConnectionClosed":
+                    raise
+                refused += 1
+        assert answered >= 1 and refused >= 1, (answered, refused)
+
+
+def test_a_damaged_quotas_file_stops_the_start(tmp_path: Path) -> None:
+    """Serving clients without the limits they were given is refused: one error line
+    (after the data dir, opened first, is closed cleanly), exit 1."""
+    import sys
+
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    (data_dir / "client-quotas.json").write_text("{not json")
+    result = subprocess.run(
+        [sys.executable, "-m", "kafkette", "serve", "--listen", "127.0.0.1:0",
+         "--data-dir", str(data_dir)],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False,
+    )  # fmt: skip
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("kafkette:")]
+    assert len(errors) == 1 and "invalid client quotas file" in errors[0], result.stderr
+    assert (data_dir / "client-quotas.json").read_text() == "{not json"

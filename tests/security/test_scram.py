@@ -318,8 +318,8 @@ def test_a_huge_user_name_is_clipped_in_the_log(scram_broker, caplog) -> None:
 @pytest.mark.parametrize("version", [0, 1])
 def test_describe_client_quotas_describes_none(scram_broker, version) -> None:
     """What kafka-configs.sh --describe --entity-type users asks beside the SCRAM half:
-    kafkette enforces no client quotas, so the answer is empty (error 0), at v0 and v1
-    (v1 is flexible), from kafka-python's encoder."""
+    no client quota was set here, so the answer is empty (error 0), at v0 and v1 (v1 is
+    flexible), from kafka-python's encoder (quotas themselves: test_client_quotas.py)."""
     from kafka.protocol.admin import DescribeClientQuotasRequest as Describe
 
     component = Describe.ComponentData(entity_type="user", match_type=0, match="alice")
