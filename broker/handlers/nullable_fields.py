@@ -51,16 +51,11 @@ NULLABLE_REQUEST_FIELDS: dict[tuple[str, str], str] = {
     ("DeleteAcls", "filters.host_filter"): "any host",
     ("DescribeConfigs", "resources.configuration_keys"): "every config of the resource",
     ("DescribeUserScramCredentials", "users"): "every user with credentials",
-<<<<<<< HEAD
     ("DescribeLogDirs", "topics"): "every partition hosted here",
-    ("DescribeClientQuotas", "components.match"): "the default or any entity (by match_type);"
-    " no quotas are kept, so the answer is empty either way",
-=======
     ("AlterClientQuotas", "entries.entity.entity_name"): "the default entity of that type "
     "(--entity-default; <default> in ZooKeeper)",
     ("DescribeClientQuotas", "components.match"): "required for match_type 0 (exact), "
     "refused for 1 (default) and 2 (any): INVALID_REQUEST otherwise, as Kafka answers",
->>>>>>> quotas-s27
     ("AlterConfigs", "resources.configs.value"): "the config is left unset (back to its default)",
     ("CreatePartitions", "topics.assignments"): "the broker places the new partitions",
     ("ElectLeaders", "topic_partitions"): "every partition of every topic",

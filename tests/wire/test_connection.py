@@ -196,13 +196,8 @@ def test_frame_bytes_are_owned_by_the_request(trailing: bytes) -> None:
 
 def test_unknown_api_key() -> None:
     with pytest.raises(UnknownApiKeyError) as caught:
-<<<<<<< HEAD
-        only_request(raw_frame(38, 1, b""))  # CreateDelegationToken: Kafka has it, we do not
-    assert caught.value.api_key == 38
-=======
         only_request(raw_frame(999, 0, b""))  # no API has this key
     assert caught.value.api_key == 999
->>>>>>> quotas-s27
     with pytest.raises(UnknownApiKeyError):
         only_request(raw_frame(-1, 0, b""))
 
