@@ -187,6 +187,13 @@ async def handle_metadata(broker: Broker, request: Request) -> dict:
             name = wanted.get("name")
             if name is None:
                 name = topic_name(broker, wanted.get("topic_id"))
+                if wanted.get("topic_id") in (None, ZERO_UUID):
+                    # Neither name nor id: Kafka 4.0 answers UNKNOWN_SERVER_ERROR, name "".
+                    topics.append(
+                        {"error_code": ErrorCode.UNKNOWN_SERVER_ERROR, "name": "",
+                         "topic_id": ZERO_UUID, "partitions": []}
+                    )
+                    continue
                 if name is None:
                     topics.append(
                         {

@@ -215,3 +215,41 @@ def test_topic_ids_survive_a_restart(tmp_path) -> None:
         assert answer["error_code"] == 0
     finally:
         second.stop(timeout=TIMEOUT)
+
+
+def test_metadata_v12_neither_name_nor_id_answers_as_kafka(broker) -> None:
+    (answer,) = metadata(broker.bootstrap, [{"name": None, "topic_id": uuid.UUID(int=0)}])[
+        "topics"]
+    assert (answer["error_code"], answer["name"], answer["partitions"]) == (-1, "", [])
+
+
+def _describe(bootstrap: str, names: list[str], limit: int, cursor: dict | None) -> dict:
+    return call(bootstrap, ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, {
+        "topics": [{"name": n} for n in names], "response_partition_limit": limit,
+        "cursor": cursor})
+
+
+def test_describe_topic_partitions_answers_as_kafka_4_0(broker, create_topic, unique_name) -> None:
+    """Compared with the reference Kafka 4.0 (docs/topic-ids.md): ids as Metadata's,
+    authorized operations always there, a cursor outside the named topics is invalid."""
+    other = unique_name + "-b"
+    create_topic(broker.bootstrap, partitions=3, name=unique_name)
+    create_topic(broker.bootstrap, partitions=2, name=other)
+    every_topic_operation = 3576  # READ..DESCRIBE_CONFIGS, ALTER_CONFIGS: Kafka's answer
+    page = _describe(broker.bootstrap, [other, unique_name, "zz-no-such"], 4, None)
+    assert [(t["name"], t["error_code"], len(t["partitions"])) for t in page["topics"]] == [
+        (unique_name, 0, 3), (other, 0, 1)]
+    assert page["next_cursor"] == {"topic_name": other, "partition_index": 1}
+    assert page["topics"][0]["topic_id"] == topic_id_of(broker.bootstrap, unique_name)
+    assert {t["topic_authorized_operations"] for t in page["topics"]} == {every_topic_operation}
+    rest = _describe(broker.bootstrap, [other, unique_name, "zz-no-such"], 4,
+                     page["next_cursor"])
+    assert [(t["name"], t["error_code"]) for t in rest["topics"]] == [
+        (other, 0), ("zz-no-such", UNKNOWN_TOPIC_OR_PARTITION)]
+    assert rest["topics"][1]["topic_authorized_operations"] == every_topic_operation
+    assert rest["next_cursor"] is None
+    invalid = _describe(broker.bootstrap, [unique_name], 10,
+                        {"topic_name": other, "partition_index": 0})
+    assert [(t["name"], t["error_code"], t["partitions"]) for t in invalid["topics"]] == [
+        (unique_name, 42, [])]  # INVALID_REQUEST
+    assert invalid["next_cursor"] is None
