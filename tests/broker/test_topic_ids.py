@@ -253,3 +253,34 @@ def test_describe_topic_partitions_answers_as_kafka_4_0(broker, create_topic, un
     assert [(t["name"], t["error_code"], t["partitions"]) for t in invalid["topics"]] == [
         (unique_name, 42, [])]  # INVALID_REQUEST
     assert invalid["next_cursor"] is None
+
+
+def test_clients_see_internal_topics_as_against_kafka(broker, create_topic, unique_name) -> None:
+    """Metadata lists __consumer_offsets with is_internal: kafka-python's topic list leaves
+    it out (exclude.internal.topics); librdkafka's "^.*" subscription matches it, exactly
+    as it does against Kafka 4.0 (checked with the reference, docs/topic-ids.md)."""
+    from kafka import KafkaConsumer
+
+    create_topic(broker.bootstrap, partitions=1, name=unique_name)
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"g-{unique_name}",
+                         "topic.metadata.refresh.interval.ms": 500})
+    try:
+        consumer.commit(offsets=[TopicPartition(unique_name, 0, 1)], asynchronous=False)
+        listed = consumer.list_topics(timeout=TIMEOUT).topics
+        assert "__consumer_offsets" in listed and unique_name in listed
+        consumer.subscribe(["^.*"])
+        assigned: set[str] = set()
+        for _ in range(60):
+            consumer.poll(0.5)
+            assigned = {tp.topic for tp in consumer.assignment()}
+            if unique_name in assigned:
+                break
+        assert {unique_name, "__consumer_offsets"} <= assigned
+    finally:
+        consumer.close()
+    listing = KafkaConsumer(bootstrap_servers=broker.bootstrap)
+    try:
+        names = listing.topics()
+    finally:
+        listing.close()
+    assert unique_name in names and "__consumer_offsets" not in names
