@@ -8,7 +8,9 @@ fetch), and the answer names its topics by id again. An id no topic has is
 answered per partition with UNKNOWN_TOPIC_ID before any authorization check of
 the topic, as Kafka 4.1 does (its KafkaApis resolves the ids first and answers
 the topics whose name stayed empty with that error); the group's own checks
-(GROUP_AUTHORIZATION_FAILED, coordinator errors) still come first.
+(GROUP_AUTHORIZATION_FAILED, coordinator errors) still come first. An OffsetFetch
+for all the group's topics leaves out offsets of topics that no longer exist
+(they have no id to be named by), as Kafka does.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from kafkette.broker.handlers import groups
 from kafkette.broker.security.authorizer.checks import READ, group_denied
 from kafkette.broker.topic_ids import topic_id, topic_name
 from kafkette.wire.errors import ErrorCode
+from kafkette.wire.primitives import ZERO_UUID
 
 if TYPE_CHECKING:
     from kafkette.broker.server import Broker
@@ -89,9 +92,11 @@ async def handle_offset_fetch(broker: Broker, request: Request) -> dict:
     response = await groups.handle_offset_fetch(broker, request)
     for group, topics in zip(request.body["groups"], asked, strict=True):
         group["topics"] = topics
-    for group, unknown in zip(response["groups"], unknown_by_group, strict=True):
+    for group, unknown, topics in zip(response["groups"], unknown_by_group, asked, strict=True):
         for entry in group["topics"]:
             entry["topic_id"] = topic_id(broker, entry["name"])
+        if topics is None:  # all topics: offsets of a topic that is gone are left out (Kafka)
+            group["topics"] = [e for e in group["topics"] if e["topic_id"] != ZERO_UUID]
         if group["error_code"]:
             continue  # the group's error says it all (Kafka answers no topics then)
         for topic in unknown:

@@ -284,3 +284,29 @@ def test_clients_see_internal_topics_as_against_kafka(broker, create_topic, uniq
     finally:
         listing.close()
     assert unique_name in names and "__consumer_offsets" not in names
+
+
+def test_offset_fetch_10_all_topics_leaves_deleted_topics_out(
+    broker, create_topic, unique_name
+) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    gone, kept = unique_name + "-gone", unique_name + "-kept"
+    for name in (gone, kept):
+        create_topic(broker.bootstrap, partitions=1, name=name)
+    ids = {name: topic_id_of(broker.bootstrap, name) for name in (gone, kept)}
+    group = f"g-{unique_name}"
+    answered = _commit_10(broker.bootstrap, group, [
+        {"topic_id": ids[name], "partitions": [
+            {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": -1,
+             "committed_metadata": None}]} for name in (gone, kept)])
+    assert [t["partitions"][0]["error_code"] for t in answered] == [0, 0]
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.delete_topics([gone], request_timeout=TIMEOUT)[gone].result(timeout=TIMEOUT)
+    everything = _fetch_10(broker.bootstrap, group, None)
+    assert everything["error_code"] == 0
+    assert [(t["topic_id"], [p["committed_offset"] for p in t["partitions"]])
+            for t in everything["topics"]] == [(ids[kept], [5])]
+    asked = _fetch_10(broker.bootstrap, group, [{"topic_id": ids[gone], "partition_indexes": [0]}])
+    assert [(t["topic_id"], t["partitions"][0]["error_code"]) for t in asked["topics"]] == [
+        (ids[gone], UNKNOWN_TOPIC_ID)]
