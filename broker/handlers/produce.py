@@ -6,7 +6,10 @@ codec, counts, and every record's framing, decompressing if needed) on the
 worker thread that then appends: one thread hop per request, with the
 partitions' append locks held, so the event loop never checksums or walks
 records. Errors are per partition; nothing of a refused record set is
-written. ``acks=0`` gets no response, as in Kafka.
+written. ``acks=0`` gets no response, as in Kafka. Produce 13 names each topic
+by its id (``broker/topic_ids.py``, one dict read per topic): an unknown id
+answers UNKNOWN_TOPIC_ID on each of its partitions, before the WRITE check, as
+Kafka 4.1; older versions pay one version test per topic for it.
 
 In cluster mode (``broker.cluster`` set) each partition must be led here in
 the epoch the append is stamped with (checked again under the append lock, so
