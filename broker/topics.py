@@ -116,6 +116,10 @@ class TopicRegistry:
         self.cluster: ClusterNode | None = None  # set by the broker in cluster mode
         # topic -> hosted partition index -> Partition (all of them in single-node mode)
         self._partitions: dict[str, dict[int, Partition]] = {}
+        # topic id -> name, kept with every create/delete here (by_id is a dict read).
+        self._names_by_id: dict[uuid.UUID, str] = {
+            meta.topic_id: name for name, meta in data_dir.topics.items()
+        }
         for name, meta in data_dir.topics.items():
             self._partitions[name] = {
                 i: Partition(name, i, data_dir.partition(name, i)) for i in meta.hosted_indexes()
@@ -131,10 +135,13 @@ class TopicRegistry:
         return self.data_dir.topics.get(name)
 
     def by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
-        for meta in self.data_dir.topics.values():
-            if meta.topic_id == topic_id:
-                return meta
-        return None
+        """The local topic with this id (one dict read), None if there is none."""
+        meta = self.data_dir.topics.get(self._names_by_id.get(topic_id, ""))
+        return meta if meta is not None and meta.topic_id == topic_id else None
+
+    def _forget_id(self, name: str) -> None:
+        for topic_id in [i for i, n in self._names_by_id.items() if n == name]:
+            del self._names_by_id[topic_id]
 
     def partitions(self, name: str) -> list[Partition]:
         """The topic's partitions hosted here, by index (all of them on a single node)."""
@@ -214,6 +221,7 @@ class TopicRegistry:
             self._partitions[name] = {
                 i: Partition(name, i, self.data_dir.partition(name, i)) for i in range(partitions)
             }
+            self._names_by_id[meta.topic_id] = name
             return meta
 
     async def delete(self, name: str, *, timeout_s: float = DEFAULT_ADMIN_TIMEOUT_S) -> None:
@@ -227,6 +235,7 @@ class TopicRegistry:
                 raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic '{name}'")
             with _storage_errors_as_topic_error("deleting topic", name):
                 await trio.to_thread.run_sync(self.data_dir.delete_topic, name)
+            self._forget_id(name)
             parts = self._partitions.pop(name)
             for part in parts.values():
                 part.notify_appended()  # wake fetchers: they will see the topic gone
@@ -443,6 +452,7 @@ class TopicRegistry:
             )
         )
         meta = self.data_dir.topics[name]
+        self._names_by_id[meta.topic_id] = name
         self._partitions[name] = {
             i: Partition(name, i, self.data_dir.partition(name, i)) for i in meta.hosted_indexes()
         }
@@ -480,6 +490,7 @@ class TopicRegistry:
 
     async def _delete_local(self, name: str) -> None:
         await trio.to_thread.run_sync(self.data_dir.delete_topic, name)
+        self._forget_id(name)
         for part in self._partitions.pop(name, {}).values():
             part.notify_appended()
 

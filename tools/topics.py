@@ -43,8 +43,9 @@ def known_topics(admin: Any, args: argparse.Namespace, internal: bool,
                  wanted: list[str] | None = None) -> dict[str, Any]:
     """Topic metadata by name; with ``internal`` (or when named), the internal topics too.
 
-    Kafka lists internal topics in an all-topics Metadata answer; kafkette leaves them out
-    and answers them only when asked by name, so they are asked for by name here.
+    Kafka (and kafkette since topic ids everywhere) lists internal topics in an all-topics
+    Metadata answer; older kafkette brokers answer them only when asked by name, so those
+    missing from the answer are asked for by name here.
     """
     topics = dict(ac.cluster_metadata(admin, args).topics)
     extra = [n for n in (INTERNAL_TOPICS if internal else ()) if n not in topics]

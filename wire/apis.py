@@ -3,8 +3,8 @@
 ApiVersions answers from this table, the codec refuses versions outside it,
 and ``docs/protocol-coverage.md`` is generated from it
 (``python -m kafkette.wire.coverage``). Ranges follow what Apache Kafka 4.0
-serves, capped where a higher version needs something we do not have (topic
-IDs in Produce 13, KIP-848 fields in OffsetCommit/OffsetFetch 10).
+serves (``wire/kafka40_ranges.py`` records its answer); Produce 13 and
+OffsetCommit/OffsetFetch 10, Kafka 4.1's topics by id, are served beyond it.
 """
 
 from __future__ import annotations
@@ -106,15 +106,15 @@ SUPPORTED: dict[ApiKey, ApiSpec] = {
             ApiKey.PRODUCE,
             "Produce",
             0,
-            12,
+            13,
             3,
-            "0-2 advertised for librdkafka, refused; 13 needs topic ids",
+            "0-2 advertised for librdkafka, refused; 13 names topics by id (Kafka 4.1)",
         ),
         _api(ApiKey.FETCH, "Fetch", 4, 17),
         _api(ApiKey.LIST_OFFSETS, "ListOffsets", 1, 10),
         _api(ApiKey.METADATA, "Metadata", 0, 13),
-        _api(ApiKey.OFFSET_COMMIT, "OffsetCommit", 2, 9, note="10 addresses topics by id"),
-        _api(ApiKey.OFFSET_FETCH, "OffsetFetch", 1, 9, note="10 addresses topics by id"),
+        _api(ApiKey.OFFSET_COMMIT, "OffsetCommit", 2, 10, note="10 names topics by id (Kafka 4.1)"),
+        _api(ApiKey.OFFSET_FETCH, "OffsetFetch", 1, 10, note="10 names topics by id (Kafka 4.1)"),
         _api(ApiKey.FIND_COORDINATOR, "FindCoordinator", 0, 6),
         _api(ApiKey.JOIN_GROUP, "JoinGroup", 2, 9, note="0-1 removed in Kafka 4.0 (KIP-896)"),
         _api(ApiKey.HEARTBEAT, "Heartbeat", 0, 4),

@@ -1,8 +1,12 @@
 """Metadata and DescribeCluster: who the broker is and which topics it leads.
 
 Metadata auto-creates requested topics with ``num.partitions`` when
-``auto.create.topics.enable`` and the client allow it. Internal topics are
-listed only when asked for by name, so pattern subscriptions never see them.
+``auto.create.topics.enable`` and the client allow it (never an internal
+topic). A request for all topics lists the internal ones too
+(``__consumer_offsets``, ``__transaction_state``) with ``is_internal`` true, as
+Kafka does: clients leave them out themselves (``exclude.internal.topics``).
+Topics are named by id from v12 (``broker/topic_ids.py``, one dict read);
+an unknown id answers UNKNOWN_TOPIC_ID.
 
 In cluster mode every answer comes from the broker's ``ClusterMetadata``
 snapshot, which every broker builds from the same znodes, so every broker
@@ -31,6 +35,7 @@ from kafkette.broker.security.authorizer.checks import (
     topic_denied,
 )
 from kafkette.broker.security.session import listener_of
+from kafkette.broker.topic_ids import topic_name
 from kafkette.broker.topics import INTERNAL_TOPICS, TopicError, topic_name_problem
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.primitives import ZERO_UUID
@@ -171,7 +176,7 @@ async def handle_metadata(broker: Broker, request: Request) -> dict:
         all_names = (
             list(broker.cluster.metadata.topics) if broker.cluster else broker.topics.names
         )
-        names = [n for n in all_names if n not in INTERNAL_TOPICS]
+        names = all_names  # internal topics too, is_internal=true: clients filter them
         if broker.authorizer is not None:  # Kafka leaves out what may not be described
             names = [n for n in names if not topic_denied(broker, request, DESCRIBE, n, quiet=True)]
         topics = [topic_entry(broker, n, include_ops=include_ops, version=version)
@@ -181,8 +186,15 @@ async def handle_metadata(broker: Broker, request: Request) -> dict:
         for wanted in requested:
             name = wanted.get("name")
             if name is None:
-                meta = _by_id(broker, wanted.get("topic_id"))
-                if meta is None:
+                name = topic_name(broker, wanted.get("topic_id"))
+                if wanted.get("topic_id") in (None, ZERO_UUID):
+                    # Neither name nor id: Kafka 4.0 answers UNKNOWN_SERVER_ERROR, name "".
+                    topics.append(
+                        {"error_code": ErrorCode.UNKNOWN_SERVER_ERROR, "name": "",
+                         "topic_id": ZERO_UUID, "partitions": []}
+                    )
+                    continue
+                if name is None:
                     topics.append(
                         {
                             "error_code": ErrorCode.UNKNOWN_TOPIC_ID,
@@ -192,7 +204,6 @@ async def handle_metadata(broker: Broker, request: Request) -> dict:
                         }
                     )
                     continue
-                name = meta.name
                 if topic_denied(broker, request, DESCRIBE, name):
                     topics.append(_unauthorized(None, wanted.get("topic_id")))
                     continue
@@ -244,15 +255,6 @@ def _unauthorized(name: str | None, topic_id=ZERO_UUID) -> dict:
 
 def _controller_id(broker: Broker) -> int:
     return broker.cluster.metadata.controller_id if broker.cluster else broker.node_id
-
-
-def _by_id(broker: Broker, topic_id):
-    if broker.cluster is not None:
-        for topic in broker.cluster.metadata.topics.values():
-            if topic.topic_id == topic_id:
-                return topic
-        return None
-    return broker.topics.by_id(topic_id)
 
 
 async def _requested_topic(

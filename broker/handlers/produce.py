@@ -6,7 +6,10 @@ codec, counts, and every record's framing, decompressing if needed) on the
 worker thread that then appends: one thread hop per request, with the
 partitions' append locks held, so the event loop never checksums or walks
 records. Errors are per partition; nothing of a refused record set is
-written. ``acks=0`` gets no response, as in Kafka.
+written. ``acks=0`` gets no response, as in Kafka. Produce 13 names each topic
+by its id (``broker/topic_ids.py``, one dict read per topic): an unknown id
+answers UNKNOWN_TOPIC_ID on each of its partitions, before the WRITE check, as
+Kafka 4.1; older versions pay one version test per topic for it.
 
 In cluster mode (``broker.cluster`` set) each partition must be led here in
 the epoch the append is stamped with (checked again under the append lock, so
@@ -42,6 +45,7 @@ from kafkette.broker.security.authorizer.checks import (
     transactional_id_denied,
 )
 from kafkette.broker.throttled_log import describe_error, storage_errors
+from kafkette.broker.topic_ids import topic_name
 from kafkette.broker.topics import INTERNAL_TOPICS
 from kafkette.log.errors import RecordBatchTooLarge
 from kafkette.log.partition_log import AppendWouldBlock
@@ -151,12 +155,17 @@ async def handle_produce(broker: Broker, request: Request) -> dict | None:
         error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     else:
         error = ErrorCode.NONE
+    version = request.header.api_version
     for topic in body["topic_data"]:
         name = topic["name"]
         partition_responses = []
-        # Kafka checks WRITE on the topic before it looks the topic up.
         topic_error = error
-        if not error and authorizer is not None and topic_denied(
+        if version >= 13:  # the topic is named by its id (once per topic, not per partition)
+            name = topic_name(broker, topic["topic_id"]) or ""
+            if not name and not error:
+                topic_error = ErrorCode.UNKNOWN_TOPIC_ID
+        # Kafka checks WRITE on the topic before it looks the topic up.
+        if not topic_error and authorizer is not None and topic_denied(
             broker, request, WRITE, name
         ):
             topic_error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
@@ -166,8 +175,14 @@ async def handle_produce(broker: Broker, request: Request) -> dict | None:
             if topic_error:
                 response["error_code"] = int(topic_error)
                 continue
-            _prepare(broker, name, data, response, work, request.header.api_version, replicas, acks)
-        responses.append({"name": name, "partition_responses": partition_responses})
+            _prepare(broker, name, data, response, work, version, replicas, acks)
+        responses.append(
+            {
+                "name": name,
+                "topic_id": topic["topic_id"],
+                "partition_responses": partition_responses,
+            }
+        )
     if work:
         await _append_all(broker, work, transactional_id, replicas)
         if replicas is not None and acks == -1:

@@ -7,7 +7,10 @@ Metadata answers (``cluster.topic_entry``: leader, leader epoch, replicas, ISR,
 offline replicas, from the broker's cluster snapshot in cluster mode), with Kafka's
 paging: topics in name order, at most ``response_partition_limit`` partitions
 (capped at 2000, Kafka's ``max.request.partition.size.limit`` default), starting at
-``cursor`` and answering ``next_cursor`` where it stopped. kafkette elects no
+``cursor`` and answering ``next_cursor`` where it stopped (a cursor on a topic
+the request does not name: INVALID_REQUEST for every topic, as Kafka 4.0).
+Every topic carries its authorized operations, as Kafka's (the request has no
+flag for them). kafkette elects no
 eligible leader replicas (Kafka 4.0's default: ELR off), so both lists are empty.
 """
 
@@ -15,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafkette.broker.handlers.cluster import topic_entry
+from kafkette.broker.handlers.cluster import TOPIC_OPERATIONS_ALL, topic_entry
 from kafkette.broker.security.authorizer.checks import (
     DESCRIBE,
     TOPIC,
@@ -38,6 +41,13 @@ def _topic_names(broker: Broker) -> list[str]:
     return list(broker.topics.names)
 
 
+def _operations(broker: Broker, request: Request, name: str) -> int:
+    """Kafka answers every topic's authorized operations, asked or not (no such flag)."""
+    if broker.authorizer is None:
+        return TOPIC_OPERATIONS_ALL
+    return authorized_operations(broker, request, TOPIC, name)
+
+
 async def handle_describe_topic_partitions(broker: Broker, request: Request) -> dict:
     body = request.body
     known = set(_topic_names(broker))
@@ -51,6 +61,12 @@ async def handle_describe_topic_partitions(broker: Broker, request: Request) -> 
     limit = max(1, min(body["response_partition_limit"], PARTITION_LIMIT))
     cursor = body.get("cursor")
     if cursor is not None:
+        if requested and cursor["topic_name"] not in names:
+            # Kafka 4.0: a cursor outside the named topics makes the request invalid.
+            return {"throttle_time_ms": 0, "next_cursor": None, "topics": [
+                {"error_code": ErrorCode.INVALID_REQUEST, "name": name, "is_internal": False,
+                 "partitions": []} for name in names
+            ]}
         names = [n for n in names if n >= cursor["topic_name"]]
     topics: list[dict] = []
     next_cursor = None
@@ -65,7 +81,8 @@ async def handle_describe_topic_partitions(broker: Broker, request: Request) -> 
         if name not in known:
             topics.append(
                 {"error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "name": name,
-                 "is_internal": False, "partitions": []}
+                 "is_internal": False, "partitions": [],
+                 "topic_authorized_operations": _operations(broker, request, name)}
             )
             continue
         entry = topic_entry(broker, name)
@@ -93,9 +110,7 @@ async def handle_describe_topic_partitions(broker: Broker, request: Request) -> 
                 "topic_id": entry["topic_id"],
                 "is_internal": name in INTERNAL_TOPICS,
                 "partitions": partitions,
-                "topic_authorized_operations": entry["topic_authorized_operations"]
-                if broker.authorizer is None
-                else authorized_operations(broker, request, TOPIC, name),
+                "topic_authorized_operations": _operations(broker, request, name),
             }
         )
         if next_cursor is not None:

@@ -1,0 +1,92 @@
+"""Topic ids in a cluster: every broker answers the id ZooKeeper's topic znode carries,
+the same after a broker restarts, and serves Produce 13 / Metadata v12 by that id.
+
+Produce 13 and Metadata by id go through kafkette's own client codec (no client in the
+test environment sends Produce 13); records are read back with confluent-kafka.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import uuid
+
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kafkette.wire.apis import ApiKey
+from kafkette.wire.client_connection import NEED_DATA, ClientConnection
+from kafkette.wire.records import build_batch_from_values
+
+TIMEOUT = 30
+
+
+def call(address: str, api_key: ApiKey, version: int, body: dict) -> dict:
+    host, _, port = address.rpartition(":")
+    conn = ClientConnection()
+    with socket.create_connection((host, int(port)), timeout=TIMEOUT) as sock:
+        sock.sendall(conn.send_request(api_key, version, body, "topic-ids-cluster"))
+        while (response := conn.next_response()) is NEED_DATA:
+            data = sock.recv(65536)
+            assert data, "connection closed"
+            conn.receive_data(data)
+    return response.body
+
+
+def metadata_by_id(address: str, topic_id: uuid.UUID) -> dict:
+    (topic,) = call(address, ApiKey.METADATA, 12, {
+        "topics": [{"name": None, "topic_id": topic_id}], "allow_auto_topic_creation": False,
+        "include_topic_authorized_operations": False,
+    })["topics"]
+    return topic
+
+
+def znode_topic_id(built, topic: str) -> uuid.UUID:
+    zk = built.zk()
+    raw = json.loads(zk.get(f"/brokers/topics/{topic}")[0])["topic_id"]
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)))
+
+
+def test_ids_from_zookeeper_on_every_broker_and_across_a_restart(cluster, wait_until) -> None:
+    built = cluster(2)
+    admin = AdminClient({"bootstrap.servers": built.bootstrap})
+    for future in admin.create_topics(
+        [NewTopic("ids", num_partitions=2, replication_factor=2)], request_timeout=60
+    ).values():
+        future.result(timeout=60)
+    topic_id = znode_topic_id(built, "ids")
+    addresses = {b: broker.address for b, broker in built.brokers.items()}
+    for address in addresses.values():
+        answer = wait_until(
+            lambda a=address: (t := metadata_by_id(a, topic_id))["error_code"] == 0
+            and all(p["leader_id"] >= 0 for p in t["partitions"]) and t,
+            timeout=TIMEOUT, what=f"topic known by id at {address}",
+        )
+        assert answer["name"] == "ids" and len(answer["partitions"]) == 2
+
+    leader = next(p["leader_id"] for p in answer["partitions"] if p["partition_index"] == 0)
+    batch = build_batch_from_values([(None, b"by-id")])
+    produced = call(addresses[leader], ApiKey.PRODUCE, 13, {
+        "transactional_id": None, "acks": -1, "timeout_ms": 10_000,
+        "topic_data": [{"topic_id": topic_id, "partition_data": [{"index": 0, "records": batch}]}],
+    })["responses"][0]
+    assert produced["topic_id"] == topic_id
+    assert produced["partition_responses"][0]["error_code"] == 0
+    unknown = metadata_by_id(addresses[leader], uuid.uuid4())
+    assert unknown["error_code"] == 100  # UNKNOWN_TOPIC_ID
+
+    other = next(b for b in addresses if b != leader)
+    built.stop(other)
+    built.start(other)
+    assert wait_until(
+        lambda: metadata_by_id(addresses[other], topic_id)["name"] == "ids",
+        timeout=TIMEOUT, what="the restarted broker answers the same id",
+    )
+    assert znode_topic_id(built, "ids") == topic_id
+    consumer = Consumer({"bootstrap.servers": built.bootstrap, "group.id": "ids-check"})
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition("ids", 0), timeout=TIMEOUT)
+    finally:
+        consumer.close()
+    assert (low, high) == (0, 1)
