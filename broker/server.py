@@ -361,7 +361,7 @@ class Broker:
                 await trio.aclose_forcefully(stream)
                 continue
             if self.client_quotas.ip_active:  # connection_creation_rate (broker/quotas/)
-                delay_ms = self.client_quotas.connection_throttle_ms(ip, trio_now_ms())
+                delay_ms = self.client_quotas.connection_throttle_ms(ip, _monotonic_ms())
                 if delay_ms > 0:
                     limits.release(ip)
                     connections.start_soon(_close_after, stream, delay_ms / 1000)
@@ -622,7 +622,7 @@ class Broker:
                 await trio.sleep(0)
 
 
-def trio_now_ms() -> float:
+def _monotonic_ms() -> float:
     return time.monotonic() * 1000
 
 

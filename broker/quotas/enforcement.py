@@ -118,6 +118,8 @@ async def answer(
             throttle_ms = max(throttle_ms, produce_ms)
     if response is None:  # Produce acks=0: no answer, but the connection is muted
         return 0, throttle_ms / 1000
+    timed = REQUEST_PERCENTAGE in resolved
+    encoding_started = time.perf_counter() if timed else 0.0
     chunks = None
     if api_key == ApiKey.FETCH and CONSUMER_BYTE_RATE in resolved:
         chunks = conn.encode_response(header, response)
@@ -144,9 +146,15 @@ async def answer(
     if chunks is None:
         chunks = conn.encode_response(header, response)
     response_bytes = 4 + int.from_bytes(chunks[0][:4], "big")  # type: ignore[index]
+    encoding_s = time.perf_counter() - encoding_started if timed else 0.0
     seconds = throttle / 1000
     if throttle > 0 and header.api_version < CLIENT_THROTTLES_FROM.get(api_key, 0):
         await trio.sleep(seconds)  # before KIP-219: the answer itself is late
         seconds = 0.0
     await send_chunks(stream, chunks)
+    if timed:
+        # Encoding the answer counts too, without throttling this request (Kafka records
+        # its network thread's time the same way, once the response went out). Sending is
+        # not counted: its time is mostly waiting for the client's socket.
+        quotas.record(resolved, REQUEST_PERCENTAGE, encoding_s * 100.0, now_ms)
     return response_bytes, seconds
