@@ -172,3 +172,42 @@ def test_static_member_restart_keeps_its_partitions(consumers: Consumers) -> Non
     again = consumers.start("static-a2", **{"group.instance.id": "a"})
     wait_until(lambda: again.partitions() == before, WAIT, consumers.describe)
     assert other.partitions() != list(range(PARTITIONS))
+
+
+def test_classic_group_upgraded_online_and_side_by_side(consumers: Consumers, tmp_path) -> None:
+    """A classic consumer commits, leaves (its group is now empty), and a consumer-protocol
+    member takes the same group id over, resuming from the committed offsets; meanwhile a
+    classic group and a consumer group read the same topic side by side."""
+    bootstrap = consumers.broker.bootstrap
+    first_half = [f"a{i}" for i in range(12)]
+    produce(bootstrap, consumers.topic, first_half)
+    classic_spec = dict(
+        bootstrap=bootstrap, topic=consumers.topic, client="confluent", auto_commit=True,
+        session_timeout_ms=6000, heartbeat_interval_ms=500, max_poll_interval_ms=20000,
+        extra={"group.protocol": "classic"},
+    )
+    classic = ConsumerProcess.start("classic", tmp_path, group=consumers.group, **classic_spec)
+    consumers.running.append(classic)
+    wait_until(lambda: set(first_half) <= set(classic.values()), WAIT, consumers.describe)
+    classic.stop()  # commits, leaves: an empty classic group with offsets
+
+    # A classic group of its own reads the same topic while the upgraded group runs.
+    beside = ConsumerProcess.start(
+        "beside", tmp_path, group=consumers.group + "-classic", **classic_spec
+    )
+    consumers.running.append(beside)
+    upgraded = consumers.start("upgraded")
+    wait_until(lambda: upgraded.partitions() == list(range(PARTITIONS)), WAIT,
+               consumers.describe)
+    second_half = [f"b{i}" for i in range(8)]
+    produce(bootstrap, consumers.topic, second_half)
+    wait_until(lambda: set(second_half) <= set(upgraded.values()), WAIT, consumers.describe)
+    wait_until(lambda: set(first_half + second_half) <= set(beside.values()), WAIT,
+               consumers.describe)
+    assert not set(first_half) & set(upgraded.values())  # resumed from the classic commits
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    listed = admin.list_consumer_groups().result(20).valid
+    types = {g.group_id: g.type for g in listed}
+    assert types[consumers.group] == ConsumerGroupType.CONSUMER
+    assert types[consumers.group + "-classic"] == ConsumerGroupType.CLASSIC
