@@ -91,7 +91,6 @@ async def handle_consumer_group_heartbeat(broker: Broker, request: Request) -> d
         invalid = consumer.validate(req)
         if invalid is not None:
             return groups.Outcome(invalid)
-        classic = None
         if not consumer.is_consumer_group(group_id):
             classic = state.classic_group_members(group_id)
             policy = state.config.group_consumer_migration_policy
@@ -99,7 +98,7 @@ async def handle_consumer_group_heartbeat(broker: Broker, request: Request) -> d
                 return groups.Outcome(HeartbeatResult(
                     GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
                 ))
-        return groups.Outcome(consumer.heartbeat(req, topics, now, restarted=classic == 0))
+        return groups.Outcome(consumer.heartbeat(req, topics, now))
 
     try:
         outcome = await broker.groups.run(call, group_id)

@@ -211,3 +211,27 @@ def test_classic_group_upgraded_online_and_side_by_side(consumers: Consumers, tm
     types = {g.group_id: g.type for g in listed}
     assert types[consumers.group] == ConsumerGroupType.CONSUMER
     assert types[consumers.group + "-classic"] == ConsumerGroupType.CLASSIC
+
+
+def test_broker_restart_members_rejoin(tmp_path) -> None:
+    """Membership is not persisted: after a restart the members are told to rejoin
+    (UNKNOWN_MEMBER_ID, not Kafka's fatal GROUP_ID_NOT_FOUND) and share the topic again."""
+    (tmp_path / "data").mkdir()
+    broker = GroupBroker(tmp_path / "data", tmp_path, BROKER_CONFIGS).start()
+    made = None
+    try:
+        topic = "cgp-restart"
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(20)
+        made = Consumers(broker, topic, "cgp-restart-group", tmp_path)
+        first = made.start("before-restart")
+        wait_until(lambda: first.partitions() == list(range(PARTITIONS)), WAIT, made.describe)
+        broker.terminate()
+        broker.start()
+        second = made.start("after-restart")
+        wait_until(lambda: _split(first, second), WAIT, made.describe)
+        assert not first.errors, first.errors
+    finally:
+        if made is not None:
+            made.close()
+        broker.terminate()

@@ -234,21 +234,19 @@ class ConsumerGroups:
         return None
 
     def heartbeat(
-        self, req: HeartbeatRequest, topics: TopicView, now_ms: int, restarted: bool = False
+        self, req: HeartbeatRequest, topics: TopicView, now_ms: int
     ) -> HeartbeatResult:
         """One ConsumerGroupHeartbeat. The caller checked that no non-empty classic group
-        holds the id and validated the request (``validate``); ``restarted``: offsets of
-        this group are known but not the group (a restart lost its membership)."""
+        holds the id and validated the request (``validate``)."""
         group = self.groups.get(req.group_id)
         if group is None and req.member_epoch != 0:
-            if restarted:
-                # Membership is not persisted: after a restart a member of a group that
-                # committed offsets is told to rejoin rather than that its group is gone.
-                return _error(
-                    errors.UNKNOWN_MEMBER_ID,
-                    f"Member {req.member_id} is not a member of group {req.group_id}.",
-                )
-            return _error(GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found.")
+            # Kafka answers GROUP_ID_NOT_FOUND, which clients take as fatal; it cannot
+            # happen to a live member there, as Kafka persists its groups. Membership here
+            # is not persisted, so after a restart a member is told to rejoin instead.
+            return _error(
+                errors.UNKNOWN_MEMBER_ID,
+                f"Member {req.member_id} is not a member of group {req.group_id}.",
+            )
         if req.member_epoch in (LEAVE_EPOCH, LEAVE_STATIC_EPOCH):
             assert group is not None
             return self._leave(group, req, now_ms)
