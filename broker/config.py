@@ -203,6 +203,25 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("group.min.session.timeout.ms", "INT", "6000", "Smallest session timeout."),
         _d("group.max.session.timeout.ms", "INT", "1800000", "Largest session timeout."),
         _d("group.max.size", "INT", str(INT_MAX), "Largest group.", at_least=1),
+        # KIP-848 consumer groups (broker/groups/consumer, docs/consumer-group-protocol.md).
+        _d(
+            "group.consumer.session.timeout.ms", "INT", "45000",
+            "Session timeout of consumer-protocol members.", at_least=1,
+        ),
+        _d(
+            "group.consumer.heartbeat.interval.ms", "INT", "5000",
+            "Heartbeat interval given to consumer-protocol members.", at_least=1,
+        ),
+        _d("group.consumer.max.size", "INT", str(INT_MAX), "Largest consumer group.", at_least=1),
+        _d(
+            "group.consumer.assignors", "LIST", "uniform,range",
+            "Server-side assignors; the first is the default.",
+        ),
+        _d(
+            "group.consumer.migration.policy", "STRING", "bidirectional",
+            "Classic <-> consumer group conversion.",
+            choices=("disabled", "upgrade", "downgrade", "bidirectional"),
+        ),
         _d("offset.metadata.max.bytes", "INT", "4096", "Longest metadata of a commit."),
         _d(
             "transaction.state.log.replication.factor", "SHORT", "3",

@@ -29,5 +29,8 @@ def from_kafka_properties(cls: type[T], props: Mapping[str, Any]) -> T:
         if kafka_name in props:
             raw = str(props[kafka_name]).strip()
             is_bool = types[field_name] in (bool, "bool")
-            values[field_name] = raw.lower() == "true" if is_bool else int(raw)
+            if types[field_name] in (str, "str"):
+                values[field_name] = raw
+            else:
+                values[field_name] = raw.lower() == "true" if is_bool else int(raw)
     return cls(**values)

@@ -64,6 +64,8 @@ class ApiKey(IntEnum):
     DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
     LIST_CLIENT_METRICS_RESOURCES = 74
     DESCRIBE_TOPIC_PARTITIONS = 75
 
@@ -120,7 +122,7 @@ SUPPORTED: dict[ApiKey, ApiSpec] = {
         _api(ApiKey.HEARTBEAT, "Heartbeat", 0, 4),
         _api(ApiKey.LEAVE_GROUP, "LeaveGroup", 0, 5),
         _api(ApiKey.SYNC_GROUP, "SyncGroup", 0, 5),
-        _api(ApiKey.DESCRIBE_GROUPS, "DescribeGroups", 0, 5),
+        _api(ApiKey.DESCRIBE_GROUPS, "DescribeGroups", 0, 6),
         _api(ApiKey.LIST_GROUPS, "ListGroups", 0, 5),
         _api(
             ApiKey.SASL_HANDSHAKE,
@@ -203,6 +205,8 @@ SUPPORTED: dict[ApiKey, ApiSpec] = {
         _api(ApiKey.DESCRIBE_PRODUCERS, "DescribeProducers", 0, 0),
         _api(ApiKey.DESCRIBE_TRANSACTIONS, "DescribeTransactions", 0, 0),
         _api(ApiKey.LIST_TRANSACTIONS, "ListTransactions", 0, 1, note="2 is Kafka 4.1's"),
+        _api(ApiKey.CONSUMER_GROUP_HEARTBEAT, "ConsumerGroupHeartbeat", 0, 1),
+        _api(ApiKey.CONSUMER_GROUP_DESCRIBE, "ConsumerGroupDescribe", 0, 1),
     )
 }
 

@@ -178,15 +178,27 @@ def schema_folder() -> Traversable:
     return importlib.resources.files(SCHEMA_PACKAGE)
 
 
+def _supplement(name: str) -> dict:
+    """A definition kafka-python lacks, from ``wire/supplement`` (imported only then)."""
+    from kafkette.wire import supplement
+
+    raw = supplement.definition(name)
+    if raw is None:
+        raise LookupError(f"kafka-python ships no message definition {name!r}")
+    return raw
+
+
 @functools.cache
 def load_message(name: str) -> MessageSpec:
-    """Load one definition by its file name without ``.json`` (e.g. ``"FetchRequest"``)."""
+    """Load one definition by its file name without ``.json`` (e.g. ``"FetchRequest"``);
+    kafka-python's file first, ``wire/supplement`` when it has none."""
     resource = schema_folder().joinpath(name + ".json")
     try:
         text = resource.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise LookupError(f"kafka-python ships no message definition {name!r}") from None
-    raw = json.loads(_strip_comments(text))
+        raw = _supplement(name)
+    else:
+        raw = json.loads(_strip_comments(text))
     common = {s["name"]: s["fields"] for s in raw.get("commonStructs", ())}
     return MessageSpec(
         name=raw["name"],

@@ -30,6 +30,12 @@ class GroupConfig:
     offsets_topic_num_partitions: int = 50
     offsets_topic_segment_bytes: int = 104_857_600
     offset_metadata_max_bytes: int = 4096
+    # KIP-848 consumer groups (broker/groups/consumer).
+    group_consumer_session_timeout_ms: int = 45_000
+    group_consumer_heartbeat_interval_ms: int = 5_000
+    group_consumer_max_size: int = INT32_MAX
+    group_consumer_assignors: str = "uniform,range"
+    group_consumer_migration_policy: str = "bidirectional"
 
     @property
     def offsets_retention_ms(self) -> int:

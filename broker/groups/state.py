@@ -105,6 +105,22 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         self._position = 0
         self._txn_groups: dict[int, set[str]] = {}
         self._unconfirmed = None
+        self._consumer_groups = None  # KIP-848 groups (broker/groups/consumer), on first use
+
+    @property
+    def consumer_groups(self):  # -> consumer.state.ConsumerGroups
+        """The KIP-848 consumer-protocol groups beside the classic ones (built on first use)."""
+        if self._consumer_groups is None:
+            from .consumer.state import ConsumerGroups
+
+            self._consumer_groups = ConsumerGroups(self.config)
+        self._consumer_groups.config = self.config
+        return self._consumer_groups
+
+    def classic_group_members(self, group_id: str) -> int | None:
+        """None if no classic group has that id, else its member count (for KIP-848)."""
+        group = self._groups.get(group_id)
+        return None if group is None else len(group.members) + len(group.pending_members)
 
     # --- plumbing ----------------------------------------------------------------
 
@@ -166,6 +182,11 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         protocols = [(name, bytes(meta)) for name, meta in protocols]
         if not group_id:
             self._join_error(ticket, member_id, errors.INVALID_GROUP_ID)
+            return self._done(None)
+        if self._consumer_groups is not None and self._consumer_groups.classic_join_refused(
+            group_id
+        ):  # a non-empty KIP-848 group holds the id
+            self._join_error(ticket, member_id, errors.INCONSISTENT_GROUP_PROTOCOL)
             return self._done(None)
         cfg = self.config
         if not (
@@ -805,6 +826,10 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
             for deadline in self._group_deadlines(group):
                 if best is None or deadline < best:
                     best = deadline
+        if self._consumer_groups is not None:
+            consumer = self._consumer_groups.next_deadline_ms()
+            if consumer is not None and (best is None or consumer < best):
+                best = consumer
         return best
 
     @staticmethod
@@ -820,6 +845,8 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
 
     def tick(self, now_ms: int) -> Outcome[None]:
         """Fire every timer due at ``now_ms``, per group in deadline order."""
+        if self._consumer_groups is not None:
+            self._consumer_groups.tick(now_ms)
         for group_id in list(self._groups):
             while True:
                 group = self._groups.get(group_id)

@@ -14,7 +14,12 @@ import logging
 from typing import TYPE_CHECKING
 
 from kafkette.broker.group_coordinator import CoordinatorUnavailable
-from kafkette.broker.groups.model import FetchedOffset, OffsetFetchResult
+from kafkette.broker.groups.model import (
+    FetchedOffset,
+    GroupListing,
+    OffsetFetchResult,
+    Outcome,
+)
 from kafkette.broker.security.authorizer.checks import (
     DELETE,
     DESCRIBE,
@@ -405,22 +410,30 @@ async def handle_offset_commit(broker: Broker, request: Request) -> dict:
     retention = body["retention_time_ms"] if 2 <= version <= 4 else -1
     generation = body["generation_id_or_member_epoch"] if version >= 1 else -1
     if offsets:
-        try:
-            outcome = await broker.groups.run(
-                lambda state, now: state.commit_offsets(
-                    group_id=body["group_id"],
-                    generation_id=generation,
-                    member_id=body["member_id"],
-                    group_instance_id=body["group_instance_id"],
-                    offsets=offsets,
-                    now_ms=now,
-                    expire_timestamp_ms=min(now + retention, MAX_TIMESTAMP_MS)
-                    if retention > 0
-                    else None,
-                    api_version=version,
-                ),
-                body["group_id"],
+
+        def call(state, now):
+            # A KIP-848 group checks member and epoch itself, then commits as a simple commit.
+            verdict = state.consumer_groups.validate_offset_commit(
+                body["group_id"], body["member_id"], generation, version
             )
+            if verdict:
+                return Outcome(dict.fromkeys(offsets, int(verdict)))
+            consumer = verdict is not None
+            return state.commit_offsets(
+                group_id=body["group_id"],
+                generation_id=-1 if consumer else generation,
+                member_id="" if consumer else body["member_id"],
+                group_instance_id=None if consumer else body["group_instance_id"],
+                offsets=offsets,
+                now_ms=now,
+                expire_timestamp_ms=min(now + retention, MAX_TIMESTAMP_MS)
+                if retention > 0
+                else None,
+                api_version=version,
+            )
+
+        try:
+            outcome = await broker.groups.run(call, body["group_id"])
             errors.update(outcome.result)
         except CoordinatorUnavailable as exc:
             errors.update(dict.fromkeys(offsets, int(exc.code)))
@@ -530,6 +543,12 @@ async def handle_offset_fetch(broker: Broker, request: Request) -> dict:
         groups = []
         for group in body["groups"]:
             result = _fetch_authorized(broker, request, group["group_id"], group["topics"], stable)
+            if version >= 9 and result.error == 0:  # KIP-848 groups check member and epoch
+                refused = broker.groups.state.consumer_groups.validate_offset_fetch(
+                    group["group_id"], group["member_id"], group["member_epoch"]
+                )
+                if refused:
+                    result = _GroupError(int(refused))
             groups.append(
                 {
                     "group_id": group["group_id"],
@@ -575,6 +594,9 @@ def _fetch_authorized(
 async def handle_list_groups(broker: Broker, request: Request) -> dict:
     body = request.body
     listings = broker.groups.state.list_groups(body["states_filter"], body["types_filter"])
+    listings = consumer_group_listings(
+        broker.groups.state.consumer_groups, listings, body["states_filter"], body["types_filter"]
+    )
     if broker.authorizer is not None and cluster_denied(broker, request, DESCRIBE, quiet=True):
         # Kafka: without DESCRIBE on the cluster, the groups the principal may describe.
         listings = [
@@ -598,16 +620,47 @@ async def handle_list_groups(broker: Broker, request: Request) -> dict:
     }
 
 
+def consumer_group_listings(consumer, listings: list, states_filter, types_filter) -> list:
+    """ListGroups: the KIP-848 groups (type "consumer") replace the offsets-only classic
+    entry of the same id; filters as Kafka's (case-insensitive, empty = all)."""
+    if not consumer.groups:
+        return listings
+    states = {s.lower() for s in states_filter or ()}
+    types = {t.lower() for t in types_filter or ()}
+    out = [g for g in listings if not consumer.is_consumer_group(g.group_id)]
+    if types and "consumer" not in types:
+        return out
+    for group in consumer.groups.values():
+        if not states or group.state.lower() in states:
+            out.append(GroupListing(group.group_id, "consumer", group.state, "consumer"))
+    return out
+
+
 async def handle_describe_groups(broker: Broker, request: Request) -> dict:
     body = request.body
     include_ops = body["include_authorized_operations"]
     groups = []
     names = body["groups"]
     refused = {g for g in names if group_denied(broker, request, DESCRIBE, g)}
+    consumer = broker.groups.state.consumer_groups
+    version = request.header.api_version
     for d in broker.groups.state.describe_groups([g for g in names if g not in refused]):
         error = broker.groups.coordinator_error(d.group_id)
         if error != ErrorCode.NONE:  # a cluster: another broker's group, or loading
             groups.append(_describe_error(d.group_id, int(error), include_ops))
+            continue
+        not_classic = consumer.is_consumer_group(d.group_id)
+        if not_classic or (version >= 6 and d.state == "Dead"):
+            # Kafka 4.0: Dead; from v6 GROUP_ID_NOT_FOUND with a message (KIP-1043).
+            entry = _describe_error(d.group_id, 0, include_ops)
+            entry["group_state"] = "Dead"
+            if version >= 6:
+                entry["error_code"] = int(ErrorCode.GROUP_ID_NOT_FOUND)
+                entry["error_message"] = (
+                    f"Group {d.group_id} is not a classic group." if not_classic
+                    else f"Group {d.group_id} not found."
+                )
+            groups.append(entry)
             continue
         groups.append(
             {
@@ -665,7 +718,19 @@ async def handle_delete_groups(broker: Broker, request: Request) -> dict:
         # Under the coordinator's lock: in a cluster, only the groups it coordinates now.
         refused = {g: int(e) for g in names if (e := coordinator.coordinator_error(g))}
         refused.update(forbidden)
+        # KIP-848 groups: a non-empty one is NON_EMPTY_GROUP; an empty one goes, offsets too.
+        dropped = set()
+        for g in names:
+            if g not in refused:
+                verdict = state.consumer_groups.delete(g)
+                if verdict:
+                    refused[g] = int(verdict)
+                elif verdict is not None:
+                    dropped.add(g)
         outcome = state.delete_groups([g for g in names if g not in refused], now)
+        for g in dropped:
+            if outcome.result.get(g) == ErrorCode.GROUP_ID_NOT_FOUND:
+                outcome.result[g] = 0
         outcome.result.update(refused)
         return outcome
 

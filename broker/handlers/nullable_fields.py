@@ -65,4 +65,12 @@ NULLABLE_REQUEST_FIELDS: dict[tuple[str, str], str] = {
     ("DescribeTopicPartitions", "cursor"): "start at the first topic (in name order)",
     ("IncrementalAlterConfigs", "resources.configs.value"): "SET: INVALID_CONFIG; DELETE: "
     "nothing needed; APPEND/SUBTRACT: an empty list",
+    # KIP-848 (handlers/consumer_groups.py): null means "unchanged since the last heartbeat".
+    ("ConsumerGroupHeartbeat", "instance_id"): "a dynamic member (or unchanged)",
+    ("ConsumerGroupHeartbeat", "rack_id"): "no rack (or unchanged)",
+    ("ConsumerGroupHeartbeat", "subscribed_topic_names"): "unchanged (first request: "
+    "INVALID_REQUEST unless a regex is given)",
+    ("ConsumerGroupHeartbeat", "subscribed_topic_regex"): "unchanged",
+    ("ConsumerGroupHeartbeat", "server_assignor"): "unchanged (the group's default: uniform)",
+    ("ConsumerGroupHeartbeat", "topic_partitions"): "unchanged (first request: INVALID_REQUEST)",
 }

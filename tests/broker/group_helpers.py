@@ -134,6 +134,8 @@ def _run_confluent(spec: dict, stop: threading.Event) -> None:
         "fetch.wait.max.ms": 100,
         **spec.get("extra", {}),
     }
+    for name in spec.get("unset", ()):  # group.protocol=consumer refuses classic-only settings
+        config.pop(name, None)
     consumer = Consumer(config)
 
     def on_assign(_consumer, partitions) -> None:

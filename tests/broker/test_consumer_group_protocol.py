@@ -1,0 +1,237 @@
+"""KIP-848 end to end: confluent-kafka consumers with ``group.protocol=consumer``.
+
+Each consumer is its own process (``group_helpers.py consume``) so one can be
+``kill -9``-ed; the broker is ``kafkette serve`` with a 500 ms heartbeat interval and a
+4 s consumer session timeout so that joins, leaves and crashes settle in seconds.
+Assignments are checked to be disjoint and complete; every produced record is consumed,
+and the offsets committed by the members are read back with the admin client.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import (
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    ConsumerGroupType,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, NewTopic
+
+
+def _load_helpers():
+    path = Path(__file__).with_name("group_helpers.py")
+    spec = importlib.util.spec_from_file_location("kafkette_group_helpers", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+helpers = _load_helpers()
+ConsumerProcess = helpers.ConsumerProcess
+GroupBroker = helpers.GroupBroker
+wait_until = helpers.wait_until
+
+PARTITIONS = 4
+WAIT = 45.0
+BROKER_CONFIGS = {
+    "group.consumer.heartbeat.interval.ms": "500",
+    "group.consumer.session.timeout.ms": "4000",
+    "group.initial.rebalance.delay.ms": "0",
+    "group.min.session.timeout.ms": "1000",
+    "offsets.topic.num.partitions": "3",
+}
+
+
+@pytest.fixture(scope="module")
+def group_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GroupBroker]:
+    base = tmp_path_factory.mktemp("cgp")
+    (base / "data").mkdir()
+    broker = GroupBroker(base / "data", base, BROKER_CONFIGS).start()
+    try:
+        yield broker
+    finally:
+        broker.terminate()
+
+
+@pytest.fixture
+def topic(group_broker: GroupBroker) -> str:
+    name = "cgp-" + uuid.uuid4().hex[:8]
+    admin = AdminClient({"bootstrap.servers": group_broker.bootstrap})
+    admin.create_topics([NewTopic(name, PARTITIONS, 1)])[name].result(20)
+    return name
+
+
+def produce(bootstrap: str, topic: str, values: list[str]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    for i, value in enumerate(values):
+        producer.produce(topic, value.encode(), partition=i % PARTITIONS)
+    assert producer.flush(20) == 0
+
+
+class Consumers:
+    def __init__(self, broker: GroupBroker, topic: str, group: str, tmp: Path) -> None:
+        self.broker, self.topic, self.group, self.tmp = broker, topic, group, tmp
+        self.running: list[ConsumerProcess] = []
+
+    def start(self, name: str, **extra: str) -> ConsumerProcess:
+        consumer = ConsumerProcess.start(
+            name, self.tmp, bootstrap=self.broker.bootstrap, group=self.group, topic=self.topic,
+            client="confluent", auto_commit=True, session_timeout_ms=0,
+            heartbeat_interval_ms=0, max_poll_interval_ms=20000,
+            extra={"group.protocol": "consumer", **extra},
+            unset=["session.timeout.ms", "heartbeat.interval.ms"],
+        )
+        self.running.append(consumer)
+        return consumer
+
+    def describe(self) -> str:
+        return "; ".join(c.describe() for c in self.running)
+
+    def close(self) -> None:
+        for consumer in self.running:
+            consumer.kill()
+
+
+@pytest.fixture
+def consumers(group_broker, topic, tmp_path) -> Iterator[Consumers]:
+    group = "cgp-group-" + uuid.uuid4().hex[:6]
+    made = Consumers(group_broker, topic, group, tmp_path)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+def _split(a: ConsumerProcess, b: ConsumerProcess) -> bool:
+    pa, pb = a.partitions(), b.partitions()
+    return len(pa) == len(pb) == PARTITIONS // 2 and sorted(pa + pb) == list(range(PARTITIONS))
+
+
+def test_share_then_rebalance_on_leave_and_crash(consumers: Consumers) -> None:
+    bootstrap = consumers.broker.bootstrap
+    values = [f"v{i}" for i in range(40)]
+    produce(bootstrap, consumers.topic, values)
+    first = consumers.start("first")
+    wait_until(lambda: first.partitions() == list(range(PARTITIONS)), WAIT, consumers.describe)
+    second = consumers.start("second")
+    wait_until(lambda: _split(first, second), WAIT, consumers.describe)
+    wait_until(lambda: set(first.values()) | set(second.values()) >= set(values), WAIT,
+               consumers.describe)
+
+    # Kafka's admin view of the group while both are in it.
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    listed = admin.list_consumer_groups(types={ConsumerGroupType.CONSUMER}).result(20)
+    assert consumers.group in {g.group_id for g in listed.valid}
+    (description,) = admin.describe_consumer_groups([consumers.group]).values()
+    description = description.result(20)
+    assert description.state == ConsumerGroupState.STABLE
+    assert description.type == ConsumerGroupType.CONSUMER
+    assert sorted(tp.partition for m in description.members
+                  for tp in m.assignment.topic_partitions) == list(range(PARTITIONS))
+
+    second.stop()  # graceful: leaves the group (epoch -1)
+    wait_until(lambda: first.partitions() == list(range(PARTITIONS)), WAIT, consumers.describe)
+
+    third = consumers.start("third")
+    wait_until(lambda: _split(first, third), WAIT, consumers.describe)
+    third.kill()  # no leave: the 4 s session timeout removes it
+    wait_until(lambda: first.partitions() == list(range(PARTITIONS)), WAIT, consumers.describe)
+
+    more = [f"w{i}" for i in range(8)]
+    produce(bootstrap, consumers.topic, more)
+    wait_until(lambda: set(more) <= set(first.values()), WAIT, consumers.describe)
+    first.stop()  # commits what it consumed, then leaves
+    assert not first.errors, first.errors
+
+    request = ConsumerGroupTopicPartitions(
+        consumers.group, [TopicPartition(consumers.topic, p) for p in range(PARTITIONS)]
+    )
+    (offsets,) = admin.list_consumer_group_offsets([request]).values()
+    committed = {tp.partition: tp.offset for tp in offsets.result(20).topic_partitions}
+    assert committed == dict.fromkeys(range(PARTITIONS), (len(values) + len(more)) // PARTITIONS)
+    (description,) = admin.describe_consumer_groups([consumers.group]).values()
+    assert description.result(20).state == ConsumerGroupState.EMPTY
+
+
+def test_static_member_restart_keeps_its_partitions(consumers: Consumers) -> None:
+    first = consumers.start("static-a", **{"group.instance.id": "a"})
+    other = consumers.start("static-b", **{"group.instance.id": "b"})
+    wait_until(lambda: _split(first, other), WAIT, consumers.describe)
+    before = first.partitions()
+    first.stop()  # a static member leaves with epoch -2: its partitions wait for it
+    again = consumers.start("static-a2", **{"group.instance.id": "a"})
+    wait_until(lambda: again.partitions() == before, WAIT, consumers.describe)
+    assert other.partitions() != list(range(PARTITIONS))
+
+
+def test_classic_group_upgraded_online_and_side_by_side(consumers: Consumers, tmp_path) -> None:
+    """A classic consumer commits, leaves (its group is now empty), and a consumer-protocol
+    member takes the same group id over, resuming from the committed offsets; meanwhile a
+    classic group and a consumer group read the same topic side by side."""
+    bootstrap = consumers.broker.bootstrap
+    first_half = [f"a{i}" for i in range(12)]
+    produce(bootstrap, consumers.topic, first_half)
+    classic_spec = dict(
+        bootstrap=bootstrap, topic=consumers.topic, client="confluent", auto_commit=True,
+        session_timeout_ms=6000, heartbeat_interval_ms=500, max_poll_interval_ms=20000,
+        extra={"group.protocol": "classic"},
+    )
+    classic = ConsumerProcess.start("classic", tmp_path, group=consumers.group, **classic_spec)
+    consumers.running.append(classic)
+    wait_until(lambda: set(first_half) <= set(classic.values()), WAIT, consumers.describe)
+    classic.stop()  # commits, leaves: an empty classic group with offsets
+
+    # A classic group of its own reads the same topic while the upgraded group runs.
+    beside = ConsumerProcess.start(
+        "beside", tmp_path, group=consumers.group + "-classic", **classic_spec
+    )
+    consumers.running.append(beside)
+    upgraded = consumers.start("upgraded")
+    wait_until(lambda: upgraded.partitions() == list(range(PARTITIONS)), WAIT,
+               consumers.describe)
+    second_half = [f"b{i}" for i in range(8)]
+    produce(bootstrap, consumers.topic, second_half)
+    wait_until(lambda: set(second_half) <= set(upgraded.values()), WAIT, consumers.describe)
+    wait_until(lambda: set(first_half + second_half) <= set(beside.values()), WAIT,
+               consumers.describe)
+    assert not set(first_half) & set(upgraded.values())  # resumed from the classic commits
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    listed = admin.list_consumer_groups().result(20).valid
+    types = {g.group_id: g.type for g in listed}
+    assert types[consumers.group] == ConsumerGroupType.CONSUMER
+    assert types[consumers.group + "-classic"] == ConsumerGroupType.CLASSIC
+
+
+def test_broker_restart_members_rejoin(tmp_path) -> None:
+    """Membership is not persisted: after a restart the members are told to rejoin
+    (UNKNOWN_MEMBER_ID, not Kafka's fatal GROUP_ID_NOT_FOUND) and share the topic again."""
+    (tmp_path / "data").mkdir()
+    broker = GroupBroker(tmp_path / "data", tmp_path, BROKER_CONFIGS).start()
+    made = None
+    try:
+        topic = "cgp-restart"
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(20)
+        made = Consumers(broker, topic, "cgp-restart-group", tmp_path)
+        first = made.start("before-restart")
+        wait_until(lambda: first.partitions() == list(range(PARTITIONS)), WAIT, made.describe)
+        broker.terminate()
+        broker.start()
+        second = made.start("after-restart")
+        wait_until(lambda: _split(first, second), WAIT, made.describe)
+        assert not first.errors, first.errors
+    finally:
+        if made is not None:
+            made.close()
+        broker.terminate()
