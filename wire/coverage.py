@@ -82,6 +82,9 @@ UNSERVED_REASONS: dict[int, str] = {
 
 # Where kafkette advertises more than Kafka 4.0 does, and why.
 EXTRA_REASONS: dict[int, str] = {
+    0: "13 names topics by id: Kafka 4.1's (docs/topic-ids.md)",
+    8: "10 names topics by id: Kafka 4.1's (docs/topic-ids.md)",
+    9: "10 names topics by id: Kafka 4.1's (docs/topic-ids.md)",
     45: "1 (allow_replication_factor_change, KIP-860) is Kafka 4.1's",
 }
 

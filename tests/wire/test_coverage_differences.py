@@ -26,7 +26,7 @@ def test_gaps_follow_the_supported_table() -> None:
     unserved, extra = differences()
     keys = {key for key, *_ in unserved} | {key for key, *_ in extra}
     assert ApiKey.JOIN_GROUP not in keys  # 2-9 on both
-    assert ApiKey.PRODUCE not in keys  # 0-12 on both
+    assert ApiKey.PRODUCE not in {key for key, *_ in unserved}  # 0-12 on both, 13 beyond
     served = {
         (int(a.key), v) for a in SUPPORTED.values() for v in range(a.min_version, a.max_version + 1)
     }
