@@ -235,3 +235,23 @@ def test_broker_restart_members_rejoin(tmp_path) -> None:
         if made is not None:
             made.close()
         broker.terminate()
+
+
+def test_regex_subscription(group_broker: GroupBroker, tmp_path) -> None:
+    """librdkafka sends a ``^`` subscription as SubscribedTopicRegex (v1): the broker
+    resolves it, and a topic created later that matches joins the assignment."""
+    prefix = "cgp-re-" + uuid.uuid4().hex[:6]
+    admin = AdminClient({"bootstrap.servers": group_broker.bootstrap})
+    admin.create_topics([NewTopic(prefix + "-a", 2, 1)])[prefix + "-a"].result(20)
+    made = Consumers(group_broker, f"^{prefix}-.*", "cgp-re-group-" + uuid.uuid4().hex[:6],
+                     tmp_path)
+    try:
+        consumer = made.start("regex")
+        wait_until(lambda: consumer.partitions() == [0, 1], WAIT, made.describe)
+        admin.create_topics([NewTopic(prefix + "-b", 1, 1)])[prefix + "-b"].result(20)
+        produce_to = Producer({"bootstrap.servers": group_broker.bootstrap})
+        produce_to.produce(prefix + "-b", b"late", partition=0)
+        assert produce_to.flush(20) == 0
+        wait_until(lambda: "late" in consumer.values(), WAIT, made.describe)
+    finally:
+        made.close()
