@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -255,3 +256,37 @@ def test_regex_subscription(group_broker: GroupBroker, tmp_path) -> None:
         wait_until(lambda: "late" in consumer.values(), WAIT, made.describe)
     finally:
         made.close()
+
+
+def test_transactional_offsets_of_a_consumer_protocol_member(group_broker, topic) -> None:
+    """Exactly-once read-process-write: a producer commits a consumer-protocol member's
+    offsets in its transaction (TxnOffsetCommit carries the member id and epoch)."""
+    from confluent_kafka import Consumer
+
+    bootstrap = group_broker.bootstrap
+    produce(bootstrap, topic, [f"t{i}" for i in range(8)])
+    group = "cgp-txn-" + uuid.uuid4().hex[:6]
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "group.protocol": "consumer", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": group})
+    try:
+        consumer.subscribe([topic])
+        seen = []
+        deadline = time.monotonic() + WAIT
+        while len(seen) < 8 and time.monotonic() < deadline:
+            seen += [m for m in consumer.consume(10, 0.5) if m.error() is None]
+        assert len(seen) == 8
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction(
+            consumer.position(consumer.assignment()), consumer.consumer_group_metadata(), 30
+        )
+        producer.commit_transaction(30)
+        committed = consumer.committed(
+            [TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=30
+        )
+        assert {tp.partition: tp.offset for tp in committed} == dict.fromkeys(
+            range(PARTITIONS), 2)
+    finally:
+        consumer.close()

@@ -573,10 +573,12 @@ class ConsumerGroups:
         return True
 
     def validate_offset_commit(
-        self, group_id: str, member_id: str, epoch: int, version: int
+        self, group_id: str, member_id: str, epoch: int, version: int,
+        transactional: bool = False,
     ) -> int | None:
         """None for a group that is not a consumer group (the classic checks apply);
-        else the error code every partition gets (NONE: commit as a simple commit)."""
+        else the error code every partition gets (NONE: commit as a simple commit).
+        A TxnOffsetCommit (``transactional``) is not held to OffsetCommit v9+."""
         group = self.groups.get(group_id)
         if group is None:
             return None
@@ -585,7 +587,7 @@ class ConsumerGroups:
         member = group.members.get(member_id)
         if member is None:
             return errors.UNKNOWN_MEMBER_ID
-        if version < 9:
+        if version < 9 and not transactional:
             return UNSUPPORTED_VERSION
         if epoch != member.member_epoch:  # Kafka 4.0: greater or smaller alike
             return STALE_MEMBER_EPOCH
