@@ -604,6 +604,17 @@ class ConsumerGroups:
             return STALE_MEMBER_EPOCH
         return errors.NONE
 
+    def subscribed(self, group_id: str, names: Iterable[str]) -> set[str]:
+        """Which of ``names`` a member of the group subscribes to now (by name or regex)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return set()
+        view = dict.fromkeys(names, (uuid.UUID(int=0), 0))
+        out: set[str] = set()
+        for member in group.members.values():
+            out |= self._subscribed_names(member, view)
+        return out
+
     def delete(self, group_id: str) -> int | None:
         """DeleteGroups: None if not a consumer group; NON_EMPTY_GROUP, or NONE once gone."""
         group = self.groups.get(group_id)
