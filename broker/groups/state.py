@@ -117,6 +117,15 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         self._consumer_groups.config = self.config
         return self._consumer_groups
 
+    def unload_partition(self, partition: int, error: int) -> list[Reply]:
+        """Cluster mode: this broker no longer leads ``partition``; its KIP-848 groups go
+        too (their members find the new coordinator and rejoin it)."""
+        if self._consumer_groups is not None:
+            for group_id in [g for g in self._consumer_groups.groups
+                             if self.partition_for(g) == partition]:
+                del self._consumer_groups.groups[group_id]
+        return super().unload_partition(partition, error)
+
     def classic_group_members(self, group_id: str) -> int | None:
         """None if no classic group has that id, else its member count (for KIP-848)."""
         group = self._groups.get(group_id)

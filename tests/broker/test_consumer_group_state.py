@@ -89,3 +89,17 @@ def test_range_assignor_by_request() -> None:
     assert groups.groups["g"].assignor == "range"
     first = _beat(groups, "a", 1, 1, owned={T: frozenset(range(4))})
     assert first.assignment == {T: frozenset({0, 1})}
+
+
+def test_unloading_an_offsets_partition_drops_its_consumer_groups() -> None:
+    """Cluster mode: leadership of the group's offsets partition moved away."""
+    from kafkette.broker.groups import GroupCoordinatorState
+
+    state = GroupCoordinatorState(CONFIG)
+    assert _join(state.consumer_groups, "a", 0).error == 0
+    other = next(i for i in range(CONFIG.offsets_topic_num_partitions)
+                 if i != state.partition_for("g"))
+    state.unload_partition(other, 16)
+    assert state.consumer_groups.is_consumer_group("g")
+    state.unload_partition(state.partition_for("g"), 16)
+    assert not state.consumer_groups.is_consumer_group("g")
