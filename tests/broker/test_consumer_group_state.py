@@ -103,3 +103,20 @@ def test_unloading_an_offsets_partition_drops_its_consumer_groups() -> None:
     assert state.consumer_groups.is_consumer_group("g")
     state.unload_partition(state.partition_for("g"), 16)
     assert not state.consumer_groups.is_consumer_group("g")
+
+
+def test_offsets_cleanup_keeps_live_groups_and_drops_empty_ones() -> None:
+    from kafkette.broker.groups import GroupCoordinatorState
+
+    state = GroupCoordinatorState(CONFIG)
+    assert _join(state.consumer_groups, "a", 0).error == 0
+    committed = state.commit_offsets(group_id="g", generation_id=-1, member_id="",
+                                     group_instance_id=None, offsets={("orders", 0): (5, -1, "")},
+                                     now_ms=0)
+    assert committed.result == {("orders", 0): 0}
+    week = CONFIG.offsets_retention_ms
+    assert state.expire_offsets(week * 2).result == 0  # a live member: nothing expires
+    state.consumer_groups.heartbeat(HeartbeatRequest("g", "a", -1), TOPICS, week * 2)
+    assert state.consumer_groups.is_consumer_group("g")  # empty, offsets still there
+    assert state.expire_offsets(week * 4).result == 1
+    assert not state.consumer_groups.is_consumer_group("g")
