@@ -174,3 +174,37 @@ def test_java_static_member_restart_keeps_its_partitions(java: JavaConsumers) ->
     first.stop(timeout=WAIT)  # leaves with epoch -2: its partitions wait for it
     again = java.start("static-a2", instance_id="a")
     helpers.wait_until(lambda: again.partitions() == before, WAIT, java.describe)
+
+
+def test_kafka_consumer_groups_tool_describes_a_consumer_group(broker: str, tmp_path) -> None:
+    """Kafka 4.0's own ``kafka-consumer-groups.sh`` lists the group as a Consumer group and
+    describes its members' epochs and assignments (ListGroups v5, ConsumerGroupDescribe)."""
+    if not KAFKA_REF.exists() or shutil.which("java") is None:
+        pytest.skip("no reference Kafka distribution or java")
+    topic = "j848-tool-" + uuid.uuid4().hex[:6]
+    group = "j848-tool-" + uuid.uuid4().hex[:6]
+    admin = AdminClient({"bootstrap.servers": broker})
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(30)
+    consumer = helpers.ConsumerProcess.start(
+        "tool", tmp_path, bootstrap=broker, group=group, topic=topic, client="confluent",
+        auto_commit=True, session_timeout_ms=0, heartbeat_interval_ms=0,
+        max_poll_interval_ms=20000, extra={"group.protocol": "consumer"},
+        unset=["session.timeout.ms", "heartbeat.interval.ms"],
+    )
+    try:
+        helpers.wait_until(lambda: consumer.partitions() == [0, 1], WAIT, consumer.describe)
+        tool = [str(KAFKA_REF), "bin", "kafka-consumer-groups.sh", "--bootstrap-server", broker]
+        listed = subprocess.run([*tool, "--list", "--type"], capture_output=True, text=True,
+                                timeout=120)
+        assert any(line.split() == [group, "Consumer"] for line in listed.stdout.splitlines()), (
+            listed.stdout + listed.stderr)
+        described = subprocess.run(
+            [*tool, "--describe", "--group", group, "--members", "--verbose"],
+            capture_output=True, text=True, timeout=120,
+        )
+        rows = [line.split() for line in described.stdout.splitlines() if line.startswith(group)]
+        assert len(rows) == 1, described.stdout + described.stderr
+        # GROUP CONSUMER-ID HOST CLIENT-ID #PARTITIONS CURRENT-EPOCH CURRENT-ASSIGNMENT ...
+        assert rows[0][4] == "2" and rows[0][6] == f"{topic}:0,1", rows
+    finally:
+        consumer.stop()

@@ -117,6 +117,35 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         self._consumer_groups.config = self.config
         return self._consumer_groups
 
+    def unload_partition(self, partition: int, error: int) -> list[Reply]:
+        """Cluster mode: this broker no longer leads ``partition``; its KIP-848 groups go
+        too (their members find the new coordinator and rejoin it)."""
+        if self._consumer_groups is not None:
+            for group_id in [g for g in self._consumer_groups.groups
+                             if self.partition_for(g) == partition]:
+                del self._consumer_groups.groups[group_id]
+        return super().unload_partition(partition, error)
+
+    def _expired_offsets(self, group: Group, now_ms: int, retention_ms: int):
+        """A KIP-848 group with members keeps its offsets (its offsets-only classic
+        entry is Empty, which the classic rules would expire)."""
+        consumer = self._consumer_groups
+        if consumer is not None:
+            live = consumer.groups.get(group.group_id)
+            if live is not None and live.members:
+                return []
+        return OffsetsOps._expired_offsets(group, now_ms, retention_ms)
+
+    def expire_offsets(self, now_ms: int, retention_ms: int | None = None) -> Outcome[int]:
+        """The classic cleanup, then: an empty consumer group with no offsets left goes,
+        as Kafka's cleanup deletes it."""
+        outcome = super().expire_offsets(now_ms, retention_ms)
+        if self._consumer_groups is not None:
+            for group_id, group in list(self._consumer_groups.groups.items()):
+                if not group.members and group_id not in self._groups:
+                    del self._consumer_groups.groups[group_id]
+        return outcome
+
     def classic_group_members(self, group_id: str) -> int | None:
         """None if no classic group has that id, else its member count (for KIP-848)."""
         group = self._groups.get(group_id)

@@ -763,17 +763,24 @@ async def handle_offset_delete(broker: Broker, request: Request) -> dict:
         for p in t["partitions"]
         if (t["name"], p["partition_index"]) not in unknown
     ]
-    try:
-        outcome = await broker.groups.run(
-            lambda state, now: state.delete_offsets(
-                group_id=body["group_id"], partitions=wanted, now_ms=now
-            ),
-            body["group_id"],
+    subscribed: set[tuple[str, int]] = set()
+
+    def call(state, now):
+        # A KIP-848 group keeps the offsets of the topics its members subscribe to.
+        names = state.consumer_groups.subscribed(body["group_id"], {t for t, _ in wanted})
+        subscribed.update(tp for tp in wanted if tp[0] in names)
+        return state.delete_offsets(
+            group_id=body["group_id"], partitions=[tp for tp in wanted if tp not in subscribed],
+            now_ms=now,
         )
+
+    try:
+        outcome = await broker.groups.run(call, body["group_id"])
     except CoordinatorUnavailable as exc:
         return {"error_code": int(exc.code), "topics": []}
     result = outcome.result
     errors = {tp: int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for tp in unknown}
+    errors.update(dict.fromkeys(subscribed, int(ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)))
     errors.update(result.partitions)
     errors.update(refused)
     return {

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kafkette.broker.group_coordinator import CoordinatorUnavailable, ProducerRejected
-from kafkette.broker.groups import OFFSETS_TOPIC
+from kafkette.broker.groups import OFFSETS_TOPIC, Outcome
 from kafkette.broker.handlers.groups import errors_by_topic, offset_commits, topics_allowed
 from kafkette.broker.security.authorizer.checks import (
     READ,
@@ -116,13 +116,22 @@ async def _commit(
     producer_epoch = body["producer_epoch"]
 
     def call(state, now):
+        generation = body["generation_id"] if v3 else -1
+        member_id = body["member_id"] if v3 else ""
+        # A KIP-848 group checks member and epoch itself (broker/groups/consumer).
+        verdict = state.consumer_groups.validate_offset_commit(
+            group_id, member_id, generation, version=-1, transactional=True
+        )
+        if verdict:
+            return Outcome(dict.fromkeys(offsets, int(verdict)))
+        consumer = verdict is not None
         return state.commit_txn_offsets(
             group_id=group_id,
             producer_id=producer_id,
             producer_epoch=producer_epoch,
-            generation_id=body["generation_id"] if v3 else -1,
-            member_id=body["member_id"] if v3 else "",
-            group_instance_id=body["group_instance_id"] if v3 else None,
+            generation_id=-1 if consumer else generation,
+            member_id="" if consumer else member_id,
+            group_instance_id=None if consumer or not v3 else body["group_instance_id"],
             offsets=offsets,
             now_ms=now,
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -235,3 +236,57 @@ def test_broker_restart_members_rejoin(tmp_path) -> None:
         if made is not None:
             made.close()
         broker.terminate()
+
+
+def test_regex_subscription(group_broker: GroupBroker, tmp_path) -> None:
+    """librdkafka sends a ``^`` subscription as SubscribedTopicRegex (v1): the broker
+    resolves it, and a topic created later that matches joins the assignment."""
+    prefix = "cgp-re-" + uuid.uuid4().hex[:6]
+    admin = AdminClient({"bootstrap.servers": group_broker.bootstrap})
+    admin.create_topics([NewTopic(prefix + "-a", 2, 1)])[prefix + "-a"].result(20)
+    made = Consumers(group_broker, f"^{prefix}-.*", "cgp-re-group-" + uuid.uuid4().hex[:6],
+                     tmp_path)
+    try:
+        consumer = made.start("regex")
+        wait_until(lambda: consumer.partitions() == [0, 1], WAIT, made.describe)
+        admin.create_topics([NewTopic(prefix + "-b", 1, 1)])[prefix + "-b"].result(20)
+        produce_to = Producer({"bootstrap.servers": group_broker.bootstrap})
+        produce_to.produce(prefix + "-b", b"late", partition=0)
+        assert produce_to.flush(20) == 0
+        wait_until(lambda: "late" in consumer.values(), WAIT, made.describe)
+    finally:
+        made.close()
+
+
+def test_transactional_offsets_of_a_consumer_protocol_member(group_broker, topic) -> None:
+    """Exactly-once read-process-write: a producer commits a consumer-protocol member's
+    offsets in its transaction (TxnOffsetCommit carries the member id and epoch)."""
+    from confluent_kafka import Consumer
+
+    bootstrap = group_broker.bootstrap
+    produce(bootstrap, topic, [f"t{i}" for i in range(8)])
+    group = "cgp-txn-" + uuid.uuid4().hex[:6]
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "group.protocol": "consumer", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": group})
+    try:
+        consumer.subscribe([topic])
+        seen = []
+        deadline = time.monotonic() + WAIT
+        while len(seen) < 8 and time.monotonic() < deadline:
+            seen += [m for m in consumer.consume(10, 0.5) if m.error() is None]
+        assert len(seen) == 8
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction(
+            consumer.position(consumer.assignment()), consumer.consumer_group_metadata(), 30
+        )
+        producer.commit_transaction(30)
+        committed = consumer.committed(
+            [TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=30
+        )
+        assert {tp.partition: tp.offset for tp in committed} == dict.fromkeys(
+            range(PARTITIONS), 2)
+    finally:
+        consumer.close()

@@ -265,3 +265,16 @@ def test_online_upgrade_of_an_empty_classic_group(client, topic) -> None:
             "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
             "protocols": [{"name": "range", "metadata": b""}]}
     assert client.request(11, 5, join)["error_code"] == 79  # MEMBER_ID_REQUIRED: accepted
+
+
+def test_offset_delete_keeps_subscribed_topics(client, topic) -> None:
+    group = "g-" + uuid.uuid4().hex[:6]
+    m = _member()
+    assert client.join(group, m, [topic])["member_epoch"] == 1
+    assert _commit(client, group, topic, m, 1) == NONE
+    body = {"group_id": group, "topics": [{"name": topic, "partitions": [{"partition_index": 0}]}]}
+    answer = client.request(47, 0, body)
+    assert answer["error_code"] == NONE
+    assert answer["topics"][0]["partitions"][0]["error_code"] == 86  # GROUP_SUBSCRIBED_TO_TOPIC
+    client.heartbeat(group_id=group, member_id=m, member_epoch=-1)  # nobody subscribes now
+    assert client.request(47, 0, body)["topics"][0]["partitions"][0]["error_code"] == NONE

@@ -573,10 +573,12 @@ class ConsumerGroups:
         return True
 
     def validate_offset_commit(
-        self, group_id: str, member_id: str, epoch: int, version: int
+        self, group_id: str, member_id: str, epoch: int, version: int,
+        transactional: bool = False,
     ) -> int | None:
         """None for a group that is not a consumer group (the classic checks apply);
-        else the error code every partition gets (NONE: commit as a simple commit)."""
+        else the error code every partition gets (NONE: commit as a simple commit).
+        A TxnOffsetCommit (``transactional``) is not held to OffsetCommit v9+."""
         group = self.groups.get(group_id)
         if group is None:
             return None
@@ -585,7 +587,7 @@ class ConsumerGroups:
         member = group.members.get(member_id)
         if member is None:
             return errors.UNKNOWN_MEMBER_ID
-        if version < 9:
+        if version < 9 and not transactional:
             return UNSUPPORTED_VERSION
         if epoch != member.member_epoch:  # Kafka 4.0: greater or smaller alike
             return STALE_MEMBER_EPOCH
@@ -601,6 +603,17 @@ class ConsumerGroups:
         if epoch != member.member_epoch:
             return STALE_MEMBER_EPOCH
         return errors.NONE
+
+    def subscribed(self, group_id: str, names: Iterable[str]) -> set[str]:
+        """Which of ``names`` a member of the group subscribes to now (by name or regex)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return set()
+        view = dict.fromkeys(names, (uuid.UUID(int=0), 0))
+        out: set[str] = set()
+        for member in group.members.values():
+            out |= self._subscribed_names(member, view)
+        return out
 
     def delete(self, group_id: str) -> int | None:
         """DeleteGroups: None if not a consumer group; NON_EMPTY_GROUP, or NONE once gone."""
