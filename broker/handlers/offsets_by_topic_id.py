@@ -93,10 +93,18 @@ async def handle_offset_fetch(broker: Broker, request: Request) -> dict:
     for group, topics in zip(request.body["groups"], asked, strict=True):
         group["topics"] = topics
     for group, unknown, topics in zip(response["groups"], unknown_by_group, asked, strict=True):
-        for entry in group["topics"]:
-            entry["topic_id"] = topic_id(broker, entry["name"])
         if topics is None:  # all topics: offsets of a topic that is gone are left out (Kafka)
+            for entry in group["topics"]:
+                entry["topic_id"] = topic_id(broker, entry["name"])
             group["topics"] = [e for e in group["topics"] if e["topic_id"] != ZERO_UUID]
+        else:
+            # Named topics answer with the ids the client sent, resolved before the
+            # awaited group call: a topic deleted or re-created meanwhile must not
+            # change the id the client reads its answer by.
+            sent = {t["name"]: t["topic_id"] for t in topics if t["name"]}
+            for entry in group["topics"]:
+                name = entry["name"]
+                entry["topic_id"] = sent[name] if name in sent else topic_id(broker, name)
         if group["error_code"]:
             continue  # the group's error says it all (Kafka answers no topics then)
         for topic in unknown:

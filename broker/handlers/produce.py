@@ -9,7 +9,9 @@ records. Errors are per partition; nothing of a refused record set is
 written. ``acks=0`` gets no response, as in Kafka. Produce 13 names each topic
 by its id (``broker/topic_ids.py``, one dict read per topic): an unknown id
 answers UNKNOWN_TOPIC_ID on each of its partitions, before the WRITE check, as
-Kafka 4.1; older versions pay one version test per topic for it.
+Kafka 4.1; after it, the local topic must still carry that id (else
+UNKNOWN_TOPIC_ID, ``_local_topic_id_error``); older versions pay one version
+test per topic for it.
 
 In cluster mode (``broker.cluster`` set) each partition must be led here in
 the epoch the append is stamped with (checked again under the append lock, so
@@ -169,6 +171,8 @@ async def handle_produce(broker: Broker, request: Request) -> dict | None:
             broker, request, WRITE, name
         ):
             topic_error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        if version >= 13 and not topic_error:
+            topic_error = _local_topic_id_error(broker, name, topic["topic_id"])
         for data in topic["partition_data"]:
             response = _partition_response(data["index"])
             partition_responses.append(response)
@@ -194,6 +198,20 @@ async def handle_produce(broker: Broker, request: Request) -> dict | None:
             _close_on_acks_0_error(responses, request.peer)
         return None
     return {"responses": responses, "throttle_time_ms": 0}
+
+
+def _local_topic_id_error(broker: Broker, name: str, requested_id: object) -> ErrorCode:
+    """Produce 13: the partitions written are the local registry's, so the local topic
+    must carry the id the client sent. In a cluster the id was resolved from the
+    cluster snapshot, which may run ahead of (or behind) the local logs while a
+    deleted-and-recreated topic is being followed (``ClusterNode._publish``): an old
+    id must not write into the new topic's logs, nor a new id into the old ones that
+    are about to go. Kafka's ReplicaManager checks the partition's topic id the same
+    way and answers UNKNOWN_TOPIC_ID (retriable: the client refreshes its metadata)."""
+    meta = broker.topics.metadata(name)
+    if meta is None or meta.topic_id != requested_id:
+        return ErrorCode.UNKNOWN_TOPIC_ID
+    return ErrorCode.NONE
 
 
 def _close_on_acks_0_error(responses: list[dict], peer: str) -> None:

@@ -8,7 +8,8 @@ offline replicas, from the broker's cluster snapshot in cluster mode), with Kafk
 paging: topics in name order, at most ``response_partition_limit`` partitions
 (capped at 2000, Kafka's ``max.request.partition.size.limit`` default), starting at
 ``cursor`` and answering ``next_cursor`` where it stopped (a cursor on a topic
-the request does not name: INVALID_REQUEST for every topic, as Kafka 4.0).
+the request does not name: INVALID_REQUEST for every topic the request names, in
+its order and with its repeats, as Kafka 4.0).
 Every topic carries its authorized operations, as Kafka's (the request has no
 flag for them). kafkette elects no
 eligible leader replicas (Kafka 4.0's default: ELR off), so both lists are empty.
@@ -62,10 +63,11 @@ async def handle_describe_topic_partitions(broker: Broker, request: Request) -> 
     cursor = body.get("cursor")
     if cursor is not None:
         if requested and cursor["topic_name"] not in names:
-            # Kafka 4.0: a cursor outside the named topics makes the request invalid.
+            # Kafka 4.0: a cursor outside the named topics makes the request invalid;
+            # each topic as the request names it (its order, repeats kept).
             return {"throttle_time_ms": 0, "next_cursor": None, "topics": [
                 {"error_code": ErrorCode.INVALID_REQUEST, "name": name, "is_internal": False,
-                 "partitions": []} for name in names
+                 "partitions": []} for name in requested
             ]}
         names = [n for n in names if n >= cursor["topic_name"]]
     topics: list[dict] = []

@@ -1,14 +1,16 @@
 """Refusals that must not tell a principal what it may not see (topic ids, names).
 
-DeleteTopics and ElectLeaders answered over a real socket with kafkette's own client
-codec (the admin clients hide the fields that leak: ids, names, the partitions of
-"every partition"). The principal is User:ANONYMOUS (PLAINTEXT listener).
+DeleteTopics, ElectLeaders and the requests that name topics by id answered over a
+real socket with kafkette's own client codec (the admin clients hide the fields that
+leak: ids, names, the partitions of "every partition"). The principal is
+User:ANONYMOUS (PLAINTEXT listener).
 """
 
 from __future__ import annotations
 
 import socket
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from kafkette.broker.embedded import EmbeddedBroker
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.client_connection import NEED_DATA, ClientConnection
 from kafkette.wire.primitives import ZERO_UUID
+from kafkette.wire.records import build_batch_from_values
 
 support = sys.modules["kafkette_security_acl_support"]  # registered by conftest.py
 
@@ -154,3 +157,78 @@ def test_offset_for_leader_epoch_without_cluster_action_is_checked_per_topic(
     })
     errors = {t["topic"]: [p["error_code"] for p in t["partitions"]] for t in body["topics"]}
     assert errors == {visible: [0], hidden: [TOPIC_AUTHORIZATION_FAILED]}
+
+
+UNKNOWN_TOPIC_ID = 100
+
+
+def _partition_errors(topics: list[dict], key: str = "partitions") -> dict:
+    return {t["topic_id"]: [p["error_code"] for p in t[key]] for t in topics}
+
+
+def test_requests_by_topic_id_are_authorized_as_by_name(open_broker: EmbeddedBroker) -> None:
+    """Metadata 12, Produce 13, OffsetCommit/OffsetFetch 10 name topics by id: a topic the
+    principal may not use is TOPIC_AUTHORIZATION_FAILED (Metadata: name null, so the id
+    tells no name), an id no topic has is UNKNOWN_TOPIC_ID; Metadata for all topics
+    leaves out what the principal may not describe, ``__consumer_offsets`` included."""
+    visible, hidden = support.name("byid-visible"), support.name("byid-hidden")
+    create_topics(open_broker.bootstrap, visible, hidden)
+    topics = open_broker.broker.topics
+    ids = {name: topics.metadata(name).topic_id for name in (visible, hidden)}
+    unknown = uuid.uuid4()
+    group = support.name("byid-group")
+    commit = {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
+              "group_instance_id": None}
+    partition_0 = {"partition_index": 0, "committed_offset": 7, "committed_leader_epoch": -1,
+                   "committed_metadata": None}
+    # A commit before the ACLs: __consumer_offsets exists and is listed by Metadata.
+    first = request(open_broker.bootstrap, ApiKey.OFFSET_COMMIT, 10, {
+        **commit, "topics": [{"topic_id": ids[visible], "partitions": [partition_0]}]})
+    assert _partition_errors(first["topics"]) == {ids[visible]: [0]}
+    everything = {"topics": None, "allow_auto_topic_creation": False,
+                  "include_topic_authorized_operations": False}
+    listed = {t["name"] for t in request(open_broker.bootstrap, ApiKey.METADATA, 12,
+                                         everything)["topics"]}
+    assert {visible, hidden, "__consumer_offsets"} <= listed
+    support.create_acls(support.admin(open_broker.bootstrap), [
+        support.binding(ResourceType.TOPIC, name, operation, DENY)
+        for name in (hidden, "__consumer_offsets")
+        for operation in (AclOperation.DESCRIBE, AclOperation.READ, AclOperation.WRITE)
+    ])
+
+    asked = [{"name": None, "topic_id": i} for i in (ids[visible], ids[hidden], unknown)]
+    answer = request(open_broker.bootstrap, ApiKey.METADATA, 12, {**everything, "topics": asked})
+    assert [(t["name"], t["topic_id"], t["error_code"]) for t in answer["topics"]] == [
+        (visible, ids[visible], 0),
+        (None, ids[hidden], TOPIC_AUTHORIZATION_FAILED),
+        (None, unknown, UNKNOWN_TOPIC_ID),
+    ]
+    listed = {t["name"] for t in request(open_broker.bootstrap, ApiKey.METADATA, 12,
+                                         everything)["topics"]}
+    assert visible in listed and hidden not in listed and "__consumer_offsets" not in listed
+
+    batch = build_batch_from_values([(None, b"x")])
+    produced = request(open_broker.bootstrap, ApiKey.PRODUCE, 13, {
+        "transactional_id": None, "acks": 1, "timeout_ms": 10_000,
+        "topic_data": [{"topic_id": i, "partition_data": [{"index": 0, "records": batch}]}
+                       for i in (ids[visible], ids[hidden], unknown)]})
+    assert _partition_errors(produced["responses"], "partition_responses") == {
+        ids[visible]: [0], ids[hidden]: [TOPIC_AUTHORIZATION_FAILED], unknown: [UNKNOWN_TOPIC_ID]}
+
+    committed = request(open_broker.bootstrap, ApiKey.OFFSET_COMMIT, 10, {
+        **commit, "topics": [{"topic_id": i, "partitions": [partition_0]}
+                             for i in (ids[visible], ids[hidden], unknown)]})
+    assert _partition_errors(committed["topics"]) == {
+        ids[visible]: [0], ids[hidden]: [TOPIC_AUTHORIZATION_FAILED], unknown: [UNKNOWN_TOPIC_ID]}
+
+    fetched = request(open_broker.bootstrap, ApiKey.OFFSET_FETCH, 10, {
+        "groups": [{"group_id": group, "member_id": None, "member_epoch": -1, "topics": [
+            {"topic_id": i, "partition_indexes": [0]}
+            for i in (ids[visible], ids[hidden], unknown)]}],
+        "require_stable": False})
+    (answered,) = fetched["groups"]
+    assert answered["error_code"] == 0
+    assert _partition_errors(answered["topics"]) == {
+        ids[visible]: [0], ids[hidden]: [TOPIC_AUTHORIZATION_FAILED], unknown: [UNKNOWN_TOPIC_ID]}
+    (visible_answer,) = [t for t in answered["topics"] if t["topic_id"] == ids[visible]]
+    assert visible_answer["partitions"][0]["committed_offset"] == 7
