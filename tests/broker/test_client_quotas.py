@@ -313,3 +313,24 @@ def test_a_damaged_quotas_file_stops_the_start(tmp_path: Path) -> None:
     errors = [line for line in result.stderr.splitlines() if line.startswith("kafkette:")]
     assert len(errors) == 1 and "invalid client quotas file" in errors[0], result.stderr
     assert (data_dir / "client-quotas.json").read_text() == "{not json"
+
+
+def test_concurrent_alterations_all_land(tmp_path: Path) -> None:
+    """AlterClientQuotas requests answered at once (each its own connection's task) are
+    applied one after the other: none is lost, and the file holds them all."""
+    import trio
+
+    from kafkette.broker.quotas.store import FileQuotaStore
+
+    store = FileQuotaStore.load(tmp_path)
+    users = [f"user-{i}" for i in range(8)]
+
+    async def alter_all() -> None:
+        async with trio.open_nursery() as nursery:
+            for user in users:
+                nursery.start_soon(store.apply, {(("user", user),): {"producer_byte_rate": 1.0}})
+
+    trio.run(alter_all)
+    expected = {(("user", user),): {"producer_byte_rate": 1.0} for user in users}
+    assert trio.run(store.all) == expected
+    assert trio.run(FileQuotaStore.load(tmp_path).all) == expected
