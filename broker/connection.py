@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from kafkette.broker.fetch_sessions.answer import finish_answer
 from kafkette.broker.handlers import HANDLERS
 from kafkette.broker.quotas.enforcement import answer as answer_within_quotas
 from kafkette.broker.quotas.enforcement import start_timing
@@ -165,6 +166,7 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
                         quotas, conn, stream, request, response
                     )
                 elif response is not None:
+                    finish_answer(response)  # a Fetch's session work (not throttled)
                     chunks = conn.encode_response(request.header, response)
                     response_bytes = 4 + int.from_bytes(chunks[0][:4], "big")  # type: ignore[index]
                     await send_chunks(stream, chunks)

@@ -50,10 +50,13 @@ import trio
 from kafkette.broker.clock import now_ms
 from kafkette.broker.fetch_sessions import (
     CachedPartition,
+    FetchAnswer,
     FetchSession,
+    creating_session,
     incremental_answer,
     new_session_partitions,
     open_context,
+    updating_session,
 )
 from kafkette.broker.fetch_sessions.context import SESSIONLESS
 from kafkette.broker.partition import Partition
@@ -170,21 +173,40 @@ async def handle_fetch(broker: Broker, request: Request) -> dict:
             for partition in partitions:
                 partition.remove_waiter(appended)
     _count_traffic_out(wanted)
-    session_id = 0
+    if session is not None and session.epoch != context.epoch:
+        # Another fetch of this session came in during the long poll (Kafka's
+        # updateAndGenerateResponseData checks the same): this answer is stale.
+        return {
+            "throttle_time_ms": 0,
+            "error_code": int(ErrorCode.INVALID_FETCH_SESSION_EPOCH),
+            "session_id": session.id,
+            "responses": [],
+        }
     if cached is not None and session is not None:
         responses = [r for topic in topics for r in topic["partitions"]]
-        topics = incremental_answer(session, cached, responses)
+        topics, updates = incremental_answer(cached, responses)
+        on_answer = updating_session(session, context.epoch, updates)
         session_id = session.id
     elif context.may_create:
         by_id = version >= 13
-        session_id = cache.maybe_create(
-            now_ms(),
-            replica_id >= 0,
-            sum(len(topic["partitions"]) for topic in topics),
-            by_id,
-            lambda: new_session_partitions(_answered(groups, topics, by_id)),
+        size = sum(len(topic["partitions"]) for topic in topics)
+        answered = topics
+        on_answer = creating_session(
+            cache,
+            lambda: cache.maybe_create(
+                now_ms(),
+                replica_id >= 0,
+                size,
+                by_id,
+                lambda: new_session_partitions(_answered(groups, answered, by_id)),
+            ),
         )
-    result = {"throttle_time_ms": 0, "error_code": 0, "session_id": session_id, "responses": topics}
+        session_id = 0  # set when the answer goes out unthrottled
+    else:
+        on_answer = None
+        session_id = 0
+    fields = {"throttle_time_ms": 0, "error_code": 0, "session_id": session_id, "responses": topics}
+    result = fields if on_answer is None else FetchAnswer(fields, on_answer)
     if version >= 16 and broker.cluster is not None:
         _add_leader_hints(broker, request, topics, result)
     return result

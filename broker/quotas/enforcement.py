@@ -8,7 +8,9 @@ quota exists. As Kafka's KafkaApis does:
 - Fetch (from a consumer, not a follower) records the encoded response's size against
   ``consumer_byte_rate``. When it must be throttled (by either quota) the size is taken
   back and the answer is an empty Fetch response (no partitions) carrying the throttle
-  time: the records stay for the fetch after the throttle, nothing is sent twice.
+  time: the records stay for the fetch after the throttle, nothing is sent twice. Its
+  fetch session is left as Kafka leaves it: a throttled full fetch answers session id
+  0 and starts none, a throttled incremental one leaves the session's cached data.
 - The throttle is the longer of the two; it goes into the response's
   ``throttle_time_ms`` where the response has that field.
 - KIP-219: the response goes out at once and the connection is then muted (nothing more
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from kafkette.broker.fetch_sessions.answer import finish_answer
 from kafkette.broker.quotas.entities import (
     CONSUMER_BYTE_RATE,
     PRODUCER_BYTE_RATE,
@@ -121,20 +124,26 @@ async def answer(
     timed = REQUEST_PERCENTAGE in resolved
     encoding_started = time.perf_counter() if timed else 0.0
     chunks = None
-    if api_key == ApiKey.FETCH and CONSUMER_BYTE_RATE in resolved:
-        chunks = conn.encode_response(header, response)
-        size = int.from_bytes(chunks[0][:4], "big")  # type: ignore[index]  # no prefix
-        fetch_ms = quotas.record(resolved, CONSUMER_BYTE_RATE, size, now_ms)
-        throttle_ms = max(throttle_ms, fetch_ms)
-        if throttle_ms > 0:
-            quotas.unrecord(resolved, CONSUMER_BYTE_RATE, size, now_ms)
-    if api_key == ApiKey.FETCH and throttle_ms > 0:
-        response = {
-            "error_code": 0,
-            "session_id": response.get("session_id", 0),
-            "responses": [],
-        }
-        chunks = None
+    if api_key == ApiKey.FETCH:
+        if CONSUMER_BYTE_RATE in resolved:
+            chunks = conn.encode_response(header, response)
+            size = int.from_bytes(chunks[0][:4], "big")  # type: ignore[index]  # no prefix
+            fetch_ms = quotas.record(resolved, CONSUMER_BYTE_RATE, size, now_ms)
+            throttle_ms = max(throttle_ms, fetch_ms)
+            if throttle_ms > 0:
+                quotas.unrecord(resolved, CONSUMER_BYTE_RATE, size, now_ms)
+        throttled = throttle_ms > 0
+        # The fetch session follows only an answer sent whole (Kafka decides the throttle
+        # before touching the session): a throttled full fetch starts none.
+        if finish_answer(response, throttled):
+            chunks = None
+        if throttled:
+            response = {
+                "error_code": response.get("error_code", 0),
+                "session_id": response.get("session_id", 0),
+                "responses": [],
+            }
+            chunks = None
     throttle = round(throttle_ms)
     if throttle > 0 and _has_throttle_field(api_key, header.api_version):
         # A copy: a handler may answer with a dict it keeps (ApiVersions' is cached).
