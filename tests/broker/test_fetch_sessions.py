@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -300,3 +301,38 @@ def test_throttled_fetches_leave_sessions_as_kafka(load_beside):
         for c in clients:
             c.close()
         embedded.stop(timeout=30)
+
+
+def test_fetch_overtaken_in_its_long_poll_answers_invalid_epoch(broker, client, create_topic):
+    """Kafka's updateAndGenerateResponseData: a fetch whose session moved on (the next
+    epoch came in on another connection) while it waited answers INVALID_FETCH_SESSION_EPOCH."""
+    import threading
+
+    fw, c = client
+    topic = create_topic(broker.bootstrap, partitions=1)
+    tid = c.topic_id(topic)
+    full = c.fetch(17, 0, 0, [fw.topic_entry(topic, tid, [fw.partition(0)])])
+    session = full["session_id"]
+    assert session != 0
+    parked: dict = {}
+    waiter = threading.Thread(
+        target=lambda: parked.update(c.fetch(17, session, 1, [], max_wait_ms=20_000))
+    )
+    waiter.start()
+    other = fw.WireClient(broker.bootstrap)
+    try:
+        # Epoch 2 is the session's next only once epoch 1 has arrived: retry until then.
+        for _ in range(200):
+            time.sleep(0.02)
+            moved = other.fetch(17, session, 2, [])
+            if moved["error_code"] != ErrorCode.INVALID_FETCH_SESSION_EPOCH:
+                break
+        assert moved["error_code"] == 0 and moved["session_id"] == session
+        # Data wakes the parked fetch (no need to wait out its max_wait_ms).
+        _produce(broker.bootstrap, topic, 0, 1)
+        waiter.join(30)
+        assert not waiter.is_alive()
+    finally:
+        other.close()
+    assert parked["error_code"] == ErrorCode.INVALID_FETCH_SESSION_EPOCH
+    assert parked["session_id"] == session and parked["responses"] == []
