@@ -334,3 +334,85 @@ def test_concurrent_alterations_all_land(tmp_path: Path) -> None:
     expected = {(("user", user),): {"producer_byte_rate": 1.0} for user in users}
     assert trio.run(store.all) == expected
     assert trio.run(FileQuotaStore.load(tmp_path).all) == expected
+
+
+def _limit(client, key: str, rate: int = RATE) -> str:  # type: ignore[no-untyped-def]
+    """A fresh client id held to ``rate`` for ``key``."""
+    client_id = f"lim-{uuid.uuid4().hex[:8]}"
+    assert _alter(client, [("client-id", client_id)], [(key, rate, False)]) == [(0, None)]
+    return client_id
+
+
+def test_a_replica_id_on_a_single_node_is_no_way_around_a_consumer_quota(
+    quota_broker, raw_client, load_beside
+) -> None:
+    """Only a live broker of a cluster fetches as a follower (exempt from client quotas):
+    on a single node a Fetch claiming replica_id=0 is a consumer's, and is throttled."""
+    fw = load_beside("fetch_wire.py")
+    topic = f"quota-{uuid.uuid4().hex[:8]}"
+    _produce(quota_broker.bootstrap, topic, f"fill-{uuid.uuid4().hex[:6]}")  # 40 KB
+    client = fw.WireClient(quota_broker.bootstrap, _limit(raw_client(quota_broker.bootstrap),
+                                                          "consumer_byte_rate"))
+    try:
+        entry = fw.topic_entry(topic, fw.ZERO, [fw.partition(0)])
+        answer = client.fetch(12, 0, -1, [entry], replica_id=0)
+    finally:
+        client.close()
+    assert answer["throttle_time_ms"] > 0 and answer["responses"] == []
+
+
+def test_a_pre_kip219_answer_waits_without_holding_request_memory(
+    quota_broker, raw_client, load_beside
+) -> None:
+    """Produce v5 (before KIP-219) over its quota is answered after the throttle time;
+    meanwhile the request's bytes are back in the pool (queued.max.request.bytes) for
+    other connections."""
+    import threading
+
+    from kafkette.wire.apis import ApiKey
+    from kafkette.wire.records import build_batch_from_values
+
+    fw = load_beside("fetch_wire.py")
+    topic = f"quota-{uuid.uuid4().hex[:8]}"
+    _produce(quota_broker.bootstrap, topic, f"fill-{uuid.uuid4().hex[:6]}")  # creates it
+    # 50 KB/s; a 120 KB frame (above SMALL_FRAME_BYTES: it holds pool memory while read)
+    # is throttled for about 1.4 s.
+    limited = _limit(raw_client(quota_broker.bootstrap), "producer_byte_rate", 5 * RATE)
+    client = fw.WireClient(quota_broker.bootstrap, limited)
+    batch = build_batch_from_values([(None, b"x" * 1000)] * 120)
+    body = {"transactional_id": None, "acks": -1, "timeout_ms": 10_000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": 0, "records": batch}]}]}  # fmt: skip
+    answer: dict = {}
+
+    def send() -> None:
+        # The frame's start first: the broker then reserves the frame's size in the pool
+        # before reading the rest (a frame read whole at once reserves nothing).
+        frame = client.conn.send_request(ApiKey.PRODUCE, 5, body, client.client_id)
+        client.sock.sendall(frame[:100])
+        time.sleep(0.3)
+        client.sock.sendall(frame[100:])
+        while (response := client.conn.next_response()) is fw.NEED_DATA:
+            data = client.sock.recv(1 << 20)
+            assert data, "broker closed the connection"
+            client.conn.receive_data(data)
+        answer.update(response.body)
+
+    sender = threading.Thread(target=send)
+    pool = quota_broker.broker.request_memory
+    try:
+        sender.start()
+        held = []
+        deadline = time.monotonic() + 30
+        while sender.is_alive() and time.monotonic() < deadline:
+            held.append(pool.in_use)
+            time.sleep(0.05)
+        reserved_at_start = max(held[:8])
+        sender.join(5)
+    finally:
+        client.close()
+    assert answer["throttle_time_ms"] > 0
+    partition = answer["responses"][0]["partition_responses"][0]
+    assert partition["error_code"] == 0
+    # The frame was held while it came in, not during the throttle time (seconds) after.
+    assert reserved_at_start > 0, held
+    assert len(held) > 5 and max(held[len(held) // 2:]) == 0, held
