@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from kafkette.broker.fetch_sessions.answer import finish_answer
 from kafkette.broker.handlers import HANDLERS
 from kafkette.broker.quotas.enforcement import answer as answer_within_quotas
 from kafkette.broker.quotas.enforcement import start_timing
@@ -147,6 +148,7 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
             verdict = None  # the authenticator's, on a SASL listener
             quotas = broker.client_quotas if broker.client_quotas.active else None
             mute_s = 0.0  # KIP-219: seconds this connection is not read after the answer
+            delayed = None  # a pre-KIP-219 client's throttled answer, sent late
             if quotas is not None:
                 start_timing(quotas)
             try:
@@ -161,10 +163,18 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
                         if verdict.delay_s:
                             await trio.sleep(verdict.delay_s)
                 if quotas is not None and (verdict is None or verdict.dispatch):
-                    response_bytes, mute_s = await answer_within_quotas(
-                        quotas, conn, stream, request, response
-                    )
+                    quota_answer = answer_within_quotas(broker, quotas, conn, request, response)
+                    response_bytes = quota_answer.response_bytes
+                    mute_s = quota_answer.mute_s
+                    if quota_answer.delay_s:
+                        # Before KIP-219 the answer itself is late: sent after the
+                        # request's memory is back in the pool (below), not holding it.
+                        delayed = quota_answer
+                    elif quota_answer.chunks is not None:
+                        await send_chunks(stream, quota_answer.chunks)
+                    del quota_answer
                 elif response is not None:
+                    finish_answer(response)  # a Fetch's session work (not throttled)
                     chunks = conn.encode_response(request.header, response)
                     response_bytes = 4 + int.from_bytes(chunks[0][:4], "big")  # type: ignore[index]
                     await send_chunks(stream, chunks)
@@ -177,6 +187,10 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
             pool.release(reserved)
             reserved = 0
             queued = 0.0
+            if delayed is not None:
+                await trio.sleep(delayed.delay_s)  # client quotas, before KIP-219
+                await send_chunks(stream, delayed.chunks)  # type: ignore[arg-type]
+                delayed = None
             if mute_s:
                 await trio.sleep(mute_s)  # client quotas: muted (broker/quotas/)
             if verdict is not None:

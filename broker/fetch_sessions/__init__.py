@@ -10,9 +10,16 @@ With thousands of partitions that removes most of the bytes of every fetch.
 ``cache.py`` holds the sessions (``max.incremental.fetch.session.cache.slots``,
 Kafka's eviction rules); ``context.py`` turns a request's session id and epoch
 into what the Fetch handler must do (sessionless, full, incremental, or an error);
-``responses.py`` picks the partitions an incremental answer carries.
+``responses.py`` picks the partitions an incremental answer carries; ``answer.py``
+holds the session work an answer does once it is known not to be throttled.
 """
 
+from kafkette.broker.fetch_sessions.answer import (
+    FetchAnswer,
+    creating_session,
+    finish_answer,
+    updating_session,
+)
 from kafkette.broker.fetch_sessions.cache import (
     CachedPartition,
     FetchSession,
@@ -30,10 +37,14 @@ __all__ = [
     "FINAL_EPOCH",
     "INITIAL_EPOCH",
     "CachedPartition",
+    "FetchAnswer",
     "FetchContext",
     "FetchSession",
     "FetchSessionCache",
+    "creating_session",
+    "finish_answer",
     "incremental_answer",
     "new_session_partitions",
     "open_context",
+    "updating_session",
 ]

@@ -33,11 +33,14 @@ _ZERO_ID = uuid.UUID(int=0)
 class FetchContext:
     """``error``: answer it at the top level with no partitions. ``session``: an
     incremental fetch of it. ``may_create``: a full fetch that may start a session.
-    None of them: a sessionless fetch."""
+    None of them: a sessionless fetch. ``epoch``: the session's epoch this request moved
+    it to (another request of the session moving it again meanwhile makes this one's
+    answer INVALID_FETCH_SESSION_EPOCH)."""
 
     error: int = 0
     session: FetchSession | None = None
     may_create: bool = False
+    epoch: int = 0
 
 
 SESSIONLESS = FetchContext()
@@ -71,4 +74,4 @@ def open_context(
     cache.touch(session, now_ms)
     cache.incremental_fetches += 1
     session.epoch = next_epoch(session.epoch)
-    return FetchContext(session=session)
+    return FetchContext(session=session, epoch=session.epoch)

@@ -44,13 +44,23 @@ def new_session_partitions(
     return partitions
 
 
+# What an incremental answer would change in its session once it is sent: each sent
+# partition with the high watermark and log start it carried, and those that carried records.
+SessionUpdates = tuple[list[tuple[CachedPartition, int, int]], list[CachedPartition]]
+
+
 def incremental_answer(
-    session: FetchSession, cached: list[CachedPartition], responses: list[dict]
-) -> list[dict]:
+    cached: list[CachedPartition], responses: list[dict]
+) -> tuple[list[dict], SessionUpdates]:
     """The answer's topics for an incremental fetch: ``responses[i]`` answers
     ``cached[i]``; partitions with nothing new are left out, consecutive partitions of
-    one topic share an entry (as Kafka's FetchResponse.of builds them)."""
+    one topic share an entry (as Kafka's FetchResponse.of builds them).
+
+    The session is not changed here: a throttled answer (client quotas) is sent empty
+    and must leave the cached data as it was (Kafka's getThrottledResponse), so what
+    the answer would change is returned for ``apply_updates`` once it is sent."""
     topics: list[dict] = []
+    sent: list[tuple[CachedPartition, int, int]] = []
     moved: list[CachedPartition] = []
     last: object = None
     entry_partitions: list[dict] = []
@@ -59,16 +69,14 @@ def incremental_answer(
         high_watermark = response["high_watermark"]
         log_start = response["log_start_offset"]
         if response["error_code"]:
-            item.high_watermark = -1
+            high_watermark = -1
         elif (
             not records
             and high_watermark == item.high_watermark
             and log_start == item.log_start_offset
         ):
             continue
-        else:
-            item.high_watermark = high_watermark
-        item.log_start_offset = log_start
+        sent.append((item, high_watermark, log_start))
         if records:
             moved.append(item)
         if item.topic != last:
@@ -78,9 +86,18 @@ def incremental_answer(
             entry = {"topic": name, "topic_id": item.topic_id, "partitions": entry_partitions}
             topics.append(entry)
         entry_partitions.append(response)
+    return topics, (sent, moved)
+
+
+def apply_updates(session: FetchSession, updates: SessionUpdates) -> None:
+    """The answer went out: cache what it told the client, and move the partitions that
+    carried records to the end of the session's order (round robin)."""
+    sent, moved = updates
+    for item, high_watermark, log_start in sent:
+        item.high_watermark = high_watermark
+        item.log_start_offset = log_start
     partitions = session.partitions
     for item in moved:
         key = (item.topic, item.fetch["partition"])
         if partitions.pop(key, None) is item:  # still there (not forgotten meanwhile)
             partitions[key] = item
-    return topics

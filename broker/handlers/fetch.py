@@ -39,21 +39,25 @@ is the log end offset and none of this runs.
 
 from __future__ import annotations
 
+import functools
 import struct
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import trio
 
 from kafkette.broker.clock import now_ms
 from kafkette.broker.fetch_sessions import (
     CachedPartition,
+    FetchAnswer,
     FetchSession,
+    creating_session,
     incremental_answer,
     new_session_partitions,
     open_context,
+    updating_session,
 )
 from kafkette.broker.fetch_sessions.context import SESSIONLESS
 from kafkette.broker.partition import Partition
@@ -65,6 +69,7 @@ from kafkette.broker.security.authorizer.checks import (
 )
 from kafkette.broker.security.session import listener_of
 from kafkette.broker.throttled_log import storage_errors
+from kafkette.broker.topic_ids import topic_name
 from kafkette.log.errors import OffsetOutOfRange
 from kafkette.log.file_region import FileRegion, WouldBlock, reads_without_waiting
 from kafkette.wire.errors import ErrorCode
@@ -136,7 +141,9 @@ async def handle_fetch(broker: Broker, request: Request) -> dict:
             "session_id": 0,
             "responses": [],
         }
-    names = _topic_names(broker) if version >= 13 else None
+    # Fetch 13+: topic id -> name by broker/topic_ids.py's index (one dict read a topic;
+    # an id no topic has costs a dict miss, never a rebuild).
+    names = functools.partial(topic_name, broker) if version >= 13 else None
     session = context.session
     if session is None:
         groups = _request_groups(body["topics"], names)
@@ -170,21 +177,40 @@ async def handle_fetch(broker: Broker, request: Request) -> dict:
             for partition in partitions:
                 partition.remove_waiter(appended)
     _count_traffic_out(wanted)
-    session_id = 0
+    if session is not None and session.epoch != context.epoch:
+        # Another fetch of this session came in during the long poll (Kafka's
+        # updateAndGenerateResponseData checks the same): this answer is stale.
+        return {
+            "throttle_time_ms": 0,
+            "error_code": int(ErrorCode.INVALID_FETCH_SESSION_EPOCH),
+            "session_id": session.id,
+            "responses": [],
+        }
     if cached is not None and session is not None:
         responses = [r for topic in topics for r in topic["partitions"]]
-        topics = incremental_answer(session, cached, responses)
+        topics, updates = incremental_answer(cached, responses)
+        on_answer = updating_session(session, context.epoch, updates)
         session_id = session.id
     elif context.may_create:
         by_id = version >= 13
-        session_id = cache.maybe_create(
-            now_ms(),
-            replica_id >= 0,
-            sum(len(topic["partitions"]) for topic in topics),
-            by_id,
-            lambda: new_session_partitions(_answered(groups, topics, by_id)),
+        size = sum(len(topic["partitions"]) for topic in topics)
+        answered = topics
+        on_answer = creating_session(
+            cache,
+            lambda: cache.maybe_create(
+                now_ms(),
+                replica_id >= 0,
+                size,
+                by_id,
+                lambda: new_session_partitions(_answered(groups, answered, by_id)),
+            ),
         )
-    result = {"throttle_time_ms": 0, "error_code": 0, "session_id": session_id, "responses": topics}
+        session_id = 0  # set when the answer goes out unthrottled
+    else:
+        on_answer = None
+        session_id = 0
+    fields = {"throttle_time_ms": 0, "error_code": 0, "session_id": session_id, "responses": topics}
+    result = fields if on_answer is None else FetchAnswer(fields, on_answer)
     if version >= 16 and broker.cluster is not None:
         _add_leader_hints(broker, request, topics, result)
     return result
@@ -202,18 +228,21 @@ def replica_id_of(body: dict, version: int) -> int:
 _Group = tuple["str | None", uuid.UUID, list[dict]]
 
 
-def _request_groups(topics: list[dict], names: _TopicNames | None) -> list[_Group]:
+NameOf = Callable[[uuid.UUID], "str | None"]
+
+
+def _request_groups(topics: list[dict], names: NameOf | None) -> list[_Group]:
     """The request's topics (by name before v13, by id from v13)."""
     if names is None:
         return [(topic["topic"], ZERO_UUID, topic["partitions"]) for topic in topics]
-    name_of = names.name_of
+    name_of = names
     return [
         (name_of(topic["topic_id"]), topic["topic_id"], topic["partitions"]) for topic in topics
     ]
 
 
 def _session_groups(
-    session: FetchSession, names: _TopicNames | None
+    session: FetchSession, names: NameOf | None
 ) -> tuple[list[_Group], list[CachedPartition]]:
     """The session's partitions in its order, consecutive ones of a topic in one group
     (names resolved afresh when the session goes by topic id: a topic may come or go)."""
@@ -226,7 +255,7 @@ def _session_groups(
         if item.topic != last:
             last = item.topic
             if names is not None:
-                name = names.name_of(item.topic_id)
+                name = names(item.topic_id)
             else:
                 name = item.name
             fetches = []
@@ -243,45 +272,6 @@ def _answered(
         key = topic_id if by_id else name
         for fetch, response in zip(fetches, topic["partitions"], strict=True):
             yield key, topic_id, name, fetch, response
-
-
-class _TopicNames:
-    """Topic id -> name over the broker's topic table (the cluster's in cluster mode).
-
-    Built once and reused while it agrees with the table: an entry is checked against
-    the table at each lookup (a deleted or re-created topic is seen at once), and a miss
-    rebuilds the index, so a Fetch by id costs a dict lookup per topic, not a scan.
-    """
-
-    __slots__ = ("_ids", "_table")
-
-    def __init__(self) -> None:
-        self._ids: dict[uuid.UUID, str] = {}
-        self._table: Mapping[str, Any] = {}
-
-    def over(self, table: Mapping[str, Any]) -> _TopicNames:
-        self._table = table
-        return self
-
-    def name_of(self, topic_id: uuid.UUID) -> str | None:
-        table = self._table
-        name = self._ids.get(topic_id)
-        if name is not None:
-            meta = table.get(name)
-            if meta is not None and meta.topic_id == topic_id:
-                return name
-        self._ids = {meta.topic_id: n for n, meta in table.items()}
-        name = self._ids.get(topic_id)
-        return None if name is None or topic_id == ZERO_UUID else name
-
-
-_TOPIC_NAMES = _TopicNames()
-
-
-def _topic_names(broker: Broker) -> _TopicNames:
-    if broker.cluster is not None:
-        return _TOPIC_NAMES.over(broker.cluster.metadata.topics)
-    return _TOPIC_NAMES.over(broker.topics.data_dir.topics)
 
 
 def _plan(

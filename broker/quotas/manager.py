@@ -15,8 +15,11 @@ matched entity's types, with the request's own names). No value anywhere: no lim
 
 ``active`` is False while no produce, fetch or request quota exists: the dispatch
 then does nothing more than read that flag (broker/connection.py). Resolutions are
-kept per (user, client id) until the quotas change; rates per sharing key, dropped
-past ``MAX_RATES`` (a client cycling through client ids cannot grow memory).
+kept per (user, client id) until the quotas change; rates per sharing key. Past
+``MAX_RATES`` of them the idle ones are dropped (no record within the windows: their
+rate is 0, as Kafka's quota sensors expire after inactivity); if too few are idle (a
+client cycling through client ids), the least recently used go too: memory stays
+bounded, and the rates of clients active right now are the last to go.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import Iterator
+from typing import TypeVar
 
 import trio
 
@@ -40,7 +44,11 @@ from kafkette.broker.quotas.entities import (
 from kafkette.broker.quotas.rate import SampledRate
 from kafkette.broker.quotas.store import Quotas
 
+K = TypeVar("K")
 MAX_RATES = 100_000
+# When the idle rates free less than this share of MAX_RATES, the least recently used go
+# too, down to (1 - share): a prune is then needed only every that many new keys.
+PRUNE_SHARE = 0.1
 ENFORCED_KEYS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE)
 
 # (quota key, user or "", client id or "")
@@ -59,6 +67,17 @@ def _candidates(user: str, client_id: str) -> Iterator[tuple[Entity, str, str]]:
     yield ((USER, None),), user, ""
     yield ((CLIENT_ID, client_id),), "", client_id
     yield ((CLIENT_ID, None),), "", client_id
+
+
+def _prune(rates: dict[K, SampledRate], now_ms: float, limit: int) -> None:
+    """Make room in a full ``rates``: the idle first, then the least recently used."""
+    for key in [k for k, rate in rates.items() if rate.idle(now_ms)]:
+        del rates[key]
+    keep = int(limit * (1 - PRUNE_SHARE))
+    if len(rates) > keep:
+        by_last_use = sorted(rates, key=lambda k: rates[k].last_ms)
+        for key in by_last_use[: len(rates) - keep]:
+            del rates[key]
 
 
 class TaskTimer(trio.abc.Instrument):
@@ -94,6 +113,7 @@ class QuotaManager:
         self._quotas: Quotas = {}
         self._resolved: dict[tuple[str, str], Resolved] = {}
         self._rates: dict[RateKey, SampledRate] = {}
+        self.max_rates = MAX_RATES
 
     def update(self, quotas: Quotas) -> None:
         """The store's quotas changed (or were loaded): resolve again from now on."""
@@ -141,8 +161,8 @@ class QuotaManager:
         bound, rate_key = quota
         rate = self._rates.get(rate_key)
         if rate is None:
-            if len(self._rates) >= MAX_RATES:
-                self._rates.clear()
+            if len(self._rates) >= self.max_rates:
+                _prune(self._rates, now_ms, self.max_rates)
             rate = self._rates[rate_key] = SampledRate(self.window_num, self.window_ms, now_ms)
         rate.record(value, now_ms)
         throttle = rate.throttle_ms(bound, now_ms)
@@ -161,8 +181,8 @@ class QuotaManager:
             return 0.0
         rate = self._ip_rates.get(ip)
         if rate is None:
-            if len(self._ip_rates) >= MAX_RATES:
-                self._ip_rates.clear()
+            if len(self._ip_rates) >= self.max_rates:
+                _prune(self._ip_rates, now_ms, self.max_rates)
             rate = self._ip_rates[ip] = SampledRate(self.window_num, self.window_ms, now_ms)
         rate.record(1.0, now_ms)
         throttle = rate.throttle_ms(bound, now_ms)

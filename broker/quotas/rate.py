@@ -16,7 +16,7 @@ from __future__ import annotations
 
 
 class SampledRate:
-    __slots__ = ("_current", "_num", "_starts", "_values", "_window_ms")
+    __slots__ = ("_current", "_num", "_starts", "_values", "_window_ms", "last_ms")
 
     def __init__(self, num: int, window_ms: int, now_ms: float) -> None:
         self._num = num
@@ -24,8 +24,15 @@ class SampledRate:
         self._starts = [now_ms]
         self._values = [0.0]
         self._current = 0
+        self.last_ms = now_ms  # the last record's time (idle rates may be dropped)
+
+    def idle(self, now_ms: float) -> bool:
+        """No record within the samples' whole span: the rate is 0, and dropping it
+        changes nothing the client would see."""
+        return now_ms - self.last_ms >= self._num * self._window_ms
 
     def record(self, value: float, now_ms: float) -> None:
+        self.last_ms = now_ms
         if now_ms - self._starts[self._current] >= self._window_ms:
             self._current = (self._current + 1) % self._num
             if self._current == len(self._starts):

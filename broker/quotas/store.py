@@ -92,6 +92,9 @@ class FileQuotaStore:
         self.path = path  # None: in memory only
         self._quotas: Quotas = quotas or {}
         self._listeners: list[Callable[[Quotas], None]] = []
+        # One alteration at a time: each computes from the last one's result, and
+        # atomic_write's temp file (one fixed name beside the file) has one writer.
+        self._altering = trio.Lock()
 
     @classmethod
     def load(cls, data_dir: Path) -> FileQuotaStore:
@@ -117,11 +120,16 @@ class FileQuotaStore:
         return self._quotas
 
     async def apply(self, changes: Changes) -> None:
-        """Durable (written in a worker thread) before the new values are enforced."""
-        updated = changed(self._quotas, changes)
-        if self.path is not None:
-            document = json.dumps(to_document(updated), indent=1).encode() + b"\n"
-            await trio.to_thread.run_sync(atomic_write, self.path, document)
-        self._quotas = updated
-        for listener in self._listeners:
-            listener(updated)
+        """Durable (written in a worker thread) before the new values are enforced.
+
+        Compute, write and swap under one lock: two concurrent AlterClientQuotas would
+        otherwise both start from the same set (one's change lost) and write the same
+        temp file at once."""
+        async with self._altering:
+            updated = changed(self._quotas, changes)
+            if self.path is not None:
+                document = json.dumps(to_document(updated), indent=1).encode() + b"\n"
+                await trio.to_thread.run_sync(atomic_write, self.path, document)
+            self._quotas = updated
+            for listener in self._listeners:
+                listener(updated)

@@ -175,6 +175,11 @@ class ZkQuotaStore:
         self._listeners: list[Callable[[Quotas], None]] = []
         self._reloading = False
         self._again = False  # a change came while reading: read once more
+        # Reads overlap (the watch's, an admin request's): each is numbered as it starts
+        # and installed only if no later-started read was installed before it finished,
+        # so an older snapshot never replaces a newer one.
+        self._reads_started = 0
+        self._read_installed = 0
         session.on_state(self._on_session_state)
 
     @classmethod
@@ -188,10 +193,15 @@ class ZkQuotaStore:
         from kazoo.handlers.threading import KazooTimeoutError
 
         watcher = self._session.watcher(self._changed) if watch else None
+        self._reads_started += 1
+        read = self._reads_started
         try:
             quotas = await self._session.run(_read_all, watcher, limiter=self._threads)
         except (KazooException, KazooTimeoutError) as exc:
             raise QuotaStoreUnavailable(f"ZooKeeper error reading quotas: {exc!r}") from None
+        if read < self._read_installed:
+            return  # a read that started later already installed what it saw
+        self._read_installed = read
         self._quotas = quotas
         for listener in self._listeners:
             listener(quotas)
@@ -214,8 +224,8 @@ class ZkQuotaStore:
                 self._again = False
                 try:
                     await self._reload(watch=True)
-                except QuotaStoreUnavailable as exc:
-                    log.warning("client quotas not refreshed: %s", exc)
+                except Exception as exc:  # a system task's error would stop the broker
+                    log.warning("client quotas not refreshed: %r", exc)
                     return
                 if not self._again:
                     return

@@ -16,7 +16,8 @@ ZERO = uuid.UUID(int=0)
 
 
 class WireClient:
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, client_id: str = "fetch-wire-test") -> None:
+        self.client_id = client_id
         host, _, port = bootstrap.rpartition(":")
         self.sock = socket.create_connection((host, int(port)), timeout=30)
         self.conn = ClientConnection()
@@ -25,7 +26,7 @@ class WireClient:
         self.sock.close()
 
     def request(self, api_key: int, version: int, body: dict) -> dict:
-        self.sock.sendall(self.conn.send_request(api_key, version, body, "fetch-wire-test"))
+        self.sock.sendall(self.conn.send_request(api_key, version, body, self.client_id))
         while (response := self.conn.next_response()) is NEED_DATA:
             data = self.sock.recv(1 << 20)
             assert data, "broker closed the connection"

@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trio
+import trio.testing
 from confluent_kafka import Consumer, Producer
 from kafka.protocol.admin import AlterClientQuotasRequest as Alter
 from kafka.protocol.admin import DescribeClientQuotasRequest as Describe
@@ -313,3 +315,177 @@ def test_a_damaged_quotas_file_stops_the_start(tmp_path: Path) -> None:
     errors = [line for line in result.stderr.splitlines() if line.startswith("kafkette:")]
     assert len(errors) == 1 and "invalid client quotas file" in errors[0], result.stderr
     assert (data_dir / "client-quotas.json").read_text() == "{not json"
+
+
+def test_concurrent_alterations_all_land(tmp_path: Path) -> None:
+    """AlterClientQuotas requests answered at once (each its own connection's task) are
+    applied one after the other: none is lost, and the file holds them all."""
+    from kafkette.broker.quotas.store import FileQuotaStore
+
+    store = FileQuotaStore.load(tmp_path)
+    users = [f"user-{i}" for i in range(8)]
+
+    async def alter_all() -> None:
+        async with trio.open_nursery() as nursery:
+            for user in users:
+                nursery.start_soon(store.apply, {(("user", user),): {"producer_byte_rate": 1.0}})
+
+    trio.run(alter_all)
+    expected = {(("user", user),): {"producer_byte_rate": 1.0} for user in users}
+    assert trio.run(store.all) == expected
+    assert trio.run(FileQuotaStore.load(tmp_path).all) == expected
+
+
+def _limit(client, key: str, rate: int = RATE) -> str:  # type: ignore[no-untyped-def]
+    """A fresh client id held to ``rate`` for ``key``."""
+    client_id = f"lim-{uuid.uuid4().hex[:8]}"
+    assert _alter(client, [("client-id", client_id)], [(key, rate, False)]) == [(0, None)]
+    return client_id
+
+
+def test_a_replica_id_on_a_single_node_is_no_way_around_a_consumer_quota(
+    quota_broker, raw_client, load_beside
+) -> None:
+    """Only a live broker of a cluster fetches as a follower (exempt from client quotas):
+    on a single node a Fetch claiming replica_id=0 is a consumer's, and is throttled."""
+    fw = load_beside("fetch_wire.py")
+    topic = f"quota-{uuid.uuid4().hex[:8]}"
+    _produce(quota_broker.bootstrap, topic, f"fill-{uuid.uuid4().hex[:6]}")  # 40 KB
+    client = fw.WireClient(quota_broker.bootstrap, _limit(raw_client(quota_broker.bootstrap),
+                                                          "consumer_byte_rate"))
+    try:
+        entry = fw.topic_entry(topic, fw.ZERO, [fw.partition(0)])
+        answer = client.fetch(12, 0, -1, [entry], replica_id=0)
+    finally:
+        client.close()
+    assert answer["throttle_time_ms"] > 0 and answer["responses"] == []
+
+
+def test_a_pre_kip219_answer_waits_without_holding_request_memory(
+    quota_broker, raw_client, load_beside
+) -> None:
+    """Produce v5 (before KIP-219) over its quota is answered after the throttle time;
+    meanwhile the request's bytes are back in the pool (queued.max.request.bytes) for
+    other connections."""
+    import threading
+
+    from kafkette.wire.apis import ApiKey
+    from kafkette.wire.records import build_batch_from_values
+
+    fw = load_beside("fetch_wire.py")
+    topic = f"quota-{uuid.uuid4().hex[:8]}"
+    _produce(quota_broker.bootstrap, topic, f"fill-{uuid.uuid4().hex[:6]}")  # creates it
+    # 50 KB/s; a 120 KB frame (above SMALL_FRAME_BYTES: it holds pool memory while read)
+    # is throttled for about 1.4 s.
+    limited = _limit(raw_client(quota_broker.bootstrap), "producer_byte_rate", 5 * RATE)
+    client = fw.WireClient(quota_broker.bootstrap, limited)
+    batch = build_batch_from_values([(None, b"x" * 1000)] * 120)
+    body = {"transactional_id": None, "acks": -1, "timeout_ms": 10_000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": 0, "records": batch}]}]}  # fmt: skip
+    answer: dict = {}
+
+    def send() -> None:
+        # The frame's start first: the broker then reserves the frame's size in the pool
+        # before reading the rest (a frame read whole at once reserves nothing).
+        frame = client.conn.send_request(ApiKey.PRODUCE, 5, body, client.client_id)
+        client.sock.sendall(frame[:100])
+        time.sleep(0.3)
+        client.sock.sendall(frame[100:])
+        while (response := client.conn.next_response()) is fw.NEED_DATA:
+            data = client.sock.recv(1 << 20)
+            assert data, "broker closed the connection"
+            client.conn.receive_data(data)
+        answer.update(response.body)
+
+    sender = threading.Thread(target=send)
+    pool = quota_broker.broker.request_memory
+    try:
+        sender.start()
+        held = []
+        deadline = time.monotonic() + 30
+        while sender.is_alive() and time.monotonic() < deadline:
+            held.append(pool.in_use)
+            time.sleep(0.05)
+        reserved_at_start = max(held[:8])
+        sender.join(5)
+    finally:
+        client.close()
+    assert answer["throttle_time_ms"] > 0
+    partition = answer["responses"][0]["partition_responses"][0]
+    assert partition["error_code"] == 0
+    # The frame was held while it came in, not during the throttle time (seconds) after.
+    assert reserved_at_start > 0, held
+    assert len(held) > 5 and max(held[len(held) // 2:]) == 0, held
+
+
+class _StandInZk:
+    """Stands in for ZkSession under ZkQuotaStore (no ZooKeeper here): each read waits
+    until the test hands it what ZooKeeper held, or an error, so reads finish in the
+    order the test chooses."""
+
+    def __init__(self) -> None:
+        self.reads: list[tuple[trio.Event, dict]] = []
+        self.read_started = trio.Event()
+
+    def on_state(self, fn) -> None:  # type: ignore[no-untyped-def]
+        pass
+
+    def watcher(self, fn):  # type: ignore[no-untyped-def]
+        return None
+
+    async def run(self, fn, *args, limiter=None):  # type: ignore[no-untyped-def]
+        answer: dict = {}
+        done = trio.Event()
+        self.reads.append((done, answer))
+        self.read_started.set()
+        await done.wait()
+        if "error" in answer:
+            raise answer["error"]
+        return answer["quotas"]
+
+
+def test_zk_quota_reads_overlapping_install_the_newest() -> None:
+    from kafkette.broker.quotas.zk_store import ZkQuotaStore
+
+    old = {(("user", "a"),): {"producer_byte_rate": 1.0}}
+    new = {(("user", "a"),): {"producer_byte_rate": 2.0}}
+    zk = _StandInZk()
+    store = ZkQuotaStore(zk)  # type: ignore[arg-type]
+    seen: list = []
+    store.on_change(seen.append)
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(store.all)  # started first, sees the old set
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(store.all)  # started second, sees the new set
+            await trio.testing.wait_all_tasks_blocked()
+            (first_done, first), (second_done, second) = zk.reads
+            second["quotas"] = new
+            second_done.set()
+            await trio.testing.wait_all_tasks_blocked()
+            first["quotas"] = old
+            first_done.set()
+
+    trio.run(main)
+    assert store._quotas == new and seen[-1] == new
+
+
+def test_zk_quota_watch_reload_error_keeps_the_broker() -> None:
+    """Whatever the reload triggered by a watch meets, the system task logs it: an
+    exception out of a trio system task would stop the whole broker."""
+    from kafkette.broker.quotas.zk_store import ZkQuotaStore
+
+    zk = _StandInZk()
+    store = ZkQuotaStore(zk)  # type: ignore[arg-type]
+
+    async def main() -> None:
+        store._changed()  # a notification: the reload runs as a system task
+        await zk.read_started.wait()
+        done, answer = zk.reads[0]
+        answer["error"] = ValueError("a node that is not JSON")
+        done.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert not store._reloading
+
+    trio.run(main)  # TrioInternalError here if the task's error escaped

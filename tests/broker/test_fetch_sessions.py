@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkette.broker.embedded import EmbeddedBroker
 from kafkette.broker.fetch_sessions import FetchSessionCache
+from kafkette.wire.apis import ApiKey
 from kafkette.wire.errors import ErrorCode
 
 REPO = Path(__file__).resolve().parents[2]
@@ -240,3 +242,97 @@ def test_java_consumer_reads_through_incremental_fetches(broker, create_topic, t
     assert len(values) == 600, result.stderr[-2000:]
     assert sorted(set(values)) == sorted({f"v{i}" for i in range(200)})
     assert cache.incremental_fetches - before >= 3
+
+
+def test_throttled_fetches_leave_sessions_as_kafka(load_beside):
+    """Under a consumer quota a throttled Fetch is answered empty and, as Kafka decides
+    the throttle before touching the session, a throttled full fetch starts no session
+    (session id 0) and a throttled incremental one leaves the session's cached high
+    watermark alone: the next fetch of the session still tells the client about it."""
+    fw = load_beside("fetch_wire.py")
+    embedded = _start({"quota.window.num": "2"})
+    clients = []
+    try:
+        topic = "throttled-sessions"
+        admin = AdminClient({"bootstrap.servers": embedded.bootstrap})
+        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=15)
+        free, slow_full, slow_incremental = (
+            fw.WireClient(embedded.bootstrap, name) for name in ("free", "slow-1", "slow-2")
+        )
+        clients += [free, slow_full, slow_incremental]
+        for slow in ("slow-1", "slow-2"):  # 10 KB/s: one second's worth passes at first
+            altered = free.request(ApiKey.ALTER_CLIENT_QUOTAS, 1, {
+                "entries": [{"entity": [{"entity_type": "client-id", "entity_name": slow}],
+                             "ops": [{"key": "consumer_byte_rate", "value": 10240.0,
+                                      "remove": False}]}],
+                "validate_only": False,
+            })  # fmt: skip
+            assert [e["error_code"] for e in altered["entries"]] == [0]
+        tid = free.topic_id(topic)
+
+        def fill() -> None:  # 30 KB: three times the quota's first burst
+            producer = Producer({"bootstrap.servers": embedded.bootstrap})
+            for _ in range(30):
+                producer.produce(topic, b"x" * 1000, partition=0)
+            assert producer.flush(15) == 0
+
+        fill()
+        throttled = slow_full.fetch(17, 0, 0, [fw.topic_entry(topic, tid, [fw.partition(0)])])
+        assert throttled["throttle_time_ms"] > 0
+        assert throttled["session_id"] == 0 and throttled["responses"] == []
+        assert len(embedded.broker.fetch_sessions) == 0
+
+        # A session of an unthrottled client, at the log end (high watermark 30).
+        full = free.fetch(17, 0, 0, [fw.topic_entry(topic, tid, [fw.partition(0, 30)])])
+        session = full["session_id"]
+        assert session != 0 and fw.answered(full)[0]["high_watermark"] == 30
+        fill()
+        # The throttled client continues the session from offset 30: 30 KB, throttled.
+        throttled = slow_incremental.fetch(
+            17, session, 1, [fw.topic_entry(topic, tid, [fw.partition(0, 30)])]
+        )
+        assert throttled["throttle_time_ms"] > 0 and throttled["error_code"] == 0
+        assert throttled["session_id"] == session and throttled["responses"] == []
+        # Nothing of the new high watermark reached a client yet: the next fetch carries it.
+        caught_up = free.fetch(17, session, 2, [fw.topic_entry(topic, tid, [fw.partition(0, 60)])])
+        assert caught_up["session_id"] == session
+        assert fw.answered(caught_up)[0]["high_watermark"] == 60
+    finally:
+        for c in clients:
+            c.close()
+        embedded.stop(timeout=30)
+
+
+def test_fetch_overtaken_in_its_long_poll_answers_invalid_epoch(broker, client, create_topic):
+    """Kafka's updateAndGenerateResponseData: a fetch whose session moved on (the next
+    epoch came in on another connection) while it waited answers INVALID_FETCH_SESSION_EPOCH."""
+    import threading
+
+    fw, c = client
+    topic = create_topic(broker.bootstrap, partitions=1)
+    tid = c.topic_id(topic)
+    full = c.fetch(17, 0, 0, [fw.topic_entry(topic, tid, [fw.partition(0)])])
+    session = full["session_id"]
+    assert session != 0
+    parked: dict = {}
+    waiter = threading.Thread(
+        target=lambda: parked.update(c.fetch(17, session, 1, [], max_wait_ms=20_000))
+    )
+    waiter.start()
+    other = fw.WireClient(broker.bootstrap)
+    try:
+        # Epoch 2 is the session's next only once epoch 1 has arrived: retry until then.
+        for _ in range(200):
+            time.sleep(0.02)
+            moved = other.fetch(17, session, 2, [])
+            if moved["error_code"] != ErrorCode.INVALID_FETCH_SESSION_EPOCH:
+                break
+        assert moved["error_code"] == 0 and moved["session_id"] == session
+        # Data wakes the parked fetch (no need to wait out its max_wait_ms).
+        _produce(broker.bootstrap, topic, 0, 1)
+        waiter.join(30)
+        assert not waiter.is_alive()
+    finally:
+        other.close()
+    assert parked["error_code"] == ErrorCode.INVALID_FETCH_SESSION_EPOCH
+    assert parked["session_id"] == session and parked["responses"] == []

@@ -51,3 +51,32 @@ def test_precedence_is_kafkas() -> None:
     assert manager.active and not manager.ip_active
     manager.update({})
     assert not manager.active and manager.resolve("bob", "c9") == {}
+
+
+def test_a_full_rate_table_drops_idle_rates_not_active_ones() -> None:
+    """Kafka's quota sensors expire after inactivity: making room for new clients drops
+    the idle rates (their rate is 0), not the one of a client being throttled now."""
+    manager = QuotaManager(window_num=2)
+    manager.max_rates = 3
+    manager.update({(("client-id", None),): {"producer_byte_rate": 100.0}})
+
+    def record(client: str, value: float, now: float) -> float:
+        return manager.record(manager.resolve("", client), "producer_byte_rate", value, now)
+
+    record("idle-1", 1.0, 0.0)
+    record("idle-2", 1.0, 0.0)
+    assert record("busy", 1000.0, 5000.0) > 0  # over its quota: throttled
+    record("new", 1.0, 5001.0)  # the table is full: idle-1 and idle-2 go
+    assert record("busy", 1.0, 5002.0) > 0  # still throttled: its rate was kept
+    rates = manager._rates
+    assert {key[2] for key in rates} == {"busy", "new"}
+
+
+def test_a_rate_table_full_of_active_clients_stays_bounded() -> None:
+    manager = QuotaManager(window_num=2)
+    manager.max_rates = 10
+    manager.update({(("client-id", None),): {"producer_byte_rate": 100.0}})
+    for i in range(100):
+        manager.record(manager.resolve("", f"c{i}"), "producer_byte_rate", 1.0, float(i))
+        assert len(manager._rates) <= 10
+    assert ("producer_byte_rate", "", "c99") in manager._rates
