@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 import trio
-import trio.testing
 from confluent_kafka import Consumer, Producer
 from kafka.protocol.admin import AlterClientQuotasRequest as Alter
 from kafka.protocol.admin import DescribeClientQuotasRequest as Describe
@@ -417,75 +416,3 @@ def test_a_pre_kip219_answer_waits_without_holding_request_memory(
     assert reserved_at_start > 0, held
     assert len(held) > 5 and max(held[len(held) // 2:]) == 0, held
 
-
-class _StandInZk:
-    """Stands in for ZkSession under ZkQuotaStore (no ZooKeeper here): each read waits
-    until the test hands it what ZooKeeper held, or an error, so reads finish in the
-    order the test chooses."""
-
-    def __init__(self) -> None:
-        self.reads: list[tuple[trio.Event, dict]] = []
-        self.read_started = trio.Event()
-
-    def on_state(self, fn) -> None:  # type: ignore[no-untyped-def]
-        pass
-
-    def watcher(self, fn):  # type: ignore[no-untyped-def]
-        return None
-
-    async def run(self, fn, *args, limiter=None):  # type: ignore[no-untyped-def]
-        answer: dict = {}
-        done = trio.Event()
-        self.reads.append((done, answer))
-        self.read_started.set()
-        await done.wait()
-        if "error" in answer:
-            raise answer["error"]
-        return answer["quotas"]
-
-
-def test_zk_quota_reads_overlapping_install_the_newest() -> None:
-    from kafkette.broker.quotas.zk_store import ZkQuotaStore
-
-    old = {(("user", "a"),): {"producer_byte_rate": 1.0}}
-    new = {(("user", "a"),): {"producer_byte_rate": 2.0}}
-    zk = _StandInZk()
-    store = ZkQuotaStore(zk)  # type: ignore[arg-type]
-    seen: list = []
-    store.on_change(seen.append)
-
-    async def main() -> None:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(store.all)  # started first, sees the old set
-            await trio.testing.wait_all_tasks_blocked()
-            nursery.start_soon(store.all)  # started second, sees the new set
-            await trio.testing.wait_all_tasks_blocked()
-            (first_done, first), (second_done, second) = zk.reads
-            second["quotas"] = new
-            second_done.set()
-            await trio.testing.wait_all_tasks_blocked()
-            first["quotas"] = old
-            first_done.set()
-
-    trio.run(main)
-    assert store._quotas == new and seen[-1] == new
-
-
-def test_zk_quota_watch_reload_error_keeps_the_broker() -> None:
-    """Whatever the reload triggered by a watch meets, the system task logs it: an
-    exception out of a trio system task would stop the whole broker."""
-    from kafkette.broker.quotas.zk_store import ZkQuotaStore
-
-    zk = _StandInZk()
-    store = ZkQuotaStore(zk)  # type: ignore[arg-type]
-
-    async def main() -> None:
-        store._changed()  # a notification: the reload runs as a system task
-        await zk.read_started.wait()
-        done, answer = zk.reads[0]
-        answer["error"] = ValueError("a node that is not JSON")
-        done.set()
-        await trio.testing.wait_all_tasks_blocked()
-        assert not store._reloading
-
-    trio.run(main)  # TrioInternalError here if the task's error escaped
