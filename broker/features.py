@@ -47,11 +47,16 @@ FEATURES: tuple[Feature, ...] = (
 BY_NAME = {f.name: f for f in FEATURES}
 
 
-def supported_features() -> list[dict]:
-    """ApiVersions v3+ ``supported_features``."""
+def supported_features(api_version: int = 4) -> list[dict]:
+    """ApiVersions v3+ ``supported_features``.
+
+    Before ApiVersions v4 a feature whose minimum supported level is 0 is left out,
+    as Kafka 4.0 does (KAFKA-17011): older clients (the Java client before 3.9)
+    reject a supported range starting at 0 and would fail the whole answer."""
     return [
         {"name": f.name, "min_version": f.min_version, "max_version": f.max_version}
         for f in FEATURES
+        if api_version >= 4 or f.min_version > 0
     ]
 
 
