@@ -8,8 +8,9 @@ the client's identity). They are config resources of type 16, set with
 ListClientMetricsResources; a subscription whose last config is deleted is gone.
 
 Checks and messages are Kafka 4.0's. The subscriptions are durable like topic
-configs: ``client-metrics.json`` in the data dir, replaced atomically on every
-change before the change is acknowledged. In a cluster each broker keeps its own
+configs: ``client-metrics.json`` in the data dir, read at start (a damaged file
+stops the start) and replaced atomically on every change before the change is
+acknowledged. In a cluster each broker keeps its own
 file (Kafka keeps them in the KRaft metadata; the ZooKeeper-era brokers that
 kafkette's clusters mirror had no client metrics).
 """
@@ -130,11 +131,17 @@ def replace_all(entries: list[dict]) -> dict[str, str]:
     return configs
 
 
+class ClientMetricsFileError(ValueError):
+    """``client-metrics.json`` cannot be read: the broker refuses to start (one line)
+    rather than fail every client metrics request with it."""
+
+
 class SubscriptionStore:
     """The subscriptions, in memory and in ``client-metrics.json``.
 
-    Changes are serialized by a trio lock and written in a worker thread (an
-    fsync), and the in-memory view changes only once the file holds the change.
+    Read once at start (``open_client_metrics``). Changes are serialized by a trio
+    lock and written in a worker thread (an fsync), and the in-memory view changes
+    only once the file holds the change.
     """
 
     def __init__(self, path: Path) -> None:
@@ -142,20 +149,37 @@ class SubscriptionStore:
         self._subscriptions: dict[str, dict[str, str]] | None = None
         self._lock = trio.Lock()
 
-    async def _loaded(self) -> dict[str, dict[str, str]]:
+    async def load(self) -> None:
+        """Read the file (in a worker thread) unless already read: under the lock, so
+        a read that ends after an alteration can never install the older set."""
+        async with self._lock:
+            await self._load_locked()
+
+    async def _load_locked(self) -> dict[str, dict[str, str]]:
         if self._subscriptions is None:
             self._subscriptions = await trio.to_thread.run_sync(self._read)
+        return self._subscriptions
+
+    async def _loaded(self) -> dict[str, dict[str, str]]:
+        if self._subscriptions is None:
+            await self.load()
+        assert self._subscriptions is not None
         return self._subscriptions
 
     def _read(self) -> dict[str, dict[str, str]]:
         try:
             raw = json.loads(self._path.read_text())
+            return {
+                str(name): {str(k): str(v) for k, v in configs.items()}
+                for name, configs in raw["subscriptions"].items()
+            }
         except FileNotFoundError:
             return {}
-        return {
-            str(name): {str(k): str(v) for k, v in configs.items()}
-            for name, configs in raw.get("subscriptions", {}).items()
-        }
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ClientMetricsFileError(
+                f"cannot read client metrics subscriptions {self._path}: "
+                f"{type(exc).__name__}: {exc}"
+            ) from None
 
     async def names(self) -> list[str]:
         return sorted(await self._loaded())
@@ -176,7 +200,7 @@ class SubscriptionStore:
         Read, change and write happen under one lock, so two concurrent alterations
         of a subscription never lose one another's change."""
         async with self._lock:
-            current = await self._loaded()
+            current = await self._load_locked()
             configs = change(dict(current.get(name, {})))
             if validate_only:
                 return configs
@@ -199,3 +223,9 @@ def store_of(broker: Broker) -> SubscriptionStore:
     if store is None:
         store = _stores[broker] = SubscriptionStore(Path(broker.config.data_dir) / FILE_NAME)
     return store
+
+
+async def open_client_metrics(broker: Broker) -> None:
+    """Read the broker's subscriptions at start: a damaged file raises
+    ``ClientMetricsFileError`` and the start stops, as for the quotas file."""
+    await store_of(broker).load()

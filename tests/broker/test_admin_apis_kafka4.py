@@ -337,6 +337,68 @@ def test_client_metrics_subscriptions_are_config_resources_and_durable(
         "configs"]] == [("interval.ms", "1000"), ("metrics", "org.apache.kafka.")]
 
 
+def test_a_late_first_read_of_the_subscriptions_never_undoes_an_alteration(
+    tmp_path: Path,
+) -> None:
+    """A first-use read that finishes after an alteration was acknowledged must not
+    install the older set it read (the read is held back by a gate here)."""
+    import threading
+
+    import trio
+    import trio.testing
+
+    from kafkette.broker.client_metrics import SubscriptionStore
+
+    (tmp_path / "client-metrics.json").write_text('{"version": 1, "subscriptions": {}}')
+    gate = threading.Event()
+
+    class SlowFirstRead(SubscriptionStore):
+        reads = 0
+
+        def _read(self) -> dict:
+            SlowFirstRead.reads += 1
+            read = super()._read()
+            if SlowFirstRead.reads == 1:  # what it read is returned late
+                assert gate.wait(30)
+            return read
+
+    async def main() -> dict:
+        store = SlowFirstRead(tmp_path / "client-metrics.json")
+        altered = trio.Event()
+
+        async def alter() -> None:
+            await store.update("m1", lambda c: {**c, "metrics": "a"})
+            altered.set()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(store.names)
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(alter)
+            with trio.move_on_after(1):  # only a store that does not wait finishes here
+                await altered.wait()
+            gate.set()
+        return await store.configs("m1")
+
+    assert trio.run(main) == {"metrics": "a"}
+
+
+def test_a_damaged_client_metrics_file_stops_the_start(tmp_path: Path) -> None:
+    import sys
+
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    (data_dir / "client-metrics.json").write_text("{not json")
+    result = subprocess.run(
+        [sys.executable, "-m", "kafkette", "serve", "--listen", "127.0.0.1:0",
+         "--data-dir", str(data_dir)],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False,
+    )  # fmt: skip
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("kafkette:")]
+    assert len(errors) == 1 and "client metrics subscriptions" in errors[0], result.stderr
+    assert (data_dir / "client-metrics.json").read_text() == "{not json"
+
+
 def test_operations_apis_need_the_cluster_permissions_kafka_checks(tmp_path: Path) -> None:
     """A broker with Kafka's StandardAuthorizer, no ACLs and no super user: every one of
     these is refused with CLUSTER_AUTHORIZATION_FAILED (31) and nothing changes."""
