@@ -136,3 +136,11 @@ def test_an_answer_that_does_not_decode_is_not_counted_as_answered() -> None:
     result = api_probe.probe_pair(bootstrap, 3, 12, timeout=10)
     thread.join(10)
     assert result.outcome == UNDECODABLE, result
+
+
+def test_every_written_reason_is_for_a_pair_still_unserved() -> None:
+    """A reason left behind once its API is served would read as a gap that is not."""
+    from kafkette.wire.coverage import UNSERVED_REASONS
+
+    unserved, _ = differences()
+    assert set(UNSERVED_REASONS) == {key for key, _, _, _ in unserved}
