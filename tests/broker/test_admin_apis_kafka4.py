@@ -140,13 +140,25 @@ def test_update_features_accepts_the_finalized_level_and_refuses_others(broker) 
     assert unknown["error_message"].endswith(
         "Invalid update version 1 for feature foo.version. Local controller 1 does not "
         "support this feature.")
-    downgrade = _update(broker.bootstrap, 1, [("group.version", 0, 1)])
-    assert downgrade["error_code"] == 95
-    assert "without setting the upgrade type to either safe or unsafe downgrade" in (
-        downgrade["error_message"])
-    safe_downgrade = _update(broker.bootstrap, 1, [("group.version", 0, 2)])
-    assert safe_downgrade["error_code"] == 95
-    assert safe_downgrade["error_message"].endswith("only supports versions 1-1")
+    # Kafka 4.0's controller order: upgrade type, negative level, local support, and
+    # only then upgrade vs downgrade (a level this node cannot serve is refused as
+    # such whatever the upgrade type; measured on the reference).
+    for update, message in [
+        (("group.version", 1, 0), "The controller does not support the given upgrade type."),
+        (("group.version", 1, 4), "The controller does not support the given upgrade type."),
+        (("foo.version", 0, 0), "The controller does not support the given upgrade type."),
+        (("group.version", -1, 1), "A feature version cannot be less than 0."),
+        (("foo.version", -1, 2), "A feature version cannot be less than 0."),
+        (("foo.version", 0, 1), "Feature foo.version not found."),
+        (("group.version", 0, 1), "Local controller 1 only supports versions 1-1"),
+        (("group.version", 0, 2), "Local controller 1 only supports versions 1-1"),
+        (("group.version", 5, 2), "Local controller 1 only supports versions 1-1"),
+    ]:
+        refused = _update(broker.bootstrap, 1, [update])
+        assert refused["error_code"] == 95, update
+        assert refused["error_message"].endswith(
+            f"Invalid update version {update[1]} for feature {update[0]}. {message}"), refused
+    assert _update(broker.bootstrap, 1, [("kraft.version", 0, 2)])["error_code"] == 0
 
 
 def test_describe_cluster_v2_endpoint_types_and_fencing(broker) -> None:
