@@ -80,54 +80,81 @@ def _check_value(name: str, value: str) -> None:
                 f"{INTERVAL_MIN_MS} and {INTERVAL_MAX_MS} (1 hour)",
             )
     elif name == MATCH:
-        for pattern in (p.strip() for p in value.split(",")):
-            if not pattern:
-                continue
-            key, sep, regex = pattern.partition("=")
-            if not sep or key.strip() not in MATCH_KEYS or not regex.strip():
-                raise SubscriptionError(
-                    ErrorCode.INVALID_CONFIG, f"Illegal client matching pattern: {pattern}"
-                )
-            try:
-                re.compile(regex.strip())
-            except re.error:
-                raise SubscriptionError(
-                    ErrorCode.INVALID_CONFIG, f"Illegal client matching pattern: {pattern}"
-                ) from None
+        _check_match(value)
+
+
+def _check_match(value: str) -> None:
+    """``key=regex`` items, comma separated, as Kafka parses them: an empty value is no
+    pattern, an empty item is refused, and an item must split on ``=`` into exactly a
+    known key and a regex (Java's split, trailing empty parts dropped). The regex is
+    compiled by Python's ``re``, which differs from Java's in corner cases."""
+    if not value.strip():
+        return
+    for pattern in (p.strip() for p in value.split(",")):
+        parts = pattern.split("=")
+        while parts and not parts[-1]:
+            parts.pop()
+        if len(parts) != 2 or parts[0].strip() not in MATCH_KEYS:
+            raise SubscriptionError(
+                ErrorCode.INVALID_CONFIG, f"Illegal client matching pattern: {pattern}"
+            )
+        try:
+            re.compile(parts[1].strip())
+        except re.error:
+            raise SubscriptionError(  # Kafka 4.0's answer for a bad regex too (measured)
+                ErrorCode.INVALID_CONFIG, f"Illegal client matching pattern: {pattern}"
+            ) from None
+
+
+def _check_set(configs: dict[str, str]) -> None:
+    """The final config set, as Kafka validates it: names first, then values."""
+    for name in configs:
+        if name not in CONFIG_NAMES:
+            raise SubscriptionError(
+                ErrorCode.INVALID_REQUEST, f"Unknown client metrics configuration: {name}"
+            )
+    for name, value in configs.items():
+        _check_value(name, value)
 
 
 def apply_changes(current: dict[str, str], changes: list[dict]) -> dict[str, str]:
-    """IncrementalAlterConfigs on one subscription: the new config set, or raises."""
-    configs = dict(current)
+    """IncrementalAlterConfigs on one subscription: the new config set, or raises.
+
+    Kafka 4.0's order (measured): a null value for anything but DELETE, then APPEND /
+    SUBTRACT (refused for every client metrics config, known or not), then the final
+    set is validated, so a DELETE of a key that is not set, or not known, passes."""
+    names = [change["name"] for change in changes]
+    if len(set(names)) != len(names):
+        raise SubscriptionError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
     for change in changes:
         name, op, value = change["name"], change["config_operation"], change["value"]
-        if name not in CONFIG_NAMES:
-            _check_value(name, value or "")
-        if op in _OP_NAMES:  # Kafka 4.0 refuses both for every client metrics config
+        if op not in (OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT):
+            raise SubscriptionError(ErrorCode.INVALID_REQUEST, f"Unknown config operation {op}")
+        if op != OP_DELETE and value is None:
+            raise SubscriptionError(
+                ErrorCode.INVALID_REQUEST, f"Null value not supported for : {name}"
+            )
+    for change in changes:
+        op, name = change["config_operation"], change["name"]
+        if op in _OP_NAMES:
             raise SubscriptionError(
                 ErrorCode.INVALID_CONFIG,
                 f"Can't {_OP_NAMES[op]} to key {name} because its type is not LIST.",
             )
-        if op == OP_SET:
-            if value is None:
-                raise SubscriptionError(ErrorCode.INVALID_CONFIG, f"No value to set for {name}")
-            _check_value(name, value)
-            configs[name] = value
-        elif op == OP_DELETE:
-            configs.pop(name, None)
+    configs = dict(current)
+    for change in changes:
+        if change["config_operation"] == OP_SET:
+            configs[change["name"]] = change["value"]
         else:
-            raise SubscriptionError(ErrorCode.INVALID_REQUEST, f"Unknown config operation {op}")
+            configs.pop(change["name"], None)
+    _check_set(configs)
     return configs
 
 
 def replace_all(entries: list[dict]) -> dict[str, str]:
     """AlterConfigs on one subscription: the request's entries become its whole set."""
-    configs = {}
-    for entry in entries:
-        if entry["value"] is None:
-            continue
-        _check_value(entry["name"], entry["value"])
-        configs[entry["name"]] = entry["value"]
+    configs = {e["name"]: e["value"] for e in entries if e["value"] is not None}
+    _check_set(configs)
     return configs
 
 

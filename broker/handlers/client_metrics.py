@@ -59,8 +59,9 @@ async def handle_list_client_metrics_resources(broker: Broker, request: Request)
 
 
 async def describe_resource(broker: Broker, request: Request, resource: dict, result: dict) -> None:
-    """Fill one DescribeConfigs ``result`` for a subscription: its set configs, by name
-    (an unknown subscription has none, as in Kafka)."""
+    """Fill one DescribeConfigs ``result`` for a subscription: every config it has set,
+    by name, whatever ``configuration_keys`` asks (Kafka 4.0 ignores them for client
+    metrics resources, measured); an unknown subscription has none, as in Kafka."""
     if cluster_denied(broker, request, DESCRIBE_CONFIGS):
         result["error_code"] = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         return
@@ -70,7 +71,6 @@ async def describe_resource(broker: Broker, request: Request, resource: dict, re
         result["error_message"] = "Client metrics subscription name must not be empty"
         return
     configs = await store_of(broker).configs(name)
-    keys = resource["configuration_keys"]
     result["configs"] = [
         {
             "name": key,
@@ -84,7 +84,6 @@ async def describe_resource(broker: Broker, request: Request, resource: dict, re
             "documentation": None,
         }
         for key, value in sorted(configs.items())
-        if not keys or key in keys
     ]
 
 

@@ -349,6 +349,48 @@ def test_client_metrics_subscriptions_are_config_resources_and_durable(
         "configs"]] == [("interval.ms", "1000"), ("metrics", "org.apache.kafka.")]
 
 
+def test_client_metrics_checks_follow_kafka_40(broker) -> None:
+    """Answers measured on the reference Kafka 4.0 for the same requests."""
+    bootstrap = broker.bootstrap
+    refusals = [
+        ([("match", 0, "client_id=a,,client_software_name=b")], 40,
+         "Illegal client matching pattern: "),
+        ([("match", 0, "client_id=a,")], 40, "Illegal client matching pattern: "),
+        ([("match", 0, " , ")], 40, "Illegal client matching pattern: "),
+        ([("match", 0, "client_id=a=b")], 40, "Illegal client matching pattern: client_id=a=b"),
+        ([("match", 0, "client_id=(")], 40, "Illegal client matching pattern: client_id=("),
+        ([("match", 0, "client_id= ")], 40, "Illegal client matching pattern: client_id="),
+        ([("match", 0, "=a")], 40, "Illegal client matching pattern: =a"),
+        ([("foo", 2, "x")], 40, "Can't APPEND to key foo because its type is not LIST."),
+        ([("foo", 0, "x"), ("metrics", 2, "y")], 40,
+         "Can't APPEND to key metrics because its type is not LIST."),
+        ([("metrics", 0, None)], 42, "Null value not supported for : metrics"),
+        ([("foo", 3, None)], 42, "Null value not supported for : foo"),
+        ([("metrics", 0, "c"), ("metrics", 1, None)], 42, "Error due to duplicate config keys"),
+        ([("metrics", 0, "a"), ("foo", 1, None), ("bar", 0, "1")], 42,
+         "Unknown client metrics configuration: bar"),
+    ]
+    for changes, code, message in refusals:
+        refused = _incremental(bootstrap, "s1", changes, validate_only=True)
+        assert (refused["error_code"], refused["error_message"]) == (code, message), changes
+    # Kafka validates the final set: deleting what is not set (or not known) passes.
+    for changes in ([("interval.ms", 1, None)], [("foo", 1, None)],
+                    [("metrics", 0, "a"), ("interval.ms", 1, None)],
+                    [("match", 0, "")], [("match", 0, "client_id=a=")],
+                    [("match", 0, " client_id = a ")]):
+        assert _incremental(bootstrap, "s1", changes, validate_only=True)["error_code"] == 0
+    assert _incremental(bootstrap, "s1", [("metrics", 0, "a"), ("match", 0, "client_id=x")])[
+        "error_code"] == 0
+    for keys in (None, [], ["metrics"], ["nope"]):  # configuration_keys are not applied
+        answer = wire_request(bootstrap, "DescribeConfigs", 32, 4, {
+            "resources": [{"resource_type": CLIENT_METRICS, "resource_name": "s1",
+                           "configuration_keys": keys}],
+            "include_synonyms": False, "include_documentation": False,
+        })
+        assert [(c["name"], c["value"]) for c in answer["results"][0]["configs"]] == [
+            ("match", "client_id=x"), ("metrics", "a")], keys
+
+
 def test_a_late_first_read_of_the_subscriptions_never_undoes_an_alteration(
     tmp_path: Path,
 ) -> None:
