@@ -229,6 +229,31 @@ def test_describe_log_dirs_reports_sizes_lag_and_volume(broker, create_topic) ->
     assert none["results"][0]["topics"] == []
 
 
+def test_describe_log_dirs_never_stalls_the_broker_on_a_busy_log(broker, create_topic) -> None:
+    """A partition's size takes its log's state lock, which a worker thread holds
+    while it truncates or rolls: meanwhile the broker answers everyone else."""
+    import threading
+
+    topic = create_topic(broker.bootstrap, partitions=1)
+    _produce(broker.bootstrap, topic, 5)
+    log = broker.on_loop(lambda: broker.broker.topics.partition(topic, 0).log)
+    described: list[dict] = []
+    with log._state_lock:  # as a worker busy with the log would
+        asker = threading.Thread(target=lambda: described.append(wire_request(
+            broker.bootstrap, "DescribeLogDirs", 35, 4,
+            {"topics": [{"topic": topic, "partitions": [0, 0]}]})), daemon=True)
+        asker.start()
+        asker.join(1)  # the request is in, waiting for the lock
+        answer = wire_request(broker.bootstrap, "ApiVersions", 18, 3, {
+            "client_software_name": "test", "client_software_version": "1"})
+        assert answer["error_code"] == 0 and not described
+    asker.join(30)
+    [result] = described[0]["results"]
+    [entry] = result["topics"]
+    assert [p["partition_index"] for p in entry["partitions"]] == [0]
+    assert entry["partitions"][0]["partition_size"] > 0
+
+
 def test_alter_replica_log_dirs_with_one_log_dir(broker, create_topic) -> None:
     topic = create_topic(broker.bootstrap, partitions=2)
     own = os.path.abspath(broker.broker.config.data_dir)
