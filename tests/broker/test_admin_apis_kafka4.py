@@ -296,6 +296,18 @@ def test_describe_quorum_shows_this_node_as_leader(broker) -> None:
     assert (partition["error_code"], partition["error_message"]) == (
         3, "This server does not host this topic-partition.")
     assert other["nodes"] == []
+    # Kafka's Raft handler answers exactly __cluster_metadata-0 alone; a request naming
+    # anything more is refused for every partition it names (measured on Kafka 4.0).
+    for topics in ([("__cluster_metadata", [0, 1])], [("__cluster_metadata", [0, 0])],
+                   [("__cluster_metadata", [0]), ("foo", [0])]):
+        mixed = wire_request(broker.bootstrap, "DescribeQuorum", 55, 2, {"topics": [
+            {"topic_name": name, "partitions": [{"partition_index": i} for i in indexes]}
+            for name, indexes in topics]})
+        assert [(t["topic_name"], [(p["partition_index"], p["error_code"], p["error_message"])
+                                   for p in t["partitions"]]) for t in mixed["topics"]] == [
+            (name, [(i, 3, "This server does not host this topic-partition.")
+                    for i in indexes]) for name, indexes in topics]
+        assert mixed["nodes"] == []
 
 
 def _incremental(bootstrap: str, name: str, changes: list[tuple[str, int, str | None]],
