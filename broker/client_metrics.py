@@ -10,9 +10,8 @@ ListClientMetricsResources; a subscription whose last config is deleted is gone.
 Checks and messages are Kafka 4.0's. The subscriptions are durable like topic
 configs: ``client-metrics.json`` in the data dir, read at start (a damaged file
 stops the start) and replaced atomically on every change before the change is
-acknowledged. In a cluster each broker keeps its own
-file (Kafka keeps them in the KRaft metadata; the ZooKeeper-era brokers that
-kafkette's clusters mirror had no client metrics).
+acknowledged. A cluster keeps them in ZooKeeper, shared by every broker as Kafka
+shares them in its metadata (``client_metrics_zk.py``).
 """
 
 from __future__ import annotations
@@ -30,6 +29,7 @@ from kafkette.log.checkpoint import atomic_write
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
+    from kafkette.broker.client_metrics_zk import ZkSubscriptionStore
     from kafkette.broker.server import Broker
 
 FILE_NAME = "client-metrics.json"
@@ -240,15 +240,24 @@ class SubscriptionStore:
             return configs
 
 
-_stores: weakref.WeakKeyDictionary[Broker, SubscriptionStore] = weakref.WeakKeyDictionary()
+_stores: weakref.WeakKeyDictionary[Broker, SubscriptionStore | ZkSubscriptionStore] = (
+    weakref.WeakKeyDictionary()
+)
 
 
-def store_of(broker: Broker) -> SubscriptionStore:
-    """The broker's subscription store, opened at first use (kept beside it, so that
-    the broker itself needs no field for a feature most deployments never use)."""
+def store_of(broker: Broker) -> SubscriptionStore | ZkSubscriptionStore:
+    """The broker's subscription store: a cluster's in ZooKeeper (client_metrics_zk.py),
+    else the data dir's file. Kept beside the broker, so that the broker itself needs
+    no field for a feature most deployments never use."""
     store = _stores.get(broker)
     if store is None:
-        store = _stores[broker] = SubscriptionStore(Path(broker.config.data_dir) / FILE_NAME)
+        if broker.cluster is not None:
+            from kafkette.broker.client_metrics_zk import ZkSubscriptionStore
+
+            store = ZkSubscriptionStore(broker.cluster.session)
+        else:
+            store = SubscriptionStore(Path(broker.config.data_dir) / FILE_NAME)
+        _stores[broker] = store
     return store
 
 

@@ -23,6 +23,7 @@ from kafkette.broker.client_metrics import (
     replace_all,
     store_of,
 )
+from kafkette.broker.client_metrics_zk import SubscriptionStoreUnavailable
 from kafkette.broker.security.authorizer.checks import (
     ALTER_CONFIGS,
     DESCRIBE_CONFIGS,
@@ -48,7 +49,15 @@ async def handle_list_client_metrics_resources(broker: Broker, request: Request)
             "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
             "config_resources": [],
         }
-    names = await store_of(broker).names()
+    try:
+        names = await store_of(broker).names()
+    except SubscriptionStoreUnavailable as exc:
+        log.warning("client metrics subscriptions not listed: %s", exc)
+        return {
+            "throttle_time_ms": 0,
+            "error_code": int(ErrorCode.UNKNOWN_SERVER_ERROR),
+            "config_resources": [],
+        }
     return {
         "throttle_time_ms": 0,
         "error_code": 0,
@@ -70,7 +79,13 @@ async def describe_resource(broker: Broker, request: Request, resource: dict, re
         result["error_code"] = int(ErrorCode.INVALID_REQUEST)
         result["error_message"] = "Client metrics subscription name must not be empty"
         return
-    configs = await store_of(broker).configs(name)
+    try:
+        configs = await store_of(broker).configs(name)
+    except SubscriptionStoreUnavailable as exc:
+        log.warning("client metrics subscription %s not described: %s", name, exc)
+        result["error_code"] = int(ErrorCode.UNKNOWN_SERVER_ERROR)
+        result["error_message"] = str(exc)
+        return
     result["configs"] = [
         {
             "name": key,
@@ -113,6 +128,11 @@ async def alter_resource(
         log.warning("client metrics subscription %s not changed: %s", name, exc)
         response["error_code"] = int(ErrorCode.UNKNOWN_SERVER_ERROR)
         response["error_message"] = f"could not write the subscriptions: {exc.strerror or exc}"
+        return
+    except SubscriptionStoreUnavailable as exc:  # ZooKeeper (a cluster): nothing changed
+        log.warning("client metrics subscription %s not changed: %s", name, exc)
+        response["error_code"] = int(ErrorCode.UNKNOWN_SERVER_ERROR)
+        response["error_message"] = str(exc)
         return
     if not request.body["validate_only"]:
         log.info("client metrics subscription %s now %s", name, configs or "removed")
