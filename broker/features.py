@@ -47,11 +47,16 @@ FEATURES: tuple[Feature, ...] = (
 BY_NAME = {f.name: f for f in FEATURES}
 
 
-def supported_features() -> list[dict]:
-    """ApiVersions v3+ ``supported_features``."""
+def supported_features(api_version: int = 4) -> list[dict]:
+    """ApiVersions v3+ ``supported_features``.
+
+    Before ApiVersions v4 a feature whose minimum supported level is 0 is left out,
+    as Kafka 4.0 does (KAFKA-17011): older clients (the Java client before 3.9)
+    reject a supported range starting at 0 and would fail the whole answer."""
     return [
         {"name": f.name, "min_version": f.min_version, "max_version": f.max_version}
         for f in FEATURES
+        if api_version >= 4 or f.min_version > 0
     ]
 
 
@@ -65,22 +70,30 @@ def finalized_features() -> list[dict]:
 
 
 def update_problem(name: str, level: int, upgrade_type: int, node_id: int) -> str | None:
-    """Why ``name`` cannot be set to ``level`` (Kafka's wording), or None if it can."""
+    """Why ``name`` cannot be set to ``level`` (Kafka's wording), or None if it can.
+
+    The checks run in Kafka 4.0's controller order (measured on the reference): the
+    upgrade type, a negative level, whether this node serves the feature at that
+    level, and only then whether the change is an upgrade or a downgrade."""
     feature = BY_NAME.get(name)
     prefix = f"Invalid update version {level} for feature {name}."
+    if upgrade_type not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
+        return f"{prefix} The controller does not support the given upgrade type."
+    if level < 0:
+        return f"{prefix} A feature version cannot be less than 0."
     if feature is None:
-        if level <= 0:  # Kafka: removing a feature that is not there is a no-op
-            return None
+        if level == 0:
+            return f"{prefix} Feature {name} not found."
         return f"{prefix} Local controller {node_id} does not support this feature."
-    if level < feature.finalized and upgrade_type == UPGRADE:
-        return (
-            f"{prefix} Can't downgrade the version of this feature without setting the "
-            "upgrade type to either safe or unsafe downgrade."
-        )
     if not feature.min_version <= level <= feature.max_version:
         return (
             f"{prefix} Local controller {node_id} only supports versions "
             f"{feature.min_version}-{feature.max_version}"
+        )
+    if level < feature.finalized and upgrade_type == UPGRADE:
+        return (
+            f"{prefix} Can't downgrade the version of this feature without setting the "
+            "upgrade type to either safe or unsafe downgrade."
         )
     if level > feature.finalized and upgrade_type != UPGRADE:
         return f"{prefix} Can't downgrade to a newer version."

@@ -483,6 +483,7 @@ class Broker:
         if not clustered:  # SCRAM credentials: a damaged file stops the start (sasl/)
             await self._open_scram_credentials()
         await self._open_client_quotas()
+        await self._open_client_metrics()
         self.topics = TopicRegistry(self.data_dir, self.config)
         try:
             self.authorizer = await open_authorizer(self)
@@ -512,6 +513,15 @@ class Broker:
         except (QuotaFileError, RuntimeError) as exc:  # RuntimeError: ZooKeeper's (zk_store)
             raise StartupError(str(exc)) from None
         self.quota_store.on_change(self.client_quotas.update)
+
+    async def _open_client_metrics(self) -> None:
+        """A damaged client-metrics.json stops the start (broker/client_metrics.py)."""
+        from kafkette.broker.client_metrics import ClientMetricsFileError, open_client_metrics
+
+        try:
+            await open_client_metrics(self)
+        except ClientMetricsFileError as exc:
+            raise StartupError(str(exc)) from None
 
     def _has_scram_credentials_file(self) -> bool:
         # The name is scram_store.FILE_NAME (not imported: it would load the package).

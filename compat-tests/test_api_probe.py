@@ -16,8 +16,12 @@ gets a minimal valid request (``compat_lib/api_probe.py``) on a fresh connection
 
 from __future__ import annotations
 
+import socket
+import struct
+import threading
+
 from compat_lib import api_probe
-from compat_lib.api_probe import CLOSED, NO_DEFINITION, ProbeResult
+from compat_lib.api_probe import CLOSED, NO_DEFINITION, UNDECODABLE, UNSUPPORTED, ProbeResult
 
 from kafkette.wire.coverage import differences
 from kafkette.wire.kafka40_ranges import KAFKA_40_ADVERTISED, kafka_40_pairs
@@ -57,10 +61,24 @@ def test_every_advertised_pair_is_answered(broker: str) -> None:
     assert not wrong, "advertised pairs not answered as Kafka 4.0 does:\n" + "\n".join(wrong)
 
 
+def _versions(text: str) -> set[int]:
+    """``"0-2, 5"`` (as wire/coverage.py writes them) -> ``{0, 1, 2, 5}``."""
+    versions: set[int] = set()
+    for run in text.split(","):
+        low, _, high = run.strip().partition("-")
+        versions.update(range(int(low), int(high or low) + 1))
+    return versions
+
+
 def test_kafka_40_pairs_not_answered_have_a_written_reason(broker: str) -> None:
     results = _probe_all(broker, kafka_40_pairs())
     unserved, _ = differences()
-    reasons = {key: reason for key, _, _, reason in unserved}
+    # A reason covers the versions it is written for, not the whole API.
+    reasons = {
+        (key, version): reason
+        for key, _, versions, reason in unserved
+        for version in _versions(versions)
+    }
     missing_reason = []
     rows = []
     for (key, version), result in results.items():
@@ -68,7 +86,7 @@ def test_kafka_40_pairs_not_answered_have_a_written_reason(broker: str) -> None:
             continue
         if result.outcome == api_probe.ANSWERED:
             continue
-        reason = reasons.get(key)
+        reason = reasons.get((key, version))
         rows.append(f"| {key} | {_name(key)} | {version} | {result.outcome} | {reason or '-'} |")
         if reason is None:
             missing_reason.append(f"{_name(key)} v{version}: {result.outcome}")
@@ -82,3 +100,47 @@ def test_kafka_40_pairs_not_answered_have_a_written_reason(broker: str) -> None:
         "Kafka 4.0 pairs this broker does not answer, with no reason in wire/coverage.py:\n"
         + "\n".join(missing_reason)
     )
+
+
+def _answer_once(frame_body: bytes) -> tuple[str, threading.Thread]:
+    """A one-shot listener that answers the first request with ``frame_body`` after
+    the request's correlation id: how the probe classifies answers, with no broker."""
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        with server:
+            conn, _ = server.accept()
+            with conn:
+                (size,) = struct.unpack(">i", conn.recv(4, socket.MSG_WAITALL))
+                request = conn.recv(size, socket.MSG_WAITALL)
+                answer = request[4:8] + frame_body  # the correlation id, then the body
+                conn.sendall(struct.pack(">i", len(answer)) + answer)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return f"127.0.0.1:{server.getsockname()[1]}", thread
+
+
+def test_an_answer_that_does_not_decode_is_not_counted_as_answered() -> None:
+    # An error code alone is no Metadata v12 response.
+    bootstrap, thread = _answer_once(struct.pack(">h", 0))
+    result = api_probe.probe_pair(bootstrap, 3, 12, timeout=10)
+    thread.join(10)
+    assert result.outcome == UNDECODABLE and not result.answered, result
+    # Only ApiVersions answers a version it refuses with a v0 body (error 35).
+    bootstrap, thread = _answer_once(struct.pack(">hi", 35, 0))
+    result = api_probe.probe_pair(bootstrap, 18, 4, timeout=10)
+    thread.join(10)
+    assert (result.outcome, result.error_code) == (UNSUPPORTED, 35), result
+    bootstrap, thread = _answer_once(struct.pack(">hi", 35, 0))
+    result = api_probe.probe_pair(bootstrap, 3, 12, timeout=10)
+    thread.join(10)
+    assert result.outcome == UNDECODABLE, result
+
+
+def test_every_written_reason_is_for_a_pair_still_unserved() -> None:
+    """A reason left behind once its API is served would read as a gap that is not."""
+    from kafkette.wire.coverage import UNSERVED_REASONS
+
+    unserved, _ = differences()
+    assert set(UNSERVED_REASONS) == {key for key, _, _, _ in unserved}

@@ -59,23 +59,12 @@ def _row(api: ApiSpec) -> str:
 # ``differences`` only for pairs still missing from SUPPORTED, so an entry whose API
 # becomes served simply stops showing; a missing pair without an entry says so.
 UNSERVED_REASONS: dict[int, str] = {
-    1: "13+ address topics by topic id (KIP-516) and carry KIP-951 leader hints",
-    15: "6 describes KIP-848 consumer groups",
     26: "5 is transaction.version 2 (KIP-890 part 2), not served",
-    34: "a single log directory: no replica to move between directories",
-    35: "log-directory descriptions not served",
     38: "delegation tokens (KIP-48): no token authentication; kafka-python ships no definition",
     39: "delegation tokens (KIP-48): no token authentication; kafka-python ships no definition",
     40: "delegation tokens (KIP-48): no token authentication; kafka-python ships no definition",
     41: "delegation tokens (KIP-48): no token authentication; kafka-python ships no definition",
-    49: "client quotas are not enforced, so none can be altered",
-    55: "no KRaft controller quorum in a single process (ZooKeeper-style cluster mode)",
-    57: "no finalized feature levels to update",
-    60: "2 adds endpoint_type/include_fenced_brokers (KIP-919)",
     64: "KRaft broker registration: no controller quorum; kafka-python ships no definition",
-    68: "KIP-848 consumer group protocol; kafka-python ships no definition",
-    69: "KIP-848 consumer group protocol; kafka-python ships no definition",
-    74: "client metrics resources (KIP-714): no metrics plugin",
     80: "KRaft voters (KIP-853): no controller quorum; kafka-python ships no definition",
     81: "KRaft voters (KIP-853): no controller quorum; kafka-python ships no definition",
 }

@@ -172,8 +172,10 @@ class OffsetsOps:
         Both commits create a missing group (a "simple" group) when they carry
         no generation (-1), as Kafka does; with a generation the commit comes
         from an old generation of a vanished group or a bogus one: None, which
-        the caller answers with ILLEGAL_GENERATION. A created group is removed
-        again by the caller if nothing was stored in it.
+        the caller refuses (OffsetCommit: GROUP_ID_NOT_FOUND from v9, KIP-848's
+        version, ILLEGAL_GENERATION before, as Kafka 4.0; TxnOffsetCommit:
+        ILLEGAL_GENERATION). A created group is removed again by the caller if
+        nothing was stored in it.
         """
         group = self._groups.get(group_id)
         if group is not None:

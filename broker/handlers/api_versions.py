@@ -2,7 +2,8 @@
 
 From v3 the answer also carries the features kafkette serves and their finalized
 levels (KIP-584, ``broker/features.py``), as tagged fields: clients such as the
-Java producer read ``transaction.version`` and ``group.version`` from them.
+Java producer read ``transaction.version`` and ``group.version`` from them. A v3
+request gets no feature supported from level 0 (Kafka 4.0, KAFKA-17011).
 """
 
 from __future__ import annotations
@@ -20,14 +21,15 @@ if TYPE_CHECKING:
     from kafkette.broker.server import Broker
     from kafkette.wire.connection import Request
 
-_SUPPORTED = supported_features()
+# Per request version: v3 leaves out the features supported from level 0.
+_SUPPORTED = {3: supported_features(3), 4: supported_features(4)}
 _FINALIZED = finalized_features()
 
 
 async def handle_api_versions(broker: Broker, request: Request) -> dict:
     response = {"error_code": 0, "api_keys": api_versions_entries(), "throttle_time_ms": 0}
     if request.header.api_version >= 3:
-        response["supported_features"] = _SUPPORTED
+        response["supported_features"] = _SUPPORTED[min(request.header.api_version, 4)]
         response["finalized_features_epoch"] = FINALIZED_FEATURES_EPOCH
         response["finalized_features"] = _FINALIZED
     return response

@@ -23,6 +23,7 @@ from kafkette.broker.client_metrics import (
     replace_all,
     store_of,
 )
+from kafkette.broker.client_metrics_zk import SubscriptionStoreUnavailable
 from kafkette.broker.security.authorizer.checks import (
     ALTER_CONFIGS,
     DESCRIBE_CONFIGS,
@@ -48,7 +49,15 @@ async def handle_list_client_metrics_resources(broker: Broker, request: Request)
             "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
             "config_resources": [],
         }
-    names = await store_of(broker).names()
+    try:
+        names = await store_of(broker).names()
+    except SubscriptionStoreUnavailable as exc:
+        log.warning("client metrics subscriptions not listed: %s", exc)
+        return {
+            "throttle_time_ms": 0,
+            "error_code": int(ErrorCode.UNKNOWN_SERVER_ERROR),
+            "config_resources": [],
+        }
     return {
         "throttle_time_ms": 0,
         "error_code": 0,
@@ -59,8 +68,9 @@ async def handle_list_client_metrics_resources(broker: Broker, request: Request)
 
 
 async def describe_resource(broker: Broker, request: Request, resource: dict, result: dict) -> None:
-    """Fill one DescribeConfigs ``result`` for a subscription: its set configs, by name
-    (an unknown subscription has none, as in Kafka)."""
+    """Fill one DescribeConfigs ``result`` for a subscription: every config it has set,
+    by name, whatever ``configuration_keys`` asks (Kafka 4.0 ignores them for client
+    metrics resources, measured); an unknown subscription has none, as in Kafka."""
     if cluster_denied(broker, request, DESCRIBE_CONFIGS):
         result["error_code"] = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         return
@@ -69,8 +79,13 @@ async def describe_resource(broker: Broker, request: Request, resource: dict, re
         result["error_code"] = int(ErrorCode.INVALID_REQUEST)
         result["error_message"] = "Client metrics subscription name must not be empty"
         return
-    configs = await store_of(broker).configs(name)
-    keys = resource["configuration_keys"]
+    try:
+        configs = await store_of(broker).configs(name)
+    except SubscriptionStoreUnavailable as exc:
+        log.warning("client metrics subscription %s not described: %s", name, exc)
+        result["error_code"] = int(ErrorCode.UNKNOWN_SERVER_ERROR)
+        result["error_message"] = str(exc)
+        return
     result["configs"] = [
         {
             "name": key,
@@ -84,7 +99,6 @@ async def describe_resource(broker: Broker, request: Request, resource: dict, re
             "documentation": None,
         }
         for key, value in sorted(configs.items())
-        if not keys or key in keys
     ]
 
 
@@ -114,6 +128,11 @@ async def alter_resource(
         log.warning("client metrics subscription %s not changed: %s", name, exc)
         response["error_code"] = int(ErrorCode.UNKNOWN_SERVER_ERROR)
         response["error_message"] = f"could not write the subscriptions: {exc.strerror or exc}"
+        return
+    except SubscriptionStoreUnavailable as exc:  # ZooKeeper (a cluster): nothing changed
+        log.warning("client metrics subscription %s not changed: %s", name, exc)
+        response["error_code"] = int(ErrorCode.UNKNOWN_SERVER_ERROR)
+        response["error_message"] = str(exc)
         return
     if not request.body["validate_only"]:
         log.info("client metrics subscription %s now %s", name, configs or "removed")

@@ -20,6 +20,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+import trio
+
 from kafkette.broker.security.authorizer.checks import ALTER, DESCRIBE, cluster_denied
 from kafkette.wire.errors import ErrorCode
 
@@ -62,12 +64,25 @@ def _wanted(broker: Broker, topics: list[dict] | None) -> dict[str, list[Partiti
         for partitions in hosted.values():
             partitions.sort(key=lambda p: p.index)
         return hosted
+    seen: set[tuple[str, int]] = set()  # a request may name a partition many times
     for topic in topics:
         for index in topic["partitions"]:
+            if (topic["topic"], index) in seen:
+                continue
+            seen.add((topic["topic"], index))
             partition = broker.topics.partition(topic["topic"], index)
-            if partition is not None and partition not in hosted.get(topic["topic"], []):
+            if partition is not None:
                 hosted.setdefault(topic["topic"], []).append(partition)
     return hosted
+
+
+def _topic_entries(wanted: dict[str, list[Partition]]) -> list[dict]:
+    """In a worker thread: a log's size takes its state lock, which a worker may hold
+    while it truncates or rolls segments; the event loop must not wait on it."""
+    return [
+        {"name": name, "partitions": [_partition_entry(p) for p in partitions]}
+        for name, partitions in wanted.items()
+    ]
 
 
 async def handle_describe_log_dirs(broker: Broker, request: Request) -> dict:
@@ -79,13 +94,13 @@ async def handle_describe_log_dirs(broker: Broker, request: Request) -> dict:
             "results": [],
         }
     path = log_dir_path(broker)
-    topics = [
-        {"name": name, "partitions": [_partition_entry(p) for p in partitions]}
-        for name, partitions in _wanted(broker, request.body["topics"]).items()
-    ]
+    wanted = _wanted(broker, request.body["topics"])
+    topics = await trio.to_thread.run_sync(_topic_entries, wanted)
     result = {"error_code": 0, "log_dir": path, "topics": topics}
-    if version >= 4:
-        result["total_bytes"], result["usable_bytes"] = _volume_bytes(path)
+    if version >= 4:  # statvfs: a system call that may block on a busy disk
+        result["total_bytes"], result["usable_bytes"] = await trio.to_thread.run_sync(
+            _volume_bytes, path
+        )
     return {"throttle_time_ms": 0, "error_code": 0, "results": [result]}
 
 

@@ -9,9 +9,10 @@ leads (at the highest controller epoch the partition states carry) and the other
 live brokers are observers. With no log, the high watermark and every log end
 offset are 0 (no lag); the leader's fetch and caught-up times are now. v2 lists
 the voter's endpoints: its broker listeners (there is no controller listener).
-Any other topic or partition gets Kafka's UNKNOWN_TOPIC_OR_PARTITION entry; while a
-cluster has no controller, NOT_LEADER_OR_FOLLOWER (Raft's answer from a non-leader,
-which clients retry).
+A request naming anything but exactly ``__cluster_metadata``-0 gets Kafka's
+UNKNOWN_TOPIC_OR_PARTITION for every partition it names; while a cluster has no
+controller, NOT_LEADER_OR_FOLLOWER (Raft's answer from a non-leader, which clients
+retry). Observers report log end offset and times -1 (they fetch no log).
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ if TYPE_CHECKING:
 
 METADATA_TOPIC = "__cluster_metadata"
 NOT_HOSTED = "This server does not host this topic-partition."
+NOT_LEADER = (
+    "For requests intended only for the leader, this error indicates that the broker is "
+    "not the current leader. For requests intended for any replica, this error indicates "
+    "that the broker is not a replica of the topic partition."
+)
 
 
 def _replica(node_id: int, now_ms: int) -> dict:
@@ -62,6 +68,45 @@ def _quorum(broker: Broker) -> tuple[int, int, list[int], list[dict]]:
     return leader, epoch, observers, nodes
 
 
+def _is_the_metadata_partition(topics: list[dict]) -> bool:
+    """Kafka's Raft handler answers only a request naming exactly __cluster_metadata-0
+    (one topic, one partition); anything else, even alongside it, is refused whole."""
+    return (
+        len(topics) == 1
+        and topics[0]["topic_name"] == METADATA_TOPIC
+        and [p["partition_index"] for p in topics[0]["partitions"]] == [0]
+    )
+
+
+def _error_answer(topics: list[dict], code: ErrorCode, message: str) -> dict:
+    """Every partition the request names gets ``code`` (Kafka's partition-level error
+    response), no nodes."""
+    return {
+        "error_code": 0,
+        "error_message": "",
+        "topics": [
+            {
+                "topic_name": topic["topic_name"],
+                "partitions": [
+                    {
+                        "partition_index": wanted["partition_index"],
+                        "error_code": int(code),
+                        "error_message": message,
+                        "leader_id": 0,
+                        "leader_epoch": 0,
+                        "high_watermark": 0,
+                        "current_voters": [],
+                        "observers": [],
+                    }
+                    for wanted in topic["partitions"]
+                ],
+            }
+            for topic in topics
+        ],
+        "nodes": [],
+    }
+
+
 async def handle_describe_quorum(broker: Broker, request: Request) -> dict:
     if cluster_denied(broker, request, DESCRIBE):
         return {
@@ -70,52 +115,35 @@ async def handle_describe_quorum(broker: Broker, request: Request) -> dict:
             "topics": [],
             "nodes": [],
         }
-    now_ms = int(time.time() * 1000)
+    topics = request.body["topics"]
+    if not _is_the_metadata_partition(topics):
+        return _error_answer(topics, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, NOT_HOSTED)
     leader, epoch, observers, nodes = _quorum(broker)
-    topics = []
-    described = False
-    for topic in request.body["topics"]:
-        partitions = []
-        for wanted in topic["partitions"]:
-            index = wanted["partition_index"]
-            if topic["topic_name"] == METADATA_TOPIC and index == 0 and leader >= 0:
-                described = True
-                leader_entry = _replica(leader, now_ms)
-                observer_entries = [
-                    dict(_replica(o, now_ms), last_fetch_timestamp=-1,
-                         last_caught_up_timestamp=-1)
-                    for o in observers
-                ]
-                partitions.append({
-                    "partition_index": 0,
-                    "error_code": 0,
-                    "error_message": None,
-                    "leader_id": leader,
-                    "leader_epoch": epoch,
-                    "high_watermark": 0,
-                    "current_voters": [leader_entry],
-                    "observers": observer_entries,
-                })
-            else:
-                ours = topic["topic_name"] == METADATA_TOPIC and index == 0
-                # No controller right now (a cluster between elections): Raft's answer
-                # from a non-leader, which clients retry.
-                code = (ErrorCode.NOT_LEADER_OR_FOLLOWER if ours
-                        else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                partitions.append({
-                    "partition_index": index,
-                    "error_code": int(code),
-                    "error_message": None if ours else NOT_HOSTED,
-                    "leader_id": 0,
-                    "leader_epoch": 0,
-                    "high_watermark": 0,
-                    "current_voters": [],
-                    "observers": [],
-                })
-        topics.append({"topic_name": topic["topic_name"], "partitions": partitions})
+    if leader < 0:
+        # No controller right now (a cluster between elections): Raft's answer from a
+        # non-leader, which clients retry.
+        return _error_answer(topics, ErrorCode.NOT_LEADER_OR_FOLLOWER, NOT_LEADER)
+    now_ms = int(time.time() * 1000)
+    # Observers fetch nothing (there is no log): offset and times unknown, -1, as
+    # Kafka reports a replica it has not heard from.
+    observer_entries = [
+        dict(_replica(o, now_ms), log_end_offset=-1, last_fetch_timestamp=-1,
+             last_caught_up_timestamp=-1)
+        for o in observers
+    ]
+    partition = {
+        "partition_index": 0,
+        "error_code": 0,
+        "error_message": "",
+        "leader_id": leader,
+        "leader_epoch": epoch,
+        "high_watermark": 0,
+        "current_voters": [_replica(leader, now_ms)],
+        "observers": observer_entries,
+    }
     return {
         "error_code": 0,
-        "error_message": None,
-        "topics": topics,
-        "nodes": nodes if described else [],
+        "error_message": "",
+        "topics": [{"topic_name": METADATA_TOPIC, "partitions": [partition]}],
+        "nodes": nodes,
     }

@@ -10,6 +10,9 @@ Outcomes:
 * ``answered``: a response frame with our correlation id came back (its
   top-level ``error_code`` is kept when the response decodes);
 * ``unsupported version``: answered, with UNSUPPORTED_VERSION (35);
+* ``undecodable``: a response frame came back that does not decode at the
+  version asked (only ApiVersions may answer a version it refuses with a v0
+  error-only body, UNSUPPORTED_VERSION; any other undecodable answer is this);
 * ``closed``: the broker closed the connection without answering;
 * ``timeout``: nothing within the deadline;
 * ``no definition``: the definitions kafkette reads do not know this API or
@@ -36,6 +39,7 @@ from kafkette.wire.schema import in_range, load_message
 
 ANSWERED = "answered"
 UNSUPPORTED = "unsupported version"
+UNDECODABLE = "undecodable"
 CLOSED = "closed"
 TIMEOUT = "timeout"
 NO_DEFINITION = "no definition"
@@ -179,10 +183,15 @@ def probe_pair(bootstrap: str, api_key: int, version: int, timeout: float = 10.0
         return ProbeResult(api_key, version, CLOSED, detail=f"correlation id {got}")
     try:
         error_code = decode_response(api_key, version, response).get("error_code")
-    except Exception:
-        # UNSUPPORTED_VERSION answers of ApiVersions come as v0; a short error-only
-        # answer to a version the broker refuses need not decode at that version.
-        error_code = struct.unpack_from(">h", response, 4)[0] if len(response) >= 6 else None
+    except Exception as exc:
+        # ApiVersions answers a version it refuses with a v0 body (KIP-511): its
+        # error code comes first. Nothing else is accepted undecoded.
+        v0_error = struct.unpack_from(">h", response, 4)[0] if len(response) >= 6 else None
+        if api_key == API_VERSIONS and v0_error == UNSUPPORTED_VERSION:
+            return ProbeResult(api_key, version, UNSUPPORTED, v0_error)
+        return ProbeResult(
+            api_key, version, UNDECODABLE, detail=f"{type(exc).__name__}: {exc}"
+        )
     if error_code == UNSUPPORTED_VERSION:
         return ProbeResult(api_key, version, UNSUPPORTED, error_code)
     return ProbeResult(api_key, version, ANSWERED, error_code)

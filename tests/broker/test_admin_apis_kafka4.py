@@ -80,13 +80,16 @@ def test_api_versions_v3_reports_the_features_kafkette_serves(broker) -> None:
         )
         supported = {f["name"]: (f["min_version"], f["max_version"])
                      for f in answer["supported_features"]}
-        assert supported == {
-            "metadata.version": (25, 25),
-            "kraft.version": (0, 0),
-            "group.version": (1, 1),
-            "transaction.version": (0, 0),
-            "eligible.leader.replicas.version": (0, 0),
-        }
+        expected = {"metadata.version": (25, 25), "group.version": (1, 1)}
+        if version >= 4:
+            expected |= {
+                "kraft.version": (0, 0),
+                "transaction.version": (0, 0),
+                "eligible.leader.replicas.version": (0, 0),
+            }
+        # else: Kafka 4.0 leaves out features supported from level 0 before v4
+        # (Java clients older than 3.9 reject a range starting at 0, KAFKA-17011).
+        assert supported == expected
         finalized = {f["name"]: (f["min_version_level"], f["max_version_level"])
                      for f in answer["finalized_features"]}
         # Level-0 features are left out of the finalized list, as Kafka does.
@@ -137,13 +140,25 @@ def test_update_features_accepts_the_finalized_level_and_refuses_others(broker) 
     assert unknown["error_message"].endswith(
         "Invalid update version 1 for feature foo.version. Local controller 1 does not "
         "support this feature.")
-    downgrade = _update(broker.bootstrap, 1, [("group.version", 0, 1)])
-    assert downgrade["error_code"] == 95
-    assert "without setting the upgrade type to either safe or unsafe downgrade" in (
-        downgrade["error_message"])
-    safe_downgrade = _update(broker.bootstrap, 1, [("group.version", 0, 2)])
-    assert safe_downgrade["error_code"] == 95
-    assert safe_downgrade["error_message"].endswith("only supports versions 1-1")
+    # Kafka 4.0's controller order: upgrade type, negative level, local support, and
+    # only then upgrade vs downgrade (a level this node cannot serve is refused as
+    # such whatever the upgrade type; measured on the reference).
+    for update, message in [
+        (("group.version", 1, 0), "The controller does not support the given upgrade type."),
+        (("group.version", 1, 4), "The controller does not support the given upgrade type."),
+        (("foo.version", 0, 0), "The controller does not support the given upgrade type."),
+        (("group.version", -1, 1), "A feature version cannot be less than 0."),
+        (("foo.version", -1, 2), "A feature version cannot be less than 0."),
+        (("foo.version", 0, 1), "Feature foo.version not found."),
+        (("group.version", 0, 1), "Local controller 1 only supports versions 1-1"),
+        (("group.version", 0, 2), "Local controller 1 only supports versions 1-1"),
+        (("group.version", 5, 2), "Local controller 1 only supports versions 1-1"),
+    ]:
+        refused = _update(broker.bootstrap, 1, [update])
+        assert refused["error_code"] == 95, update
+        assert refused["error_message"].endswith(
+            f"Invalid update version {update[1]} for feature {update[0]}. {message}"), refused
+    assert _update(broker.bootstrap, 1, [("kraft.version", 0, 2)])["error_code"] == 0
 
 
 def test_describe_cluster_v2_endpoint_types_and_fencing(broker) -> None:
@@ -214,6 +229,31 @@ def test_describe_log_dirs_reports_sizes_lag_and_volume(broker, create_topic) ->
     assert none["results"][0]["topics"] == []
 
 
+def test_describe_log_dirs_never_stalls_the_broker_on_a_busy_log(broker, create_topic) -> None:
+    """A partition's size takes its log's state lock, which a worker thread holds
+    while it truncates or rolls: meanwhile the broker answers everyone else."""
+    import threading
+
+    topic = create_topic(broker.bootstrap, partitions=1)
+    _produce(broker.bootstrap, topic, 5)
+    log = broker.on_loop(lambda: broker.broker.topics.partition(topic, 0).log)
+    described: list[dict] = []
+    with log._state_lock:  # as a worker busy with the log would
+        asker = threading.Thread(target=lambda: described.append(wire_request(
+            broker.bootstrap, "DescribeLogDirs", 35, 4,
+            {"topics": [{"topic": topic, "partitions": [0, 0]}]})), daemon=True)
+        asker.start()
+        asker.join(1)  # the request is in, waiting for the lock
+        answer = wire_request(broker.bootstrap, "ApiVersions", 18, 3, {
+            "client_software_name": "test", "client_software_version": "1"})
+        assert answer["error_code"] == 0 and not described
+    asker.join(30)
+    [result] = described[0]["results"]
+    [entry] = result["topics"]
+    assert [p["partition_index"] for p in entry["partitions"]] == [0]
+    assert entry["partitions"][0]["partition_size"] > 0
+
+
 def test_alter_replica_log_dirs_with_one_log_dir(broker, create_topic) -> None:
     topic = create_topic(broker.bootstrap, partitions=2)
     own = os.path.abspath(broker.broker.config.data_dir)
@@ -256,6 +296,18 @@ def test_describe_quorum_shows_this_node_as_leader(broker) -> None:
     assert (partition["error_code"], partition["error_message"]) == (
         3, "This server does not host this topic-partition.")
     assert other["nodes"] == []
+    # Kafka's Raft handler answers exactly __cluster_metadata-0 alone; a request naming
+    # anything more is refused for every partition it names (measured on Kafka 4.0).
+    for topics in ([("__cluster_metadata", [0, 1])], [("__cluster_metadata", [0, 0])],
+                   [("__cluster_metadata", [0]), ("foo", [0])]):
+        mixed = wire_request(broker.bootstrap, "DescribeQuorum", 55, 2, {"topics": [
+            {"topic_name": name, "partitions": [{"partition_index": i} for i in indexes]}
+            for name, indexes in topics]})
+        assert [(t["topic_name"], [(p["partition_index"], p["error_code"], p["error_message"])
+                                   for p in t["partitions"]]) for t in mixed["topics"]] == [
+            (name, [(i, 3, "This server does not host this topic-partition.")
+                    for i in indexes]) for name, indexes in topics]
+        assert mixed["nodes"] == []
 
 
 def _incremental(bootstrap: str, name: str, changes: list[tuple[str, int, str | None]],
@@ -332,6 +384,110 @@ def test_client_metrics_subscriptions_are_config_resources_and_durable(
     assert _listed(second.bootstrap) == ["m1"]
     assert [(c["name"], c["value"]) for c in _describe_metrics(second.bootstrap, "m1")[
         "configs"]] == [("interval.ms", "1000"), ("metrics", "org.apache.kafka.")]
+
+
+def test_client_metrics_checks_follow_kafka_40(broker) -> None:
+    """Answers measured on the reference Kafka 4.0 for the same requests."""
+    bootstrap = broker.bootstrap
+    refusals = [
+        ([("match", 0, "client_id=a,,client_software_name=b")], 40,
+         "Illegal client matching pattern: "),
+        ([("match", 0, "client_id=a,")], 40, "Illegal client matching pattern: "),
+        ([("match", 0, " , ")], 40, "Illegal client matching pattern: "),
+        ([("match", 0, "client_id=a=b")], 40, "Illegal client matching pattern: client_id=a=b"),
+        ([("match", 0, "client_id=(")], 40, "Illegal client matching pattern: client_id=("),
+        ([("match", 0, "client_id= ")], 40, "Illegal client matching pattern: client_id="),
+        ([("match", 0, "=a")], 40, "Illegal client matching pattern: =a"),
+        ([("foo", 2, "x")], 40, "Can't APPEND to key foo because its type is not LIST."),
+        ([("foo", 0, "x"), ("metrics", 2, "y")], 40,
+         "Can't APPEND to key metrics because its type is not LIST."),
+        ([("metrics", 0, None)], 42, "Null value not supported for : metrics"),
+        ([("foo", 3, None)], 42, "Null value not supported for : foo"),
+        ([("metrics", 0, "c"), ("metrics", 1, None)], 42, "Error due to duplicate config keys"),
+        ([("metrics", 0, "a"), ("foo", 1, None), ("bar", 0, "1")], 42,
+         "Unknown client metrics configuration: bar"),
+    ]
+    for changes, code, message in refusals:
+        refused = _incremental(bootstrap, "s1", changes, validate_only=True)
+        assert (refused["error_code"], refused["error_message"]) == (code, message), changes
+    # Kafka validates the final set: deleting what is not set (or not known) passes.
+    for changes in ([("interval.ms", 1, None)], [("foo", 1, None)],
+                    [("metrics", 0, "a"), ("interval.ms", 1, None)],
+                    [("match", 0, "")], [("match", 0, "client_id=a=")],
+                    [("match", 0, " client_id = a ")]):
+        assert _incremental(bootstrap, "s1", changes, validate_only=True)["error_code"] == 0
+    assert _incremental(bootstrap, "s1", [("metrics", 0, "a"), ("match", 0, "client_id=x")])[
+        "error_code"] == 0
+    for keys in (None, [], ["metrics"], ["nope"]):  # configuration_keys are not applied
+        answer = wire_request(bootstrap, "DescribeConfigs", 32, 4, {
+            "resources": [{"resource_type": CLIENT_METRICS, "resource_name": "s1",
+                           "configuration_keys": keys}],
+            "include_synonyms": False, "include_documentation": False,
+        })
+        assert [(c["name"], c["value"]) for c in answer["results"][0]["configs"]] == [
+            ("match", "client_id=x"), ("metrics", "a")], keys
+
+
+def test_a_late_first_read_of_the_subscriptions_never_undoes_an_alteration(
+    tmp_path: Path,
+) -> None:
+    """A first-use read that finishes after an alteration was acknowledged must not
+    install the older set it read (the read is held back by a gate here)."""
+    import threading
+
+    import trio
+    import trio.testing
+
+    from kafkette.broker.client_metrics import SubscriptionStore
+
+    (tmp_path / "client-metrics.json").write_text('{"version": 1, "subscriptions": {}}')
+    gate = threading.Event()
+
+    class SlowFirstRead(SubscriptionStore):
+        reads = 0
+
+        def _read(self) -> dict:
+            SlowFirstRead.reads += 1
+            read = super()._read()
+            if SlowFirstRead.reads == 1:  # what it read is returned late
+                assert gate.wait(30)
+            return read
+
+    async def main() -> dict:
+        store = SlowFirstRead(tmp_path / "client-metrics.json")
+        altered = trio.Event()
+
+        async def alter() -> None:
+            await store.update("m1", lambda c: {**c, "metrics": "a"})
+            altered.set()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(store.names)
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(alter)
+            with trio.move_on_after(1):  # only a store that does not wait finishes here
+                await altered.wait()
+            gate.set()
+        return await store.configs("m1")
+
+    assert trio.run(main) == {"metrics": "a"}
+
+
+def test_a_damaged_client_metrics_file_stops_the_start(tmp_path: Path) -> None:
+    import sys
+
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    (data_dir / "client-metrics.json").write_text("{not json")
+    result = subprocess.run(
+        [sys.executable, "-m", "kafkette", "serve", "--listen", "127.0.0.1:0",
+         "--data-dir", str(data_dir)],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False,
+    )  # fmt: skip
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("kafkette:")]
+    assert len(errors) == 1 and "client metrics subscriptions" in errors[0], result.stderr
+    assert (data_dir / "client-metrics.json").read_text() == "{not json"
 
 
 def test_operations_apis_need_the_cluster_permissions_kafka_checks(tmp_path: Path) -> None:

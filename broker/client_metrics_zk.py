@@ -1,0 +1,133 @@
+"""A cluster's client metrics subscriptions, in ZooKeeper: ``/config/client-metrics/<name>``.
+
+Kafka keeps subscriptions in its cluster metadata, so every broker answers the same
+``kafka-client-metrics.sh --list/--describe`` whichever it is asked; a cluster of
+kafkette brokers shares them the same way, in ZooKeeper beside the other entity
+configs (``/config/topics``, ``/config/clients``, ...), one znode per subscription
+holding ``{"version":1,"config":{"metrics":"...","interval.ms":"..."}}`` as Kafka's
+ZooKeeper mode writes entity configs; the name is sanitized as Kafka's Sanitizer
+does (URL-encoded). Nothing is cached: no broker acts on a subscription (there is no
+metrics plugin), so each admin request reads ZooKeeper, and a change made through
+any broker is seen by all at once. Changes are versioned read-modify-writes, so two
+concurrent alterations never lose one another's change; a subscription whose last
+config is deleted loses its znode. kazoo calls run in worker threads.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, unquote
+
+import trio
+
+if TYPE_CHECKING:
+    from kafkette.broker.cluster.zk_session import ZkSession
+
+ROOT = "/config/client-metrics"
+_ATTEMPTS = 10
+THREADS = 2
+
+
+class SubscriptionStoreUnavailable(RuntimeError):
+    """ZooKeeper did not answer, or kept changing under us: the admin request fails."""
+
+
+def _node(name: str) -> str:
+    return quote(name, safe="-._*").replace("*", "%2A").replace("~", "%7E")
+
+
+def _configs_of(data: bytes | None) -> dict[str, str]:
+    try:
+        document = json.loads(data) if data else {}
+    except ValueError:
+        return {}
+    config = document.get("config") if isinstance(document, dict) else None
+    return {str(k): str(v) for k, v in config.items()} if isinstance(config, dict) else {}
+
+
+def _names(client: Any) -> list[str]:
+    from kazoo.exceptions import NoNodeError
+
+    try:
+        return sorted(unquote(child) for child in client.get_children(ROOT))
+    except NoNodeError:
+        return []
+
+
+def _read(client: Any, name: str) -> tuple[dict[str, str], Any]:
+    from kazoo.exceptions import NoNodeError
+
+    try:
+        data, stat = client.get(f"{ROOT}/{_node(name)}")
+    except NoNodeError:
+        return {}, None
+    return _configs_of(data), stat
+
+
+def _write(client: Any, name: str, configs: dict[str, str], stat: Any) -> bool:
+    """Replace the subscription if it is still at ``stat`` (None: absent); False if it
+    changed meanwhile."""
+    from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+
+    path = f"{ROOT}/{_node(name)}"
+    document = json.dumps({"version": 1, "config": configs}, separators=(",", ":")).encode()
+    try:
+        if not configs:
+            if stat is not None:
+                client.delete(path, version=stat.version)
+        elif stat is None:
+            client.create(path, document, makepath=True)
+        else:
+            client.set(path, document, version=stat.version)
+    except (BadVersionError, NodeExistsError, NoNodeError):
+        return False
+    return True
+
+
+class ZkSubscriptionStore:
+    """Same interface as ``client_metrics.SubscriptionStore``, kept in ZooKeeper."""
+
+    def __init__(self, session: ZkSession) -> None:
+        self._session = session
+        self._threads = trio.CapacityLimiter(THREADS)
+
+    async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        from kazoo.exceptions import KazooException
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        try:
+            return await self._session.run(fn, *args, limiter=self._threads)
+        except (KazooException, KazooTimeoutError) as exc:
+            raise SubscriptionStoreUnavailable(
+                f"ZooKeeper error on client metrics subscriptions: {exc!r}"
+            ) from None
+
+    async def load(self) -> None:
+        """Nothing to read ahead: every request reads ZooKeeper."""
+
+    async def names(self) -> list[str]:
+        return await self._run(_names)
+
+    async def configs(self, name: str) -> dict[str, str]:
+        configs, _ = await self._run(_read, name)
+        return configs
+
+    async def update(
+        self,
+        name: str,
+        change: Callable[[dict[str, str]], dict[str, str]],
+        *,
+        validate_only: bool = False,
+    ) -> dict[str, str]:
+        for _ in range(_ATTEMPTS):
+            current, stat = await self._run(_read, name)
+            configs = change(dict(current))
+            if validate_only:
+                return configs
+            if await self._run(_write, name, dict(configs), stat):
+                return configs
+        raise SubscriptionStoreUnavailable(
+            f"could not update client metrics subscription {name}: it keeps changing"
+        )
