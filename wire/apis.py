@@ -66,6 +66,8 @@ class ApiKey(IntEnum):
     LIST_TRANSACTIONS = 66
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
+    GET_TELEMETRY_SUBSCRIPTIONS = 71
+    PUSH_TELEMETRY = 72
     LIST_CLIENT_METRICS_RESOURCES = 74
     DESCRIBE_TOPIC_PARTITIONS = 75
 
@@ -77,6 +79,9 @@ class ApiSpec:
     ``min_version``/``max_version`` are advertised; ``decode_min`` is the
     lowest version the definitions (and so the codec) know. Produce advertises
     0 although only 3+ exist, as Kafka 4.0 does for librdkafka (KAFKA-18659).
+    An API with ``advertised=False`` is served (the codec accepts its range)
+    but left out of ApiVersions, as Kafka 4.0 leaves out the KIP-714 telemetry
+    APIs when no metrics plugin is configured and still answers them.
     """
 
     key: ApiKey
@@ -85,6 +90,7 @@ class ApiSpec:
     max_version: int
     decode_min: int
     note: str = ""
+    advertised: bool = True
 
     @property
     def request_definition(self) -> str:
@@ -96,9 +102,18 @@ class ApiSpec:
 
 
 def _api(
-    key: ApiKey, name: str, low: int, high: int, decode_min: int | None = None, note: str = ""
+    key: ApiKey,
+    name: str,
+    low: int,
+    high: int,
+    decode_min: int | None = None,
+    note: str = "",
+    *,
+    advertised: bool = True,
 ) -> ApiSpec:
-    return ApiSpec(key, name, low, high, low if decode_min is None else decode_min, note)
+    return ApiSpec(
+        key, name, low, high, low if decode_min is None else decode_min, note, advertised
+    )
 
 
 SUPPORTED: dict[ApiKey, ApiSpec] = {
@@ -207,6 +222,22 @@ SUPPORTED: dict[ApiKey, ApiSpec] = {
         _api(ApiKey.LIST_TRANSACTIONS, "ListTransactions", 0, 1, note="2 is Kafka 4.1's"),
         _api(ApiKey.CONSUMER_GROUP_HEARTBEAT, "ConsumerGroupHeartbeat", 0, 1),
         _api(ApiKey.CONSUMER_GROUP_DESCRIBE, "ConsumerGroupDescribe", 0, 1),
+        _api(
+            ApiKey.GET_TELEMETRY_SUBSCRIPTIONS,
+            "GetTelemetrySubscriptions",
+            0,
+            0,
+            note="answered, not advertised: Kafka 4.0 without a metrics plugin (KIP-714)",
+            advertised=False,
+        ),
+        _api(
+            ApiKey.PUSH_TELEMETRY,
+            "PushTelemetry",
+            0,
+            0,
+            note="answered, not advertised: Kafka 4.0 without a metrics plugin (KIP-714)",
+            advertised=False,
+        ),
     )
 }
 
@@ -219,8 +250,9 @@ def api_spec(api_key: int) -> ApiSpec | None:
 
 
 def api_versions_entries() -> list[dict]:
-    """The ``api_keys`` array of an ApiVersions response."""
+    """The ``api_keys`` array of an ApiVersions response: the advertised APIs only."""
     return [
         {"api_key": int(spec.key), "min_version": spec.min_version, "max_version": spec.max_version}
         for spec in SUPPORTED.values()
+        if spec.advertised
     ]

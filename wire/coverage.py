@@ -43,10 +43,11 @@ def _row(api: ApiSpec) -> str:
     if response.valid_versions != request.valid_versions:
         known += f" (response {_range(*response.valid_versions)})"
     decoded = _range(api.decode_min, api.max_version)
+    advertised = _range(api.min_version, api.max_version) if api.advertised else "not advertised"
     cells = [
         str(int(api.key)),
         api.name,
-        _range(api.min_version, api.max_version),
+        advertised,
         decoded,
         known,
         _flexible_from(request),
@@ -112,7 +113,7 @@ def differences() -> tuple[list[tuple[int, str, str, str]], list[tuple[int, str,
         kafka = KAFKA_40_ADVERTISED.get(key)
         ours = next((a for a in SUPPORTED.values() if int(a.key) == key), None)
         theirs = _pairs(kafka[1], kafka[2]) if kafka else set()
-        served = _pairs(ours.min_version, ours.max_version) if ours else set()
+        served = _pairs(ours.min_version, ours.max_version) if ours and ours.advertised else set()
         name = kafka[0] if kafka else ours.name  # type: ignore[union-attr]
         if missing := theirs - served:
             reason = UNSERVED_REASONS.get(key, "not served yet")
@@ -176,7 +177,9 @@ def render() -> str:
         "and Apache Kafka's message definitions as shipped in kafka-python "
         f"{_release_line(package_version('kafka-python'))}. Do not edit by hand.",
         "",
-        "- **Advertised**: the range kafkette answers in ApiVersions.",
+        "- **Advertised**: the range kafkette answers in ApiVersions. \"not advertised\": served",
+        "  but left out of ApiVersions, as Kafka 4.0 does (GetTelemetrySubscriptions and",
+        "  PushTelemetry without a metrics plugin, KIP-714; docs/operations-apis.md).",
         "- **Decoded**: the versions kafkette serves. Any other version is refused: with",
         "  UNSUPPORTED_VERSION (35) where the definitions know it and its response has a",
         "  top-level error code (ApiVersions: KIP-511's v0 answer), else by closing the",

@@ -15,6 +15,7 @@ from kafkette.broker.features import (
     finalized_features,
     supported_features,
 )
+from kafkette.broker.telemetry import state_of as telemetry_state_of
 from kafkette.wire.apis import api_versions_entries
 
 if TYPE_CHECKING:
@@ -28,6 +29,12 @@ _FINALIZED = finalized_features()
 
 async def handle_api_versions(broker: Broker, request: Request) -> dict:
     response = {"error_code": 0, "api_keys": api_versions_entries(), "throttle_time_ms": 0}
+    # KIP-714 subscriptions match on the software a connection announces (v3+).
+    telemetry_state_of(broker).remember_software(
+        request.peer,
+        request.body.get("client_software_name"),
+        request.body.get("client_software_version"),
+    )
     if request.header.api_version >= 3:
         response["supported_features"] = _SUPPORTED[min(request.header.api_version, 4)]
         response["finalized_features_epoch"] = FINALIZED_FEATURES_EPOCH

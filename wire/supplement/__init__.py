@@ -3,8 +3,8 @@
 ``wire.schema.load_message`` reads a definition from kafka-python's Kafka JSON files first
 and consults this package only when that file is missing, so a future kafka-python
 that ships the message wins. The facts (fields, types, versions, nullability, defaults)
-are those of the published Kafka protocol (KIP-848 for the consumer group APIs); the
-notation is ours:
+are those of the published Kafka protocol (KIP-848 for the consumer group APIs, KIP-714
+for the telemetry APIs); the notation is ours:
 
     <MessageName> <request|response> api=<key> valid=<versions> flexible=<versions>
     <FieldName> <type> <versions> [null=<versions>] [default=<value>] [tag=<n>]
@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import functools
 
-from kafkette.wire.supplement import consumer_groups
+from kafkette.wire.supplement import consumer_groups, telemetry
 
-_SOURCES: tuple[str, ...] = (consumer_groups.DEFINITIONS,)
+_SOURCES: tuple[str, ...] = (consumer_groups.DEFINITIONS, telemetry.DEFINITIONS)
 
 
 def _parse_field(words: list[str]) -> dict:
