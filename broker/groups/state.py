@@ -235,6 +235,8 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
             group = Group(group_id, EMPTY, now_ms)
             self._groups[group_id] = group
             created = True
+        if self._consumer_groups is not None:  # validated: an empty one gives way now
+            self._consumer_groups.drop_empty_for_classic(group_id)
         args = dict(
             group_instance_id=group_instance_id,
             protocol_type=protocol_type,

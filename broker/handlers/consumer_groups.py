@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import logging
 import uuid
+import weakref
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from kafkette.broker import groups
@@ -26,8 +28,10 @@ from kafkette.broker.security.authorizer.checks import (
     DESCRIBE,
     GROUP,
     READ,
+    TOPIC,
     authorized_operations,
     group_denied,
+    topic_denied,
 )
 from kafkette.wire.errors import ErrorCode
 
@@ -45,13 +49,35 @@ def _host(request: Request) -> str:
     return "/" + request.peer.rpartition(":")[0] if request.peer else ""
 
 
-def _topic_view(broker: Broker) -> dict[str, tuple[uuid.UUID, int]]:
-    view = {}
-    for name in broker.topics.names:
-        meta = broker.topics.metadata(name)
-        if meta is not None:
-            view[name] = (meta.topic_id, meta.partitions)
+TopicView = Mapping[str, tuple[uuid.UUID, int]]
+# broker -> (the topic table it was built from, the view): rebuilt only when the table
+# changes (the data dir hands out the same table object until then), and the same view
+# object lets the state machine skip re-resolving subscriptions and regexes.
+_views: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _topic_view(broker: Broker) -> TopicView:
+    table = broker.topics.data_dir.topics
+    cached = _views.get(broker)
+    if cached is not None and cached[0] is table:
+        return cached[1]
+    view = {name: (meta.topic_id, meta.partitions) for name, meta in table.items()}
+    _views[broker] = (table, view)
     return view
+
+
+def _describable(broker: Broker, request: Request):
+    """With an authorizer: the filter keeping the topics this member may DESCRIBE (what
+    its regex matches is filtered by it, as Kafka does); None without one."""
+    authorizer = broker.authorizer
+    if authorizer is None:
+        return None
+    session = request.session
+
+    def describable(names: Iterable[str]) -> set[str]:
+        return {n for n in names if authorizer.allowed(session, DESCRIBE, TOPIC, n, False)}
+
+    return describable
 
 
 def _heartbeat_error(code: int, message: str | None) -> dict:
@@ -66,6 +92,11 @@ async def handle_consumer_group_heartbeat(broker: Broker, request: Request) -> d
     group_id = body["group_id"]
     if group_denied(broker, request, READ, group_id):
         return _heartbeat_error(ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
+    names = body["subscribed_topic_names"]
+    if names and broker.authorizer is not None and any(
+        topic_denied(broker, request, DESCRIBE, n) for n in set(names)
+    ):  # Kafka: every subscribed name must be describable, else the whole heartbeat fails
+        return _heartbeat_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
     owned = body["topic_partitions"]
     req = HeartbeatRequest(
         group_id=group_id,
@@ -83,6 +114,7 @@ async def handle_consumer_group_heartbeat(broker: Broker, request: Request) -> d
         version=version,
         client_id=request.header.client_id or "",
         client_host=_host(request),
+        topic_filter=_describable(broker, request),
     )
     topics = _topic_view(broker)
 
@@ -166,6 +198,23 @@ def _describe_group(broker: Broker, group: ConsumerGroup, default_assignor: str)
     }
 
 
+def _hides_topics(broker: Broker, request: Request, group: ConsumerGroup) -> bool:
+    """Kafka: a group whose members' assigned or target partitions name a topic the
+    client may not DESCRIBE is not described at all."""
+    if broker.authorizer is None:
+        return False
+    ids = set()
+    for m in group.members.values():
+        ids.update(m.assigned)
+        ids.update(group.target.get(m.member_id, {}))
+    names = set()
+    for tid in ids:
+        meta = broker.topics.by_id(tid)
+        if meta is not None:
+            names.add(meta.name)
+    return any(topic_denied(broker, request, DESCRIBE, n, quiet=True) for n in names)
+
+
 async def handle_consumer_group_describe(broker: Broker, request: Request) -> dict:
     body = request.body
     include_ops = body["include_authorized_operations"]
@@ -180,7 +229,16 @@ async def handle_consumer_group_describe(broker: Broker, request: Request) -> di
         elif (error := broker.groups.coordinator_error(group_id)) != ErrorCode.NONE:
             entry["error_code"] = int(error)
         elif consumer.is_consumer_group(group_id):
-            entry = _describe_group(broker, consumer.groups[group_id], consumer.assignor_names[0])
+            group = consumer.groups[group_id]
+            if _hides_topics(broker, request, group):
+                entry["error_code"] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                entry["error_message"] = (
+                    "The group has described topic(s) that the client is not authorized to "
+                    "describe."
+                )
+                described.append(entry)
+                continue
+            entry = _describe_group(broker, group, consumer.assignor_names[0])
             if include_ops:
                 entry["authorized_operations"] = authorized_operations(
                     broker, request, GROUP, group_id
