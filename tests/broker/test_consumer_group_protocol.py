@@ -164,15 +164,39 @@ def test_share_then_rebalance_on_leave_and_crash(consumers: Consumers) -> None:
     assert description.result(20).state == ConsumerGroupState.EMPTY
 
 
+def _described(bootstrap: str, group: str) -> dict:
+    """ConsumerGroupDescribe v1 of ``group``, raw (epochs are not in the admin API)."""
+    path = Path(__file__).with_name("consumer_protocol_client.py")
+    spec = importlib.util.spec_from_file_location("kafkette_cgp_client", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with module.RawClient(bootstrap) as client:
+        return client.request(69, 1, {"group_ids": [group],
+                                      "include_authorized_operations": False})["groups"][0]
+
+
 def test_static_member_restart_keeps_its_partitions(consumers: Consumers) -> None:
     first = consumers.start("static-a", **{"group.instance.id": "a"})
     other = consumers.start("static-b", **{"group.instance.id": "b"})
     wait_until(lambda: _split(first, other), WAIT, consumers.describe)
-    before = first.partitions()
+    bootstrap = consumers.broker.bootstrap
+    wait_until(lambda: _described(bootstrap, consumers.group)["group_state"] == "Stable",
+               WAIT, consumers.describe)
+    before = _described(bootstrap, consumers.group)
+    epochs = {m["instance_id"]: (m["member_id"], m["member_epoch"]) for m in before["members"]}
+    partitions = first.partitions()
     first.stop()  # a static member leaves with epoch -2: its partitions wait for it
     again = consumers.start("static-a2", **{"group.instance.id": "a"})
-    wait_until(lambda: again.partitions() == before, WAIT, consumers.describe)
-    assert other.partitions() != list(range(PARTITIONS))
+    wait_until(lambda: again.partitions() == partitions, WAIT, consumers.describe)
+    after = _described(bootstrap, consumers.group)
+    # No rebalance: the group epoch did not move, the new process took the old member's
+    # epoch under its own member id, and b was never asked to change anything.
+    assert after["group_epoch"] == before["group_epoch"]
+    members = {m["instance_id"]: (m["member_id"], m["member_epoch"]) for m in after["members"]}
+    assert members["a"][1] == epochs["a"][1] and members["a"][0] != epochs["a"][0]
+    assert members["b"] == epochs["b"]
+    assert sorted(other.partitions() + again.partitions()) == list(range(PARTITIONS))
 
 
 def test_classic_group_upgraded_online_and_side_by_side(consumers: Consumers, tmp_path) -> None:

@@ -332,7 +332,7 @@ def test_regex_is_re2(client, broker) -> None:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     # Python's re takes 2**60 steps to refuse the first name; the second one matches.
     longs = ["a" * 60 + "-" + uuid.uuid4().hex[:6], "aab" + uuid.uuid4().hex[:6]]
-    for name, future in admin.create_topics([NewTopic(n, 1, 1) for n in longs]).items():
+    for future in admin.create_topics([NewTopic(n, 1, 1) for n in longs]).values():
         future.result(20)
     group = "g-" + uuid.uuid4().hex[:6]
     m = _member()
