@@ -314,3 +314,34 @@ def test_transactional_offsets_of_a_consumer_protocol_member(group_broker, topic
             range(PARTITIONS), 2)
     finally:
         consumer.close()
+
+
+def test_transactional_offsets_by_group_id_only(group_broker, topic) -> None:
+    """A producer given only the group id (TxnOffsetCommit with epoch -1, member id "" and
+    no instance id) commits into a consumer group that has members, as Kafka's
+    ConsumerGroup.validateOffsetCommit allows."""
+    from confluent_kafka import Consumer
+    from kafka import KafkaProducer, OffsetAndMetadata
+    from kafka import TopicPartition as KafkaTopicPartition
+
+    bootstrap = group_broker.bootstrap
+    group = "cgp-txn-id-" + uuid.uuid4().hex[:6]
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "group.protocol": "consumer", "enable.auto.commit": False})
+    producer = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=group)
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + WAIT
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        assert consumer.assignment()  # the group has a member now
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction(
+            {KafkaTopicPartition(topic, 0): OffsetAndMetadata(5, "", -1)}, group)
+        producer.commit_transaction()
+        (committed,) = consumer.committed([TopicPartition(topic, 0)], timeout=30)
+        assert committed.offset == 5
+    finally:
+        producer.close()
+        consumer.close()
