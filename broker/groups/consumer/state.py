@@ -195,6 +195,7 @@ class ConsumerGroups:
         # lazy removal (an entry is stale once the member's deadline moved), so finding
         # the next one does not scan every member after every call.
         self._deadlines: list[tuple[int, str, str, str]] = []
+        self._compact_at = 1024
         # Regex -> the topics it matches in ``_regex_view`` (resolved once per topic
         # set, not per heartbeat).
         self._regex_view: object = None
@@ -356,7 +357,7 @@ class ConsumerGroups:
         setattr(member, kind, deadline)
         if deadline is not None:
             heapq.heappush(self._deadlines, (deadline, group.group_id, member.member_id, kind))
-            if len(self._deadlines) > 64 + 16 * sum(len(g.members) for g in self.groups.values()):
+            if len(self._deadlines) > self._compact_at:
                 self._compact_deadlines()
 
     def _compact_deadlines(self) -> None:
@@ -369,6 +370,8 @@ class ConsumerGroups:
                         live.append((d, group.group_id, m.member_id, kind))
         heapq.heapify(live)
         self._deadlines = live
+        # Amortized: the next compaction only once the heap grew well past the live entries.
+        self._compact_at = max(1024, 4 * len(live))
 
     def _live_deadline(self, entry: tuple[int, str, str, str]) -> ConsumerMember | None:
         deadline, group_id, member_id, kind = entry
