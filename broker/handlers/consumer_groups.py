@@ -3,9 +3,12 @@
 Thin: the request becomes one call on the consumer-protocol state machine
 (``broker/groups/consumer``), run under the group coordinator's lock like every group
 call, and its result the response. Classic and consumer groups share one namespace:
-a heartbeat for the id of a classic group with members is answered
-GROUP_ID_NOT_FOUND, as Kafka 4.0 does; an empty classic group (offsets only) is
-taken over (the online upgrade), its committed offsets kept.
+a joining heartbeat for the id of a Stable classic group of ``consumer``-protocol
+members converts it (the online upgrade: its members stay, as classic members of the
+consumer group), an empty classic group (offsets only) is taken over, its committed
+offsets kept; any other classic group answers GROUP_ID_NOT_FOUND, as Kafka 4.0 does.
+The last consumer-protocol member leaving turns classic members back into a classic
+group (the downgrade).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkette.groups")
 
 MEMBER_TYPE_CONSUMER = 1  # ConsumerGroupDescribe v1 MemberType (KIP-1099)
+MEMBER_TYPE_CLASSIC = 0
 
 
 def _host(request: Request) -> str:
@@ -126,11 +130,20 @@ async def handle_consumer_group_heartbeat(broker: Broker, request: Request) -> d
         if not consumer.is_consumer_group(group_id):
             classic = state.classic_group_members(group_id)
             policy = state.config.group_consumer_migration_policy
-            if classic is not None and (classic > 0 or policy not in ("upgrade", "bidirectional")):
-                return groups.Outcome(HeartbeatResult(
+            upgrade = policy in ("upgrade", "bidirectional")
+            if classic is not None and (
+                not upgrade
+                or (classic > 0 and not (
+                    req.member_epoch == 0 and state.upgrade_to_consumer(group_id, topics, now)
+                ))
+            ):
+                return state.outcome(HeartbeatResult(
                     GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
                 ))
-        return groups.Outcome(consumer.heartbeat(req, topics, now))
+        result = consumer.heartbeat(req, topics, now)
+        if req.member_epoch == -1 and result.error == 0:
+            state.maybe_downgrade(group_id, now)  # the last consumer-protocol member left?
+        return state.outcome(result)
 
     try:
         outcome = await broker.groups.run(call, group_id)
@@ -190,7 +203,7 @@ def _describe_group(broker: Broker, group: ConsumerGroup, default_assignor: str)
                 "target_assignment": _described_assignment(
                     broker, group.target.get(m.member_id, {})
                 ),
-                "member_type": MEMBER_TYPE_CONSUMER,
+                "member_type": MEMBER_TYPE_CONSUMER if m.classic is None else MEMBER_TYPE_CLASSIC,
             }
             for m in group.members.values()
         ],

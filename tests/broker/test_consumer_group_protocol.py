@@ -345,3 +345,51 @@ def test_transactional_offsets_by_group_id_only(group_broker, topic) -> None:
     finally:
         producer.close()
         consumer.close()
+
+
+def test_non_empty_classic_group_upgraded_online(consumers: Consumers, tmp_path) -> None:
+    """Kafka 4.0's online upgrade: two classic consumers share the topic; a
+    consumer-protocol member joins the running group, which becomes a consumer group
+    with the classic members inside (JoinGroup/SyncGroup/Heartbeat); the three split the
+    partitions without overlap and every record is consumed. When the consumer-protocol
+    member leaves, the group is downgraded to a classic group and rebalances."""
+    bootstrap = consumers.broker.bootstrap
+    classic_spec = dict(
+        bootstrap=bootstrap, topic=consumers.topic, auto_commit=True,
+        session_timeout_ms=6000, heartbeat_interval_ms=500, max_poll_interval_ms=20000,
+    )
+    first = ConsumerProcess.start("classic-kp", tmp_path, group=consumers.group,
+                                  client="kafka-python", **classic_spec)
+    consumers.running.append(first)
+    second = ConsumerProcess.start("classic-ck", tmp_path, group=consumers.group,
+                                   client="confluent", extra={"group.protocol": "classic"},
+                                   **classic_spec)
+    consumers.running.append(second)
+    wait_until(lambda: _split(first, second), WAIT, consumers.describe)
+    third = consumers.start("consumer-protocol")
+    members = (first, second, third)
+
+    def shared() -> bool:
+        owned = [p for m in members for p in m.partitions()]
+        return sorted(owned) == list(range(PARTITIONS)) and all(m.partitions() for m in members)
+
+    wait_until(shared, WAIT, consumers.describe)
+    described = _described(bootstrap, consumers.group)
+    assert described["error_code"] == 0 and len(described["members"]) == 3
+    assert sorted(m["member_type"] for m in described["members"]) == [0, 0, 1]
+    values = [f"u{i}" for i in range(16)]
+    produce(bootstrap, consumers.topic, values)
+    wait_until(lambda: set(values) <= {v for m in members for v in m.values()}, WAIT,
+               consumers.describe)
+    # The last consumer-protocol member leaves: a classic group again, which rebalances.
+    third.stop()
+    wait_until(lambda: _split(first, second), WAIT, consumers.describe)
+    after = _described(bootstrap, consumers.group)
+    assert (after["error_code"], after["error_message"]) == (
+        69, f"Group {consumers.group} is not a consumer group.")  # GROUP_ID_NOT_FOUND
+    more = [f"w{i}" for i in range(8)]
+    produce(bootstrap, consumers.topic, more)
+    wait_until(lambda: set(more) <= set(first.values()) | set(second.values()), WAIT,
+               consumers.describe)
+    for m in members:
+        assert not m.errors, m.errors

@@ -229,7 +229,8 @@ def test_classic_and_consumer_groups_share_ids(client, topic) -> None:
     r = client.join(group, _member(), [topic])
     assert (r["error_code"], r["error_message"]) == (
         GROUP_ID_NOT_FOUND, f"Group {group} is not a consumer group.")
-    # A consumer group refuses classic members (Kafka 4.0 would run them in the group).
+    # A classic member joins a consumer group only with a ConsumerProtocolSubscription as
+    # its metadata (test_consumer_group_protocol.py runs real ones inside a consumer group).
     other = "g-" + uuid.uuid4().hex[:6]
     m = _member()
     assert client.join(other, m, [topic])["error_code"] == NONE

@@ -271,3 +271,36 @@ def test_no_partition_is_owned_by_two_members(events) -> None:
                 for p in parts:
                     assert (tid, p) not in seen, (p, name, seen.get((tid, p)))
                     seen[(tid, p)] = name
+
+
+def test_classic_members_inside_a_consumer_group() -> None:
+    """The upgraded group's classic members: their generation is their epoch, a target
+    change is REBALANCE_IN_PROGRESS on Heartbeat, their rejoin reconciles, and commits
+    check the generation (ILLEGAL_GENERATION), at any OffsetCommit version."""
+    from kafkette.broker.groups.consumer.embedded_protocol import (
+        decode_assignment,
+        encode_assignment,
+    )
+
+    subscription = b"\x00\x00" + b"\x00\x00\x00\x01" + b"\x00\x06orders" + b"\xff\xff\xff\xff"
+    groups = ConsumerGroups(CONFIG)
+    groups.upgrade_classic("g", 5, [{
+        "member_id": "c1", "instance_id": None, "client_id": "x", "client_host": "/h",
+        "rebalance_timeout_ms": 500, "session_timeout_ms": 1000,
+        "protocols": [("range", subscription)],
+        "assignment": encode_assignment({"orders": frozenset(range(4))}),
+    }], TOPICS, 0)
+    assert groups.classic_heartbeat("g", "c1", 5, 10) == 0
+    assert groups.validate_offset_commit("g", "c1", 5, 2) == 0
+    assert groups.validate_offset_commit("g", "c1", 4, 2) == 22  # ILLEGAL_GENERATION
+    _join(groups, "n", 20)  # a consumer-protocol member: the target moves
+    assert groups.classic_heartbeat("g", "c1", 5, 30) == 27  # REBALANCE_IN_PROGRESS
+    error, member, generation, name = groups.classic_join(
+        "g", "c1", None, [("range", subscription)], 1000, 500, "x", "/h", "unused", 40)
+    assert (error, member, name) == (0, "c1", "range") and generation == 6
+    error, _name, assignment = groups.classic_sync("g", "c1", generation)
+    kept = decode_assignment(assignment)["orders"]
+    assert error == 0 and len(kept) == 2
+    assert groups.classic_heartbeat("g", "c1", generation, 50) == 0
+    got = _beat(groups, "n", 6, 60)
+    assert set(got.assignment[T]) == set(range(4)) - kept

@@ -96,6 +96,15 @@ class ConsumerMember:
     # What the subscription resolved to against the topic view ``resolved_view``.
     resolved: frozenset[str] = frozenset()
     resolved_view: object = None
+    # A classic member (JoinGroup/SyncGroup/Heartbeat) inside the consumer group: its
+    # session timeout and JoinGroup protocols; None for a consumer-protocol member.
+    classic: ClassicMeta | None = None
+
+
+@dataclass(slots=True)
+class ClassicMeta:
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
 
 
 @dataclass(slots=True)
@@ -110,6 +119,7 @@ class ConsumerGroup:
     owners: dict[tuple[uuid.UUID, int], str] = field(default_factory=dict)
     assignor: str = ""
     view: object = None  # the topic view subscribed_topics was resolved against
+    pending_classic: set[str] = field(default_factory=set)  # MEMBER_ID_REQUIRED ids given
 
     @property
     def state(self) -> str:
@@ -200,6 +210,7 @@ class ConsumerGroups:
         # set, not per heartbeat).
         self._regex_view: object = None
         self._regex_matches: dict[str, frozenset[str]] = {}
+        self.last_view: TopicView = {}  # the newest topic view a heartbeat brought
 
     @property
     def assignor_names(self) -> list[str]:
@@ -259,6 +270,7 @@ class ConsumerGroups:
     ) -> HeartbeatResult:
         """One ConsumerGroupHeartbeat. The caller checked that no non-empty classic group
         holds the id and validated the request (``validate``)."""
+        self.last_view = topics
         group = self.groups.get(req.group_id)
         if group is None and req.member_epoch != 0:
             # Kafka answers GROUP_ID_NOT_FOUND, which clients take as fatal; it cannot
@@ -706,6 +718,8 @@ class ConsumerGroups:
         member = group.members.get(member_id)
         if member is None:
             return errors.UNKNOWN_MEMBER_ID
+        if member.classic is not None:  # a classic member: its generation is its epoch
+            return errors.NONE if epoch == member.member_epoch else errors.ILLEGAL_GENERATION
         if version < 9 and not transactional:
             return UNSUPPORTED_VERSION
         if epoch != member.member_epoch:  # Kafka 4.0: greater or smaller alike
@@ -744,4 +758,158 @@ class ConsumerGroups:
         if group.members:
             return NON_EMPTY_GROUP
         del self.groups[group_id]
+        return errors.NONE
+
+    # --- classic members inside a consumer group (KIP-848's online upgrade) ---------------
+
+    def _names_to_ids(self, partitions: Mapping[str, frozenset[int]]) -> Assignment:
+        view = self.last_view
+        return {view[n][0]: p for n, p in partitions.items() if n in view and p}
+
+    def _ids_to_names(self, assignment: Assignment) -> dict[str, frozenset[int]]:
+        names = {tid: n for n, (tid, _count) in self.last_view.items()}
+        return {names[t]: p for t, p in assignment.items() if t in names}
+
+    def upgrade_classic(
+        self, group_id: str, generation: int, members: Sequence[dict], topics: TopicView,
+        now_ms: int,
+    ) -> None:
+        """Turn a Stable classic group's members into classic members of a new consumer
+        group (Kafka's online upgrade): epoch = generation, subscription and owned
+        partitions from their embedded-protocol metadata and assignment; the target is
+        what they own, so nothing moves until the joining member bumps the epoch."""
+        from kafkette.broker.groups.consumer.embedded_protocol import (
+            decode_assignment,
+            decode_subscription,
+        )
+
+        self.last_view = topics
+        group = ConsumerGroup(group_id, group_epoch=generation, assignment_epoch=generation)
+        self.groups[group_id] = group
+        for m in members:
+            names, _owned = decode_subscription(m["protocols"][0][1])
+            member = ConsumerMember(
+                m["member_id"], m["instance_id"], None, m["client_id"], m["client_host"],
+                m["rebalance_timeout_ms"], subscribed_names=tuple(sorted(set(names))),
+                member_epoch=generation, previous_epoch=generation,
+                classic=ClassicMeta(m["session_timeout_ms"], tuple(m["protocols"])),
+            )
+            group.members[member.member_id] = member
+            if member.instance_id is not None:
+                group.static_members[member.instance_id] = member.member_id
+            assigned = self._names_to_ids(decode_assignment(m["assignment"]))
+            self._set_partitions(group, member, assigned, {})
+            group.target[member.member_id] = assigned
+            self._set_deadline(group, member, "session_deadline_ms",
+                               now_ms + m["session_timeout_ms"])
+        self._refresh_topics(group, topics)
+
+    def has_classic_member(self, group_id: str, member_id: str) -> bool:
+        group = self.groups.get(group_id)
+        member = None if group is None else group.members.get(member_id)
+        return member is not None and member.classic is not None
+
+    def classic_join(
+        self, group_id: str, member_id: str, instance_id: str | None,
+        protocols: Sequence[tuple[str, bytes]], session_timeout_ms: int,
+        rebalance_timeout_ms: int, client_id: str, client_host: str, new_member_id: str,
+        now_ms: int, require_known_member_id: bool = True,
+    ) -> tuple[int, str, int, str | None]:
+        """A classic JoinGroup into a consumer group: (error, member id, generation =
+        member epoch, protocol name). The member reconciles at once: an eager member
+        (subscription v0) gave everything up before joining; a cooperative one (v1+)
+        still owns what its subscription lists."""
+        from kafkette.broker.groups.consumer.embedded_protocol import decode_subscription
+
+        group = self.groups[group_id]
+        if not protocols:
+            return errors.INCONSISTENT_GROUP_PROTOCOL, member_id, -1, None
+        try:
+            names, owned_names = decode_subscription(protocols[0][1])
+        except ValueError:
+            return errors.INCONSISTENT_GROUP_PROTOCOL, member_id, -1, None
+        if not member_id:
+            member_id = new_member_id
+            if require_known_member_id and instance_id is None:
+                if len(group.pending_classic) < 1024:
+                    group.pending_classic.add(member_id)
+                return errors.MEMBER_ID_REQUIRED, member_id, -1, None
+        elif member_id not in group.members:
+            if member_id not in group.pending_classic:
+                return errors.UNKNOWN_MEMBER_ID, member_id, -1, None
+            group.pending_classic.discard(member_id)
+        member = group.members.get(member_id)
+        changed = False
+        if member is None:
+            if len(group.members) >= self.config.group_consumer_max_size:
+                return errors.GROUP_MAX_SIZE_REACHED, member_id, -1, None
+            member = ConsumerMember(member_id, instance_id, None, client_id, client_host,
+                                    rebalance_timeout_ms)
+            group.members[member_id] = member
+            changed = True
+        elif member.classic is None:
+            return errors.INCONSISTENT_GROUP_PROTOCOL, member_id, -1, None
+        member.classic = ClassicMeta(session_timeout_ms, tuple(protocols))
+        member.rebalance_timeout_ms = rebalance_timeout_ms
+        wanted = tuple(sorted(set(names)))
+        changed |= wanted != member.subscribed_names
+        member.subscribed_names = wanted
+        changed |= self._refresh_topics(group, self.last_view, member, changed)
+        if changed:
+            group.group_epoch += 1
+        if group.group_epoch > group.assignment_epoch:
+            self._compute_target(group)
+        owned = self._names_to_ids(owned_names or {})
+        # What it no longer owns is released; then the usual reconciliation.
+        self._set_partitions(group, member, _intersect(member.assigned, owned), {})
+        member.state = MEMBER_STABLE
+        member.revocation_deadline_ms = None
+        self._reconcile(group, member, None, now_ms)
+        self._set_deadline(group, member, "session_deadline_ms", now_ms + session_timeout_ms)
+        return errors.NONE, member_id, member.member_epoch, protocols[0][0]
+
+    def _classic_member(self, group_id: str, member_id: str, generation: int):
+        group = self.groups[group_id]
+        member = group.members.get(member_id)
+        if member is None or member.classic is None:
+            return group, None, errors.UNKNOWN_MEMBER_ID
+        if generation != member.member_epoch:
+            return group, member, errors.ILLEGAL_GENERATION
+        return group, member, errors.NONE
+
+    def classic_sync(
+        self, group_id: str, member_id: str, generation: int
+    ) -> tuple[int, str | None, bytes]:
+        """SyncGroup: (error, protocol name, the member's partitions as a
+        ConsumerProtocolAssignment)."""
+        from kafkette.broker.groups.consumer.embedded_protocol import encode_assignment
+
+        _group, member, error = self._classic_member(group_id, member_id, generation)
+        if error or member is None or member.classic is None:
+            return error, None, b""
+        name = member.classic.protocols[0][0] if member.classic.protocols else None
+        return errors.NONE, name, encode_assignment(self._ids_to_names(member.assigned))
+
+    def classic_heartbeat(self, group_id: str, member_id: str, generation: int,
+                          now_ms: int) -> int:
+        """Heartbeat: REBALANCE_IN_PROGRESS once the member's target moved on (it rejoins
+        to learn it and to give partitions up), else NONE."""
+        group, member, error = self._classic_member(group_id, member_id, generation)
+        if error or member is None or member.classic is None:
+            return error
+        self._set_deadline(group, member, "session_deadline_ms",
+                           now_ms + member.classic.session_timeout_ms)
+        if group.group_epoch > group.assignment_epoch:
+            self._refresh_topics(group, self.last_view)
+            self._compute_target(group)
+        if member.member_epoch != group.assignment_epoch or member.state != MEMBER_STABLE:
+            return errors.REBALANCE_IN_PROGRESS
+        return errors.NONE
+
+    def classic_leave(self, group_id: str, member_id: str) -> int:
+        group = self.groups[group_id]
+        member = group.members.get(member_id)
+        if member is None:
+            return errors.UNKNOWN_MEMBER_ID
+        self.remove_member(group, member)
         return errors.NONE
