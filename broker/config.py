@@ -873,6 +873,13 @@ def load_config(props: Mapping[str, str], *, data_dir: Path | None = None) -> Br
         definition = BROKER_CONFIGS[name]
         check_value(name, definition.type, raw)
         _check_validator(definition, raw)
+    if "group.consumer.assignors" in props:  # KIP-848 assignors: names or Kafka's classes
+        from kafkette.broker.groups.consumer.assignors import assignor_names
+
+        try:
+            assignor_names(props["group.consumer.assignors"])
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
 
     def get(name: str) -> str:
         value = props.get(name, BROKER_CONFIGS[name].default)

@@ -123,6 +123,7 @@ class DataDir:
         self._clock = clock
         # Both tables are replaced, never mutated, once published (lock-free reads).
         self._topics: dict[str, TopicMetadata] = topics
+        self._topics_view = (topics, MappingProxyType(topics))
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._admin_lock = threading.Lock()
         self._closed = False
@@ -163,8 +164,14 @@ class DataDir:
 
     @property
     def topics(self) -> Mapping[str, TopicMetadata]:
-        """The topic table as of now: a read-only view of a dict never mutated again."""
-        return MappingProxyType(self._topics)
+        """The topic table as of now: a read-only view of a dict never mutated again.
+        The same view object until the table changes, so a caller may cache what it
+        derives from it keyed by identity (the consumer groups' topic view does)."""
+        table, view = self._topics_view
+        if table is not self._topics:
+            table, view = self._topics, MappingProxyType(self._topics)
+            self._topics_view = (table, view)
+        return view
 
     def config_for(self, topic: str) -> LogConfig:
         meta = self._require_topic(topic)

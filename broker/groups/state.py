@@ -146,6 +146,92 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
                     del self._consumer_groups.groups[group_id]
         return outcome
 
+    def upgrade_to_consumer(self, group_id: str, topics, now_ms: int) -> bool:
+        """KIP-848's online upgrade of a non-empty classic group: possible when it is
+        Stable and its members use the ``consumer`` embedded protocol. Its members move
+        into a consumer group as classic members; the classic group keeps its offsets
+        and an empty membership, persisted (a restart does not bring the members back)."""
+        group = self._groups.get(group_id)
+        if (
+            group is None or not group.members or group.state is not STABLE
+            or group.protocol_type != CONSUMER_PROTOCOL_TYPE or group.pending_members
+        ):
+            return False
+        members = []
+        for m in group.members.values():
+            chosen = [(n, meta) for n, meta in m.protocols if n == group.protocol_name]
+            members.append({
+                "member_id": m.member_id, "instance_id": m.group_instance_id,
+                "client_id": m.client_id, "client_host": m.client_host,
+                "rebalance_timeout_ms": m.rebalance_timeout_ms,
+                "session_timeout_ms": m.session_timeout_ms,
+                "protocols": chosen or list(m.protocols), "assignment": m.assignment,
+            })
+        try:
+            self.consumer_groups.upgrade_classic(
+                group_id, group.generation_id, members, topics, now_ms
+            )
+        except ValueError:  # a member's metadata is not the consumer protocol's
+            self.consumer_groups.groups.pop(group_id, None)
+            return False
+        group.members.clear()
+        group.static_members.clear()
+        group.pending_sync.clear()
+        group.leader_id = None
+        group.generation_id += 1
+        group.state = EMPTY
+        group.state_timestamp_ms = now_ms
+        self._records.append(self._group_metadata_record(group))
+        return True
+
+    def maybe_downgrade(self, group_id: str, now_ms: int) -> bool:
+        """KIP-848's downgrade: once the last consumer-protocol member of a consumer group
+        with classic members is gone (policy ``downgrade`` / ``bidirectional``), the
+        classic members become a classic group again, which rebalances (they rejoin)."""
+        consumer = self._consumer_groups
+        cg = None if consumer is None else consumer.groups.get(group_id)
+        if (
+            cg is None or not cg.members
+            or any(m.classic is None for m in cg.members.values())
+            or self.config.group_consumer_migration_policy not in ("downgrade", "bidirectional")
+        ):
+            return False
+        from .consumer.embedded_protocol import encode_assignment
+
+        group = self._groups.get(group_id)
+        if group is None:
+            group = Group(group_id, EMPTY, now_ms)
+            self._groups[group_id] = group
+        group.protocol_type = CONSUMER_PROTOCOL_TYPE
+        # The generation the classic members know (their epoch), so their heartbeats are
+        # answered REBALANCE_IN_PROGRESS (rejoin) rather than ILLEGAL_GENERATION.
+        group.generation_id = max(m.member_epoch for m in cg.members.values())
+        for m in cg.members.values():
+            assert m.classic is not None
+            member = Member(
+                m.member_id, m.instance_id, m.client_id, m.client_host,
+                m.rebalance_timeout_ms, m.classic.session_timeout_ms, CONSUMER_PROTOCOL_TYPE,
+                list(m.classic.protocols),
+                assignment=encode_assignment(consumer._ids_to_names(m.assigned)),
+            )
+            group.members[m.member_id] = member
+            if m.instance_id is not None:
+                group.static_members[m.instance_id] = m.member_id
+            self._schedule_heartbeat(member, now_ms)
+        group.leader_id = next(iter(group.members))
+        group.protocol_name = self._select_protocol(group)
+        group.subscribed_topics = self._compute_subscribed_topics(group)
+        group.state = STABLE
+        group.state_timestamp_ms = now_ms
+        del consumer.groups[group_id]
+        self._records.append(self._group_metadata_record(group))
+        self._prepare_rebalance(group, now_ms)
+        return True
+
+    def outcome(self, result):
+        """Wrap ``result`` with the records and replies this call produced."""
+        return self._done(result)
+
     def classic_group_members(self, group_id: str) -> int | None:
         """None if no classic group has that id, else its member count (for KIP-848)."""
         group = self._groups.get(group_id)
@@ -212,9 +298,10 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         if not group_id:
             self._join_error(ticket, member_id, errors.INVALID_GROUP_ID)
             return self._done(None)
-        if self._consumer_groups is not None and self._consumer_groups.classic_join_refused(
-            group_id
-        ):  # a non-empty KIP-848 group holds the id
+        consumer = self._consumer_groups
+        refused = consumer is not None and consumer.classic_join_refused(group_id)
+        if refused and protocol_type != CONSUMER_PROTOCOL_TYPE:
+            # a non-empty KIP-848 group holds the id
             self._join_error(ticket, member_id, errors.INCONSISTENT_GROUP_PROTOCOL)
             return self._done(None)
         cfg = self.config
@@ -224,6 +311,18 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
             <= cfg.group_max_session_timeout_ms
         ):
             self._join_error(ticket, member_id, errors.INVALID_SESSION_TIMEOUT)
+            return self._done(None)
+        if refused and consumer is not None:
+            # A classic member inside a consumer group (KIP-848's online upgrade).
+            error, mid, generation, name = consumer.classic_join(
+                group_id, member_id, group_instance_id, protocols, session_timeout_ms,
+                rebalance_timeout_ms, client_id, client_host, self._new_member_id(client_id),
+                now_ms, require_known_member_id,
+            )
+            ok = error == errors.NONE
+            self._reply(ticket, JoinResponse(
+                error, generation, protocol_type if ok else None, name, "", mid,
+            ))
             return self._done(None)
         is_unknown = member_id == ""
         group = self._groups.get(group_id)
@@ -235,6 +334,8 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
             group = Group(group_id, EMPTY, now_ms)
             self._groups[group_id] = group
             created = True
+        if self._consumer_groups is not None:  # validated: an empty one gives way now
+            self._consumer_groups.drop_empty_for_classic(group_id)
         args = dict(
             group_instance_id=group_instance_id,
             protocol_type=protocol_type,
@@ -687,6 +788,14 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
 
         if not group_id:
             return fail(errors.INVALID_GROUP_ID)
+        consumer = self._consumer_groups
+        if consumer is not None and consumer.is_consumer_group(group_id):
+            error, name, assignment = consumer.classic_sync(group_id, member_id, generation_id)
+            ok = error == errors.NONE
+            self._reply(ticket, SyncResponse(
+                error, CONSUMER_PROTOCOL_TYPE if ok else None, name if ok else None, assignment,
+            ))
+            return self._done(None)
         group = self._groups.get(group_id)
         if group is None:
             return fail(errors.UNKNOWN_MEMBER_ID)
@@ -776,6 +885,11 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         """Heartbeat; ``result`` is the error code to answer."""
         if not group_id:
             return self._done(errors.INVALID_GROUP_ID)
+        consumer = self._consumer_groups
+        if consumer is not None and consumer.is_consumer_group(group_id):
+            return self._done(
+                consumer.classic_heartbeat(group_id, member_id, generation_id, now_ms)
+            )
         group = self._groups.get(group_id)
         if group is None:
             return self._done(errors.UNKNOWN_MEMBER_ID)
@@ -804,6 +918,12 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         an instance id removes that static member (admin removal, KIP-345)."""
         if not group_id:
             return self._done(LeaveResult(errors.INVALID_GROUP_ID))
+        consumer = self._consumer_groups
+        if consumer is not None and consumer.is_consumer_group(group_id):
+            return self._done(LeaveResult(errors.NONE, tuple(
+                LeaveMemberResult(mid, iid, consumer.classic_leave(group_id, mid))
+                for mid, iid in members
+            )))
         group = self._groups.get(group_id)
         if group is None:
             return self._done(
@@ -875,7 +995,8 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
     def tick(self, now_ms: int) -> Outcome[None]:
         """Fire every timer due at ``now_ms``, per group in deadline order."""
         if self._consumer_groups is not None:
-            self._consumer_groups.tick(now_ms)
+            for group_id in {g for g, _m in self._consumer_groups.tick(now_ms)}:
+                self.maybe_downgrade(group_id, now_ms)
         for group_id in list(self._groups):
             while True:
                 group = self._groups.get(group_id)

@@ -3,15 +3,20 @@
 Thin: the request becomes one call on the consumer-protocol state machine
 (``broker/groups/consumer``), run under the group coordinator's lock like every group
 call, and its result the response. Classic and consumer groups share one namespace:
-a heartbeat for the id of a classic group with members is answered
-GROUP_ID_NOT_FOUND, as Kafka 4.0 does; an empty classic group (offsets only) is
-taken over (the online upgrade), its committed offsets kept.
+a joining heartbeat for the id of a Stable classic group of ``consumer``-protocol
+members converts it (the online upgrade: its members stay, as classic members of the
+consumer group), an empty classic group (offsets only) is taken over, its committed
+offsets kept; any other classic group answers GROUP_ID_NOT_FOUND, as Kafka 4.0 does.
+The last consumer-protocol member leaving turns classic members back into a classic
+group (the downgrade).
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
+import weakref
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from kafkette.broker import groups
@@ -26,8 +31,10 @@ from kafkette.broker.security.authorizer.checks import (
     DESCRIBE,
     GROUP,
     READ,
+    TOPIC,
     authorized_operations,
     group_denied,
+    topic_denied,
 )
 from kafkette.wire.errors import ErrorCode
 
@@ -39,19 +46,42 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkette.groups")
 
 MEMBER_TYPE_CONSUMER = 1  # ConsumerGroupDescribe v1 MemberType (KIP-1099)
+MEMBER_TYPE_CLASSIC = 0
 
 
 def _host(request: Request) -> str:
     return "/" + request.peer.rpartition(":")[0] if request.peer else ""
 
 
-def _topic_view(broker: Broker) -> dict[str, tuple[uuid.UUID, int]]:
-    view = {}
-    for name in broker.topics.names:
-        meta = broker.topics.metadata(name)
-        if meta is not None:
-            view[name] = (meta.topic_id, meta.partitions)
+TopicView = Mapping[str, tuple[uuid.UUID, int]]
+# broker -> (the topic table it was built from, the view): rebuilt only when the table
+# changes (the data dir hands out the same table object until then), and the same view
+# object lets the state machine skip re-resolving subscriptions and regexes.
+_views: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _topic_view(broker: Broker) -> TopicView:
+    table = broker.topics.data_dir.topics
+    cached = _views.get(broker)
+    if cached is not None and cached[0] is table:
+        return cached[1]
+    view = {name: (meta.topic_id, meta.partitions) for name, meta in table.items()}
+    _views[broker] = (table, view)
     return view
+
+
+def _describable(broker: Broker, request: Request):
+    """With an authorizer: the filter keeping the topics this member may DESCRIBE (what
+    its regex matches is filtered by it, as Kafka does); None without one."""
+    authorizer = broker.authorizer
+    if authorizer is None:
+        return None
+    session = request.session
+
+    def describable(names: Iterable[str]) -> set[str]:
+        return {n for n in names if authorizer.allowed(session, DESCRIBE, TOPIC, n, False)}
+
+    return describable
 
 
 def _heartbeat_error(code: int, message: str | None) -> dict:
@@ -66,6 +96,11 @@ async def handle_consumer_group_heartbeat(broker: Broker, request: Request) -> d
     group_id = body["group_id"]
     if group_denied(broker, request, READ, group_id):
         return _heartbeat_error(ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
+    names = body["subscribed_topic_names"]
+    if names and broker.authorizer is not None and any(
+        topic_denied(broker, request, DESCRIBE, n) for n in set(names)
+    ):  # Kafka: every subscribed name must be describable, else the whole heartbeat fails
+        return _heartbeat_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
     owned = body["topic_partitions"]
     req = HeartbeatRequest(
         group_id=group_id,
@@ -83,6 +118,7 @@ async def handle_consumer_group_heartbeat(broker: Broker, request: Request) -> d
         version=version,
         client_id=request.header.client_id or "",
         client_host=_host(request),
+        topic_filter=_describable(broker, request),
     )
     topics = _topic_view(broker)
 
@@ -94,11 +130,20 @@ async def handle_consumer_group_heartbeat(broker: Broker, request: Request) -> d
         if not consumer.is_consumer_group(group_id):
             classic = state.classic_group_members(group_id)
             policy = state.config.group_consumer_migration_policy
-            if classic is not None and (classic > 0 or policy not in ("upgrade", "bidirectional")):
-                return groups.Outcome(HeartbeatResult(
+            upgrade = policy in ("upgrade", "bidirectional")
+            if classic is not None and (
+                not upgrade
+                or (classic > 0 and not (
+                    req.member_epoch == 0 and state.upgrade_to_consumer(group_id, topics, now)
+                ))
+            ):
+                return state.outcome(HeartbeatResult(
                     GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
                 ))
-        return groups.Outcome(consumer.heartbeat(req, topics, now))
+        result = consumer.heartbeat(req, topics, now)
+        if req.member_epoch == -1 and result.error == 0:
+            state.maybe_downgrade(group_id, now)  # the last consumer-protocol member left?
+        return state.outcome(result)
 
     try:
         outcome = await broker.groups.run(call, group_id)
@@ -158,12 +203,29 @@ def _describe_group(broker: Broker, group: ConsumerGroup, default_assignor: str)
                 "target_assignment": _described_assignment(
                     broker, group.target.get(m.member_id, {})
                 ),
-                "member_type": MEMBER_TYPE_CONSUMER,
+                "member_type": MEMBER_TYPE_CONSUMER if m.classic is None else MEMBER_TYPE_CLASSIC,
             }
             for m in group.members.values()
         ],
         "authorized_operations": OPERATIONS_NOT_REQUESTED,
     }
+
+
+def _hides_topics(broker: Broker, request: Request, group: ConsumerGroup) -> bool:
+    """Kafka: a group whose members' assigned or target partitions name a topic the
+    client may not DESCRIBE is not described at all."""
+    if broker.authorizer is None:
+        return False
+    ids = set()
+    for m in group.members.values():
+        ids.update(m.assigned)
+        ids.update(group.target.get(m.member_id, {}))
+    names = set()
+    for tid in ids:
+        meta = broker.topics.by_id(tid)
+        if meta is not None:
+            names.add(meta.name)
+    return any(topic_denied(broker, request, DESCRIBE, n, quiet=True) for n in names)
 
 
 async def handle_consumer_group_describe(broker: Broker, request: Request) -> dict:
@@ -180,7 +242,16 @@ async def handle_consumer_group_describe(broker: Broker, request: Request) -> di
         elif (error := broker.groups.coordinator_error(group_id)) != ErrorCode.NONE:
             entry["error_code"] = int(error)
         elif consumer.is_consumer_group(group_id):
-            entry = _describe_group(broker, consumer.groups[group_id], consumer.assignor_names[0])
+            group = consumer.groups[group_id]
+            if _hides_topics(broker, request, group):
+                entry["error_code"] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                entry["error_message"] = (
+                    "The group has described topic(s) that the client is not authorized to "
+                    "describe."
+                )
+                described.append(entry)
+                continue
+            entry = _describe_group(broker, group, consumer.assignor_names[0])
             if include_ops:
                 entry["authorized_operations"] = authorized_operations(
                     broker, request, GROUP, group_id

@@ -120,7 +120,8 @@ async def _commit(
         member_id = body["member_id"] if v3 else ""
         # A KIP-848 group checks member and epoch itself (broker/groups/consumer).
         verdict = state.consumer_groups.validate_offset_commit(
-            group_id, member_id, generation, version=-1, transactional=True
+            group_id, member_id, generation, version=-1, transactional=True,
+            instance_id=body["group_instance_id"] if v3 else None,
         )
         if verdict:
             return Outcome(dict.fromkeys(offsets, int(verdict)))

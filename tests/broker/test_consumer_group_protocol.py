@@ -164,15 +164,39 @@ def test_share_then_rebalance_on_leave_and_crash(consumers: Consumers) -> None:
     assert description.result(20).state == ConsumerGroupState.EMPTY
 
 
+def _described(bootstrap: str, group: str) -> dict:
+    """ConsumerGroupDescribe v1 of ``group``, raw (epochs are not in the admin API)."""
+    path = Path(__file__).with_name("consumer_protocol_client.py")
+    spec = importlib.util.spec_from_file_location("kafkette_cgp_client", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with module.RawClient(bootstrap) as client:
+        return client.request(69, 1, {"group_ids": [group],
+                                      "include_authorized_operations": False})["groups"][0]
+
+
 def test_static_member_restart_keeps_its_partitions(consumers: Consumers) -> None:
     first = consumers.start("static-a", **{"group.instance.id": "a"})
     other = consumers.start("static-b", **{"group.instance.id": "b"})
     wait_until(lambda: _split(first, other), WAIT, consumers.describe)
-    before = first.partitions()
+    bootstrap = consumers.broker.bootstrap
+    wait_until(lambda: _described(bootstrap, consumers.group)["group_state"] == "Stable",
+               WAIT, consumers.describe)
+    before = _described(bootstrap, consumers.group)
+    epochs = {m["instance_id"]: (m["member_id"], m["member_epoch"]) for m in before["members"]}
+    partitions = first.partitions()
     first.stop()  # a static member leaves with epoch -2: its partitions wait for it
     again = consumers.start("static-a2", **{"group.instance.id": "a"})
-    wait_until(lambda: again.partitions() == before, WAIT, consumers.describe)
-    assert other.partitions() != list(range(PARTITIONS))
+    wait_until(lambda: again.partitions() == partitions, WAIT, consumers.describe)
+    after = _described(bootstrap, consumers.group)
+    # No rebalance: the group epoch did not move, the new process took the old member's
+    # epoch under its own member id, and b was never asked to change anything.
+    assert after["group_epoch"] == before["group_epoch"]
+    members = {m["instance_id"]: (m["member_id"], m["member_epoch"]) for m in after["members"]}
+    assert members["a"][1] == epochs["a"][1] and members["a"][0] != epochs["a"][0]
+    assert members["b"] == epochs["b"]
+    assert sorted(other.partitions() + again.partitions()) == list(range(PARTITIONS))
 
 
 def test_classic_group_upgraded_online_and_side_by_side(consumers: Consumers, tmp_path) -> None:
@@ -290,3 +314,82 @@ def test_transactional_offsets_of_a_consumer_protocol_member(group_broker, topic
             range(PARTITIONS), 2)
     finally:
         consumer.close()
+
+
+def test_transactional_offsets_by_group_id_only(group_broker, topic) -> None:
+    """A producer given only the group id (TxnOffsetCommit with epoch -1, member id "" and
+    no instance id) commits into a consumer group that has members, as Kafka's
+    ConsumerGroup.validateOffsetCommit allows."""
+    from confluent_kafka import Consumer
+    from kafka import KafkaProducer, OffsetAndMetadata
+    from kafka import TopicPartition as KafkaTopicPartition
+
+    bootstrap = group_broker.bootstrap
+    group = "cgp-txn-id-" + uuid.uuid4().hex[:6]
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "group.protocol": "consumer", "enable.auto.commit": False})
+    producer = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=group)
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + WAIT
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        assert consumer.assignment()  # the group has a member now
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction(
+            {KafkaTopicPartition(topic, 0): OffsetAndMetadata(5, "", -1)}, group)
+        producer.commit_transaction()
+        (committed,) = consumer.committed([TopicPartition(topic, 0)], timeout=30)
+        assert committed.offset == 5
+    finally:
+        producer.close()
+        consumer.close()
+
+
+def test_non_empty_classic_group_upgraded_online(consumers: Consumers, tmp_path) -> None:
+    """Kafka 4.0's online upgrade: two classic consumers share the topic; a
+    consumer-protocol member joins the running group, which becomes a consumer group
+    with the classic members inside (JoinGroup/SyncGroup/Heartbeat); the three split the
+    partitions without overlap and every record is consumed. When the consumer-protocol
+    member leaves, the group is downgraded to a classic group and rebalances."""
+    bootstrap = consumers.broker.bootstrap
+    classic_spec = dict(
+        bootstrap=bootstrap, topic=consumers.topic, auto_commit=True,
+        session_timeout_ms=6000, heartbeat_interval_ms=500, max_poll_interval_ms=20000,
+    )
+    first = ConsumerProcess.start("classic-kp", tmp_path, group=consumers.group,
+                                  client="kafka-python", **classic_spec)
+    consumers.running.append(first)
+    second = ConsumerProcess.start("classic-ck", tmp_path, group=consumers.group,
+                                   client="confluent", extra={"group.protocol": "classic"},
+                                   **classic_spec)
+    consumers.running.append(second)
+    wait_until(lambda: _split(first, second), WAIT, consumers.describe)
+    third = consumers.start("consumer-protocol")
+    members = (first, second, third)
+
+    def shared() -> bool:
+        owned = [p for m in members for p in m.partitions()]
+        return sorted(owned) == list(range(PARTITIONS)) and all(m.partitions() for m in members)
+
+    wait_until(shared, WAIT, consumers.describe)
+    described = _described(bootstrap, consumers.group)
+    assert described["error_code"] == 0 and len(described["members"]) == 3
+    assert sorted(m["member_type"] for m in described["members"]) == [0, 0, 1]
+    values = [f"u{i}" for i in range(16)]
+    produce(bootstrap, consumers.topic, values)
+    wait_until(lambda: set(values) <= {v for m in members for v in m.values()}, WAIT,
+               consumers.describe)
+    # The last consumer-protocol member leaves: a classic group again, which rebalances.
+    third.stop()
+    wait_until(lambda: _split(first, second), WAIT, consumers.describe)
+    after = _described(bootstrap, consumers.group)
+    assert (after["error_code"], after["error_message"]) == (
+        69, f"Group {consumers.group} is not a consumer group.")  # GROUP_ID_NOT_FOUND
+    more = [f"w{i}" for i in range(8)]
+    produce(bootstrap, consumers.topic, more)
+    wait_until(lambda: set(more) <= set(first.values()) | set(second.values()), WAIT,
+               consumers.describe)
+    for m in members:
+        assert not m.errors, m.errors

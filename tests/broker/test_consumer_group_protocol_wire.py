@@ -229,7 +229,8 @@ def test_classic_and_consumer_groups_share_ids(client, topic) -> None:
     r = client.join(group, _member(), [topic])
     assert (r["error_code"], r["error_message"]) == (
         GROUP_ID_NOT_FOUND, f"Group {group} is not a consumer group.")
-    # A consumer group refuses classic members (Kafka 4.0 would run them in the group).
+    # A classic member joins a consumer group only with a ConsumerProtocolSubscription as
+    # its metadata (test_consumer_group_protocol.py runs real ones inside a consumer group).
     other = "g-" + uuid.uuid4().hex[:6]
     m = _member()
     assert client.join(other, m, [topic])["error_code"] == NONE
@@ -278,3 +279,90 @@ def test_offset_delete_keeps_subscribed_topics(client, topic) -> None:
     assert answer["topics"][0]["partitions"][0]["error_code"] == 86  # GROUP_SUBSCRIBED_TO_TOPIC
     client.heartbeat(group_id=group, member_id=m, member_epoch=-1)  # nobody subscribes now
     assert client.request(47, 0, body)["topics"][0]["partitions"][0]["error_code"] == NONE
+
+
+FENCED_INSTANCE_ID = 82
+INVALID_REGULAR_EXPRESSION = 128
+INVALID_SESSION_TIMEOUT = 26
+
+
+def _describe(client, group) -> dict:
+    return client.request(69, 1, {"group_ids": [group], "include_authorized_operations":
+                                  False})["groups"][0]
+
+
+def test_static_member_resolved_through_its_instance_id(client, topic) -> None:
+    """Kafka's throwIfStaticMemberIsUnknown / throwIfInstanceIdIsFenced: a heartbeat or
+    a leave carrying an instance id is checked against the instance's member first."""
+    group = "g-" + uuid.uuid4().hex[:6]
+    s1, s2 = _member(), _member()
+    r = client.join(group, s1, [topic], instance_id="i1")
+    assert r["error_code"] == NONE
+    r = client.heartbeat(group_id=group, member_id=s1, member_epoch=1, instance_id="nope")
+    assert (r["error_code"], r["error_message"]) == (
+        UNKNOWN_MEMBER_ID, "Instance id nope is unknown.")
+    # i1 leaves for a restart, its replacement takes the instance id over ...
+    r = client.heartbeat(group_id=group, member_id=s1, member_epoch=-2, instance_id="i1")
+    assert r["error_code"] == NONE
+    r = client.join(group, s2, [topic], instance_id="i1")
+    assert (r["error_code"], r["member_id"]) == (NONE, s2)
+    # ... and the zombie's heartbeats and leaves are fenced with Kafka's message.
+    zombie = f"Static member {s1} with instance id i1 was fenced by member {s2}."
+    for epoch in (1, -1, -2):
+        r = client.heartbeat(group_id=group, member_id=s1, member_epoch=epoch, instance_id="i1")
+        assert (r["error_code"], r["error_message"]) == (FENCED_INSTANCE_ID, zombie), epoch
+    r = client.heartbeat(group_id=group, member_id=s2, member_epoch=-1, instance_id="nope")
+    assert (r["error_code"], r["error_message"]) == (
+        UNKNOWN_MEMBER_ID, "Instance id nope is unknown.")
+    assert [m["member_id"] for m in _describe(client, group)["members"]] == [s2]
+
+
+def test_first_heartbeat_without_a_subscription(client, topic) -> None:
+    r = client.heartbeat(group_id="g-" + uuid.uuid4().hex[:6], member_id=_member(),
+                         member_epoch=0, rebalance_timeout_ms=30000, topic_partitions=[])
+    assert (r["error_code"], r["error_message"]) == (
+        INVALID_REQUEST,
+        "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when "
+        "(re-)joining.",
+    )
+
+
+def test_regex_is_re2(client, broker) -> None:
+    """RE2 as Kafka's RE2/J: a backtracking-prone pattern against long topic names is
+    answered (Python's re would not return), a backreference is refused."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    # Python's re takes 2**60 steps to refuse the first name; the second one matches.
+    longs = ["a" * 60 + "-" + uuid.uuid4().hex[:6], "aab" + uuid.uuid4().hex[:6]]
+    for future in admin.create_topics([NewTopic(n, 1, 1) for n in longs]).values():
+        future.result(20)
+    group = "g-" + uuid.uuid4().hex[:6]
+    m = _member()
+    r = client.join(group, m, [], subscribed_topic_regex="(a+)+b[0-9a-f]{6}")
+    assert r["error_code"] == NONE
+    for _ in range(3):
+        r = client.heartbeat(group_id=group, member_id=m, member_epoch=r["member_epoch"])
+        assert r["error_code"] == NONE
+    described = _describe(client, group)["members"][0]
+    assigned = {t["topic_name"] for t in described["target_assignment"]["topic_partitions"]}
+    assert longs[1] in assigned and longs[0] not in assigned
+    r = client.join(group, _member(), [], subscribed_topic_regex="(a)\\1")
+    assert (r["error_code"], r["error_message"]) == (
+        INVALID_REGULAR_EXPRESSION,
+        "SubscribedTopicRegex `(a)\\1` is not a valid regular expression: "
+        "invalid escape sequence: \\1.",
+    )
+
+
+def test_invalid_classic_join_leaves_an_empty_consumer_group(client, topic) -> None:
+    """A classic JoinGroup refused (bad session timeout) must not drop the empty
+    consumer group it names."""
+    group = "g-" + uuid.uuid4().hex[:6]
+    m = _member()
+    assert client.join(group, m, [topic])["error_code"] == NONE
+    assert client.heartbeat(group_id=group, member_id=m, member_epoch=-1)["error_code"] == NONE
+    join = {"group_id": group, "session_timeout_ms": 1, "rebalance_timeout_ms": 1000,
+            "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": b""}], "reason": None}
+    assert client.request(11, 5, join)["error_code"] == INVALID_SESSION_TIMEOUT
+    described = _describe(client, group)
+    assert (described["error_code"], described["group_state"]) == (NONE, "Empty")

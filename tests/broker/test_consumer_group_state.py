@@ -120,3 +120,187 @@ def test_offsets_cleanup_keeps_live_groups_and_drops_empty_ones() -> None:
     assert state.consumer_groups.is_consumer_group("g")  # empty, offsets still there
     assert state.expire_offsets(week * 4).result == 1
     assert not state.consumer_groups.is_consumer_group("g")
+
+
+def test_lost_answer_retry_owning_a_subset() -> None:
+    """Kafka's isSubset: the retry may own less than the assignment it never saw."""
+    groups = ConsumerGroups(CONFIG)
+    joined = _join(groups, "a", 0)
+    assert joined.member_epoch == 1
+    groups.remove_member(groups.groups["g"], groups.groups["g"].members["a"])
+    _join(groups, "a", 10)  # rejoined: epoch 3, all four partitions
+    member = groups.groups["g"].members["a"]
+    member.previous_epoch = 2
+    some = {T: frozenset({0, 1})}
+    assert _beat(groups, "a", 2, 20, owned=some).error == 0
+    assert _beat(groups, "a", 2, 30, owned={T: frozenset({0, 7})}).error == FENCED_MEMBER_EPOCH
+
+
+def test_regex_resolved_once_per_topic_view() -> None:
+    groups = ConsumerGroups(CONFIG)
+    view = dict(TOPICS)
+    first = _join(groups, "a", 0, topics=view, subscribed_topic_names=None,
+                  subscribed_topic_regex="orders.*")
+    assert set(first.assignment) == {T, U}
+    view["orders-us"] = (uuid.UUID(int=10), 1)  # the same view object: not looked at again
+    assert _beat(groups, "a", 1, 10, topics=view).member_epoch == 1
+    fresh = dict(view)  # a new topic table: resolved again
+    grown = _beat(groups, "a", 1, 20, topics=fresh)
+    assert grown.member_epoch == 2 and uuid.UUID(int=10) in grown.assignment
+
+
+def test_regex_matches_filtered_by_describe_permission() -> None:
+    groups = ConsumerGroups(CONFIG)
+    joined = groups.heartbeat(HeartbeatRequest(
+        "g", "a", 0, rebalance_timeout_ms=500, owned={}, subscribed_topic_regex="orders.*",
+        topic_filter=lambda names: {n for n in names if n != "orders-eu"},
+    ), TOPICS, 0)
+    assert set(joined.assignment) == {T}
+
+
+def test_deadlines_come_from_a_heap_that_skips_renewed_ones() -> None:
+    groups = ConsumerGroups(CONFIG)
+    _join(groups, "a", 0)
+    _join(groups, "b", 100, subscribed_topic_names=["orders-eu"])  # nothing to revoke
+    assert groups.next_deadline_ms() == 1000
+    _beat(groups, "a", 1, 500)  # renewed: its 1000 entry is stale now
+    assert groups.next_deadline_ms() == 1100
+    assert groups.tick(1099) == []
+    assert groups.tick(1100) == [("g", "b")]
+    assert set(groups.groups["g"].members) == {"a"}
+
+
+def test_static_join_never_overwrites_another_member() -> None:
+    groups = ConsumerGroups(CONFIG)
+    _join(groups, "a", 0)
+    refused = _join(groups, "a", 10, instance_id="i1")
+    assert refused.error == 25
+    member = groups.groups["g"].members["a"]
+    assert member.instance_id is None and member.member_epoch == 1
+    assert groups.groups["g"].static_members == {}
+
+
+def test_transactional_commit_without_member_with_members() -> None:
+    groups = ConsumerGroups(CONFIG)
+    _join(groups, "a", 0)
+    assert groups.validate_offset_commit("g", "", -1, -1, transactional=True) == 0
+    assert groups.validate_offset_commit("g", "", -1, -1, transactional=True,
+                                         instance_id="i") == 25
+    assert groups.validate_offset_commit("g", "", -1, 9) == 25  # OffsetCommit: refused
+
+
+def test_assignor_class_names() -> None:
+    from kafkette.broker.config import ConfigError, load_config
+    from kafkette.broker.groups.consumer.assignors import assignor_names
+
+    assert assignor_names(
+        "org.apache.kafka.coordinator.group.assignor.RangeAssignor, uniform"
+    ) == ["range", "uniform"]
+    load_config({"group.consumer.assignors":
+                 "org.apache.kafka.coordinator.group.assignor.UniformAssignor"})
+    for raw, message in (
+        ("uniform,com.acme.Mine", "Invalid value com.acme.Mine for configuration "
+         "group.consumer.assignors: Class com.acme.Mine cannot be found"),
+        ("", "Invalid value  for configuration group.consumer.assignors: at least one "
+         "assignor is required"),
+    ):
+        try:
+            load_config({"group.consumer.assignors": raw})
+        except ConfigError as exc:
+            assert str(exc) == message
+        else:
+            raise AssertionError(raw)
+
+
+# --- the reconciliation invariant, as a property ---------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_EVENT = st.tuples(st.sampled_from(["join", "leave", "grow", "beat", "beat-full", "lose"]),
+                   st.integers(0, 5), st.sampled_from([None, "uniform", "range"]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_EVENT, min_size=1, max_size=120))
+def test_no_partition_is_owned_by_two_members(events) -> None:
+    """Whatever joins, leaves, topic growth and lost answers happen, no two clients ever
+    own the same partition at once: a client owns what its last answer gave it until it
+    heartbeats again, and a partition goes to a new owner only once the old one's
+    heartbeat showed it released."""
+    groups = ConsumerGroups(GroupConfig())
+    partitions = 6
+    clients: dict[str, list] = {}  # member -> [epoch, owned]
+    now = 0
+    for kind, who, assignor in events:
+        now += 10
+        topics = {"t": (T, partitions)}
+        member = f"m{who}"
+        if kind == "join" and member not in clients:
+            r = groups.heartbeat(HeartbeatRequest(
+                "g", member, 0, rebalance_timeout_ms=100_000, subscribed_topic_names=["t"],
+                owned={}, server_assignor=assignor), topics, now)
+            assert r.error == 0, r
+            clients[member] = [r.member_epoch, dict(r.assignment or {})]
+        elif kind == "leave" and member in clients:
+            del clients[member]
+            groups.heartbeat(HeartbeatRequest("g", member, -1), topics, now)
+        elif kind == "grow":
+            partitions = min(partitions + 1, 12)
+        elif member in clients:
+            epoch, owned = clients[member]
+            full = kind == "beat-full"
+            r = groups.heartbeat(
+                HeartbeatRequest("g", member, epoch, owned=dict(owned) if full else None),
+                topics, now,
+            )
+            if r.error:  # fenced: it drops everything and rejoins
+                assert r.error in (FENCED_MEMBER_EPOCH, 25), r
+                clients[member] = [0, {}]
+                r = groups.heartbeat(HeartbeatRequest(
+                    "g", member, 0, rebalance_timeout_ms=100_000,
+                    subscribed_topic_names=["t"], owned={}), topics, now)
+                clients[member] = [r.member_epoch, dict(r.assignment or {})]
+            elif kind != "lose" or r.assignment is None:  # "lose": the answer never came
+                clients[member][0] = r.member_epoch
+                if r.assignment is not None:
+                    clients[member][1] = dict(r.assignment)
+        seen: dict[tuple, str] = {}
+        for name, (_epoch, owned) in clients.items():
+            for tid, parts in owned.items():
+                for p in parts:
+                    assert (tid, p) not in seen, (p, name, seen.get((tid, p)))
+                    seen[(tid, p)] = name
+
+
+def test_classic_members_inside_a_consumer_group() -> None:
+    """The upgraded group's classic members: their generation is their epoch, a target
+    change is REBALANCE_IN_PROGRESS on Heartbeat, their rejoin reconciles, and commits
+    check the generation (ILLEGAL_GENERATION), at any OffsetCommit version."""
+    from kafkette.broker.groups.consumer.embedded_protocol import (
+        decode_assignment,
+        encode_assignment,
+    )
+
+    subscription = b"\x00\x00" + b"\x00\x00\x00\x01" + b"\x00\x06orders" + b"\xff\xff\xff\xff"
+    groups = ConsumerGroups(CONFIG)
+    groups.upgrade_classic("g", 5, [{
+        "member_id": "c1", "instance_id": None, "client_id": "x", "client_host": "/h",
+        "rebalance_timeout_ms": 500, "session_timeout_ms": 1000,
+        "protocols": [("range", subscription)],
+        "assignment": encode_assignment({"orders": frozenset(range(4))}),
+    }], TOPICS, 0)
+    assert groups.classic_heartbeat("g", "c1", 5, 10) == 0
+    assert groups.validate_offset_commit("g", "c1", 5, 2) == 0
+    assert groups.validate_offset_commit("g", "c1", 4, 2) == 22  # ILLEGAL_GENERATION
+    _join(groups, "n", 20)  # a consumer-protocol member: the target moves
+    assert groups.classic_heartbeat("g", "c1", 5, 30) == 27  # REBALANCE_IN_PROGRESS
+    error, member, generation, name = groups.classic_join(
+        "g", "c1", None, [("range", subscription)], 1000, 500, "x", "/h", "unused", 40)
+    assert (error, member, name) == (0, "c1", "range") and generation == 6
+    error, _name, assignment = groups.classic_sync("g", "c1", generation)
+    kept = decode_assignment(assignment)["orders"]
+    assert error == 0 and len(kept) == 2
+    assert groups.classic_heartbeat("g", "c1", generation, 50) == 0
+    got = _beat(groups, "n", 6, 60)
+    assert set(got.assignment[T]) == set(range(4)) - kept

@@ -24,9 +24,9 @@ calls it at a time (the group coordinator's lock).
 from __future__ import annotations
 
 import base64
-import re
+import heapq
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kafkette.broker.groups import errors
@@ -36,7 +36,9 @@ from kafkette.broker.groups.consumer.assignors import (
     Assignment,
     AssignorMember,
     AssignorTopic,
+    assignor_names,
 )
+from kafkette.broker.groups.consumer.regex import InvalidRegex, compile_regex, full_matches
 
 LEAVE_EPOCH = -1
 LEAVE_STATIC_EPOCH = -2
@@ -67,6 +69,8 @@ UNSUPPORTED_VERSION = 35
 NON_EMPTY_GROUP = 68
 
 TopicView = Mapping[str, tuple[uuid.UUID, int]]  # name -> (topic id, partition count)
+# Which of these topic names the member may DESCRIBE (an authorizer is on), else None.
+TopicFilter = Callable[[Iterable[str]], set[str]]
 
 
 @dataclass(slots=True)
@@ -87,6 +91,20 @@ class ConsumerMember:
     pending_revocation: Assignment = field(default_factory=dict)
     session_deadline_ms: int | None = None
     revocation_deadline_ms: int | None = None
+    # The member's DESCRIBE permission on topics, applied to what its regex matches.
+    topic_filter: TopicFilter | None = None
+    # What the subscription resolved to against the topic view ``resolved_view``.
+    resolved: frozenset[str] = frozenset()
+    resolved_view: object = None
+    # A classic member (JoinGroup/SyncGroup/Heartbeat) inside the consumer group: its
+    # session timeout and JoinGroup protocols; None for a consumer-protocol member.
+    classic: ClassicMeta | None = None
+
+
+@dataclass(slots=True)
+class ClassicMeta:
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
 
 
 @dataclass(slots=True)
@@ -100,6 +118,8 @@ class ConsumerGroup:
     subscribed_topics: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
     owners: dict[tuple[uuid.UUID, int], str] = field(default_factory=dict)
     assignor: str = ""
+    view: object = None  # the topic view subscribed_topics was resolved against
+    pending_classic: set[str] = field(default_factory=set)  # MEMBER_ID_REQUIRED ids given
 
     @property
     def state(self) -> str:
@@ -140,6 +160,7 @@ class HeartbeatRequest:
     version: int = 1
     client_id: str = ""
     client_host: str = ""
+    topic_filter: TopicFilter | None = None
 
 
 def _error(code: int, message: str, member_id: str | None = None, epoch: int = 0):
@@ -180,10 +201,20 @@ class ConsumerGroups:
     def __init__(self, config: GroupConfig) -> None:
         self.config = config
         self.groups: dict[str, ConsumerGroup] = {}
+        # Session and revocation deadlines, (deadline, group, member, kind): a heap with
+        # lazy removal (an entry is stale once the member's deadline moved), so finding
+        # the next one does not scan every member after every call.
+        self._deadlines: list[tuple[int, str, str, str]] = []
+        self._compact_at = 1024
+        # Regex -> the topics it matches in ``_regex_view`` (resolved once per topic
+        # set, not per heartbeat).
+        self._regex_view: object = None
+        self._regex_matches: dict[str, frozenset[str]] = {}
+        self.last_view: TopicView = {}  # the newest topic view a heartbeat brought
 
     @property
     def assignor_names(self) -> list[str]:
-        return [a.strip() for a in self.config.group_consumer_assignors.split(",") if a.strip()]
+        return assignor_names(self.config.group_consumer_assignors)
 
     # --- heartbeat ------------------------------------------------------------------
 
@@ -212,14 +243,15 @@ class ConsumerGroups:
             if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
                 return _error(
                     INVALID_REQUEST,
-                    "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.",
+                    "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when "
+                    "(re-)joining.",
                 )
         else:
             return _error(INVALID_REQUEST, "MemberEpoch is invalid.")
-        if req.subscribed_topic_regex is not None:
+        if req.subscribed_topic_regex:
             try:
-                re.compile(req.subscribed_topic_regex)
-            except re.error as exc:
+                compile_regex(req.subscribed_topic_regex)
+            except InvalidRegex as exc:
                 return _error(
                     INVALID_REGULAR_EXPRESSION,
                     f"SubscribedTopicRegex `{req.subscribed_topic_regex}` is not a valid "
@@ -238,6 +270,7 @@ class ConsumerGroups:
     ) -> HeartbeatResult:
         """One ConsumerGroupHeartbeat. The caller checked that no non-empty classic group
         holds the id and validated the request (``validate``)."""
+        self.last_view = topics
         group = self.groups.get(req.group_id)
         if group is None and req.member_epoch != 0:
             # Kafka answers GROUP_ID_NOT_FOUND, which clients take as fatal; it cannot
@@ -262,30 +295,28 @@ class ConsumerGroups:
                 return result
             member, joined = result
         else:
-            member = group.members.get(req.member_id)
-            if member is None:
-                return _error(
-                    errors.UNKNOWN_MEMBER_ID,
-                    f"Member {req.member_id} is not a member of group {req.group_id}.",
-                    req.member_id,
-                )
-            if req.instance_id is not None and group.static_members.get(req.instance_id) not in (
-                None, member.member_id
-            ):
-                return _error(errors.FENCED_INSTANCE_ID, "Static member was replaced.")
+            found = self._existing_member(group, req)
+            if isinstance(found, HeartbeatResult):
+                return found
+            member = found
             fenced = self._check_epoch(member, req)
             if fenced is not None:
                 return fenced
         before = member.assigned
+        if req.topic_filter is not None:
+            member.topic_filter = req.topic_filter
         # One heartbeat bumps the group epoch at most once, whatever changed (Kafka's).
         changed = self._update_member(group, member, req) or joined
-        changed |= self._refresh_topics(group, topics)
+        changed |= self._refresh_topics(group, topics, member, changed)
         if changed:
             group.group_epoch += 1
         if group.group_epoch > group.assignment_epoch:
             self._compute_target(group)
         self._reconcile(group, member, req.owned, now_ms)
-        member.session_deadline_ms = now_ms + self.config.group_consumer_session_timeout_ms
+        self._set_deadline(
+            group, member, "session_deadline_ms",
+            now_ms + self.config.group_consumer_session_timeout_ms,
+        )
         full = (
             req.rebalance_timeout_ms != -1
             and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None)
@@ -301,6 +332,67 @@ class ConsumerGroups:
             dict(member.assigned) if send else None,
         )
 
+    @staticmethod
+    def _existing_member(
+        group: ConsumerGroup, req: HeartbeatRequest
+    ) -> ConsumerMember | HeartbeatResult:
+        """The member a heartbeat (epoch != 0) or a leave names: a static member through
+        its instance id first (Kafka's throwIfStaticMemberIsUnknown /
+        throwIfInstanceIdIsFenced), else by member id."""
+        if req.instance_id is not None:
+            static_id = group.static_members.get(req.instance_id)
+            if static_id is None or static_id not in group.members:
+                return _error(
+                    errors.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.",
+                    req.member_id,
+                )
+            if static_id != req.member_id:
+                return _error(
+                    errors.FENCED_INSTANCE_ID,
+                    f"Static member {req.member_id} with instance id {req.instance_id} was "
+                    f"fenced by member {static_id}.",
+                    req.member_id,
+                )
+            return group.members[static_id]
+        member = group.members.get(req.member_id)
+        if member is None:
+            return _error(
+                errors.UNKNOWN_MEMBER_ID,
+                f"Member {req.member_id} is not a member of group {req.group_id}.",
+                req.member_id,
+            )
+        return member
+
+    def _set_deadline(
+        self, group: ConsumerGroup, member: ConsumerMember, kind: str, deadline: int | None
+    ) -> None:
+        setattr(member, kind, deadline)
+        if deadline is not None:
+            heapq.heappush(self._deadlines, (deadline, group.group_id, member.member_id, kind))
+            if len(self._deadlines) > self._compact_at:
+                self._compact_deadlines()
+
+    def _compact_deadlines(self) -> None:
+        live = []
+        for group in self.groups.values():
+            for m in group.members.values():
+                for kind in ("session_deadline_ms", "revocation_deadline_ms"):
+                    d = getattr(m, kind)
+                    if d is not None:
+                        live.append((d, group.group_id, m.member_id, kind))
+        heapq.heapify(live)
+        self._deadlines = live
+        # Amortized: the next compaction only once the heap grew well past the live entries.
+        self._compact_at = max(1024, 4 * len(live))
+
+    def _live_deadline(self, entry: tuple[int, str, str, str]) -> ConsumerMember | None:
+        deadline, group_id, member_id, kind = entry
+        group = self.groups.get(group_id)
+        member = None if group is None else group.members.get(member_id)
+        if member is None or getattr(member, kind) != deadline:
+            return None
+        return member
+
     def _join(
         self, group: ConsumerGroup, req: HeartbeatRequest
     ) -> tuple[ConsumerMember, bool] | HeartbeatResult:
@@ -308,6 +400,13 @@ class ConsumerGroups:
         member = group.members.get(member_id)
         if req.instance_id is not None:
             previous_id = group.static_members.get(req.instance_id)
+            if member is not None and member.instance_id != req.instance_id:
+                # The member id names another member: never overwrite it.
+                return _error(
+                    errors.UNKNOWN_MEMBER_ID,
+                    f"Member {member_id} is not a member of group {req.group_id}.",
+                    member_id,
+                )
             if previous_id is not None and previous_id != member_id:
                 previous = group.members[previous_id]
                 if previous.member_epoch != LEAVE_STATIC_EPOCH:
@@ -330,6 +429,8 @@ class ConsumerGroups:
                 for tp, owner in list(group.owners.items()):
                     if owner == previous_id:
                         group.owners[tp] = member_id
+                for kind in ("session_deadline_ms", "revocation_deadline_ms"):
+                    self._set_deadline(group, previous, kind, getattr(previous, kind))
                 return previous, False
         if member is None:
             if len(group.members) >= self.config.group_consumer_max_size:
@@ -359,7 +460,8 @@ class ConsumerGroups:
     @staticmethod
     def _check_epoch(member: ConsumerMember, req: HeartbeatRequest) -> HeartbeatResult | None:
         """Kafka's throwIfMemberEpochIsInvalid: an older epoch is accepted only as the
-        retry of a lost answer (the previous epoch, owning exactly what is assigned)."""
+        retry of a lost answer: the previous epoch, owning a subset of what is assigned
+        (Kafka's isSubset: the member may not have taken the new partitions yet)."""
         epoch = req.member_epoch
         if epoch == member.member_epoch:
             return None
@@ -367,7 +469,9 @@ class ConsumerGroups:
             epoch < member.member_epoch
             and epoch == member.previous_epoch
             and req.owned is not None
-            and req.owned == member.assigned
+            and all(
+                parts <= member.assigned.get(tid, frozenset()) for tid, parts in req.owned.items()
+            )
         ):
             return None
         which = "greater" if epoch > member.member_epoch else "smaller"
@@ -404,22 +508,47 @@ class ConsumerGroups:
 
     # --- subscriptions and the target assignment ---------------------------------------
 
-    @staticmethod
-    def _subscribed_names(member: ConsumerMember, topics: TopicView) -> set[str]:
-        names = {n for n in member.subscribed_names if n in topics}
-        if member.subscribed_regex:
-            pattern = re.compile(member.subscribed_regex)
-            names |= {
-                n for n in topics if n not in INTERNAL_TOPICS and pattern.fullmatch(n)
-            }
+    def _regex_names(self, regex: str, topics: TopicView) -> frozenset[str]:
+        """What ``regex`` matches among ``topics``: resolved once per topic view (the
+        caller hands a new view object only when the topic set changed)."""
+        if self._regex_view is not topics:
+            self._regex_view, self._regex_matches = topics, {}
+        names = self._regex_matches.get(regex)
+        if names is None:
+            if len(self._regex_matches) >= 1024:
+                self._regex_matches.clear()
+            names = full_matches(regex, topics, INTERNAL_TOPICS)
+            self._regex_matches[regex] = names
         return names
 
-    def _refresh_topics(self, group: ConsumerGroup, topics: TopicView) -> bool:
+    def _resolve(self, member: ConsumerMember, topics: TopicView) -> frozenset[str]:
+        names = {n for n in member.subscribed_names if n in topics}
+        if member.subscribed_regex:
+            matched = self._regex_names(member.subscribed_regex, topics)
+            if member.topic_filter is not None and matched:
+                matched = frozenset(member.topic_filter(matched))
+            names |= matched
+        member.resolved, member.resolved_view = frozenset(names), topics
+        return member.resolved
+
+    def _refresh_topics(
+        self, group: ConsumerGroup, topics: TopicView, member: ConsumerMember | None = None,
+        changed: bool = False,
+    ) -> bool:
         """The subscribed topics as they are now: a new or deleted topic, or more
-        partitions, bump the group epoch (a new target assignment)."""
+        partitions, bump the group epoch (a new target assignment). Nothing to do when
+        neither the topic view nor ``member``'s subscription changed (``changed``)."""
+        if group.view is topics and not changed:
+            return False
+        if group.view is topics and member is not None:
+            self._resolve(member, topics)
+        else:
+            for m in group.members.values():
+                self._resolve(m, topics)
+        group.view = topics
         wanted: dict[str, tuple[uuid.UUID, int]] = {}
-        for member in group.members.values():
-            for name in self._subscribed_names(member, topics):
+        for m in group.members.values():
+            for name in m.resolved:
                 wanted[name] = topics[name]
         if wanted != group.subscribed_topics:
             group.subscribed_topics = wanted
@@ -439,12 +568,7 @@ class ConsumerGroups:
         by_name = {name: tid for name, (tid, _count) in group.subscribed_topics.items()}
         specs = {}
         for m in group.members.values():
-            subscribed = frozenset(
-                by_name[n] for n in by_name
-                if n in m.subscribed_names
-                or (m.subscribed_regex and n not in INTERNAL_TOPICS
-                    and re.fullmatch(m.subscribed_regex, n))
-            )
+            subscribed = frozenset(by_name[n] for n in m.resolved if n in by_name)
             specs[m.member_id] = AssignorMember(subscribed, group.target.get(m.member_id, {}))
         group.target = ASSIGNORS[chosen](specs, topics)
         group.assignment_epoch = group.group_epoch
@@ -483,7 +607,10 @@ class ConsumerGroups:
         if revoke:
             self._set_partitions(group, member, keep, revoke)
             member.state = UNREVOKED
-            member.revocation_deadline_ms = now_ms + max(0, member.rebalance_timeout_ms)
+            self._set_deadline(
+                group, member, "revocation_deadline_ms",
+                now_ms + max(0, member.rebalance_timeout_ms),
+            )
             return
         new = _minus(target, keep)
         free: dict[uuid.UUID, frozenset[int]] = {}
@@ -504,19 +631,20 @@ class ConsumerGroups:
     # --- leaving, timeouts ---------------------------------------------------------------
 
     def _leave(self, group: ConsumerGroup, req: HeartbeatRequest, now_ms: int):
-        member = group.members.get(req.member_id)
-        if member is None:
-            return _error(
-                errors.UNKNOWN_MEMBER_ID,
-                f"Member {req.member_id} is not a member of group {req.group_id}.",
-            )
+        found = self._existing_member(group, req)
+        if isinstance(found, HeartbeatResult):
+            return _error(found.error, found.message or "")
+        member = found
         if req.member_epoch == LEAVE_STATIC_EPOCH and member.instance_id is not None:
             # A static member leaving for now: it keeps its place and partitions until
             # its session times out or its instance id rejoins.
             if member.member_epoch != LEAVE_STATIC_EPOCH:
                 member.previous_epoch = member.member_epoch
             member.member_epoch = LEAVE_STATIC_EPOCH
-            member.session_deadline_ms = now_ms + self.config.group_consumer_session_timeout_ms
+            self._set_deadline(
+                group, member, "session_deadline_ms",
+                now_ms + self.config.group_consumer_session_timeout_ms,
+            )
             return HeartbeatResult(errors.NONE, None, member.member_id, LEAVE_STATIC_EPOCH)
         self.remove_member(group, member)
         return HeartbeatResult(errors.NONE, None, member.member_id, LEAVE_EPOCH)
@@ -525,6 +653,7 @@ class ConsumerGroups:
         self._set_partitions(group, member, {}, {})
         del group.members[member.member_id]
         group.target.pop(member.member_id, None)
+        group.view = None  # its topics may no longer be subscribed: resolve again
         if member.instance_id is not None and (
             group.static_members.get(member.instance_id) == member.member_id
         ):
@@ -532,26 +661,22 @@ class ConsumerGroups:
         group.group_epoch += 1
 
     def next_deadline_ms(self) -> int | None:
-        best = None
-        for group in self.groups.values():
-            for m in group.members.values():
-                for d in (m.session_deadline_ms, m.revocation_deadline_ms):
-                    if d is not None and (best is None or d < best):
-                        best = d
-        return best
+        heap = self._deadlines
+        while heap and self._live_deadline(heap[0]) is None:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
 
     def tick(self, now_ms: int) -> list[tuple[str, str]]:
         """Remove members whose session or revocation timed out: ``[(group, member)]``."""
         removed = []
-        for group in self.groups.values():
-            for m in list(group.members.values()):
-                expired = (m.session_deadline_ms is not None and m.session_deadline_ms <= now_ms)
-                expired |= (
-                    m.revocation_deadline_ms is not None and m.revocation_deadline_ms <= now_ms
-                )
-                if expired:
-                    self.remove_member(group, m)
-                    removed.append((group.group_id, m.member_id))
+        heap = self._deadlines
+        while heap and heap[0][0] <= now_ms:
+            entry = heapq.heappop(heap)
+            member = self._live_deadline(entry)
+            if member is not None:
+                group = self.groups[entry[1]]
+                self.remove_member(group, member)
+                removed.append((group.group_id, member.member_id))
         return removed
 
     # --- other APIs ------------------------------------------------------------------------
@@ -560,21 +685,23 @@ class ConsumerGroups:
         return group_id in self.groups
 
     def classic_join_refused(self, group_id: str) -> bool:
-        """A classic JoinGroup for a consumer group: an empty one is dropped (its offsets
-        stay, the classic group takes over: the downgrade of KIP-848's migration), a
-        non-empty one refuses it."""
+        """A classic JoinGroup for a consumer group: a non-empty one refuses it; an
+        empty one gives way (``drop_empty_for_classic``, once the join is validated: its
+        offsets stay, the classic group takes over: the downgrade of KIP-848's migration)."""
         group = self.groups.get(group_id)
         if group is None:
             return False
         policy = self.config.group_consumer_migration_policy
-        if not group.members and policy in ("downgrade", "bidirectional"):
+        return bool(group.members) or policy not in ("downgrade", "bidirectional")
+
+    def drop_empty_for_classic(self, group_id: str) -> None:
+        group = self.groups.get(group_id)
+        if group is not None and not group.members:
             del self.groups[group_id]
-            return False
-        return True
 
     def validate_offset_commit(
         self, group_id: str, member_id: str, epoch: int, version: int,
-        transactional: bool = False,
+        transactional: bool = False, instance_id: str | None = None,
     ) -> int | None:
         """None for a group that is not a consumer group (the classic checks apply);
         else the error code every partition gets (NONE: commit as a simple commit).
@@ -584,9 +711,15 @@ class ConsumerGroups:
             return None
         if epoch < 0 and not group.members:
             return errors.NONE
+        if transactional and epoch == -1 and member_id == "" and instance_id is None:
+            # TxnOffsetCommit does not require member, epoch and instance id: checked
+            # only when one is given (Kafka's ConsumerGroup.validateOffsetCommit).
+            return errors.NONE
         member = group.members.get(member_id)
         if member is None:
             return errors.UNKNOWN_MEMBER_ID
+        if member.classic is not None:  # a classic member: its generation is its epoch
+            return errors.NONE if epoch == member.member_epoch else errors.ILLEGAL_GENERATION
         if version < 9 and not transactional:
             return UNSUPPORTED_VERSION
         if epoch != member.member_epoch:  # Kafka 4.0: greater or smaller alike
@@ -609,10 +742,12 @@ class ConsumerGroups:
         group = self.groups.get(group_id)
         if group is None:
             return set()
-        view = dict.fromkeys(names, (uuid.UUID(int=0), 0))
+        wanted = set(names)
         out: set[str] = set()
         for member in group.members.values():
-            out |= self._subscribed_names(member, view)
+            out |= wanted.intersection(member.subscribed_names)
+            if member.subscribed_regex:
+                out |= full_matches(member.subscribed_regex, wanted, INTERNAL_TOPICS)
         return out
 
     def delete(self, group_id: str) -> int | None:
@@ -623,4 +758,158 @@ class ConsumerGroups:
         if group.members:
             return NON_EMPTY_GROUP
         del self.groups[group_id]
+        return errors.NONE
+
+    # --- classic members inside a consumer group (KIP-848's online upgrade) ---------------
+
+    def _names_to_ids(self, partitions: Mapping[str, frozenset[int]]) -> Assignment:
+        view = self.last_view
+        return {view[n][0]: p for n, p in partitions.items() if n in view and p}
+
+    def _ids_to_names(self, assignment: Assignment) -> dict[str, frozenset[int]]:
+        names = {tid: n for n, (tid, _count) in self.last_view.items()}
+        return {names[t]: p for t, p in assignment.items() if t in names}
+
+    def upgrade_classic(
+        self, group_id: str, generation: int, members: Sequence[dict], topics: TopicView,
+        now_ms: int,
+    ) -> None:
+        """Turn a Stable classic group's members into classic members of a new consumer
+        group (Kafka's online upgrade): epoch = generation, subscription and owned
+        partitions from their embedded-protocol metadata and assignment; the target is
+        what they own, so nothing moves until the joining member bumps the epoch."""
+        from kafkette.broker.groups.consumer.embedded_protocol import (
+            decode_assignment,
+            decode_subscription,
+        )
+
+        self.last_view = topics
+        group = ConsumerGroup(group_id, group_epoch=generation, assignment_epoch=generation)
+        self.groups[group_id] = group
+        for m in members:
+            names, _owned = decode_subscription(m["protocols"][0][1])
+            member = ConsumerMember(
+                m["member_id"], m["instance_id"], None, m["client_id"], m["client_host"],
+                m["rebalance_timeout_ms"], subscribed_names=tuple(sorted(set(names))),
+                member_epoch=generation, previous_epoch=generation,
+                classic=ClassicMeta(m["session_timeout_ms"], tuple(m["protocols"])),
+            )
+            group.members[member.member_id] = member
+            if member.instance_id is not None:
+                group.static_members[member.instance_id] = member.member_id
+            assigned = self._names_to_ids(decode_assignment(m["assignment"]))
+            self._set_partitions(group, member, assigned, {})
+            group.target[member.member_id] = assigned
+            self._set_deadline(group, member, "session_deadline_ms",
+                               now_ms + m["session_timeout_ms"])
+        self._refresh_topics(group, topics)
+
+    def has_classic_member(self, group_id: str, member_id: str) -> bool:
+        group = self.groups.get(group_id)
+        member = None if group is None else group.members.get(member_id)
+        return member is not None and member.classic is not None
+
+    def classic_join(
+        self, group_id: str, member_id: str, instance_id: str | None,
+        protocols: Sequence[tuple[str, bytes]], session_timeout_ms: int,
+        rebalance_timeout_ms: int, client_id: str, client_host: str, new_member_id: str,
+        now_ms: int, require_known_member_id: bool = True,
+    ) -> tuple[int, str, int, str | None]:
+        """A classic JoinGroup into a consumer group: (error, member id, generation =
+        member epoch, protocol name). The member reconciles at once: an eager member
+        (subscription v0) gave everything up before joining; a cooperative one (v1+)
+        still owns what its subscription lists."""
+        from kafkette.broker.groups.consumer.embedded_protocol import decode_subscription
+
+        group = self.groups[group_id]
+        if not protocols:
+            return errors.INCONSISTENT_GROUP_PROTOCOL, member_id, -1, None
+        try:
+            names, owned_names = decode_subscription(protocols[0][1])
+        except ValueError:
+            return errors.INCONSISTENT_GROUP_PROTOCOL, member_id, -1, None
+        if not member_id:
+            member_id = new_member_id
+            if require_known_member_id and instance_id is None:
+                if len(group.pending_classic) < 1024:
+                    group.pending_classic.add(member_id)
+                return errors.MEMBER_ID_REQUIRED, member_id, -1, None
+        elif member_id not in group.members:
+            if member_id not in group.pending_classic:
+                return errors.UNKNOWN_MEMBER_ID, member_id, -1, None
+            group.pending_classic.discard(member_id)
+        member = group.members.get(member_id)
+        changed = False
+        if member is None:
+            if len(group.members) >= self.config.group_consumer_max_size:
+                return errors.GROUP_MAX_SIZE_REACHED, member_id, -1, None
+            member = ConsumerMember(member_id, instance_id, None, client_id, client_host,
+                                    rebalance_timeout_ms)
+            group.members[member_id] = member
+            changed = True
+        elif member.classic is None:
+            return errors.INCONSISTENT_GROUP_PROTOCOL, member_id, -1, None
+        member.classic = ClassicMeta(session_timeout_ms, tuple(protocols))
+        member.rebalance_timeout_ms = rebalance_timeout_ms
+        wanted = tuple(sorted(set(names)))
+        changed |= wanted != member.subscribed_names
+        member.subscribed_names = wanted
+        changed |= self._refresh_topics(group, self.last_view, member, changed)
+        if changed:
+            group.group_epoch += 1
+        if group.group_epoch > group.assignment_epoch:
+            self._compute_target(group)
+        owned = self._names_to_ids(owned_names or {})
+        # What it no longer owns is released; then the usual reconciliation.
+        self._set_partitions(group, member, _intersect(member.assigned, owned), {})
+        member.state = MEMBER_STABLE
+        member.revocation_deadline_ms = None
+        self._reconcile(group, member, None, now_ms)
+        self._set_deadline(group, member, "session_deadline_ms", now_ms + session_timeout_ms)
+        return errors.NONE, member_id, member.member_epoch, protocols[0][0]
+
+    def _classic_member(self, group_id: str, member_id: str, generation: int):
+        group = self.groups[group_id]
+        member = group.members.get(member_id)
+        if member is None or member.classic is None:
+            return group, None, errors.UNKNOWN_MEMBER_ID
+        if generation != member.member_epoch:
+            return group, member, errors.ILLEGAL_GENERATION
+        return group, member, errors.NONE
+
+    def classic_sync(
+        self, group_id: str, member_id: str, generation: int
+    ) -> tuple[int, str | None, bytes]:
+        """SyncGroup: (error, protocol name, the member's partitions as a
+        ConsumerProtocolAssignment)."""
+        from kafkette.broker.groups.consumer.embedded_protocol import encode_assignment
+
+        _group, member, error = self._classic_member(group_id, member_id, generation)
+        if error or member is None or member.classic is None:
+            return error, None, b""
+        name = member.classic.protocols[0][0] if member.classic.protocols else None
+        return errors.NONE, name, encode_assignment(self._ids_to_names(member.assigned))
+
+    def classic_heartbeat(self, group_id: str, member_id: str, generation: int,
+                          now_ms: int) -> int:
+        """Heartbeat: REBALANCE_IN_PROGRESS once the member's target moved on (it rejoins
+        to learn it and to give partitions up), else NONE."""
+        group, member, error = self._classic_member(group_id, member_id, generation)
+        if error or member is None or member.classic is None:
+            return error
+        self._set_deadline(group, member, "session_deadline_ms",
+                           now_ms + member.classic.session_timeout_ms)
+        if group.group_epoch > group.assignment_epoch:
+            self._refresh_topics(group, self.last_view)
+            self._compute_target(group)
+        if member.member_epoch != group.assignment_epoch or member.state != MEMBER_STABLE:
+            return errors.REBALANCE_IN_PROGRESS
+        return errors.NONE
+
+    def classic_leave(self, group_id: str, member_id: str) -> int:
+        group = self.groups[group_id]
+        member = group.members.get(member_id)
+        if member is None:
+            return errors.UNKNOWN_MEMBER_ID
+        self.remove_member(group, member)
         return errors.NONE
