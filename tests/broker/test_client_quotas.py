@@ -11,9 +11,8 @@ generous (half the expected time) because the machine is shared.
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -27,7 +26,7 @@ from kafka.protocol.admin import DescribeClientQuotasRequest as Describe
 
 from kafkette.broker.embedded import EmbeddedBroker
 
-REPO = Path(__file__).resolve().parents[2]
+reference_script_or_skip = sys.modules["kafkette_test_reference_kafka"].reference_script_or_skip
 RATE = 10 * 1024  # bytes per second
 RECORDS = 40
 RECORD_BYTES = 1000
@@ -207,21 +206,8 @@ def test_quotas_survive_a_restart(tmp_path: Path, raw_client) -> None:
         }
 
 
-def _reference_script() -> Path | None:
-    given = os.environ.get("KAFKETTE_KAFKA_REF")
-    bases = [Path(given)] if given else [REPO.parent / "shared" / "reference-kafka",
-                                         REPO.parent.parent / "shared" / "reference-kafka"]
-    for base in bases:
-        script = base if base.name == "kafka-ref" else base / "kafka-ref"
-        if script.is_file():
-            return script
-    return None
-
-
 def test_kafka_configs_tool_sets_and_shows_quotas(quota_broker) -> None:
-    script = _reference_script()
-    if shutil.which("java") is None or script is None:
-        pytest.skip("java or the reference Kafka (../shared/reference-kafka) is missing")
+    script = reference_script_or_skip()
 
     def configs(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

@@ -9,9 +9,9 @@ an explicit clock.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -25,20 +25,7 @@ from kafkette.broker.fetch_sessions import FetchSessionCache
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.errors import ErrorCode
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _reference_script() -> Path | None:
-    """``kafka-ref`` of the reference distribution (``KAFKETTE_KAFKA_REF`` or beside the
-    checkout, as tests/tools/conftest.py finds it)."""
-    bases = [Path(os.environ["KAFKETTE_KAFKA_REF"])] if os.environ.get("KAFKETTE_KAFKA_REF") else []
-    bases += [REPO.parent / "shared" / "reference-kafka",
-              REPO.parent.parent / "shared" / "reference-kafka"]
-    for base in bases:
-        script = base if base.name == "kafka-ref" else base / "kafka-ref"
-        if script.exists():
-            return script
-    return None
+reference_script_or_skip = sys.modules["kafkette_test_reference_kafka"].reference_script_or_skip
 
 
 def _produce(bootstrap: str, topic: str, partition: int, count: int) -> None:
@@ -222,9 +209,7 @@ def test_eviction_rules_as_kafka() -> None:
 
 @pytest.mark.skipif(shutil.which("java") is None, reason="the Java 4.0 consumer needs java")
 def test_java_consumer_reads_through_incremental_fetches(broker, create_topic, tmp_path):
-    script = _reference_script()
-    if script is None:
-        pytest.skip("reference Kafka distribution not found: set KAFKETTE_KAFKA_REF")
+    script = reference_script_or_skip()
     topic = create_topic(broker.bootstrap, partitions=3)
     for p in range(3):
         _produce(broker.bootstrap, topic, p, 200)
