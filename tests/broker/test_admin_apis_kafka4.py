@@ -26,6 +26,7 @@ from kafkette.wire.codec import message_codec
 from kafkette.wire.primitives import ZERO_UUID
 
 reference_script_or_skip = sys.modules["kafkette_test_reference_kafka"].reference_script_or_skip
+serve_refused = sys.modules["kafkette_test_serve_process"].serve_refused
 TOOL_TIMEOUT_S = 120
 CLIENT_METRICS = 16
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -473,19 +474,13 @@ def test_a_late_first_read_of_the_subscriptions_never_undoes_an_alteration(
 
 
 def test_a_damaged_client_metrics_file_stops_the_start(tmp_path: Path) -> None:
-    import sys
-
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     (data_dir / "client-metrics.json").write_text("{not json")
-    result = subprocess.run(
-        [sys.executable, "-m", "kafkette", "serve", "--listen", "127.0.0.1:0",
-         "--data-dir", str(data_dir)],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False,
-    )  # fmt: skip
-    assert result.returncode == 1
-    errors = [line for line in result.stderr.splitlines() if line.startswith("kafkette:")]
-    assert len(errors) == 1 and "client metrics subscriptions" in errors[0], result.stderr
+    code, lines = serve_refused("--listen", "127.0.0.1:0", "--data-dir", str(data_dir))
+    assert code == 1
+    errors = [line for line in lines if line.startswith("kafkette:")]
+    assert len(errors) == 1 and "client metrics subscriptions" in errors[0], lines
     assert (data_dir / "client-metrics.json").read_text() == "{not json"
 
 

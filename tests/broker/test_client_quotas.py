@@ -27,6 +27,7 @@ from kafka.protocol.admin import DescribeClientQuotasRequest as Describe
 from kafkette.broker.embedded import EmbeddedBroker
 
 reference_script_or_skip = sys.modules["kafkette_test_reference_kafka"].reference_script_or_skip
+serve_refused = sys.modules["kafkette_test_serve_process"].serve_refused
 RATE = 10 * 1024  # bytes per second
 RECORDS = 40
 RECORD_BYTES = 1000
@@ -286,19 +287,13 @@ def test_connection_creation_rate_closes_connections_over_it(tmp_path: Path, raw
 def test_a_damaged_quotas_file_stops_the_start(tmp_path: Path) -> None:
     """Serving clients without the limits they were given is refused: one error line
     (after the data dir, opened first, is closed cleanly), exit 1."""
-    import sys
-
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     (data_dir / "client-quotas.json").write_text("{not json")
-    result = subprocess.run(
-        [sys.executable, "-m", "kafkette", "serve", "--listen", "127.0.0.1:0",
-         "--data-dir", str(data_dir)],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False,
-    )  # fmt: skip
-    assert result.returncode == 1
-    errors = [line for line in result.stderr.splitlines() if line.startswith("kafkette:")]
-    assert len(errors) == 1 and "invalid client quotas file" in errors[0], result.stderr
+    code, lines = serve_refused("--listen", "127.0.0.1:0", "--data-dir", str(data_dir))
+    assert code == 1
+    errors = [line for line in lines if line.startswith("kafkette:")]
+    assert len(errors) == 1 and "invalid client quotas file" in errors[0], lines
     assert (data_dir / "client-quotas.json").read_text() == "{not json"
 
 
