@@ -43,6 +43,18 @@ def client(broker, load_beside):
     c.close()
 
 
+def _session_on_a_new_topic(broker, client, create_topic) -> tuple[str, object, int]:
+    """A one-partition topic and a session opened on it by a full Fetch 17 by id:
+    (topic, topic id, session id)."""
+    fw, c = client
+    topic = create_topic(broker.bootstrap, partitions=1)
+    tid = c.topic_id(topic)
+    full = c.fetch(17, 0, 0, [fw.topic_entry(topic, tid, [fw.partition(0)])])
+    session = full["session_id"]
+    assert session != 0
+    return topic, tid, session
+
+
 @pytest.mark.parametrize("version", [12, 17])
 def test_full_then_incremental_answers_only_what_changed(broker, client, create_topic, version):
     fw, c = client
@@ -87,11 +99,7 @@ def test_full_then_incremental_answers_only_what_changed(broker, client, create_
 
 def test_session_errors_as_kafka(broker, client, create_topic):
     fw, c = client
-    topic = create_topic(broker.bootstrap, partitions=1)
-    tid = c.topic_id(topic)
-    full = c.fetch(17, 0, 0, [fw.topic_entry(topic, tid, [fw.partition(0)])])
-    session = full["session_id"]
-    assert session != 0
+    topic, tid, session = _session_on_a_new_topic(broker, client, create_topic)
 
     wrong_epoch = c.fetch(17, session, 7, [])
     assert wrong_epoch["error_code"] == ErrorCode.INVALID_FETCH_SESSION_EPOCH
@@ -294,11 +302,7 @@ def test_fetch_overtaken_in_its_long_poll_answers_invalid_epoch(broker, client, 
     import threading
 
     fw, c = client
-    topic = create_topic(broker.bootstrap, partitions=1)
-    tid = c.topic_id(topic)
-    full = c.fetch(17, 0, 0, [fw.topic_entry(topic, tid, [fw.partition(0)])])
-    session = full["session_id"]
-    assert session != 0
+    topic, _, session = _session_on_a_new_topic(broker, client, create_topic)
     parked: dict = {}
     waiter = threading.Thread(
         target=lambda: parked.update(c.fetch(17, session, 1, [], max_wait_ms=20_000))
