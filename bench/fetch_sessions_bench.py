@@ -33,7 +33,6 @@ import re
 import socket
 import struct
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -43,6 +42,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.serve_process import ServeProcess
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.client_connection import NEED_DATA, ClientConnection
 
@@ -50,44 +50,6 @@ VERSION = 17  # --version 12 fetches by topic name (to compare with a broker cap
 _BATCH = struct.Struct(">qi")
 _DELTA = struct.Struct(">i")
 REPO = Path(__file__).resolve().parents[1]
-
-
-class Serve:
-    """``kafkette serve`` in a child process on a free port."""
-
-    def __init__(self, data_dir: Path, configs: dict[str, str]) -> None:
-        args = [sys.executable, "-m", "kafkette", "serve", "--listen", "127.0.0.1:0",
-                "--data-dir", str(data_dir)]
-        for key, value in configs.items():
-            args += ["--config", f"{key}={value}"]
-        self._log = (data_dir.parent / f"{data_dir.name}.log").open("ab")
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self._log,
-                                     stdin=subprocess.DEVNULL, text=True)
-        self.bootstrap = ""
-        ready = threading.Event()
-
-        def pump() -> None:
-            assert self.proc.stdout is not None
-            for line in self.proc.stdout:
-                if line.startswith("kafkette ready on ") and not ready.is_set():
-                    self.bootstrap = line.split()[-1]
-                    ready.set()
-            ready.set()
-
-        threading.Thread(target=pump, daemon=True).start()
-        if not ready.wait(120) or not self.bootstrap:
-            self.proc.kill()
-            raise SystemExit("broker did not start")
-
-    def cpu_s(self) -> float:
-        with open(f"/proc/{self.proc.pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(120)
-        self._log.close()
 
 
 class SessionConsumer:
@@ -221,7 +183,7 @@ def run_mode(mode: str, args: argparse.Namespace) -> None:
     configs = {"max.incremental.fetch.session.cache.slots": "0" if mode == "nosessions" else "1000"}
     print(f"Fetch v{args.version}", end=" ", flush=True)
     with tempfile.TemporaryDirectory(prefix="fetch-sessions-bench-") as tmp:
-        serve = Serve(Path(tmp) / "data", configs)
+        serve = ServeProcess(Path(tmp) / "data", Path(tmp) / "data.log", configs=configs)
         try:
             topic = "bench-sessions"
             admin = AdminClient({"bootstrap.servers": serve.bootstrap, "log_level": 0})
@@ -277,7 +239,7 @@ def run_mode(mode: str, args: argparse.Namespace) -> None:
             if args.java:
                 _java(serve.bootstrap, topic, total)
         finally:
-            serve.stop()
+            serve.stop(timeout_s=120)
 
 
 def _java(bootstrap: str, topic: str, total: int) -> None:

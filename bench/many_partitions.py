@@ -15,73 +15,19 @@ anything was lost.
 from __future__ import annotations
 
 import argparse
-import os
-import resource
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
+from bench.serve_process import ServeProcess
+
 # Kafka's controller writes at most 10,000 records per operation (topic + partitions).
 CREATE_STEP = 9_999
 GROW_STEP = 10_000
-
-
-class ServeProcess:
-    """``kafkette serve`` with a descriptor limit; ``ready_s`` is how long it took to answer."""
-
-    def __init__(self, data_dir: Path, nofile: int, log_path: Path) -> None:
-        def limit() -> None:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
-
-        started = time.perf_counter()
-        self._log = log_path.open("ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kafkette", "serve", "--listen", "127.0.0.1:0",
-             "--data-dir", str(data_dir)],
-            stdout=subprocess.PIPE, stderr=self._log, stdin=subprocess.DEVNULL, text=True,
-            preexec_fn=limit,
-        )
-        self.bootstrap = ""
-        ready = threading.Event()
-
-        def pump() -> None:
-            assert self.proc.stdout is not None
-            for line in self.proc.stdout:
-                if line.startswith("kafkette ready on ") and not ready.is_set():
-                    self.bootstrap = line.split()[-1]
-                    ready.set()
-            ready.set()
-
-        threading.Thread(target=pump, daemon=True).start()
-        if not ready.wait(300) or not self.bootstrap:
-            self.proc.kill()
-            raise SystemExit(f"broker did not start; see {log_path}")
-        self.ready_s = time.perf_counter() - started
-
-    def fds(self) -> int:
-        return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
-
-    def rss_mb(self) -> float:
-        with open(f"/proc/{self.proc.pid}/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-        return 0.0
-
-    def stop(self) -> float:
-        started = time.perf_counter()
-        self.proc.terminate()
-        code = self.proc.wait(300)
-        self._log.close()
-        if code != 0:
-            raise SystemExit(f"broker exited with {code}")
-        return time.perf_counter() - started
 
 
 def create(bootstrap: str, topic: str, partitions: int) -> float:
@@ -149,7 +95,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="kafkette-many-") as tmp:
         data_dir = Path(tmp) / "data"
         log_path = Path(tmp) / "broker.log"
-        broker = ServeProcess(data_dir, args.nofile, log_path)
+        broker = ServeProcess(data_dir, log_path, nofile=args.nofile, ready_timeout_s=300)
         print(f"{'ulimit -n':<36}{args.nofile:>10}")
         print(f"{'start, empty (s)':<36}{broker.ready_s:>10.2f}")
         created_s = create(broker.bootstrap, topic, args.partitions)
@@ -162,7 +108,7 @@ def main() -> int:
         print(f"{'clean stop (s)':<36}{broker.stop():>10.2f}")
         dirs = sum(1 for d in data_dir.iterdir() if d.name.startswith(topic + "-"))
         print(f"{'partition directories':<36}{dirs:>10}")
-        broker = ServeProcess(data_dir, args.nofile, log_path)
+        broker = ServeProcess(data_dir, log_path, nofile=args.nofile, ready_timeout_s=300)
         print(f"{'restart until ready (s)':<36}{broker.ready_s:>10.2f}")
         print(f"{'fds after restart':<36}{broker.fds():>10}")
         again = consume(broker.bootstrap, topic, sample) == expected
@@ -171,7 +117,7 @@ def main() -> int:
         produce(broker.bootstrap, topic, sample)
         broker.proc.kill()
         broker.proc.wait(60)
-        broker = ServeProcess(data_dir, args.nofile, log_path)
+        broker = ServeProcess(data_dir, log_path, nofile=args.nofile, ready_timeout_s=300)
         print(f"{'restart after kill -9 (s)':<36}{broker.ready_s:>10.2f}")
         print(f"{'fds after recovery':<36}{broker.fds():>10}")
         twice = len(consume_all(broker.bootstrap, topic, sample, 2)) == 2 * len(sample)

@@ -15,36 +15,23 @@ config is deleted loses its znode. kazoo calls run in worker threads.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 import trio
+
+from kafkette.broker.zk_entity_config import ATTEMPTS, config_of, encode_config, sanitize
 
 if TYPE_CHECKING:
     from kafkette.broker.cluster.zk_session import ZkSession
 
 ROOT = "/config/client-metrics"
-_ATTEMPTS = 10
 THREADS = 2
 
 
 class SubscriptionStoreUnavailable(RuntimeError):
     """ZooKeeper did not answer, or kept changing under us: the admin request fails."""
-
-
-def _node(name: str) -> str:
-    return quote(name, safe="-._*").replace("*", "%2A").replace("~", "%7E")
-
-
-def _configs_of(data: bytes | None) -> dict[str, str]:
-    try:
-        document = json.loads(data) if data else {}
-    except ValueError:
-        return {}
-    config = document.get("config") if isinstance(document, dict) else None
-    return {str(k): str(v) for k, v in config.items()} if isinstance(config, dict) else {}
 
 
 def _names(client: Any) -> list[str]:
@@ -60,10 +47,10 @@ def _read(client: Any, name: str) -> tuple[dict[str, str], Any]:
     from kazoo.exceptions import NoNodeError
 
     try:
-        data, stat = client.get(f"{ROOT}/{_node(name)}")
+        data, stat = client.get(f"{ROOT}/{sanitize(name)}")
     except NoNodeError:
         return {}, None
-    return _configs_of(data), stat
+    return config_of(data), stat
 
 
 def _write(client: Any, name: str, configs: dict[str, str], stat: Any) -> bool:
@@ -71,8 +58,8 @@ def _write(client: Any, name: str, configs: dict[str, str], stat: Any) -> bool:
     changed meanwhile."""
     from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
-    path = f"{ROOT}/{_node(name)}"
-    document = json.dumps({"version": 1, "config": configs}, separators=(",", ":")).encode()
+    path = f"{ROOT}/{sanitize(name)}"
+    document = encode_config(configs)
     try:
         if not configs:
             if stat is not None:
@@ -121,7 +108,7 @@ class ZkSubscriptionStore:
         *,
         validate_only: bool = False,
     ) -> dict[str, str]:
-        for _ in range(_ATTEMPTS):
+        for _ in range(ATTEMPTS):
             current, stat = await self._run(_read, name)
             configs = change(dict(current))
             if validate_only:

@@ -17,16 +17,19 @@ from pathlib import Path
 
 import pytest
 
-# tests/serve_process.py (a child `kafkette serve`, loading helper modules) for every test
-# package's conftest: registered here, where it is loaded first.
-if "kafkette_test_serve_process" not in sys.modules:
-    _spec = importlib.util.spec_from_file_location(
-        "kafkette_test_serve_process", Path(__file__).with_name("serve_process.py")
-    )
-    assert _spec is not None and _spec.loader is not None
-    _module = importlib.util.module_from_spec(_spec)
-    sys.modules["kafkette_test_serve_process"] = _module
-    _spec.loader.exec_module(_module)
+# tests/serve_process.py (a child `kafkette serve`, loading helper modules),
+# tests/reference_kafka.py (where the reference Kafka is) and tests/wire_call.py (one request
+# through our client codec) for every test package's conftest and test modules: registered
+# here, where they are loaded first.
+for _stem in ("serve_process", "reference_kafka", "wire_call"):
+    if f"kafkette_test_{_stem}" not in sys.modules:
+        _spec = importlib.util.spec_from_file_location(
+            f"kafkette_test_{_stem}", Path(__file__).with_name(f"{_stem}.py")
+        )
+        assert _spec is not None and _spec.loader is not None
+        _module = importlib.util.module_from_spec(_spec)
+        sys.modules[f"kafkette_test_{_stem}"] = _module
+        _spec.loader.exec_module(_module)
 
 FILLER_NAME = "filler"
 _CHUNKS = (1 << 16, 1 << 12, 1 << 9, 1)

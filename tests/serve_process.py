@@ -36,6 +36,17 @@ def register_beside(conftest: str, prefix: str, stem: str) -> ModuleType:
     return sys.modules[name]
 
 
+def serve_refused(*args: str, timeout: float = 60.0) -> tuple[int, list[str]]:
+    """Run ``kafkette serve <args>`` expecting it to give up (start-up errors): its exit
+    code and stderr lines. It must never have printed its ready line."""
+    result = subprocess.run(
+        [sys.executable, "-m", "kafkette", "serve", *args],
+        capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False,
+    )  # fmt: skip
+    assert "ready" not in result.stdout
+    return result.returncode, result.stderr.splitlines()
+
+
 class ServeProcess:
     """``kafkette serve <args>``: stdout lines kept (the ready line gives ``host``/``port``),
     stderr (the broker's log) written to ``log_path``."""

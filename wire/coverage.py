@@ -135,29 +135,21 @@ def _differences_section() -> list[str]:
         "`wire/kafka40_ranges.py`; `compat-tests/test_api_probe.py` sends every pair).",
         f"Kafka 4.0 advertises {kafka_pairs} (API, version) pairs; kafkette advertises",
         f"{kafka_pairs - missing} of them.",
-        "",
-        "### Advertised by Kafka 4.0, not by kafkette",
-        "",
-        "| Key | API | Versions | Why |",
-        "|----:|-----|---------:|-----|",
     ]
-    lines.extend(f"| {k} | {n} | {v} | {r} |" for k, n, v, r in unserved)
-    if not unserved:
-        lines.append("| | (none) | | |")
-    lines += [
-        "",
-        "### Advertised by kafkette, not by Kafka 4.0",
-        "",
-        "| Key | API | Versions | Why |",
-        "|----:|-----|---------:|-----|",
-    ]
-    lines.extend(f"| {k} | {n} | {v} | {r} |" for k, n, v, r in extra)
-    if not extra:
-        lines.append("| | (none) | | |")
+    lines += _differences_table("Advertised by Kafka 4.0, not by kafkette", unserved)
+    lines += _differences_table("Advertised by kafkette, not by Kafka 4.0", extra)
     lines += ["", "### Answers that differ", ""]
     lines.extend(f"- {text}" for text in BEHAVIOUR_DIFFERENCES)
     lines.append("")
     return lines
+
+
+def _differences_table(title: str, rows: list[tuple[int, str, str, str]]) -> list[str]:
+    """A ``### title`` table of (key, API, versions, why); "(none)" when empty."""
+    lines = ["", f"### {title}", "", "| Key | API | Versions | Why |",
+             "|----:|-----|---------:|-----|"]  # fmt: skip
+    lines.extend(f"| {k} | {n} | {v} | {r} |" for k, n, v, r in rows)
+    return lines if rows else [*lines, "| | (none) | | |"]
 
 
 def _count(versions: str) -> int:

@@ -21,12 +21,13 @@ import logging
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 import trio
 
 from kafkette.broker.quotas.entities import CLIENT_ID, CLIENT_KEYS, IP, IP_KEYS, USER, Entity
 from kafkette.broker.quotas.store import Changes, Quotas, value_text
+from kafkette.broker.zk_entity_config import config_of, sanitize, update_config
 
 if TYPE_CHECKING:
     from kafkette.broker.cluster.zk_session import ZkSession
@@ -38,7 +39,6 @@ CHANGE_PREFIX = "config_change_"
 CHANGE_EXPIRATION_MS = 15 * 60 * 1000
 DEFAULT = "<default>"
 _FOLDERS = {USER: "users", CLIENT_ID: "clients", IP: "ips"}
-_ATTEMPTS = 10
 THREADS = 2
 QUOTA_KEYS = set(CLIENT_KEYS) | set(IP_KEYS)
 
@@ -48,9 +48,7 @@ class QuotaStoreUnavailable(RuntimeError):
 
 
 def _sanitize(name: str | None) -> str:
-    if name is None:
-        return DEFAULT
-    return quote(name, safe="-._*").replace("*", "%2A").replace("~", "%7E")
+    return DEFAULT if name is None else sanitize(name)
 
 
 def _name_of(node: str) -> str | None:
@@ -64,15 +62,6 @@ def entity_path(entity: Entity) -> str:
         return f"users/{_sanitize(names[USER])}/clients/{_sanitize(names[CLIENT_ID])}"
     ((entity_type, name),) = entity
     return f"{_FOLDERS[entity_type]}/{_sanitize(name)}"
-
-
-def _config_of(data: bytes | None) -> dict[str, str]:
-    try:
-        document = json.loads(data) if data else {}
-    except ValueError:
-        return {}
-    config = document.get("config") if isinstance(document, dict) else None
-    return {str(k): str(v) for k, v in config.items()} if isinstance(config, dict) else {}
 
 
 def _quota_values(config: dict[str, str]) -> dict[str, float]:
@@ -100,7 +89,7 @@ def _read_all(client: Any, watch: Any) -> Quotas:
             data, _ = client.get(path)
         except NoNodeError:
             return {}
-        return _quota_values(_config_of(data))
+        return _quota_values(config_of(data))
 
     if watch is not None:
         client.ensure_path(CHANGES)
@@ -119,31 +108,13 @@ def _read_all(client: Any, watch: Any) -> Quotas:
 
 
 def _write(client: Any, changes: Changes) -> None:
-    from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
-
     for entity, entity_changes in changes.items():
         path = f"/config/{entity_path(entity)}"
-        for _ in range(_ATTEMPTS):
-            try:
-                data, stat = client.get(path)
-            except NoNodeError:
-                data, stat = None, None
-            config = _config_of(data)
-            for key, value in entity_changes.items():
-                if value is None:
-                    config.pop(key, None)
-                else:
-                    config[key] = value_text(value)
-            document = json.dumps({"version": 1, "config": config}, separators=(",", ":"))
-            try:
-                if stat is None:
-                    client.create(path, document.encode(), makepath=True)
-                else:
-                    client.set(path, document.encode(), version=stat.version)
-                break
-            except (BadVersionError, NodeExistsError, NoNodeError):
-                continue
-        else:
+        texts = {
+            key: None if value is None else value_text(value)
+            for key, value in entity_changes.items()
+        }
+        if not update_config(client, path, texts):
             raise QuotaStoreUnavailable(f"could not update {path}: it keeps changing")
         notification = json.dumps({"version": 2, "entity_path": entity_path(entity)})
         client.create(

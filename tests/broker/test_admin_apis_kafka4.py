@@ -13,20 +13,20 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import struct
 import subprocess
+import sys
 from pathlib import Path
 
-import pytest
 from confluent_kafka import Producer
 
 from kafkette.broker.embedded import EmbeddedBroker
 from kafkette.wire.codec import message_codec
 from kafkette.wire.primitives import ZERO_UUID
 
-REPO = Path(__file__).resolve().parents[2]
+reference_script_or_skip = sys.modules["kafkette_test_reference_kafka"].reference_script_or_skip
+serve_refused = sys.modules["kafkette_test_serve_process"].serve_refused
 TOOL_TIMEOUT_S = 120
 CLIENT_METRICS = 16
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -474,19 +474,13 @@ def test_a_late_first_read_of_the_subscriptions_never_undoes_an_alteration(
 
 
 def test_a_damaged_client_metrics_file_stops_the_start(tmp_path: Path) -> None:
-    import sys
-
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     (data_dir / "client-metrics.json").write_text("{not json")
-    result = subprocess.run(
-        [sys.executable, "-m", "kafkette", "serve", "--listen", "127.0.0.1:0",
-         "--data-dir", str(data_dir)],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False,
-    )  # fmt: skip
-    assert result.returncode == 1
-    errors = [line for line in result.stderr.splitlines() if line.startswith("kafkette:")]
-    assert len(errors) == 1 and "client metrics subscriptions" in errors[0], result.stderr
+    code, lines = serve_refused("--listen", "127.0.0.1:0", "--data-dir", str(data_dir))
+    assert code == 1
+    errors = [line for line in lines if line.startswith("kafkette:")]
+    assert len(errors) == 1 and "client metrics subscriptions" in errors[0], lines
     assert (data_dir / "client-metrics.json").read_text() == "{not json"
 
 
@@ -553,21 +547,6 @@ def test_kafka_python_admin_client_reads_the_operations_apis(broker, create_topi
 # --- Kafka 4.0's own tools ----------------------------------------------------------------
 
 
-def _reference_script() -> Path:
-    if shutil.which("java") is None:
-        pytest.skip("java is not installed: the reference Kafka tools run on the JVM")
-    given = os.environ.get("KAFKETTE_KAFKA_REF")
-    candidates = [Path(given)] if given else [
-        REPO.parent / "shared" / "reference-kafka",
-        REPO.parent.parent / "shared" / "reference-kafka",
-    ]
-    for base in candidates:
-        script = base if base.name == "kafka-ref" else base / "kafka-ref"
-        if script.is_file():
-            return script
-    pytest.skip("reference Kafka not found: set KAFKETTE_KAFKA_REF to shared/reference-kafka")
-
-
 def _tool(script: Path, *args: str, exit_code: int = 0) -> str:
     return _tools(script, [(args, exit_code)])[0]
 
@@ -595,7 +574,7 @@ def _tools(script: Path, runs: list[tuple[tuple[str, ...], int]]) -> list[str]:
 
 
 def test_reference_tools_describe_kafkette(broker, create_topic) -> None:
-    script = _reference_script()
+    script = reference_script_or_skip()
     bootstrap = broker.bootstrap
     topic = create_topic(broker.bootstrap, partitions=2)
     _produce(bootstrap, topic, 10)
@@ -648,7 +627,7 @@ def test_reference_tools_describe_kafkette(broker, create_topic) -> None:
 
 
 def test_reference_client_metrics_tool_against_kafkette(broker) -> None:
-    script = _reference_script()
+    script = reference_script_or_skip()
     tool = ("kafka-client-metrics.sh", "--bootstrap-server", broker.bootstrap)
     out = _tool(script, *tool, "--alter", "--name", "tool-m1", "--metrics",
                 "org.apache.kafka.", "--interval", "1000")

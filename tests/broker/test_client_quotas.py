@@ -11,9 +11,8 @@ generous (half the expected time) because the machine is shared.
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -27,7 +26,8 @@ from kafka.protocol.admin import DescribeClientQuotasRequest as Describe
 
 from kafkette.broker.embedded import EmbeddedBroker
 
-REPO = Path(__file__).resolve().parents[2]
+reference_script_or_skip = sys.modules["kafkette_test_reference_kafka"].reference_script_or_skip
+serve_refused = sys.modules["kafkette_test_serve_process"].serve_refused
 RATE = 10 * 1024  # bytes per second
 RECORDS = 40
 RECORD_BYTES = 1000
@@ -207,21 +207,8 @@ def test_quotas_survive_a_restart(tmp_path: Path, raw_client) -> None:
         }
 
 
-def _reference_script() -> Path | None:
-    given = os.environ.get("KAFKETTE_KAFKA_REF")
-    bases = [Path(given)] if given else [REPO.parent / "shared" / "reference-kafka",
-                                         REPO.parent.parent / "shared" / "reference-kafka"]
-    for base in bases:
-        script = base if base.name == "kafka-ref" else base / "kafka-ref"
-        if script.is_file():
-            return script
-    return None
-
-
 def test_kafka_configs_tool_sets_and_shows_quotas(quota_broker) -> None:
-    script = _reference_script()
-    if shutil.which("java") is None or script is None:
-        pytest.skip("java or the reference Kafka (../shared/reference-kafka) is missing")
+    script = reference_script_or_skip()
 
     def configs(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -300,19 +287,13 @@ def test_connection_creation_rate_closes_connections_over_it(tmp_path: Path, raw
 def test_a_damaged_quotas_file_stops_the_start(tmp_path: Path) -> None:
     """Serving clients without the limits they were given is refused: one error line
     (after the data dir, opened first, is closed cleanly), exit 1."""
-    import sys
-
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     (data_dir / "client-quotas.json").write_text("{not json")
-    result = subprocess.run(
-        [sys.executable, "-m", "kafkette", "serve", "--listen", "127.0.0.1:0",
-         "--data-dir", str(data_dir)],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False,
-    )  # fmt: skip
-    assert result.returncode == 1
-    errors = [line for line in result.stderr.splitlines() if line.startswith("kafkette:")]
-    assert len(errors) == 1 and "invalid client quotas file" in errors[0], result.stderr
+    code, lines = serve_refused("--listen", "127.0.0.1:0", "--data-dir", str(data_dir))
+    assert code == 1
+    errors = [line for line in lines if line.startswith("kafkette:")]
+    assert len(errors) == 1 and "invalid client quotas file" in errors[0], lines
     assert (data_dir / "client-quotas.json").read_text() == "{not json"
 
 

@@ -6,22 +6,15 @@ has no class for this API); the broker is the module's embedded one.
 
 from __future__ import annotations
 
-import socket
+import sys
 
 from kafkette.wire.apis import ApiKey
-from kafkette.wire.client_connection import NEED_DATA, ClientConnection
+
+call = sys.modules["kafkette_test_wire_call"].call  # one request through our client codec
 
 
 def describe(bootstrap: str, body: dict) -> dict:
-    host, _, port = bootstrap.rpartition(":")
-    conn = ClientConnection()
-    with socket.create_connection((host, int(port)), timeout=30) as sock:
-        sock.sendall(conn.send_request(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, body, "dtp-test"))
-        while (response := conn.next_response()) is NEED_DATA:
-            data = sock.recv(65536)
-            assert data, "closed"
-            conn.receive_data(data)
-    return response.body
+    return call(bootstrap, ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, body)
 
 
 def test_partitions_of_named_topics_and_unknown_ones(broker, create_topic, unique_name) -> None:

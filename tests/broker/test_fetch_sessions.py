@@ -9,9 +9,9 @@ an explicit clock.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -25,20 +25,7 @@ from kafkette.broker.fetch_sessions import FetchSessionCache
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.errors import ErrorCode
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _reference_script() -> Path | None:
-    """``kafka-ref`` of the reference distribution (``KAFKETTE_KAFKA_REF`` or beside the
-    checkout, as tests/tools/conftest.py finds it)."""
-    bases = [Path(os.environ["KAFKETTE_KAFKA_REF"])] if os.environ.get("KAFKETTE_KAFKA_REF") else []
-    bases += [REPO.parent / "shared" / "reference-kafka",
-              REPO.parent.parent / "shared" / "reference-kafka"]
-    for base in bases:
-        script = base if base.name == "kafka-ref" else base / "kafka-ref"
-        if script.exists():
-            return script
-    return None
+reference_script_or_skip = sys.modules["kafkette_test_reference_kafka"].reference_script_or_skip
 
 
 def _produce(bootstrap: str, topic: str, partition: int, count: int) -> None:
@@ -54,6 +41,18 @@ def client(broker, load_beside):
     c = fw.WireClient(broker.bootstrap)
     yield fw, c
     c.close()
+
+
+def _session_on_a_new_topic(broker, client, create_topic) -> tuple[str, object, int]:
+    """A one-partition topic and a session opened on it by a full Fetch 17 by id:
+    (topic, topic id, session id)."""
+    fw, c = client
+    topic = create_topic(broker.bootstrap, partitions=1)
+    tid = c.topic_id(topic)
+    full = c.fetch(17, 0, 0, [fw.topic_entry(topic, tid, [fw.partition(0)])])
+    session = full["session_id"]
+    assert session != 0
+    return topic, tid, session
 
 
 @pytest.mark.parametrize("version", [12, 17])
@@ -100,11 +99,7 @@ def test_full_then_incremental_answers_only_what_changed(broker, client, create_
 
 def test_session_errors_as_kafka(broker, client, create_topic):
     fw, c = client
-    topic = create_topic(broker.bootstrap, partitions=1)
-    tid = c.topic_id(topic)
-    full = c.fetch(17, 0, 0, [fw.topic_entry(topic, tid, [fw.partition(0)])])
-    session = full["session_id"]
-    assert session != 0
+    topic, tid, session = _session_on_a_new_topic(broker, client, create_topic)
 
     wrong_epoch = c.fetch(17, session, 7, [])
     assert wrong_epoch["error_code"] == ErrorCode.INVALID_FETCH_SESSION_EPOCH
@@ -222,9 +217,7 @@ def test_eviction_rules_as_kafka() -> None:
 
 @pytest.mark.skipif(shutil.which("java") is None, reason="the Java 4.0 consumer needs java")
 def test_java_consumer_reads_through_incremental_fetches(broker, create_topic, tmp_path):
-    script = _reference_script()
-    if script is None:
-        pytest.skip("reference Kafka distribution not found: set KAFKETTE_KAFKA_REF")
+    script = reference_script_or_skip()
     topic = create_topic(broker.bootstrap, partitions=3)
     for p in range(3):
         _produce(broker.bootstrap, topic, p, 200)
@@ -309,11 +302,7 @@ def test_fetch_overtaken_in_its_long_poll_answers_invalid_epoch(broker, client, 
     import threading
 
     fw, c = client
-    topic = create_topic(broker.bootstrap, partitions=1)
-    tid = c.topic_id(topic)
-    full = c.fetch(17, 0, 0, [fw.topic_entry(topic, tid, [fw.partition(0)])])
-    session = full["session_id"]
-    assert session != 0
+    topic, _, session = _session_on_a_new_topic(broker, client, create_topic)
     parked: dict = {}
     waiter = threading.Thread(
         target=lambda: parked.update(c.fetch(17, session, 1, [], max_wait_ms=20_000))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,14 +20,8 @@ from kafkette.broker.server import StartupError
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
 
-def serve(*args: str) -> tuple[int, list[str]]:
-    """Run ``kafkette serve`` expecting it to give up; its exit code and stderr lines."""
-    result = subprocess.run(
-        [sys.executable, "-m", "kafkette", "serve", *args],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False,
-    )
-    assert "ready" not in result.stdout
-    return result.returncode, result.stderr.splitlines()
+# Runs ``kafkette serve`` expecting it to give up; its exit code and stderr lines.
+serve = sys.modules["kafkette_test_serve_process"].serve_refused
 
 
 def snapshot(root: Path) -> dict[str, tuple[int, int]]:

@@ -105,6 +105,22 @@ def zookeeper_connect(zookeeper: ZooKeeperServer, request: pytest.FixtureRequest
 
 
 @pytest.fixture
+def zk_member(tmp_path: Path, zookeeper_connect: str) -> Callable[[int], Any]:
+    """``zk_member(broker_id)``: an in-process broker of this test's ZooKeeper cluster (data
+    in ``tmp_path/b<id>``), for tests that need brokers sharing ZooKeeper state but no
+    replication (the offsets topic on one replica). The caller stops it (``with``)."""
+    from kafkette.broker.embedded import EmbeddedBroker
+
+    def start(broker_id: int) -> EmbeddedBroker:
+        return EmbeddedBroker.start(tmp_path / f"b{broker_id}", {
+            "zookeeper.connect": zookeeper_connect, "broker.id": str(broker_id),
+            "offsets.topic.replication.factor": "1",
+        })  # fmt: skip
+
+    return start
+
+
+@pytest.fixture
 def kazoo_client(zookeeper: ZooKeeperServer) -> Iterator[Callable[..., Any]]:
     """Factory: ``kazoo_client(hosts=None, timeout=15) -> KazooClient`` (started)."""
     clients: list[Any] = []

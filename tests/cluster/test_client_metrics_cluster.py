@@ -10,9 +10,7 @@ from __future__ import annotations
 import json
 import socket
 import struct
-from pathlib import Path
 
-from kafkette.broker.embedded import EmbeddedBroker
 from kafkette.wire.codec import message_codec
 
 CLIENT_METRICS = 16
@@ -57,19 +55,11 @@ def _listed(bootstrap: str) -> list[str]:
     return [r["resource_name"] for r in answer["config_resources"]]
 
 
-def _member(tmp_path: Path, connect: str, broker_id: int) -> EmbeddedBroker:
-    return EmbeddedBroker.start(tmp_path / f"b{broker_id}", {
-        "zookeeper.connect": connect, "broker.id": str(broker_id),
-        "offsets.topic.replication.factor": "1",
-    })  # fmt: skip
-
-
 def test_a_subscription_altered_at_one_broker_is_in_zookeeper_and_at_the_other(
-    zookeeper_connect, kazoo_client, tmp_path
+    zookeeper_connect, kazoo_client, zk_member
 ) -> None:
     zk = kazoo_client(zookeeper_connect)
-    with _member(tmp_path, zookeeper_connect, 1) as first, \
-            _member(tmp_path, zookeeper_connect, 2) as second:  # fmt: skip
+    with zk_member(1) as first, zk_member(2) as second:
         assert _listed(second.bootstrap) == []
         altered = _incremental(first.bootstrap, "sub/1", [
             ("metrics", 0, "org.apache.kafka."), ("interval.ms", 0, "1000")])

@@ -12,12 +12,9 @@ import json
 import socket
 import struct
 import time
-from pathlib import Path
 
 from kafka.protocol.admin import AlterClientQuotasRequest as Alter
 from kafka.protocol.admin import DescribeClientQuotasRequest as Describe
-
-from kafkette.broker.embedded import EmbeddedBroker
 
 
 def _request(bootstrap: str, request, version: int = 1):  # type: ignore[no-untyped-def]
@@ -32,22 +29,14 @@ def _request(bootstrap: str, request, version: int = 1):  # type: ignore[no-unty
     return request.header.get_response_class().decode(frame, version=version, header=True)
 
 
-def _member(tmp_path: Path, connect: str, broker_id: int) -> EmbeddedBroker:
-    return EmbeddedBroker.start(tmp_path / f"b{broker_id}", {
-        "zookeeper.connect": connect, "broker.id": str(broker_id),
-        "offsets.topic.replication.factor": "1",
-    })  # fmt: skip
-
-
 def test_a_quota_altered_at_one_broker_is_in_zookeeper_and_at_the_other(
-    zookeeper_connect, kazoo_client, tmp_path
+    zookeeper_connect, kazoo_client, zk_member
 ) -> None:
     zk = kazoo_client(zookeeper_connect)
     scram = "salt=c2FsdA==,stored_key=a2V5,server_key=a2V5,iterations=4096"
     zk.create("/config/users/alice", json.dumps(
         {"version": 1, "config": {"SCRAM-SHA-256": scram}}).encode(), makepath=True)
-    with _member(tmp_path, zookeeper_connect, 1) as first, \
-            _member(tmp_path, zookeeper_connect, 2) as second:  # fmt: skip
+    with zk_member(1) as first, zk_member(2) as second:
         request = Alter(entries=[
             Alter.EntryData(
                 entity=[Alter.EntryData.EntityData(entity_type="user", entity_name="alice")],

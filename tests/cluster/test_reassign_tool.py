@@ -13,8 +13,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,31 +28,14 @@ assert _spec is not None and _spec.loader is not None
 zk_wire = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(zk_wire)
 
-REPO = Path(__file__).resolve().parents[2]
+reference_script_or_skip = sys.modules["kafkette_test_reference_kafka"].reference_script_or_skip
 TOOL_TIMEOUT_S = 60
-
-
-def _reference_script() -> Path | None:
-    given = os.environ.get("KAFKETTE_KAFKA_REF")
-    candidates = [Path(given)] if given else [
-        REPO.parent / "shared" / "reference-kafka",
-        REPO.parent.parent / "shared" / "reference-kafka",
-    ]
-    for base in candidates:
-        script = base if base.name == "kafka-ref" else base / "kafka-ref"
-        if script.is_file():
-            return script
-    return None
 
 
 @pytest.fixture(scope="module")
 def reassign_tool() -> list[str]:
     """The command that runs Kafka 4.0's kafka-reassign-partitions.sh."""
-    if shutil.which("java") is None:
-        pytest.skip("java is not installed (Kafka's tools run on the JVM)")
-    script = _reference_script()
-    if script is None:
-        pytest.skip("reference Kafka not found: set KAFKETTE_KAFKA_REF to the reference-kafka dir")
+    script = reference_script_or_skip()
     done = subprocess.run([str(script), "home"], capture_output=True, text=True,
                           timeout=180, check=False)
     if done.returncode != 0:

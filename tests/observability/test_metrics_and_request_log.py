@@ -10,9 +10,7 @@ Java and the reference distribution are there (skipped with the reason otherwise
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -29,7 +27,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
-REPO = Path(__file__).resolve().parents[2]
+reference_script_or_skip = sys.modules["kafkette_test_reference_kafka"].reference_script_or_skip
 READY = re.compile(r"^kafkette ready on (\S+)$")
 METRICS_URL = re.compile(r"metrics on (http://\S+/metrics)")
 RECORDS = 100
@@ -261,10 +259,7 @@ def test_group_lag_equals_kafka_consumer_groups(served: Served) -> None:
                  consumergroup=group, topic=topic, partition="0") == 40  # fmt: skip
     assert value(samples, "kafka_consumergroup_members", consumergroup=group) == 0
     assert value(samples, "kafka_consumergroup_state", consumergroup=group, state="Empty") == 1
-    script = _reference_script()
-    if shutil.which("java") is None or script is None:
-        pytest.skip("java or the reference Kafka (../shared/reference-kafka) is missing: "
-                    "lag checked against the committed offsets only")  # fmt: skip
+    script = reference_script_or_skip("lag checked against the committed offsets only")
     described = subprocess.run(
         [str(script), "bin", "kafka-consumer-groups.sh", "--bootstrap-server", served.bootstrap,
          "--describe", "--group", group],
@@ -280,17 +275,6 @@ def test_group_lag_equals_kafka_consumer_groups(served: Served) -> None:
         0: value(samples, lag, consumergroup=group, topic=topic, partition="0"),
         1: value(samples, lag, consumergroup=group, topic=topic, partition="1"),
     }
-
-
-def _reference_script() -> Path | None:
-    given = os.environ.get("KAFKETTE_KAFKA_REF")
-    bases = [Path(given)] if given else [REPO.parent / "shared" / "reference-kafka",
-                                         REPO.parent.parent / "shared" / "reference-kafka"]
-    for base in bases:
-        script = base if base.name == "kafka-ref" else base / "kafka-ref"
-        if script.is_file():
-            return script
-    return None
 
 
 def test_debug_request_lines_are_json_with_the_request_fields(served: Served) -> None:

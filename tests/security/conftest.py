@@ -21,7 +21,7 @@ of it is reached through fixtures:
   ``broker.wait_exit()`` returns (exit code, stderr lines).
 
 - ``kafka_ref`` (session): the reference Kafka 4.0's ``kafka-ref`` script
-  (``KAFKETTE_KAFKA_REF``, else beside the checkout, as tests/tools/conftest.py finds it),
+  (``KAFKETTE_KAFKA_REF``, else beside the checkout: tests/reference_kafka.py),
   or None when the machine has none (the test then skips).
 - ``zookeeper`` (module): a real ZooKeeper for the cluster tests (skips when none is
   installed); tests keep apart by chroot.
@@ -35,7 +35,6 @@ Every wait has a deadline; a test that hits one fails, it never hangs.
 
 from __future__ import annotations
 
-import os
 import re
 import ssl
 import sys
@@ -227,14 +226,4 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperSer
 
 @pytest.fixture(scope="session")
 def kafka_ref() -> Path | None:
-    given = os.environ.get("KAFKETTE_KAFKA_REF")
-    repo = Path(__file__).resolve().parents[2]
-    candidates = [Path(given)] if given else [
-        repo.parent / "shared" / "reference-kafka",
-        repo.parent.parent / "shared" / "reference-kafka",
-    ]
-    for base in candidates:
-        script = base if base.name == "kafka-ref" else base / "kafka-ref"
-        if script.is_file():
-            return script
-    return None
+    return sys.modules["kafkette_test_reference_kafka"].reference_script()

@@ -19,13 +19,13 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
 from kafkette.broker.embedded import EmbeddedBroker
 
-REPO = Path(__file__).resolve().parents[2]
+# ``kafka-ref`` of the reference distribution, or None (test_dump_log imports it from here).
+reference_script = sys.modules["kafkette_test_reference_kafka"].reference_script
 CLI_TIMEOUT_S = 120
 
 
@@ -35,20 +35,6 @@ def kafkette_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
     configs = {"group.initial.rebalance.delay.ms": "0", "num.partitions": "1"}
     with EmbeddedBroker.start(data_dir=data_dir, configs=configs) as broker:
         yield broker.bootstrap
-
-
-def reference_script() -> Path | None:
-    """``kafka-ref`` of the reference distribution beside the checkout, if there is one."""
-    given = os.environ.get("KAFKETTE_KAFKA_REF")
-    candidates = [Path(given)] if given else [
-        REPO.parent / "shared" / "reference-kafka",
-        REPO.parent.parent / "shared" / "reference-kafka",
-    ]
-    for base in candidates:
-        script = base if base.name == "kafka-ref" else base / "kafka-ref"
-        if script.is_file():
-            return script
-    return None
 
 
 def _free_port_pair() -> int:

@@ -8,17 +8,15 @@ on the same broker (where Java and the reference distribution are there).
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-REPO = Path(__file__).resolve().parents[2]
+reference_script_or_skip = sys.modules["kafkette_test_reference_kafka"].reference_script_or_skip
 DEADLINE_S = 30
 
 
@@ -84,15 +82,7 @@ def active_member(request) -> Iterator[Callable[..., Consumer]]:
 
 def kafka_groups_tool(bootstrap: str, *args: str) -> str:
     """stdout of Kafka's kafka-consumer-groups.sh (skips without Java or the reference)."""
-    if shutil.which("java") is None:
-        pytest.skip("java is not installed: kafka-consumer-groups.sh runs on the JVM")
-    given = os.environ.get("KAFKETTE_KAFKA_REF")
-    candidates = [Path(given)] if given else [REPO.parent / "shared" / "reference-kafka",
-                                              REPO.parent.parent / "shared" / "reference-kafka"]
-    scripts = [c if c.name == "kafka-ref" else c / "kafka-ref" for c in candidates]
-    script = next((s for s in scripts if s.is_file()), None)
-    if script is None:
-        pytest.skip("reference Kafka not found: set KAFKETTE_KAFKA_REF to shared/reference-kafka")
+    script = reference_script_or_skip()
     done = subprocess.run([str(script), "bin", "kafka-consumer-groups.sh", "--bootstrap-server",
                            bootstrap, *args], capture_output=True, text=True, timeout=120,
                           check=False)

@@ -17,40 +17,27 @@ memory). The copies are dropped when the ZooKeeper session is lost (its watches 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 import trio
 
 from kafkette.broker.security.sasl import scram_formulas as sf
 from kafkette.broker.security.sasl.scram_store import credential_from_text, credential_to_text
+from kafkette.broker.zk_entity_config import config_of, sanitize, update_config
 
 if TYPE_CHECKING:
     from kafkette.broker.cluster.zk_session import ZkSession
 
 USERS = "/config/users"
-_ATTEMPTS = 10  # concurrent writers of one user's node: read-modify-write retried
 LOST = "LOST"  # zk_session.LOST (that module is imported only in cluster mode)
 LOOKUP_THREADS = 4  # worker threads logins may hold reading ZooKeeper at once
 
 
 def user_path(user: str) -> str:
-    # Kafka's Sanitizer: java.net.URLEncoder (which also encodes '~'), then '*' -> %2A.
-    return f"{USERS}/{quote(user, safe='-._*').replace('*', '%2A').replace('~', '%7E')}"
-
-
-def _config_of(data: bytes | None) -> dict[str, str]:
-    if not data:
-        return {}
-    try:
-        document = json.loads(data)
-    except ValueError:
-        return {}
-    config = document.get("config") if isinstance(document, dict) else None
-    return {str(k): str(v) for k, v in config.items()} if isinstance(config, dict) else {}
+    return f"{USERS}/{sanitize(user)}"
 
 
 def _scram_of(config: Mapping[str, str]) -> dict[str, sf.ScramCredential]:
@@ -71,7 +58,7 @@ def _read_user(client: Any, user: str) -> dict[str, str]:
         data, _ = client.get(user_path(user))
     except NoNodeError:
         return {}
-    return _config_of(data)
+    return config_of(data)
 
 
 def _read_all(client: Any) -> dict[str, dict[str, str]]:
@@ -87,7 +74,7 @@ def _read_all(client: Any) -> dict[str, dict[str, str]]:
             data, _ = client.get(f"{USERS}/{name}")
         except NoNodeError:
             continue
-        configs[unquote(name)] = _config_of(data)
+        configs[unquote(name)] = config_of(data)
     return configs
 
 
@@ -103,35 +90,14 @@ def _read_user_watched(client: Any, user: str, watch: Any) -> dict[str, str] | N
         data, _ = client.get(user_path(user), watch=watch)
     except NoNodeError:
         return None
-    return _config_of(data)
+    return config_of(data)
 
 
 def _write_user(client: Any, user: str, changes: Mapping[str, str | None]) -> None:
     """Apply ``changes`` (mechanism -> credential text, None to delete) to the user's node."""
-    from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
-
     path = user_path(user)
-    for _ in range(_ATTEMPTS):
-        try:
-            data, stat = client.get(path)
-        except NoNodeError:
-            data, stat = None, None
-        config = _config_of(data)
-        for mechanism, text in changes.items():
-            if text is None:
-                config.pop(mechanism, None)
-            else:
-                config[mechanism] = text
-        document = json.dumps({"version": 1, "config": config}, separators=(",", ":")).encode()
-        try:
-            if stat is None:
-                client.create(path, document, makepath=True)
-            else:
-                client.set(path, document, version=stat.version)
-            return
-        except (BadVersionError, NodeExistsError, NoNodeError):
-            continue  # another broker wrote it meanwhile: read again
-    raise NodeKeepsChanging(f"could not update {path}: it keeps changing")
+    if not update_config(client, path, changes):
+        raise NodeKeepsChanging(f"could not update {path}: it keeps changing")
 
 
 class CredentialStoreUnavailable(Exception):
