@@ -216,6 +216,8 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
         reason = "internal error"
     finally:
         observer.connection_closed(peer, reason)
+        for closed in session.on_close:
+            closed()
         if reserved:
             pool.release(reserved)
         with trio.move_on_after(1) as cleanup:

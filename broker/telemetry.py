@@ -8,24 +8,36 @@ assigns instance ids, computes subscription ids, throttles, checks and decompres
 the payload, and then hands it to no one. kafkette does the same and keeps nothing
 of a payload.
 
-What a client is, per instance id, lives here in memory (as in Kafka: lost at a
-restart, after which a client's next push gets UNKNOWN_SUBSCRIPTION_ID or is throttled
-and it asks again). Every behaviour below was measured against Kafka 4.0.0:
+What a client is, per instance id, lives here in memory, as in Kafka: lost at a
+restart, and dropped when the connection that last used it closes (Kafka's
+ClientConnectionDisconnectListener) or after max(60 s, 3 push intervals) unused. The
+subscription id derives only from the metrics, the interval and the instance id, so
+after a restart a client's old id still matches and its next push is accepted (the
+first push of a fresh instance is). Every behaviour below was measured against Kafka
+4.0.0:
 
 - the subscription id is CRC32C of Java's ``HashSet.toString()`` of the requested
   metrics followed by the push interval, XORed with the instance id's Java hash, so
-  the metrics are listed in Java's HashSet order and a client sees exactly the ids a
-  Kafka broker would give it;
+  the metrics are listed in Java's HashSet order and a client sees the ids a Kafka
+  broker gave it in the measured cases (Java breaks ties within a HashSet bucket by
+  chain order, which matches insertion order here only while no bucket is treeified
+  or resized mid-chain);
 - a subscription with ``*`` among its metrics asks for everything: the list is ``["*"]``;
 - any change to the subscriptions re-evaluates an instance at its next request (with
   the identity recorded at its first), and that re-evaluation resets its throttling;
 - GetTelemetrySubscriptions is throttled (THROTTLING_QUOTA_EXCEEDED) until a push
-  interval has passed since the instance's last accepted get or push;
-- PushTelemetry checks, in this order: a terminating instance (INVALID_REQUEST), the
-  terminating flag is then recorded, throttling unless terminating (a push right after
-  a get is always accepted), the subscription id (UNKNOWN_SUBSCRIPTION_ID), the
-  compression (UNSUPPORTED_COMPRESSION_TYPE), the size (TELEMETRY_TOO_LARGE), and that
-  the payload decompresses (INVALID_RECORD).
+  interval has passed since the instance's last accepted get or push, even right after
+  a push that failed with UNKNOWN_SUBSCRIPTION_ID or UNSUPPORTED_COMPRESSION_TYPE
+  (Kafka 4.0's exemption for those is dead code: see ``accept_get``);
+- PushTelemetry checks, in this order: a terminating instance (INVALID_REQUEST),
+  throttling (the push timestamp is updated whenever a push may come, terminating or
+  not; a terminating push is never refused for it; a push right after a get is always
+  accepted), the subscription id (UNKNOWN_SUBSCRIPTION_ID), the compression
+  (UNSUPPORTED_COMPRESSION_TYPE), the size (TELEMETRY_TOO_LARGE), and that the payload
+  decompresses (INVALID_RECORD). Whatever the outcome, the instance's terminating flag
+  then becomes the push's (Kafka sets it in a ``finally``): a terminating push followed
+  by two plain ones answers 0, INVALID_REQUEST, then THROTTLING_QUOTA_EXCEEDED.
+  Every outcome is kept as the instance's last error (NONE after an accepted get).
 """
 
 from __future__ import annotations
@@ -37,10 +49,14 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import trio
+
 from kafkette.wire.checksum import crc32c
 from kafkette.wire.compression import CompressionType
+from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
+    from kafkette.broker.security.session import Session
     from kafkette.broker.server import Broker
 
 DEFAULT_INTERVAL_MS = 300_000  # interval.ms's default
@@ -58,7 +74,8 @@ ACCEPTED_COMPRESSION_TYPES = (
 PUSH_COMPRESSION_TYPES = frozenset({int(CompressionType.NONE), *ACCEPTED_COMPRESSION_TYPES})
 UNKNOWN_SOFTWARE = "unknown"  # what Kafka records for a client that never said (ApiVersions < 3)
 MAX_INSTANCES = 16_384  # instances remembered; the least recently seen is forgotten first
-MAX_SOFTWARE_ENTRIES = 65_536  # connections whose ApiVersions software name is remembered
+DECOMPRESS_THREADS = 2
+MIN_IDLE_MS = 60_000  # an instance unused this long (or 3 push intervals) is forgotten
 RESERVED_INSTANCE_IDS = frozenset({uuid.UUID(int=0), uuid.UUID(int=1)})  # Kafka's Uuid.RESERVED
 
 _LIST_SEPARATOR = re.compile(r"\s*,\s*")
@@ -165,6 +182,12 @@ class Subscription:
     last_get_ms: float = float("-inf")  # never: the first get and push are accepted
     last_push_ms: float = float("-inf")
     terminating: bool = False
+    last_error: ErrorCode = ErrorCode.NONE  # of the last push (NONE after an accepted get)
+    last_seen_ms: float = 0.0
+    connection: int = 0  # id() of the Session that last used it (0: none)
+
+    def idle_limit_ms(self) -> float:
+        return max(MIN_IDLE_MS, 3 * self.push_interval_ms)
 
 
 def evaluate(
@@ -201,36 +224,46 @@ def evaluate(
     )
 
 
+def identity_of(peer: str, client_id: str | None, session: object) -> ClientIdentity:
+    """The client's identity: its software as its connection's ApiVersions v3+ said
+    (kept on the connection's Session, "unknown" when it never said)."""
+    software = getattr(session, "client_software", None)
+    name, version = software or (UNKNOWN_SOFTWARE, UNKNOWN_SOFTWARE)
+    host, _, port = peer.rpartition(":")
+    return ClientIdentity(client_id or "", name, version, host.strip("[]"), port)
+
+
 @dataclass
 class TelemetryState:
-    """The broker's client instances and the software names connections announced."""
+    """The broker's client instances, by instance id, least recently seen first."""
 
     instances: OrderedDict[uuid.UUID, Subscription] = field(default_factory=OrderedDict)
-    # peer ("host:port") -> (software name, version) from its ApiVersions v3+
-    software: OrderedDict[str, tuple[str, str]] = field(default_factory=OrderedDict)
     # The subscriptions' content last seen, and a version bumped whenever it changes.
     seen_subscriptions: dict[str, dict[str, str]] = field(default_factory=dict)
     subscriptions_version: int = 0
-
-    def remember_software(self, peer: str, name: str | None, version: str | None) -> None:
-        self.software[peer] = (name or UNKNOWN_SOFTWARE, version or UNKNOWN_SOFTWARE)
-        self.software.move_to_end(peer)
-        while len(self.software) > MAX_SOFTWARE_ENTRIES:
-            self.software.popitem(last=False)
-
-    def identity(self, peer: str, client_id: str | None) -> ClientIdentity:
-        name, version = self.software.get(peer, (UNKNOWN_SOFTWARE, UNKNOWN_SOFTWARE))
-        host, _, port = peer.rpartition(":")
-        return ClientIdentity(client_id or "", name, version, host.strip("[]"), port)
+    # id(Session) -> the instances that connection last used, dropped when it closes.
+    by_connection: dict[int, set[uuid.UUID]] = field(default_factory=dict)
+    # Payloads are decompressed (to check them) in at most this many worker threads,
+    # not in trio's default limiter that other blocking work shares.
+    decompress_limiter: trio.CapacityLimiter = field(
+        default_factory=lambda: trio.CapacityLimiter(DECOMPRESS_THREADS)
+    )
 
     def note_subscriptions(self, subscriptions: dict[str, dict[str, str]]) -> None:
         if subscriptions != self.seen_subscriptions:
             self.seen_subscriptions = subscriptions
             self.subscriptions_version += 1
 
-    def instance(self, instance_id: uuid.UUID, identity: ClientIdentity) -> Subscription:
+    def instance(
+        self,
+        instance_id: uuid.UUID,
+        identity: ClientIdentity,
+        now_ms: float,
+        session: Session | None = None,
+    ) -> Subscription:
         """The instance, made at its first request and re-evaluated (throttling reset)
-        after the subscriptions changed."""
+        after the subscriptions changed; tied to ``session``, the connection using it."""
+        self.expire(now_ms)
         current = self.instances.get(instance_id)
         if current is None or current.version != self.subscriptions_version:
             keep = identity if current is None else current.identity
@@ -238,18 +271,67 @@ class TelemetryState:
                 instance_id, keep, self.seen_subscriptions, self.subscriptions_version
             )
             self.instances[instance_id] = current
+        current.last_seen_ms = now_ms
         self.instances.move_to_end(instance_id)
+        if session is not None:
+            self._tie(current, session)
         while len(self.instances) > MAX_INSTANCES:
-            self.instances.popitem(last=False)
+            self._drop(next(iter(self.instances)))
         return current
+
+    def _tie(self, instance: Subscription, session: Session) -> None:
+        key = id(session)
+        if instance.connection == key:
+            return
+        self._untie(instance)
+        instance.connection = key
+        tied = self.by_connection.get(key)
+        if tied is None:
+            tied = self.by_connection[key] = set()
+            session.on_close.append(lambda: self.connection_closed(key))
+        tied.add(instance.instance_id)
+
+    def _untie(self, instance: Subscription) -> None:
+        tied = self.by_connection.get(instance.connection)
+        if tied is not None:
+            tied.discard(instance.instance_id)
+        instance.connection = 0
+
+    def _drop(self, instance_id: uuid.UUID) -> None:
+        instance = self.instances.pop(instance_id, None)
+        if instance is not None:
+            self._untie(instance)
+
+    def connection_closed(self, key: int) -> None:
+        """The instances the closed connection used last are forgotten (as Kafka's
+        ClientConnectionDisconnectListener does); ``key`` is its Session's id()."""
+        for instance_id in self.by_connection.pop(key, ()):
+            instance = self.instances.pop(instance_id, None)
+            if instance is not None:
+                instance.connection = 0
+
+    def expire(self, now_ms: float) -> None:
+        """Forget instances unused for max(60 s, 3 push intervals), oldest first
+        (stopping at the first one still fresh: the order is by last use)."""
+        while self.instances:
+            oldest = next(iter(self.instances.values()))
+            if now_ms - oldest.last_seen_ms < oldest.idle_limit_ms():
+                return
+            self._drop(oldest.instance_id)
 
     def accept_get(self, instance: Subscription, now_ms: float) -> bool:
         """A get is accepted once a push interval has passed since the last accepted
-        get or push (and then counts as the last get)."""
+        get or push (and then counts as the last get).
+
+        Kafka 4.0's validateGetRequest means to let a get through after a push that
+        failed with UNKNOWN_SUBSCRIPTION_ID or UNSUPPORTED_COMPRESSION_TYPE, but its
+        test (``error != A || error != B``) is always true: measured, such a get is
+        throttled like any other, and so it is here. The last error is still kept."""
         last = max(instance.last_get_ms, instance.last_push_ms)
         if now_ms - last < instance.push_interval_ms:
             return False
         instance.last_get_ms = now_ms
+        instance.last_error = ErrorCode.NONE
         return True
 
     def accept_push(self, instance: Subscription, now_ms: float) -> bool:

@@ -4,10 +4,15 @@ From v3 the answer also carries the features kafkette serves and their finalized
 levels (KIP-584, ``broker/features.py``), as tagged fields: clients such as the
 Java producer read ``transaction.version`` and ``group.version`` from them. A v3
 request gets no feature supported from level 0 (Kafka 4.0, KAFKA-17011).
+
+A v3+ request whose client software name or version does not match Kafka's pattern
+gets INVALID_REQUEST (ApiVersionsRequest.isValid); a valid one is kept on the
+connection's Session for KIP-714 subscriptions to match on.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from kafkette.broker.features import (
@@ -15,7 +20,7 @@ from kafkette.broker.features import (
     finalized_features,
     supported_features,
 )
-from kafkette.broker.telemetry import state_of as telemetry_state_of
+from kafkette.broker.security.session import Session
 from kafkette.wire.apis import api_versions_entries
 
 if TYPE_CHECKING:
@@ -25,18 +30,27 @@ if TYPE_CHECKING:
 # Per request version: v3 leaves out the features supported from level 0.
 _SUPPORTED = {3: supported_features(3), 4: supported_features(4)}
 _FINALIZED = finalized_features()
+# Kafka's ApiVersionsRequest.isValid for client_software_name/_version (v3+).
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def _valid_software(value: str | None) -> bool:
+    return value is not None and _SOFTWARE.fullmatch(value) is not None
 
 
 async def handle_api_versions(broker: Broker, request: Request) -> dict:
-    response = {"error_code": 0, "api_keys": api_versions_entries(), "throttle_time_ms": 0}
-    # KIP-714 subscriptions match on the software a connection announces (v3+).
-    telemetry_state_of(broker).remember_software(
-        request.peer,
-        request.body.get("client_software_name"),
-        request.body.get("client_software_version"),
-    )
     if request.header.api_version >= 3:
+        name = request.body.get("client_software_name")
+        version = request.body.get("client_software_version")
+        if not (_valid_software(name) and _valid_software(version)):
+            # Kafka answers INVALID_REQUEST with no api keys, and keeps nothing.
+            return {"error_code": 42, "api_keys": [], "throttle_time_ms": 0}
+        # KIP-714 subscriptions match on the software a connection announces.
+        if isinstance(request.session, Session):
+            request.session.client_software = (name, version)  # type: ignore[assignment]
+        response = {"error_code": 0, "api_keys": api_versions_entries(), "throttle_time_ms": 0}
         response["supported_features"] = _SUPPORTED[min(request.header.api_version, 4)]
         response["finalized_features_epoch"] = FINALIZED_FEATURES_EPOCH
         response["finalized_features"] = _FINALIZED
-    return response
+        return response
+    return {"error_code": 0, "api_keys": api_versions_entries(), "throttle_time_ms": 0}

@@ -15,13 +15,17 @@ from typing import TYPE_CHECKING
 import trio
 
 from kafkette.broker.client_metrics import store_of
+from kafkette.broker.security.session import Session
 from kafkette.broker.telemetry import (
     ACCEPTED_COMPRESSION_TYPES,
     DELTA_TEMPORALITY,
     PUSH_COMPRESSION_TYPES,
     RESERVED_INSTANCE_IDS,
     TELEMETRY_MAX_BYTES,
+    ClientIdentity,
+    Subscription,
     TelemetryState,
+    identity_of,
     state_of,
 )
 from kafkette.wire.compression import (
@@ -41,9 +45,7 @@ log = logging.getLogger("kafkette.telemetry")
 ZERO_UUID = uuid.UUID(int=0)
 # A payload is decompressed only to check it, as Kafka does before handing it to no
 # plugin; past this much it is accepted unread rather than expanded further.
-DECOMPRESS_CHECK_LIMIT = 64 << 20
-
-
+DECOMPRESS_CHECK_LIMIT = 4 * TELEMETRY_MAX_BYTES
 async def _state(broker: Broker) -> TelemetryState:
     """The telemetry state, told the subscriptions as they are now."""
     store = store_of(broker)
@@ -51,6 +53,14 @@ async def _state(broker: Broker) -> TelemetryState:
     state = state_of(broker)
     state.note_subscriptions(subscriptions)
     return state
+
+
+def _session(request: Request) -> Session | None:
+    return request.session if isinstance(request.session, Session) else None
+
+
+def _identity(request: Request) -> ClientIdentity:
+    return identity_of(request.peer, request.header.client_id, request.session)
 
 
 def _now_ms() -> float:
@@ -76,10 +86,9 @@ async def handle_get_telemetry_subscriptions(broker: Broker, request: Request) -
     if instance_id is None or instance_id == ZERO_UUID:
         instance_id = uuid.uuid4()
     state = await _state(broker)
-    instance = state.instance(
-        instance_id, state.identity(request.peer, request.header.client_id)
-    )
-    if not state.accept_get(instance, _now_ms()):
+    now = _now_ms()
+    instance = state.instance(instance_id, _identity(request), now, _session(request))
+    if not state.accept_get(instance, now):
         return _get_error(ErrorCode.THROTTLING_QUOTA_EXCEEDED)
     return {
         "throttle_time_ms": 0,
@@ -115,26 +124,40 @@ async def handle_push_telemetry(broker: Broker, request: Request) -> dict:
     if instance_id is None or instance_id in RESERVED_INSTANCE_IDS:
         return _push_answer(ErrorCode.INVALID_REQUEST)
     state = await _state(broker)
-    instance = state.instance(
-        instance_id, state.identity(request.peer, request.header.client_id)
-    )
+    now = _now_ms()
+    instance = state.instance(instance_id, _identity(request), now, _session(request))
+    try:
+        code = await _check_push(instance, state, body, now, request.peer)
+    finally:
+        # Kafka sets the flag in a finally after its checks, whatever they said.
+        instance.terminating = bool(body["terminating"])
+    instance.last_error = code
+    return _push_answer(code)
+
+
+async def _check_push(
+    instance: Subscription, state: TelemetryState, body: dict, now: float, peer: str
+) -> ErrorCode:
+    """The push's answer, checked in Kafka 4.0's order (broker/telemetry.py)."""
     if instance.terminating:  # nothing is accepted after a terminating push
-        return _push_answer(ErrorCode.INVALID_REQUEST)
-    if body["terminating"]:
-        instance.terminating = True
-    if not body["terminating"] and not state.accept_push(instance, _now_ms()):
-        return _push_answer(ErrorCode.THROTTLING_QUOTA_EXCEEDED)
+        return ErrorCode.INVALID_REQUEST
+    # The timestamp moves whenever a push may come, a terminating one included.
+    if not state.accept_push(instance, now) and not body["terminating"]:
+        return ErrorCode.THROTTLING_QUOTA_EXCEEDED
     if body["subscription_id"] != instance.subscription_id:
-        return _push_answer(ErrorCode.UNKNOWN_SUBSCRIPTION_ID)
+        return ErrorCode.UNKNOWN_SUBSCRIPTION_ID
     codec = body["compression_type"]
     if codec not in PUSH_COMPRESSION_TYPES:
-        return _push_answer(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
+        return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
     metrics = body["metrics"]
     if metrics is not None and len(metrics) > TELEMETRY_MAX_BYTES:
-        return _push_answer(ErrorCode.TELEMETRY_TOO_LARGE)
+        return ErrorCode.TELEMETRY_TOO_LARGE
     if metrics and codec != CompressionType.NONE:
         payload = bytes(metrics)
-        if not await trio.to_thread.run_sync(_decompresses, codec, payload):
-            log.info("telemetry push from %s does not decompress", request.peer)
-            return _push_answer(ErrorCode.INVALID_RECORD)
-    return _push_answer(ErrorCode.NONE)
+        decompresses = await trio.to_thread.run_sync(
+            _decompresses, codec, payload, limiter=state.decompress_limiter
+        )
+        if not decompresses:
+            log.info("telemetry push from %s does not decompress", peer)
+            return ErrorCode.INVALID_RECORD
+    return ErrorCode.NONE

@@ -9,7 +9,8 @@ identity.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 PLAINTEXT = "PLAINTEXT"
 SSL = "SSL"
@@ -52,6 +53,10 @@ class Session:
     principal: KafkaPrincipal = ANONYMOUS
     # The SASL mechanism that authenticated the principal, "" when none did.
     mechanism: str = ""
+    # (name, version) its last valid ApiVersions v3+ announced (KIP-511), None before.
+    client_software: tuple[str, str] | None = None
+    # Called once when the connection closes (e.g. KIP-714 forgets its client instances).
+    on_close: list[Callable[[], None]] = field(default_factory=list)
 
     @property
     def uses_sasl(self) -> bool:

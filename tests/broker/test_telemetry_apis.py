@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import gzip
 import socket
+import time
 import uuid
 
 import pytest
 from confluent_kafka import Consumer, Producer
 
+from kafkette.broker.telemetry import TelemetryState, identity_of
 from kafkette.wire.client_connection import NEED_DATA, ClientConnection
 
 ZERO = uuid.UUID(int=0)
@@ -255,3 +257,88 @@ def test_confluent_kafka_with_metrics_push_keeps_working(broker, create_topic) -
         assert values == [f"m{i}".encode() for i in range(5)]
     finally:
         consumer.close()
+
+
+def test_terminating_flag_follows_every_push(client) -> None:
+    """Kafka sets the flag from each push in a ``finally`` after its checks, and a
+    terminating push still counts as the last push (measured on Kafka 4.0.0)."""
+    c = client()
+    got = c.get()
+    assert c.push(got, terminating=True) == 0
+    assert c.push(got) == INVALID_REQUEST  # terminating: refused, and the flag cleared
+    assert c.push(got) == THROTTLED  # the terminating push was the last accepted one
+
+
+def test_a_failed_push_does_not_unthrottle_the_get(client) -> None:
+    """Kafka 4.0 means to answer a get at once after UNKNOWN_SUBSCRIPTION_ID or
+    UNSUPPORTED_COMPRESSION_TYPE, but its condition is always true: measured, the get
+    is throttled after every failed push, those two included."""
+    outcomes = []
+    for fields in ({"subscription_id": 1}, {"compression_type": 9},
+                   {"compression_type": 1, "metrics": b"garbage"}):
+        c = client()
+        got = c.get()
+        failed = c.push(got, **fields)
+        outcomes.append((failed, c.get(got["client_instance_id"])["error_code"]))
+    assert outcomes == [(UNKNOWN_SUBSCRIPTION, THROTTLED), (UNSUPPORTED_COMPRESSION, THROTTLED),
+                        (INVALID_RECORD, THROTTLED)]
+
+
+def test_an_instance_is_forgotten_when_its_connection_closes(client) -> None:
+    """Kafka's ClientConnectionDisconnectListener: throttled on its connection, the
+    instance is new again (and answered) once that connection is gone."""
+    first = client()
+    got = first.get()
+    instance_id = got["client_instance_id"]
+    assert first.get(instance_id)["error_code"] == THROTTLED
+    first.close()
+    second = client()
+    for _ in range(50):  # the broker sees the close shortly after
+        answer = second.get(instance_id)
+        if answer["error_code"] == 0:
+            break
+        time.sleep(0.1)
+    assert answer["error_code"] == 0
+    assert answer["subscription_id"] == got["subscription_id"]  # ids derive, not stored
+    # Now tied to the second connection: the first one's end no longer drops it.
+    assert second.get(instance_id)["error_code"] == THROTTLED
+
+
+@pytest.mark.parametrize(("name", "version"), [
+    ("bad name", "1.0"), ("ok", "-1"), ("x.", "1"), ("", "1"), ("ok", "1.2 beta"),
+])
+def test_api_versions_refuses_invalid_software(client, name: str, version: str) -> None:
+    """Kafka's ApiVersionsRequest.isValid (v3+): INVALID_REQUEST, no api keys (measured)."""
+    c = client(software=None)
+    answer = c.request(18, 3, {"client_software_name": name, "client_software_version": version})
+    assert (answer["error_code"], answer["api_keys"]) == (INVALID_REQUEST, [])
+    good = c.request(18, 3, {"client_software_name": "a", "client_software_version": "1.2-x.3"})
+    assert good["error_code"] == 0 and good["api_keys"]  # the connection is kept
+
+
+def test_software_is_the_connections_own(broker, client) -> None:
+    """The software a connection announced matches for it alone: another connection from
+    the same client that never said is "unknown"."""
+    _subscribe(broker.bootstrap, "by-sw", {"metrics": "org.apache.kafka.",
+                                           "match": "client_software_name=probe-sw"})
+    try:
+        announced = client("sw", "probe-sw").get()
+        assert announced["requested_metrics"] == ["org.apache.kafka."]
+        silent = client("sw", None).get()
+        assert silent["requested_metrics"] == []
+    finally:
+        _unsubscribe(broker.bootstrap, "by-sw", ["metrics", "match"])
+
+
+def test_idle_instances_expire_after_three_intervals_or_a_minute() -> None:
+    """The rule on its own (a minute is too long to wait for over a socket)."""
+    state = TelemetryState()
+    identity = identity_of("127.0.0.1:1", "c", None)
+    short, long_ = uuid.uuid4(), uuid.uuid4()
+    state.instance(short, identity, 0.0)  # 300 s interval: kept 900 s
+    state.instance(long_, identity, 1_000.0)
+    state.instance(long_, identity, 899_000.0)
+    assert set(state.instances) == {short, long_}
+    state.expire(900_000.0)
+    assert set(state.instances) == {long_}
+    assert state.instances[long_].idle_limit_ms() == 900_000
