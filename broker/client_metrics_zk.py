@@ -6,9 +6,9 @@ kafkette brokers shares them the same way, in ZooKeeper beside the other entity
 configs (``/config/topics``, ``/config/clients``, ...), one znode per subscription
 holding ``{"version":1,"config":{"metrics":"...","interval.ms":"..."}}`` as Kafka's
 ZooKeeper mode writes entity configs; the name is sanitized as Kafka's Sanitizer
-does (URL-encoded). Nothing is cached: no broker acts on a subscription (there is no
-metrics plugin), so each admin request reads ZooKeeper, and a change made through
-any broker is seen by all at once. Changes are versioned read-modify-writes, so two
+does (URL-encoded). Nothing is cached: each admin and telemetry request
+(GetTelemetrySubscriptions matches clients against them) reads ZooKeeper, so a change
+made through any broker is seen by all at once. Changes are versioned read-modify-writes, so two
 concurrent alterations never lose one another's change; a subscription whose last
 config is deleted loses its znode. kazoo calls run in worker threads.
 """

@@ -22,6 +22,7 @@ from kafkette.broker.features import (
 )
 from kafkette.broker.security.session import Session
 from kafkette.wire.apis import api_versions_entries
+from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
     from kafkette.broker.server import Broker
@@ -44,7 +45,11 @@ async def handle_api_versions(broker: Broker, request: Request) -> dict:
         version = request.body.get("client_software_version")
         if not (_valid_software(name) and _valid_software(version)):
             # Kafka answers INVALID_REQUEST with no api keys, and keeps nothing.
-            return {"error_code": 42, "api_keys": [], "throttle_time_ms": 0}
+            return {
+                "error_code": int(ErrorCode.INVALID_REQUEST),
+                "api_keys": [],
+                "throttle_time_ms": 0,
+            }
         # KIP-714 subscriptions match on the software a connection announces.
         if isinstance(request.session, Session):
             request.session.client_software = (name, version)  # type: ignore[assignment]

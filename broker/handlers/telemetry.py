@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from kafkette.broker.client_metrics import store_of
+from kafkette.broker.client_metrics_zk import SubscriptionStoreUnavailable
 from kafkette.broker.security.session import Session
 from kafkette.broker.telemetry import (
     ACCEPTED_COMPRESSION_TYPES,
@@ -46,11 +47,20 @@ ZERO_UUID = uuid.UUID(int=0)
 # A payload is decompressed only to check it, as Kafka does before handing it to no
 # plugin; past this much it is accepted unread rather than expanded further.
 DECOMPRESS_CHECK_LIMIT = 4 * TELEMETRY_MAX_BYTES
+
+
 async def _state(broker: Broker) -> TelemetryState:
-    """The telemetry state, told the subscriptions as they are now."""
+    """The telemetry state, told the subscriptions as they are now.
+
+    In a cluster they are read from ZooKeeper; when it cannot be reached the
+    subscriptions last seen stand (one log line), so clients keep their answers."""
     store = store_of(broker)
-    subscriptions = {name: await store.configs(name) for name in await store.names()}
     state = state_of(broker)
+    try:
+        subscriptions = {name: await store.configs(name) for name in await store.names()}
+    except SubscriptionStoreUnavailable as exc:
+        log.warning("client metrics subscriptions not read (%s): the last seen stand", exc)
+        return state
     state.note_subscriptions(subscriptions)
     return state
 

@@ -17,6 +17,7 @@ import socket
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from confluent_kafka import Producer
@@ -243,7 +244,10 @@ def test_describe_log_dirs_never_stalls_the_broker_on_a_busy_log(broker, create_
             broker.bootstrap, "DescribeLogDirs", 35, 4,
             {"topics": [{"topic": topic, "partitions": [0, 0]}]})), daemon=True)
         asker.start()
-        asker.join(1)  # the request is in, waiting for the lock
+        deadline = time.monotonic() + 30
+        while not broker.on_loop(lambda: broker.broker.requests_in_flight):
+            assert time.monotonic() < deadline, "DescribeLogDirs never reached the broker"
+            time.sleep(0.05)  # until the request is in, waiting for the lock
         answer = wire_request(broker.bootstrap, "ApiVersions", 18, 3, {
             "client_software_name": "test", "client_software_version": "1"})
         assert answer["error_code"] == 0 and not described
