@@ -304,3 +304,91 @@ def test_classic_members_inside_a_consumer_group() -> None:
     assert groups.classic_heartbeat("g", "c1", generation, 50) == 0
     got = _beat(groups, "n", 6, 60)
     assert set(got.assignment[T]) == set(range(4)) - kept
+
+
+def _subscription(topics, owned=None) -> bytes:
+    """A ConsumerProtocolSubscription: v0 (eager) when ``owned`` is None, else v1."""
+    import struct
+
+    out = [struct.pack(">hi", 0 if owned is None else 1, len(topics))]
+    for t in topics:
+        out.append(struct.pack(">h", len(t)) + t.encode())
+    out.append(struct.pack(">i", -1))
+    if owned is not None:
+        out.append(struct.pack(">i", len(owned)))
+        for t, parts in owned.items():
+            out.append(struct.pack(">h", len(t)) + t.encode())
+            out.append(struct.pack(f">i{len(parts)}i", len(parts), *parts))
+    return b"".join(out)
+
+
+def _classic_join_twice(groups, now, metadata):
+    """A new classic member: MEMBER_ID_REQUIRED, then the join with that id."""
+    _e, kid, _gen, _name = groups.classic_join(
+        "g", "", None, [("range", metadata)], 1000, 500, "k", "/h", "K", now)
+    return groups.classic_join(
+        "g", kid, None, [("range", metadata)], 1000, 500, "k", "/h", "unused", now)
+
+
+def test_classic_rejoin_keeps_a_stable_members_partitions() -> None:
+    """A classic member rejoining after a rebalance (eager v0 or cooperative v1 listing
+    nothing it owns) still gets every partition of its target: no partition is left
+    without an owner while the group reads Stable."""
+    from kafkette.broker.groups.consumer.embedded_protocol import decode_assignment
+
+    topics = {"t": (T, 2)}
+    for eager in (True, False):
+        groups = ConsumerGroups(CONFIG)
+        got = _join(groups, "C", 0, topics=topics, subscribed_topic_names=["t"])
+        meta = _subscription(["t"], None if eager else {})
+        error, kid, gen, _name = _classic_join_twice(groups, 0, meta)
+        assert error == 0
+        assert groups.classic_heartbeat("g", kid, gen, 0) in (0, 27)
+        got = _beat(groups, "C", got.member_epoch, 0, owned={T: frozenset(got.assignment[T])},
+                    topics=topics)
+        got = _beat(groups, "C", got.member_epoch, 0, owned={T: frozenset(got.assignment[T])},
+                    topics=topics)
+        error, kid, gen, _name = groups.classic_join(
+            "g", kid, None, [("range", meta)], 1000, 500, "k", "/h", "unused", 0)
+        assert error == 0
+        error, _name, raw = groups.classic_sync("g", kid, gen)
+        assert error == 0
+        assert groups.classic_heartbeat("g", kid, gen, 0) == 0
+        group = groups.groups["g"]
+        assert group.state == "Stable"
+        k_parts = decode_assignment(raw).get("t", frozenset())
+        c_parts = group.members["C"].assigned.get(T, frozenset())
+        assert set(k_parts) | set(c_parts) == {0, 1}, (eager, k_parts, c_parts)
+        assert {p for (_t, p) in group.owners} == {0, 1}
+
+
+def test_classic_rejoin_still_owning_revoked_partitions_keeps_them_pending() -> None:
+    """A cooperative classic member that must give partitions up and rejoins still
+    listing them stays UNREVOKED: the other member does not get them meanwhile."""
+    from kafkette.broker.groups.consumer.embedded_protocol import encode_assignment
+
+    topics = {"t": (T, 2)}
+    meta = _subscription(["t"], {"t": [0, 1]})
+    groups = ConsumerGroups(CONFIG)
+    groups.upgrade_classic("g", 5, [{
+        "member_id": "K", "instance_id": None, "client_id": "k", "client_host": "/h",
+        "rebalance_timeout_ms": 30000, "session_timeout_ms": 10000,
+        "protocols": [("cooperative-sticky", meta)],
+        "assignment": encode_assignment({"t": frozenset({0, 1})}),
+    }], topics, 0)
+    got = _join(groups, "C", 0, topics=topics, subscribed_topic_names=["t"])
+    assert groups.classic_heartbeat("g", "K", 5, 0) == 27
+    for _ in range(2):
+        error, _kid, _gen, _name = groups.classic_join(
+            "g", "K", None, [("cooperative-sticky", meta)], 10000, 30000, "k", "/h", "", 0)
+        assert error == 0
+        assert groups.groups["g"].members["K"].state == "unrevoked_partitions"
+    got = _beat(groups, "C", got.member_epoch, 0, owned={}, topics=topics)
+    assert not (got.assignment or {}).get(T), got.assignment
+    # Once K rejoins without them, C gets them.
+    kept = _subscription(["t"], {"t": [0]})
+    error, _kid, _gen, _name = groups.classic_join(
+        "g", "K", None, [("cooperative-sticky", kept)], 10000, 30000, "k", "/h", "", 0)
+    assert error == 0 and groups.groups["g"].members["K"].state == "stable"
+    got = _beat(groups, "C", got.member_epoch, 0, owned={}, topics=topics)
+    assert got.assignment[T] == frozenset({1})

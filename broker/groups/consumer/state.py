@@ -604,7 +604,11 @@ class ConsumerGroups:
         target = group.target.get(member.member_id, {})
         keep = _intersect(member.assigned, target)
         revoke = _minus(member.assigned, target)
-        if revoke:
+        # Kafka's ownsRevokedPartitions: a member that no longer owns what it must give
+        # up (an eager classic member rejoining owns nothing) moves on at once.
+        if revoke and (owned is None or any(
+            owned.get(tid, frozenset()) & parts for tid, parts in revoke.items()
+        )):
             self._set_partitions(group, member, keep, revoke)
             member.state = UNREVOKED
             self._set_deadline(
@@ -859,12 +863,12 @@ class ConsumerGroups:
             group.group_epoch += 1
         if group.group_epoch > group.assignment_epoch:
             self._compute_target(group)
-        owned = self._names_to_ids(owned_names or {})
-        # What it no longer owns is released; then the usual reconciliation.
-        self._set_partitions(group, member, _intersect(member.assigned, owned), {})
-        member.state = MEMBER_STABLE
-        member.revocation_deadline_ms = None
-        self._reconcile(group, member, None, now_ms)
+        # Kafka's maybeReconcile: an eager member (subscription v0) gave everything up
+        # before joining (owns nothing); a cooperative one (v1+) owns what it lists. A
+        # member still owning partitions it must revoke stays UNREVOKED; a stable member
+        # keeps its assignment (the answer to SyncGroup).
+        owned = {} if owned_names is None else self._names_to_ids(owned_names)
+        self._reconcile(group, member, owned, now_ms)
         self._set_deadline(group, member, "session_deadline_ms", now_ms + session_timeout_ms)
         return errors.NONE, member_id, member.member_epoch, protocols[0][0]
 
