@@ -392,3 +392,109 @@ def test_classic_rejoin_still_owning_revoked_partitions_keeps_them_pending() -> 
     assert error == 0 and groups.groups["g"].members["K"].state == "stable"
     got = _beat(groups, "C", got.member_epoch, 0, owned={}, topics=topics)
     assert got.assignment[T] == frozenset({1})
+
+
+class _Classic:
+    """A GroupCoordinatorState driven by hand: classic calls, their replies by ticket."""
+
+    def __init__(self, **config) -> None:
+        import itertools
+
+        from kafkette.broker.groups import GroupCoordinatorState
+
+        config.setdefault("group_initial_rebalance_delay_ms", 0)
+        ids = itertools.count(1)
+        self.state = GroupCoordinatorState(
+            GroupConfig(**config), new_member_id=lambda client: f"{client}-{next(ids)}")
+        self.tickets = itertools.count(1)
+        self.answers: dict = {}
+        self.now = 0
+
+    def absorb(self, outcome):
+        for reply in outcome.replies:
+            assert reply.ticket not in self.answers
+            self.answers[reply.ticket] = reply.response
+        deadline = self.state.next_deadline_ms()
+        if deadline is not None and deadline <= self.now:
+            self.absorb(self.state.tick(self.now))
+        return outcome.result
+
+    def join(self, member_id="", instance=None, topics=("orders",)) -> int:
+        ticket = next(self.tickets)
+        self.absorb(self.state.join_group(
+            ticket, group_id="g", member_id=member_id, group_instance_id=instance,
+            protocol_type="consumer", protocols=[("range", _subscription(list(topics)))],
+            session_timeout_ms=10_000, rebalance_timeout_ms=30_000, now_ms=self.now,
+            client_id="c", client_host="/h", require_known_member_id=True,
+        ))
+        return ticket
+
+    def sync(self, member_id, generation, assignments=()) -> int:
+        ticket = next(self.tickets)
+        self.absorb(self.state.sync_group(
+            ticket, group_id="g", generation_id=generation, member_id=member_id,
+            group_instance_id=None, protocol_type=None, protocol_name=None,
+            assignments=dict(assignments), now_ms=self.now,
+        ))
+        return ticket
+
+    def heartbeat(self, req):
+        return self.absorb(self.state.outcome(self.state.consumer_heartbeat(req, TOPICS, self.now)))
+
+    def stable_member(self) -> tuple[str, int]:
+        """One classic member, Stable, owning every partition of ``orders``."""
+        from kafkette.broker.groups.consumer.embedded_protocol import encode_assignment
+
+        first = self.answers[self.join()]
+        joined = self.answers[self.join(first.member_id)]
+        assert joined.error == 0, joined
+        synced = self.answers[self.sync(joined.member_id, joined.generation_id, {
+            joined.member_id: encode_assignment({"orders": frozenset(range(4))})})]
+        assert synced.error == 0
+        return joined.member_id, joined.generation_id
+
+
+def _consumer_join(member="n", instance=None, epoch=0):
+    return HeartbeatRequest("g", member, epoch, instance_id=instance, rebalance_timeout_ms=500,
+                            subscribed_topic_names=["orders"], owned={} if epoch == 0 else None)
+
+
+def test_upgrade_of_a_classic_group_mid_rebalance() -> None:
+    """Kafka's convertToConsumerGroup: whatever the classic group's state; a pending
+    JoinGroup is answered REBALANCE_IN_PROGRESS and the members keep their last
+    assignment."""
+    broker = _Classic()
+    a, _gen = broker.stable_member()
+    pending = broker.join()  # a new member: MEMBER_ID_REQUIRED, then its join
+    newcomer = broker.answers[pending].member_id
+    waiting = broker.join(newcomer)
+    assert waiting not in broker.answers  # PreparingRebalance: waits for a
+    got = broker.heartbeat(_consumer_join())
+    assert got.error == 0, got
+    assert broker.answers[waiting].error == 27  # REBALANCE_IN_PROGRESS
+    group = broker.state.consumer_groups.groups["g"]
+    assert set(group.members) == {a, newcomer, "n"}  # the newcomer with nothing yet
+    assert broker.state.classic_group_members("g") == 0
+
+
+def test_upgrade_undone_when_the_joining_heartbeat_fails() -> None:
+    """The upgrade and the heartbeat that triggers it succeed or fail together."""
+    broker = _Classic(group_consumer_max_size=1)
+    a, gen = broker.stable_member()
+    got = broker.heartbeat(_consumer_join())
+    assert got.error == 81, got  # GROUP_MAX_SIZE_REACHED
+    assert not broker.state.consumer_groups.is_consumer_group("g")
+    assert broker.state.classic_group_members("g") == 1
+    assert broker.state.heartbeat(group_id="g", generation_id=gen, member_id=a,
+                                  group_instance_id=None, now_ms=0).result == 0
+
+
+def test_consumer_member_of_a_lost_group_is_told_to_rejoin() -> None:
+    """After a restart, a consumer-protocol heartbeat (epoch != 0) on an id that is now
+    a non-empty classic group: UNKNOWN_MEMBER_ID (rejoin), not the fatal
+    GROUP_ID_NOT_FOUND."""
+    broker = _Classic()
+    broker.stable_member()
+    got = broker.heartbeat(_consumer_join(epoch=3))
+    assert got.error == 25, got
+    assert broker.state.classic_group_members("g") == 1
