@@ -498,3 +498,51 @@ def test_consumer_member_of_a_lost_group_is_told_to_rejoin() -> None:
     got = broker.heartbeat(_consumer_join(epoch=3))
     assert got.error == 25, got
     assert broker.state.classic_group_members("g") == 1
+
+
+def _upgraded_static(groups: ConsumerGroups) -> None:
+    """A consumer group holding one static classic member "K" (instance "i") owning all
+    of ``orders``."""
+    from kafkette.broker.groups.consumer.embedded_protocol import encode_assignment
+
+    groups.upgrade_classic("g", 5, [{
+        "member_id": "K", "instance_id": "i", "client_id": "k", "client_host": "/h",
+        "rebalance_timeout_ms": 500, "session_timeout_ms": 1000,
+        "protocols": [("range", _subscription(["orders"]))],
+        "assignment": encode_assignment({"orders": frozenset(range(4))}),
+    }], TOPICS, 0)
+
+
+def test_consumer_static_member_replaces_a_classic_one() -> None:
+    """Kafka answers UNRELEASED_INSTANCE_ID only when both are consumer-protocol
+    members: one replacing a classic member with the same instance id takes its place."""
+    groups = ConsumerGroups(CONFIG)
+    _upgraded_static(groups)
+    got = _join(groups, "N", 10, instance_id="i")
+    assert got.error == 0, got
+    group = groups.groups["g"]
+    assert set(group.members) == {"N"} and group.static_members == {"i": "N"}
+    assert group.members["N"].classic is None
+    assert set(group.owners.values()) == {"N"}
+
+
+def test_restarted_static_classic_member_replaces_itself() -> None:
+    """A classic join with an instance id registers it; a restarted static classic
+    member (new member id, same instance id) replaces the old one, an old member id with
+    that instance id is fenced."""
+    groups = ConsumerGroups(CONFIG)
+    _upgraded_static(groups)
+    meta = _subscription(["orders"])
+    error, new_id, gen, _name = groups.classic_join(
+        "g", "", "i", [("range", meta)], 1000, 500, "k", "/h", "K2", 10)
+    assert (error, new_id, gen) == (0, "K2", 5)
+    group = groups.groups["g"]
+    assert set(group.members) == {"K2"} and group.static_members == {"i": "K2"}
+    assert set(group.owners.values()) == {"K2"} and len(group.owners) == 4
+    error, *_ = groups.classic_join("g", "K", "i", [("range", meta)], 1000, 500, "k", "/h",
+                                    "x", 20)
+    assert error == 82  # FENCED_INSTANCE_ID
+    # A new static classic member registers its instance id.
+    error, j_id, _gen, _name = groups.classic_join(
+        "g", "", "j", [("range", meta)], 1000, 500, "k", "/h", "J", 30)
+    assert error == 0 and group.static_members["j"] == j_id

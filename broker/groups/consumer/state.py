@@ -409,7 +409,9 @@ class ConsumerGroups:
                 )
             if previous_id is not None and previous_id != member_id:
                 previous = group.members[previous_id]
-                if previous.member_epoch != LEAVE_STATIC_EPOCH:
+                if previous.member_epoch != LEAVE_STATIC_EPOCH and previous.classic is None:
+                    # Only a consumer-protocol member holds its instance id against
+                    # another; a classic member is replaced (Kafka's).
                     return _error(
                         UNRELEASED_INSTANCE_ID,
                         f"Static member {member_id} with instance id {req.instance_id} cannot "
@@ -418,19 +420,11 @@ class ConsumerGroups:
                     )
                 # KIP-848 static membership: the new member takes the old one's place,
                 # epoch and assignment; no rebalance.
-                del group.members[previous_id]
-                previous.member_id = member_id
-                previous.member_epoch = previous.previous_epoch
-                previous.client_id, previous.client_host = req.client_id, req.client_host
-                group.members[member_id] = previous
-                group.static_members[req.instance_id] = member_id
-                if previous_id in group.target:
-                    group.target[member_id] = group.target.pop(previous_id)
-                for tp, owner in list(group.owners.items()):
-                    if owner == previous_id:
-                        group.owners[tp] = member_id
-                for kind in ("session_deadline_ms", "revocation_deadline_ms"):
-                    self._set_deadline(group, previous, kind, getattr(previous, kind))
+                if previous.member_epoch == LEAVE_STATIC_EPOCH:
+                    previous.member_epoch = previous.previous_epoch
+                previous.classic = None
+                self._replace_static(group, previous, member_id, req.client_id,
+                                     req.client_host)
                 return previous, False
         if member is None:
             if len(group.members) >= self.config.group_consumer_max_size:
@@ -456,6 +450,27 @@ class ConsumerGroups:
             member.state = MEMBER_STABLE
             member.revocation_deadline_ms = None
         return member, False
+
+    def _replace_static(
+        self, group: ConsumerGroup, previous: ConsumerMember, member_id: str, client_id: str,
+        client_host: str,
+    ) -> None:
+        """A restarted static member (same instance id, new member id) takes the place,
+        epoch and assignment of the one it replaces."""
+        previous_id = previous.member_id
+        del group.members[previous_id]
+        previous.member_id = member_id
+        previous.client_id, previous.client_host = client_id, client_host
+        group.members[member_id] = previous
+        assert previous.instance_id is not None
+        group.static_members[previous.instance_id] = member_id
+        if previous_id in group.target:
+            group.target[member_id] = group.target.pop(previous_id)
+        for tp, owner in list(group.owners.items()):
+            if owner == previous_id:
+                group.owners[tp] = member_id
+        for kind in ("session_deadline_ms", "revocation_deadline_ms"):
+            self._set_deadline(group, previous, kind, getattr(previous, kind))
 
     @staticmethod
     def _check_epoch(member: ConsumerMember, req: HeartbeatRequest) -> HeartbeatResult | None:
@@ -832,12 +847,24 @@ class ConsumerGroups:
             names, owned_names = decode_subscription(protocols[0][1])
         except ValueError:
             return errors.INCONSISTENT_GROUP_PROTOCOL, member_id, -1, None
+        static_id = None if instance_id is None else group.static_members.get(instance_id)
+        if static_id is not None and member_id and member_id != static_id:
+            return errors.FENCED_INSTANCE_ID, member_id, -1, None  # throwIfInstanceIdIsFenced
         if not member_id:
             member_id = new_member_id
             if require_known_member_id and instance_id is None:
                 if len(group.pending_classic) < 1024:
                     group.pending_classic.add(member_id)
                 return errors.MEMBER_ID_REQUIRED, member_id, -1, None
+            if static_id is not None:
+                previous = group.members[static_id]
+                if previous.classic is None and previous.member_epoch != LEAVE_STATIC_EPOCH:
+                    return UNRELEASED_INSTANCE_ID, member_id, -1, None
+                # A restarted static member: it takes the old one's place and partitions.
+                if previous.member_epoch == LEAVE_STATIC_EPOCH:
+                    previous.member_epoch = previous.previous_epoch
+                previous.classic = ClassicMeta(session_timeout_ms, tuple(protocols))
+                self._replace_static(group, previous, member_id, client_id, client_host)
         elif member_id not in group.members:
             if member_id not in group.pending_classic:
                 return errors.UNKNOWN_MEMBER_ID, member_id, -1, None
@@ -850,6 +877,8 @@ class ConsumerGroups:
             member = ConsumerMember(member_id, instance_id, None, client_id, client_host,
                                     rebalance_timeout_ms)
             group.members[member_id] = member
+            if instance_id is not None:
+                group.static_members[instance_id] = member_id
             changed = True
         elif member.classic is None:
             return errors.INCONSISTENT_GROUP_PROTOCOL, member_id, -1, None
