@@ -546,3 +546,46 @@ def test_restarted_static_classic_member_replaces_itself() -> None:
     error, j_id, _gen, _name = groups.classic_join(
         "g", "", "j", [("range", meta)], 1000, 500, "k", "/h", "J", 30)
     assert error == 0 and group.static_members["j"] == j_id
+
+
+def test_classic_heartbeat_waits_on_unreleased_partitions_and_arms_a_join_timeout() -> None:
+    """Kafka's: REBALANCE_IN_PROGRESS not while another member still holds the
+    partitions (rejoining would not get them); once told to rejoin, a classic member that
+    does not within its rebalance timeout is removed."""
+    from kafkette.broker.groups.consumer.embedded_protocol import encode_assignment
+
+    everything = _subscription(["orders"], {"orders": [0, 1, 2, 3]})
+    groups = ConsumerGroups(CONFIG)
+    groups.upgrade_classic("g", 5, [{
+        "member_id": "K", "instance_id": None, "client_id": "k", "client_host": "/h",
+        "rebalance_timeout_ms": 500, "session_timeout_ms": 1000,
+        "protocols": [("cooperative-sticky", everything)],
+        "assignment": encode_assignment({"orders": frozenset(range(4))}),
+    }], TOPICS, 0)
+    meta = _subscription(["orders"], {})
+    error, k2, gen2, _name = groups.classic_join(
+        "g", "", "i2", [("cooperative-sticky", meta)], 1000, 500, "k", "/h", "K2", 0)
+    assert error == 0
+    group = groups.groups["g"]
+    assert group.members[k2].state == "unreleased_partitions"
+    assert groups.classic_heartbeat("g", k2, gen2, 10) == 0  # K still holds them
+    assert groups.classic_heartbeat("g", "K", 5, 10) == 27
+    error, _k, gen, _name = groups.classic_join(
+        "g", "K", None, [("cooperative-sticky", everything)], 1000, 500, "k", "/h", "", 20)
+    assert error == 0 and group.members["K"].state == "unrevoked_partitions"
+    kept = sorted(p for _t, p in _partitions_of(group.target["K"]))
+    error, _k, gen, _name = groups.classic_join(
+        "g", "K", None, [("cooperative-sticky", _subscription(["orders"], {"orders": kept}))],
+        1000, 500, "k", "/h", "", 30)
+    assert error == 0 and group.members["K"].state == "stable"
+    assert groups.classic_heartbeat("g", k2, gen2, 40) == 27  # free now: rejoin
+    assert groups.tick(300) == []
+    assert groups.classic_heartbeat("g", k2, gen2, 400) == 27  # deadline not pushed back
+    assert groups.classic_heartbeat("g", "K", gen, 400) == 0
+    assert groups.tick(560) == [("g", k2)]  # 40 + its rebalance timeout passed
+
+
+def _partitions_of(assignment):
+    for tid, parts in assignment.items():
+        for p in parts:
+            yield tid, p

@@ -91,6 +91,9 @@ class ConsumerMember:
     pending_revocation: Assignment = field(default_factory=dict)
     session_deadline_ms: int | None = None
     revocation_deadline_ms: int | None = None
+    # A classic member told REBALANCE_IN_PROGRESS must rejoin within its rebalance
+    # timeout (Kafka's consumer group join timeout), else it is removed.
+    join_deadline_ms: int | None = None
     # The member's DESCRIBE permission on topics, applied to what its regex matches.
     topic_filter: TopicFilter | None = None
     # What the subscription resolved to against the topic view ``resolved_view``.
@@ -376,7 +379,8 @@ class ConsumerGroups:
         live = []
         for group in self.groups.values():
             for m in group.members.values():
-                for kind in ("session_deadline_ms", "revocation_deadline_ms"):
+                for kind in ("session_deadline_ms", "revocation_deadline_ms",
+                             "join_deadline_ms"):
                     d = getattr(m, kind)
                     if d is not None:
                         live.append((d, group.group_id, m.member_id, kind))
@@ -469,7 +473,7 @@ class ConsumerGroups:
         for tp, owner in list(group.owners.items()):
             if owner == previous_id:
                 group.owners[tp] = member_id
-        for kind in ("session_deadline_ms", "revocation_deadline_ms"):
+        for kind in ("session_deadline_ms", "revocation_deadline_ms", "join_deadline_ms"):
             self._set_deadline(group, previous, kind, getattr(previous, kind))
 
     @staticmethod
@@ -884,6 +888,7 @@ class ConsumerGroups:
             return errors.INCONSISTENT_GROUP_PROTOCOL, member_id, -1, None
         member.classic = ClassicMeta(session_timeout_ms, tuple(protocols))
         member.rebalance_timeout_ms = rebalance_timeout_ms
+        member.join_deadline_ms = None  # it rejoined
         wanted = tuple(sorted(set(names)))
         changed |= wanted != member.subscribed_names
         member.subscribed_names = wanted
@@ -935,9 +940,28 @@ class ConsumerGroups:
         if group.group_epoch > group.assignment_epoch:
             self._refresh_topics(group, self.last_view)
             self._compute_target(group)
-        if member.member_epoch != group.assignment_epoch or member.state != MEMBER_STABLE:
+        # Kafka's: rejoin to catch up with the epoch, to revoke, or to take partitions
+        # that are free now; not while they are still held by another member.
+        if (
+            member.member_epoch != group.assignment_epoch or member.state == UNREVOKED
+            or (member.state == UNRELEASED and not self._waiting_on_unreleased(group, member))
+        ):
+            if member.join_deadline_ms is None:
+                self._set_deadline(group, member, "join_deadline_ms",
+                                   now_ms + max(0, member.rebalance_timeout_ms))
             return errors.REBALANCE_IN_PROGRESS
         return errors.NONE
+
+    @staticmethod
+    def _waiting_on_unreleased(group: ConsumerGroup, member: ConsumerMember) -> bool:
+        """Kafka's waitingOnUnreleasedPartition: a partition of the member's target that
+        another member still owns."""
+        for tid, parts in group.target.get(member.member_id, {}).items():
+            mine = member.assigned.get(tid, frozenset())
+            for p in parts - mine:
+                if group.owners.get((tid, p)) not in (None, member.member_id):
+                    return True
+        return False
 
     def classic_leave(self, group_id: str, member_id: str) -> int:
         group = self.groups[group_id]
