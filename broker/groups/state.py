@@ -977,10 +977,13 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
             return self._done(LeaveResult(errors.INVALID_GROUP_ID))
         consumer = self._consumer_groups
         if consumer is not None and consumer.is_consumer_group(group_id):
-            return self._done(LeaveResult(errors.NONE, tuple(
-                LeaveMemberResult(mid, iid, consumer.classic_leave(group_id, mid))
+            results = tuple(
+                LeaveMemberResult(mid, iid, consumer.classic_leave(group_id, mid, iid))
                 for mid, iid in members
-            )))
+            )
+            if any(r.error == errors.NONE for r in results):
+                self.maybe_downgrade(group_id, now_ms)  # only classic members left?
+            return self._done(LeaveResult(errors.NONE, results))
         group = self._groups.get(group_id)
         if group is None:
             return self._done(

@@ -589,3 +589,26 @@ def _partitions_of(assignment):
     for tid, parts in assignment.items():
         for p in parts:
             yield tid, p
+
+
+def test_classic_leave_by_instance_id_and_downgrade() -> None:
+    """LeaveGroup v3+ names a static member by instance id (FENCED_INSTANCE_ID when the
+    member id is someone else's); once only classic members are left, the group goes
+    back to the classic protocol (Kafka's maybeDowngrade after a classic leave)."""
+    from kafkette.broker.groups.consumer.embedded_protocol import encode_assignment
+
+    broker = _Classic()
+    state = broker.state
+    state.consumer_groups.upgrade_classic("g", 5, [{
+        "member_id": m, "instance_id": i, "client_id": "k", "client_host": "/h",
+        "rebalance_timeout_ms": 500, "session_timeout_ms": 10_000,
+        "protocols": [("range", _subscription(["orders"]))],
+        "assignment": encode_assignment({"orders": frozenset(parts)}),
+    } for m, i, parts in (("K", "i", {0, 1}), ("L", None, {2, 3}))], TOPICS, 0)
+    left = state.leave_group(group_id="g", members=[("L", "i")], now_ms=0).result
+    assert [r.error for r in left.members] == [82]  # FENCED_INSTANCE_ID
+    assert state.consumer_groups.is_consumer_group("g")
+    left = state.leave_group(group_id="g", members=[("", "i")], now_ms=0).result
+    assert [r.error for r in left.members] == [0]
+    assert not state.consumer_groups.is_consumer_group("g")
+    assert state.classic_group_members("g") == 1  # L, as a classic group member again

@@ -963,8 +963,17 @@ class ConsumerGroups:
                     return True
         return False
 
-    def classic_leave(self, group_id: str, member_id: str) -> int:
+    def classic_leave(self, group_id: str, member_id: str, instance_id: str | None = None) -> int:
+        """LeaveGroup for one member; v3+ may name a static member by its instance id
+        alone (Kafka: FENCED_INSTANCE_ID when the member id names someone else)."""
         group = self.groups[group_id]
+        if instance_id is not None:
+            static_id = group.static_members.get(instance_id)
+            if static_id is None:
+                return errors.UNKNOWN_MEMBER_ID
+            if member_id and member_id != static_id:
+                return errors.FENCED_INSTANCE_ID
+            member_id = static_id
         member = group.members.get(member_id)
         if member is None:
             return errors.UNKNOWN_MEMBER_ID
