@@ -612,3 +612,21 @@ def test_classic_leave_by_instance_id_and_downgrade() -> None:
     assert [r.error for r in left.members] == [0]
     assert not state.consumer_groups.is_consumer_group("g")
     assert state.classic_group_members("g") == 1  # L, as a classic group member again
+
+
+def test_classic_join_with_any_member_id_creates_it() -> None:
+    """Kafka's classicGroupJoinToConsumerGroup (createIfNotExists): the id handed with
+    MEMBER_ID_REQUIRED is not remembered; a join with an id the group does not know
+    creates the member, so nothing grows with the MEMBER_ID_REQUIRED answers."""
+    groups = ConsumerGroups(CONFIG)
+    _upgraded_static(groups)
+    meta = _subscription(["orders"])
+    for n in range(3):
+        error, given, *_ = groups.classic_join(
+            "g", "", None, [("range", meta)], 1000, 500, "k", "/h", f"X{n}", 0)
+        assert (error, given) == (79, f"X{n}")  # MEMBER_ID_REQUIRED
+    assert set(groups.groups["g"].members) == {"K"}
+    error, member, *_ = groups.classic_join(
+        "g", "X1", None, [("range", meta)], 1000, 500, "k", "/h", "unused", 0)
+    assert (error, member) == (0, "X1")
+    assert set(groups.groups["g"].members) == {"K", "X1"}

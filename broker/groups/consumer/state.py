@@ -122,7 +122,6 @@ class ConsumerGroup:
     owners: dict[tuple[uuid.UUID, int], str] = field(default_factory=dict)
     assignor: str = ""
     view: object = None  # the topic view subscribed_topics was resolved against
-    pending_classic: set[str] = field(default_factory=set)  # MEMBER_ID_REQUIRED ids given
 
     @property
     def state(self) -> str:
@@ -857,8 +856,9 @@ class ConsumerGroups:
         if not member_id:
             member_id = new_member_id
             if require_known_member_id and instance_id is None:
-                if len(group.pending_classic) < 1024:
-                    group.pending_classic.add(member_id)
+                # Nothing is kept: Kafka creates the member when it joins with any
+                # member id it does not know (createIfNotExists), so no set of given
+                # ids grows without bound.
                 return errors.MEMBER_ID_REQUIRED, member_id, -1, None
             if static_id is not None:
                 previous = group.members[static_id]
@@ -869,10 +869,6 @@ class ConsumerGroups:
                     previous.member_epoch = previous.previous_epoch
                 previous.classic = ClassicMeta(session_timeout_ms, tuple(protocols))
                 self._replace_static(group, previous, member_id, client_id, client_host)
-        elif member_id not in group.members:
-            if member_id not in group.pending_classic:
-                return errors.UNKNOWN_MEMBER_ID, member_id, -1, None
-            group.pending_classic.discard(member_id)
         member = group.members.get(member_id)
         changed = False
         if member is None:
