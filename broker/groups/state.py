@@ -251,6 +251,7 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
             cg is None or not cg.members
             or any(m.classic is None for m in cg.members.values())
             or self.config.group_consumer_migration_policy not in ("downgrade", "bidirectional")
+            or len(cg.members) > self.config.group_max_size  # Kafka's validateOnlineDowngrade
         ):
             return False
         from .consumer.embedded_protocol import encode_assignment
@@ -260,9 +261,9 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
             group = Group(group_id, EMPTY, now_ms)
             self._groups[group_id] = group
         group.protocol_type = CONSUMER_PROTOCOL_TYPE
-        # The generation the classic members know (their epoch), so their heartbeats are
-        # answered REBALANCE_IN_PROGRESS (rejoin) rather than ILLEGAL_GENERATION.
-        group.generation_id = max(m.member_epoch for m in cg.members.values())
+        # Kafka's: the consumer group's epoch (never below a generation the classic
+        # group already used); a member that knows another generation rejoins.
+        group.generation_id = max(cg.group_epoch, group.generation_id)
         for m in cg.members.values():
             assert m.classic is not None
             member = Member(
@@ -347,6 +348,7 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         client_host: str = "",
         require_known_member_id: bool = True,
         supports_skip_assignment: bool = False,
+        topics=None,
     ) -> Outcome[None]:
         """JoinGroup. ``require_known_member_id`` is True from v4 (MEMBER_ID_REQUIRED
         first); ``supports_skip_assignment`` is True from v9; for v0 pass the session
@@ -371,6 +373,8 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
             return self._done(None)
         if refused and consumer is not None:
             # A classic member inside a consumer group (KIP-848's online upgrade).
+            if topics is not None:
+                consumer.last_view = topics
             error, mid, generation, name = consumer.classic_join(
                 group_id, member_id, group_instance_id, protocols, session_timeout_ms,
                 rebalance_timeout_ms, client_id, client_host, self._new_member_id(client_id),
@@ -835,6 +839,7 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         protocol_name: str | None,
         assignments: dict[str, bytes] | Iterable[tuple[str, bytes]],
         now_ms: int,
+        topics=None,
     ) -> Outcome[None]:
         """SyncGroup; ``protocol_type``/``protocol_name`` are None before v5.
         Answered via ``Reply(ticket, SyncResponse)``, possibly later."""
@@ -847,6 +852,8 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
             return fail(errors.INVALID_GROUP_ID)
         consumer = self._consumer_groups
         if consumer is not None and consumer.is_consumer_group(group_id):
+            if topics is not None:
+                consumer.last_view = topics
             error, name, assignment = consumer.classic_sync(group_id, member_id, generation_id)
             ok = error == errors.NONE
             self._reply(ticket, SyncResponse(
@@ -938,12 +945,16 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         member_id: str,
         group_instance_id: str | None,
         now_ms: int,
+        topics=None,
     ) -> Outcome[int]:
-        """Heartbeat; ``result`` is the error code to answer."""
+        """Heartbeat; ``result`` is the error code to answer. ``topics``: the broker's
+        topic view now (a consumer group's classic members resolve against it)."""
         if not group_id:
             return self._done(errors.INVALID_GROUP_ID)
         consumer = self._consumer_groups
         if consumer is not None and consumer.is_consumer_group(group_id):
+            if topics is not None:
+                consumer.last_view = topics
             return self._done(
                 consumer.classic_heartbeat(group_id, member_id, generation_id, now_ms)
             )

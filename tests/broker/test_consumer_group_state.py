@@ -630,3 +630,65 @@ def test_classic_join_with_any_member_id_creates_it() -> None:
         "g", "X1", None, [("range", meta)], 1000, 500, "k", "/h", "unused", 0)
     assert (error, member) == (0, "X1")
     assert set(groups.groups["g"].members) == {"K", "X1"}
+
+
+def test_classic_paths_use_the_current_topic_view_and_classic_checks() -> None:
+    """A classic JoinGroup/SyncGroup resolves against the topic view it brings (a topic
+    created since the last consumer heartbeat is assigned); OffsetFetch from a classic
+    member with another generation is ILLEGAL_GENERATION."""
+    from kafkette.broker.groups.consumer.embedded_protocol import (
+        decode_assignment,
+        encode_assignment,
+    )
+
+    broker = _Classic()
+    state = broker.state
+    state.consumer_groups.upgrade_classic("g", 5, [{
+        "member_id": "K", "instance_id": None, "client_id": "k", "client_host": "/h",
+        "rebalance_timeout_ms": 500, "session_timeout_ms": 10_000,
+        "protocols": [("range", _subscription(["orders"]))],
+        "assignment": encode_assignment({"orders": frozenset(range(4))}),
+    }], TOPICS, 0)
+    fresh = {**TOPICS, "fresh": (uuid.UUID(int=11), 2)}
+    ticket = next(broker.tickets)
+    broker.absorb(state.join_group(
+        ticket, group_id="g", member_id="K", group_instance_id=None, protocol_type="consumer",
+        protocols=[("range", _subscription(["orders", "fresh"]))], session_timeout_ms=10_000,
+        rebalance_timeout_ms=500, now_ms=0, client_id="k", client_host="/h", topics=fresh))
+    joined = broker.answers[ticket]
+    assert joined.error == 0
+    ticket = next(broker.tickets)
+    broker.absorb(state.sync_group(
+        ticket, group_id="g", generation_id=joined.generation_id, member_id="K",
+        group_instance_id=None, protocol_type=None, protocol_name=None, assignments={},
+        now_ms=0, topics=fresh))
+    assert decode_assignment(broker.answers[ticket].assignment) == {
+        "orders": frozenset(range(4)), "fresh": frozenset({0, 1})}
+    consumer = state.consumer_groups
+    assert consumer.validate_offset_fetch("g", "K", joined.generation_id) == 0
+    assert consumer.validate_offset_fetch("g", "K", 1) == 22  # ILLEGAL_GENERATION
+
+
+def test_downgrade_generation_and_max_size() -> None:
+    """Kafka's downgrade: the classic group's generation is the consumer group's epoch;
+    no downgrade when the classic members exceed group.max.size."""
+    import dataclasses
+
+    from kafkette.broker.groups.consumer.embedded_protocol import encode_assignment
+
+    for max_size, downgraded in ((1, False), (10, True)):
+        broker = _Classic()
+        state = broker.state
+        state.consumer_groups.upgrade_classic("g", 5, [{
+            "member_id": m, "instance_id": None, "client_id": "k", "client_host": "/h",
+            "rebalance_timeout_ms": 500, "session_timeout_ms": 10_000,
+            "protocols": [("range", _subscription(["orders"]))],
+            "assignment": encode_assignment({"orders": frozenset(parts)}),
+        } for m, parts in (("K", {0, 1}), ("L", {2, 3}))], TOPICS, 0)
+        got = broker.heartbeat(_consumer_join())
+        assert got.error == 0
+        state.config = dataclasses.replace(state.config, group_max_size=max_size)
+        assert broker.heartbeat(HeartbeatRequest("g", "n", -1)).error == 0
+        assert state.consumer_groups.is_consumer_group("g") is not downgraded
+        if downgraded:
+            assert state._groups["g"].generation_id == 7  # 5, n's join, n's leave

@@ -756,7 +756,8 @@ class ConsumerGroups:
         if member is None:
             return errors.UNKNOWN_MEMBER_ID
         if epoch != member.member_epoch:
-            return STALE_MEMBER_EPOCH
+            # A classic member's epoch is its generation (Kafka's ILLEGAL_GENERATION).
+            return errors.ILLEGAL_GENERATION if member.classic is not None else STALE_MEMBER_EPOCH
         return errors.NONE
 
     def subscribed(self, group_id: str, names: Iterable[str]) -> set[str]:
