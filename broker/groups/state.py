@@ -146,17 +146,62 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
                     del self._consumer_groups.groups[group_id]
         return outcome
 
-    def upgrade_to_consumer(self, group_id: str, topics, now_ms: int) -> bool:
-        """KIP-848's online upgrade of a non-empty classic group: possible when it is
-        Stable and its members use the ``consumer`` embedded protocol. Its members move
-        into a consumer group as classic members; the classic group keeps its offsets
-        and an empty membership, persisted (a restart does not bring the members back)."""
+    def consumer_heartbeat(self, req, topics, now_ms: int):
+        """One ConsumerGroupHeartbeat (a consumer.state.HeartbeatRequest), classic groups
+        of the same id included: an empty one gives way, a non-empty one is upgraded
+        online by a joining member (policy ``upgrade`` / ``bidirectional``)."""
+        from .consumer.state import GROUP_ID_NOT_FOUND, HeartbeatResult
+
+        consumer = self.consumer_groups
+        invalid = consumer.validate(req)
+        if invalid is not None:
+            return invalid
+        group_id = req.group_id
+        if not consumer.is_consumer_group(group_id):
+            classic = self.classic_group_members(group_id)
+            policy = self.config.group_consumer_migration_policy
+            upgrade = policy in ("upgrade", "bidirectional")
+            not_found = HeartbeatResult(
+                GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
+            )
+            if classic and req.member_epoch != 0:
+                # A member of a consumer group that did not survive a restart, whose id
+                # classic members now hold: it rejoins (epoch 0), which may upgrade the
+                # group; GROUP_ID_NOT_FOUND would be fatal to it.
+                return HeartbeatResult(
+                    errors.UNKNOWN_MEMBER_ID,
+                    f"Member {req.member_id} is not a member of group {group_id}.",
+                )
+            if classic is not None and not upgrade:
+                return not_found
+            if classic:
+                result = self.upgrade_to_consumer(
+                    group_id, topics, now_ms, lambda: consumer.heartbeat(req, topics, now_ms)
+                )
+                return not_found if result is None else result
+        result = consumer.heartbeat(req, topics, now_ms)
+        if req.member_epoch == -1 and result.error == errors.NONE:
+            self.maybe_downgrade(group_id, now_ms)  # the last consumer-protocol member left?
+        return result
+
+    def upgrade_to_consumer(self, group_id: str, topics, now_ms: int, join):
+        """KIP-848's online upgrade of a non-empty classic group, whatever its state
+        (Kafka's validateOnlineUpgrade: protocol type ``consumer``, at most
+        ``group.consumer.max.size`` members; the caller checked the policy). Its members
+        move into a consumer group as classic members with their last assignment
+        (possibly empty); ``join()`` (the triggering heartbeat) then runs on it. None when
+        the group cannot be upgraded; else ``join()``'s result. If that result is an
+        error, the conversion is undone (Kafka writes both or neither); else pending
+        JoinGroup/SyncGroup calls are answered REBALANCE_IN_PROGRESS and the classic
+        group keeps its offsets and an empty membership, persisted (a restart does not
+        bring the members back)."""
         group = self._groups.get(group_id)
         if (
-            group is None or not group.members or group.state is not STABLE
-            or group.protocol_type != CONSUMER_PROTOCOL_TYPE or group.pending_members
+            group is None or not group.members or group.state is DEAD
+            or group.protocol_type != CONSUMER_PROTOCOL_TYPE
+            or len(group.members) > self.config.group_consumer_max_size
         ):
-            return False
+            return None
         members = []
         for m in group.members.values():
             chosen = [(n, meta) for n, meta in m.protocols if n == group.protocol_name]
@@ -167,22 +212,34 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
                 "session_timeout_ms": m.session_timeout_ms,
                 "protocols": chosen or list(m.protocols), "assignment": m.assignment,
             })
+        consumer = self.consumer_groups
         try:
-            self.consumer_groups.upgrade_classic(
-                group_id, group.generation_id, members, topics, now_ms
-            )
+            consumer.upgrade_classic(group_id, group.generation_id, members, topics, now_ms)
         except ValueError:  # a member's metadata is not the consumer protocol's
-            self.consumer_groups.groups.pop(group_id, None)
-            return False
+            consumer.groups.pop(group_id, None)
+            return None
+        result = join()
+        if result.error != errors.NONE:
+            consumer.groups.pop(group_id, None)  # undone: the classic group is untouched
+            return result
+        for m in group.members.values():
+            if m.join_ticket is not None:
+                self._join_error(m.join_ticket, m.member_id, errors.REBALANCE_IN_PROGRESS)
+            if m.sync_ticket is not None:
+                self._reply(m.sync_ticket, SyncResponse(errors.REBALANCE_IN_PROGRESS))
         group.members.clear()
         group.static_members.clear()
+        group.pending_members.clear()
         group.pending_sync.clear()
+        group.join_deadline_ms = None
+        group.sync_deadline_ms = None
+        group.initial_delay_active = False
         group.leader_id = None
         group.generation_id += 1
         group.state = EMPTY
         group.state_timestamp_ms = now_ms
         self._records.append(self._group_metadata_record(group))
-        return True
+        return result
 
     def maybe_downgrade(self, group_id: str, now_ms: int) -> bool:
         """KIP-848's downgrade: once the last consumer-protocol member of a consumer group
@@ -194,6 +251,7 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
             cg is None or not cg.members
             or any(m.classic is None for m in cg.members.values())
             or self.config.group_consumer_migration_policy not in ("downgrade", "bidirectional")
+            or len(cg.members) > self.config.group_max_size  # Kafka's validateOnlineDowngrade
         ):
             return False
         from .consumer.embedded_protocol import encode_assignment
@@ -203,9 +261,9 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
             group = Group(group_id, EMPTY, now_ms)
             self._groups[group_id] = group
         group.protocol_type = CONSUMER_PROTOCOL_TYPE
-        # The generation the classic members know (their epoch), so their heartbeats are
-        # answered REBALANCE_IN_PROGRESS (rejoin) rather than ILLEGAL_GENERATION.
-        group.generation_id = max(m.member_epoch for m in cg.members.values())
+        # Kafka's: the consumer group's epoch (never below a generation the classic
+        # group already used); a member that knows another generation rejoins.
+        group.generation_id = max(cg.group_epoch, group.generation_id)
         for m in cg.members.values():
             assert m.classic is not None
             member = Member(
@@ -290,6 +348,7 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         client_host: str = "",
         require_known_member_id: bool = True,
         supports_skip_assignment: bool = False,
+        topics=None,
     ) -> Outcome[None]:
         """JoinGroup. ``require_known_member_id`` is True from v4 (MEMBER_ID_REQUIRED
         first); ``supports_skip_assignment`` is True from v9; for v0 pass the session
@@ -314,6 +373,8 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
             return self._done(None)
         if refused and consumer is not None:
             # A classic member inside a consumer group (KIP-848's online upgrade).
+            if topics is not None:
+                consumer.last_view = topics
             error, mid, generation, name = consumer.classic_join(
                 group_id, member_id, group_instance_id, protocols, session_timeout_ms,
                 rebalance_timeout_ms, client_id, client_host, self._new_member_id(client_id),
@@ -778,6 +839,7 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         protocol_name: str | None,
         assignments: dict[str, bytes] | Iterable[tuple[str, bytes]],
         now_ms: int,
+        topics=None,
     ) -> Outcome[None]:
         """SyncGroup; ``protocol_type``/``protocol_name`` are None before v5.
         Answered via ``Reply(ticket, SyncResponse)``, possibly later."""
@@ -790,6 +852,8 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
             return fail(errors.INVALID_GROUP_ID)
         consumer = self._consumer_groups
         if consumer is not None and consumer.is_consumer_group(group_id):
+            if topics is not None:
+                consumer.last_view = topics
             error, name, assignment = consumer.classic_sync(group_id, member_id, generation_id)
             ok = error == errors.NONE
             self._reply(ticket, SyncResponse(
@@ -881,12 +945,16 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         member_id: str,
         group_instance_id: str | None,
         now_ms: int,
+        topics=None,
     ) -> Outcome[int]:
-        """Heartbeat; ``result`` is the error code to answer."""
+        """Heartbeat; ``result`` is the error code to answer. ``topics``: the broker's
+        topic view now (a consumer group's classic members resolve against it)."""
         if not group_id:
             return self._done(errors.INVALID_GROUP_ID)
         consumer = self._consumer_groups
         if consumer is not None and consumer.is_consumer_group(group_id):
+            if topics is not None:
+                consumer.last_view = topics
             return self._done(
                 consumer.classic_heartbeat(group_id, member_id, generation_id, now_ms)
             )
@@ -920,10 +988,13 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
             return self._done(LeaveResult(errors.INVALID_GROUP_ID))
         consumer = self._consumer_groups
         if consumer is not None and consumer.is_consumer_group(group_id):
-            return self._done(LeaveResult(errors.NONE, tuple(
-                LeaveMemberResult(mid, iid, consumer.classic_leave(group_id, mid))
+            results = tuple(
+                LeaveMemberResult(mid, iid, consumer.classic_leave(group_id, mid, iid))
                 for mid, iid in members
-            )))
+            )
+            if any(r.error == errors.NONE for r in results):
+                self.maybe_downgrade(group_id, now_ms)  # only classic members left?
+            return self._done(LeaveResult(errors.NONE, results))
         group = self._groups.get(group_id)
         if group is None:
             return self._done(

@@ -19,7 +19,6 @@ import weakref
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from kafkette.broker import groups
 from kafkette.broker.group_coordinator import CoordinatorUnavailable
 from kafkette.broker.groups.consumer.state import (
     GROUP_ID_NOT_FOUND,
@@ -123,27 +122,7 @@ async def handle_consumer_group_heartbeat(broker: Broker, request: Request) -> d
     topics = _topic_view(broker)
 
     def call(state, now):
-        consumer = state.consumer_groups
-        invalid = consumer.validate(req)
-        if invalid is not None:
-            return groups.Outcome(invalid)
-        if not consumer.is_consumer_group(group_id):
-            classic = state.classic_group_members(group_id)
-            policy = state.config.group_consumer_migration_policy
-            upgrade = policy in ("upgrade", "bidirectional")
-            if classic is not None and (
-                not upgrade
-                or (classic > 0 and not (
-                    req.member_epoch == 0 and state.upgrade_to_consumer(group_id, topics, now)
-                ))
-            ):
-                return state.outcome(HeartbeatResult(
-                    GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
-                ))
-        result = consumer.heartbeat(req, topics, now)
-        if req.member_epoch == -1 and result.error == 0:
-            state.maybe_downgrade(group_id, now)  # the last consumer-protocol member left?
-        return state.outcome(result)
+        return state.outcome(state.consumer_heartbeat(req, topics, now))
 
     try:
         outcome = await broker.groups.run(call, group_id)

@@ -54,6 +54,14 @@ TOPIC_AUTHORIZATION_FAILED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 MAX_TIMESTAMP_MS = (1 << 63) - 1
 
 
+def _topic_view(broker: Broker):
+    """The broker's topic view now, for a consumer group's classic members (imported
+    here: the consumer-group handlers import this module)."""
+    from kafkette.broker.handlers.consumer_groups import _topic_view as view
+
+    return view(broker)
+
+
 def _host(request: Request) -> str:
     return "/" + request.peer.rpartition(":")[0] if request.peer else ""
 
@@ -240,6 +248,8 @@ async def handle_join_group(broker: Broker, request: Request) -> dict:
         return {"error_code": GROUP_AUTHORIZATION_FAILED, "generation_id": -1,
                 "member_id": "", "protocol_name": None if version >= 7 else ""}
 
+    topics = _topic_view(broker)
+
     def call(state, now, ticket):
         return state.join_group(
             ticket,
@@ -255,6 +265,7 @@ async def handle_join_group(broker: Broker, request: Request) -> dict:
             client_host=_host(request),
             require_known_member_id=version >= 4,
             supports_skip_assignment=version >= 9,
+            topics=topics,
         )
 
     try:
@@ -299,6 +310,8 @@ async def handle_sync_group(broker: Broker, request: Request) -> dict:
     if group_denied(broker, request, READ, body["group_id"]):
         return {"error_code": GROUP_AUTHORIZATION_FAILED, "assignment": b""}
 
+    topics = _topic_view(broker)
+
     def call(state, now, ticket):
         return state.sync_group(
             ticket,
@@ -310,6 +323,7 @@ async def handle_sync_group(broker: Broker, request: Request) -> dict:
             protocol_name=body["protocol_name"] if version >= 5 else None,
             assignments=assignments,
             now_ms=now,
+            topics=topics,
         )
 
     try:
@@ -337,6 +351,7 @@ async def handle_heartbeat(broker: Broker, request: Request) -> dict:
     body = request.body
     if group_denied(broker, request, READ, body["group_id"]):
         return {"error_code": GROUP_AUTHORIZATION_FAILED}
+    topics = _topic_view(broker)
     try:
         outcome = await broker.groups.run(
             lambda state, now: state.heartbeat(
@@ -345,6 +360,7 @@ async def handle_heartbeat(broker: Broker, request: Request) -> dict:
                 member_id=body["member_id"],
                 group_instance_id=body["group_instance_id"],
                 now_ms=now,
+                topics=topics,
             ),
             body["group_id"],
         )

@@ -91,6 +91,9 @@ class ConsumerMember:
     pending_revocation: Assignment = field(default_factory=dict)
     session_deadline_ms: int | None = None
     revocation_deadline_ms: int | None = None
+    # A classic member told REBALANCE_IN_PROGRESS must rejoin within its rebalance
+    # timeout (Kafka's consumer group join timeout), else it is removed.
+    join_deadline_ms: int | None = None
     # The member's DESCRIBE permission on topics, applied to what its regex matches.
     topic_filter: TopicFilter | None = None
     # What the subscription resolved to against the topic view ``resolved_view``.
@@ -119,7 +122,6 @@ class ConsumerGroup:
     owners: dict[tuple[uuid.UUID, int], str] = field(default_factory=dict)
     assignor: str = ""
     view: object = None  # the topic view subscribed_topics was resolved against
-    pending_classic: set[str] = field(default_factory=set)  # MEMBER_ID_REQUIRED ids given
 
     @property
     def state(self) -> str:
@@ -376,7 +378,8 @@ class ConsumerGroups:
         live = []
         for group in self.groups.values():
             for m in group.members.values():
-                for kind in ("session_deadline_ms", "revocation_deadline_ms"):
+                for kind in ("session_deadline_ms", "revocation_deadline_ms",
+                             "join_deadline_ms"):
                     d = getattr(m, kind)
                     if d is not None:
                         live.append((d, group.group_id, m.member_id, kind))
@@ -409,7 +412,9 @@ class ConsumerGroups:
                 )
             if previous_id is not None and previous_id != member_id:
                 previous = group.members[previous_id]
-                if previous.member_epoch != LEAVE_STATIC_EPOCH:
+                if previous.member_epoch != LEAVE_STATIC_EPOCH and previous.classic is None:
+                    # Only a consumer-protocol member holds its instance id against
+                    # another; a classic member is replaced (Kafka's).
                     return _error(
                         UNRELEASED_INSTANCE_ID,
                         f"Static member {member_id} with instance id {req.instance_id} cannot "
@@ -418,19 +423,11 @@ class ConsumerGroups:
                     )
                 # KIP-848 static membership: the new member takes the old one's place,
                 # epoch and assignment; no rebalance.
-                del group.members[previous_id]
-                previous.member_id = member_id
-                previous.member_epoch = previous.previous_epoch
-                previous.client_id, previous.client_host = req.client_id, req.client_host
-                group.members[member_id] = previous
-                group.static_members[req.instance_id] = member_id
-                if previous_id in group.target:
-                    group.target[member_id] = group.target.pop(previous_id)
-                for tp, owner in list(group.owners.items()):
-                    if owner == previous_id:
-                        group.owners[tp] = member_id
-                for kind in ("session_deadline_ms", "revocation_deadline_ms"):
-                    self._set_deadline(group, previous, kind, getattr(previous, kind))
+                if previous.member_epoch == LEAVE_STATIC_EPOCH:
+                    previous.member_epoch = previous.previous_epoch
+                previous.classic = None
+                self._replace_static(group, previous, member_id, req.client_id,
+                                     req.client_host)
                 return previous, False
         if member is None:
             if len(group.members) >= self.config.group_consumer_max_size:
@@ -456,6 +453,27 @@ class ConsumerGroups:
             member.state = MEMBER_STABLE
             member.revocation_deadline_ms = None
         return member, False
+
+    def _replace_static(
+        self, group: ConsumerGroup, previous: ConsumerMember, member_id: str, client_id: str,
+        client_host: str,
+    ) -> None:
+        """A restarted static member (same instance id, new member id) takes the place,
+        epoch and assignment of the one it replaces."""
+        previous_id = previous.member_id
+        del group.members[previous_id]
+        previous.member_id = member_id
+        previous.client_id, previous.client_host = client_id, client_host
+        group.members[member_id] = previous
+        assert previous.instance_id is not None
+        group.static_members[previous.instance_id] = member_id
+        if previous_id in group.target:
+            group.target[member_id] = group.target.pop(previous_id)
+        for tp, owner in list(group.owners.items()):
+            if owner == previous_id:
+                group.owners[tp] = member_id
+        for kind in ("session_deadline_ms", "revocation_deadline_ms", "join_deadline_ms"):
+            self._set_deadline(group, previous, kind, getattr(previous, kind))
 
     @staticmethod
     def _check_epoch(member: ConsumerMember, req: HeartbeatRequest) -> HeartbeatResult | None:
@@ -604,7 +622,11 @@ class ConsumerGroups:
         target = group.target.get(member.member_id, {})
         keep = _intersect(member.assigned, target)
         revoke = _minus(member.assigned, target)
-        if revoke:
+        # Kafka's ownsRevokedPartitions: a member that no longer owns what it must give
+        # up (an eager classic member rejoining owns nothing) moves on at once.
+        if revoke and (owned is None or any(
+            owned.get(tid, frozenset()) & parts for tid, parts in revoke.items()
+        )):
             self._set_partitions(group, member, keep, revoke)
             member.state = UNREVOKED
             self._set_deadline(
@@ -734,7 +756,8 @@ class ConsumerGroups:
         if member is None:
             return errors.UNKNOWN_MEMBER_ID
         if epoch != member.member_epoch:
-            return STALE_MEMBER_EPOCH
+            # A classic member's epoch is its generation (Kafka's ILLEGAL_GENERATION).
+            return errors.ILLEGAL_GENERATION if member.classic is not None else STALE_MEMBER_EPOCH
         return errors.NONE
 
     def subscribed(self, group_id: str, names: Iterable[str]) -> set[str]:
@@ -828,16 +851,25 @@ class ConsumerGroups:
             names, owned_names = decode_subscription(protocols[0][1])
         except ValueError:
             return errors.INCONSISTENT_GROUP_PROTOCOL, member_id, -1, None
+        static_id = None if instance_id is None else group.static_members.get(instance_id)
+        if static_id is not None and member_id and member_id != static_id:
+            return errors.FENCED_INSTANCE_ID, member_id, -1, None  # throwIfInstanceIdIsFenced
         if not member_id:
             member_id = new_member_id
             if require_known_member_id and instance_id is None:
-                if len(group.pending_classic) < 1024:
-                    group.pending_classic.add(member_id)
+                # Nothing is kept: Kafka creates the member when it joins with any
+                # member id it does not know (createIfNotExists), so no set of given
+                # ids grows without bound.
                 return errors.MEMBER_ID_REQUIRED, member_id, -1, None
-        elif member_id not in group.members:
-            if member_id not in group.pending_classic:
-                return errors.UNKNOWN_MEMBER_ID, member_id, -1, None
-            group.pending_classic.discard(member_id)
+            if static_id is not None:
+                previous = group.members[static_id]
+                if previous.classic is None and previous.member_epoch != LEAVE_STATIC_EPOCH:
+                    return UNRELEASED_INSTANCE_ID, member_id, -1, None
+                # A restarted static member: it takes the old one's place and partitions.
+                if previous.member_epoch == LEAVE_STATIC_EPOCH:
+                    previous.member_epoch = previous.previous_epoch
+                previous.classic = ClassicMeta(session_timeout_ms, tuple(protocols))
+                self._replace_static(group, previous, member_id, client_id, client_host)
         member = group.members.get(member_id)
         changed = False
         if member is None:
@@ -846,11 +878,14 @@ class ConsumerGroups:
             member = ConsumerMember(member_id, instance_id, None, client_id, client_host,
                                     rebalance_timeout_ms)
             group.members[member_id] = member
+            if instance_id is not None:
+                group.static_members[instance_id] = member_id
             changed = True
         elif member.classic is None:
             return errors.INCONSISTENT_GROUP_PROTOCOL, member_id, -1, None
         member.classic = ClassicMeta(session_timeout_ms, tuple(protocols))
         member.rebalance_timeout_ms = rebalance_timeout_ms
+        member.join_deadline_ms = None  # it rejoined
         wanted = tuple(sorted(set(names)))
         changed |= wanted != member.subscribed_names
         member.subscribed_names = wanted
@@ -859,12 +894,12 @@ class ConsumerGroups:
             group.group_epoch += 1
         if group.group_epoch > group.assignment_epoch:
             self._compute_target(group)
-        owned = self._names_to_ids(owned_names or {})
-        # What it no longer owns is released; then the usual reconciliation.
-        self._set_partitions(group, member, _intersect(member.assigned, owned), {})
-        member.state = MEMBER_STABLE
-        member.revocation_deadline_ms = None
-        self._reconcile(group, member, None, now_ms)
+        # Kafka's maybeReconcile: an eager member (subscription v0) gave everything up
+        # before joining (owns nothing); a cooperative one (v1+) owns what it lists. A
+        # member still owning partitions it must revoke stays UNREVOKED; a stable member
+        # keeps its assignment (the answer to SyncGroup).
+        owned = {} if owned_names is None else self._names_to_ids(owned_names)
+        self._reconcile(group, member, owned, now_ms)
         self._set_deadline(group, member, "session_deadline_ms", now_ms + session_timeout_ms)
         return errors.NONE, member_id, member.member_epoch, protocols[0][0]
 
@@ -902,12 +937,40 @@ class ConsumerGroups:
         if group.group_epoch > group.assignment_epoch:
             self._refresh_topics(group, self.last_view)
             self._compute_target(group)
-        if member.member_epoch != group.assignment_epoch or member.state != MEMBER_STABLE:
+        # Kafka's: rejoin to catch up with the epoch, to revoke, or to take partitions
+        # that are free now; not while they are still held by another member.
+        if (
+            member.member_epoch != group.assignment_epoch or member.state == UNREVOKED
+            or (member.state == UNRELEASED and not self._waiting_on_unreleased(group, member))
+        ):
+            if member.join_deadline_ms is None:
+                self._set_deadline(group, member, "join_deadline_ms",
+                                   now_ms + max(0, member.rebalance_timeout_ms))
             return errors.REBALANCE_IN_PROGRESS
         return errors.NONE
 
-    def classic_leave(self, group_id: str, member_id: str) -> int:
+    @staticmethod
+    def _waiting_on_unreleased(group: ConsumerGroup, member: ConsumerMember) -> bool:
+        """Kafka's waitingOnUnreleasedPartition: a partition of the member's target that
+        another member still owns."""
+        for tid, parts in group.target.get(member.member_id, {}).items():
+            mine = member.assigned.get(tid, frozenset())
+            for p in parts - mine:
+                if group.owners.get((tid, p)) not in (None, member.member_id):
+                    return True
+        return False
+
+    def classic_leave(self, group_id: str, member_id: str, instance_id: str | None = None) -> int:
+        """LeaveGroup for one member; v3+ may name a static member by its instance id
+        alone (Kafka: FENCED_INSTANCE_ID when the member id names someone else)."""
         group = self.groups[group_id]
+        if instance_id is not None:
+            static_id = group.static_members.get(instance_id)
+            if static_id is None:
+                return errors.UNKNOWN_MEMBER_ID
+            if member_id and member_id != static_id:
+                return errors.FENCED_INSTANCE_ID
+            member_id = static_id
         member = group.members.get(member_id)
         if member is None:
             return errors.UNKNOWN_MEMBER_ID
