@@ -216,10 +216,13 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
         reason = "internal error"
     finally:
         observer.connection_closed(peer, reason)
-        for closed in session.on_close:
-            closed()
         if reserved:
             pool.release(reserved)
+        for closed in session.on_close:
+            try:
+                closed()
+            except Exception:  # a listener's bug must not skip the close below
+                log.exception("connection-close listener failed for %s", peer)
         with trio.move_on_after(1) as cleanup:
             cleanup.shield = True
             await stream.aclose()

@@ -1,5 +1,5 @@
 """Topic id <-> name, for the requests that name topics by id (Produce 13, Fetch 13+,
-OffsetCommit/OffsetFetch 10, Metadata 12+, DeleteTopics 6).
+OffsetCommit/OffsetFetch 10, Metadata 12+).
 
 A request may name thousands of topics, so each lookup is one dict read, never a
 scan of every topic. On a single node the ids are the data dir's (``topics.json``,

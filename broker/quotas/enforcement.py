@@ -51,6 +51,9 @@ if TYPE_CHECKING:
 CLIENT_THROTTLES_FROM = {ApiKey.PRODUCE: 6, ApiKey.FETCH: 8}
 
 
+INT32_MAX = 2**31 - 1  # the largest throttle_time_ms the answer can carry
+
+
 @functools.cache
 def _has_throttle_field(api_key: int, version: int) -> bool:
     api = api_spec(api_key)
@@ -138,7 +141,8 @@ def answer(
             produce_ms = quotas.record(resolved, PRODUCER_BYTE_RATE, request.size, now_ms)
             throttle_ms = max(throttle_ms, produce_ms)
     # Kafka's throttle times are whole milliseconds: less than half of one is none.
-    throttle = round(throttle_ms)
+    # Byte-rate throttles have no upper bound (as Kafka); the wire field is an int32.
+    throttle = min(round(throttle_ms), INT32_MAX)
     if response is None:  # Produce acks=0: no answer, but the connection is muted
         return QuotaAnswer(None, 0, 0.0, throttle / 1000)
     timed = REQUEST_PERCENTAGE in resolved
@@ -149,7 +153,7 @@ def answer(
             chunks = conn.encode_response(header, response)
             size = int.from_bytes(chunks[0][:4], "big")  # type: ignore[index]  # no prefix
             fetch_ms = quotas.record(resolved, CONSUMER_BYTE_RATE, size, now_ms)
-            throttle = max(throttle, round(fetch_ms))
+            throttle = max(throttle, min(round(fetch_ms), INT32_MAX))
             if throttle > 0:
                 quotas.unrecord(resolved, CONSUMER_BYTE_RATE, size, now_ms)
         throttled = throttle > 0

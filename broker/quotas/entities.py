@@ -84,6 +84,8 @@ def check_value(entity: Entity, key: str, value: float) -> None:
     if math.isnan(value):
         # Kafka 4.0 stores NaN; a quota no comparison can break is refused here.
         raise QuotaRequestError(f"Quota {key} must be a number")
+    if value == -math.inf:  # math.floor below cannot take it
+        raise QuotaRequestError(f"Quota {key} must be greater than 0")
     if kind in ("LONG", "INT"):
         limit = LONG_MAX if kind == "LONG" else INT_MAX
         if value > limit:

@@ -11,6 +11,7 @@ generous (half the expected time) because the machine is shared.
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import time
@@ -85,6 +86,8 @@ def test_alter_checks_each_entry_as_kafka(quota_broker, raw_client) -> None:
         (invalid, "Quota producer_byte_rate must be greater than 0")]
     assert _alter(client, [("client-id", "v1")], [("producer_byte_rate", 1.5, False)]) == [
         (invalid, "producer_byte_rate cannot be a fractional value.")]
+    assert _alter(client, [("client-id", "v1")], [("producer_byte_rate", -math.inf, False)]) == [
+        (invalid, "Quota producer_byte_rate must be greater than 0")]
     assert _alter(client, [("user", "v1")], [("producer_byte_rate", 1e20, False)]) == [
         (invalid, "Proposed value for producer_byte_rate is too large for a LONG.")]
     assert _alter(client, [("ip", "1.2.3.4")], [("producer_byte_rate", 5.0, False)]) == [
