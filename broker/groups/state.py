@@ -218,7 +218,11 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         except ValueError:  # a member's metadata is not the consumer protocol's
             consumer.groups.pop(group_id, None)
             return None
-        result = join()
+        try:
+            result = join()
+        except BaseException:
+            consumer.groups.pop(group_id, None)  # undone: the classic group is untouched
+            raise
         if result.error != errors.NONE:
             consumer.groups.pop(group_id, None)  # undone: the classic group is untouched
             return result
@@ -253,6 +257,11 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
             or self.config.group_consumer_migration_policy not in ("downgrade", "bidirectional")
             or len(cg.members) > self.config.group_max_size  # Kafka's validateOnlineDowngrade
         ):
+            return False
+        common = set.intersection(
+            *({name for name, _ in m.classic.protocols} for m in cg.members.values() if m.classic)
+        )
+        if not common:  # no protocol every member speaks: the group stays a consumer group
             return False
         from .consumer.embedded_protocol import encode_assignment
 

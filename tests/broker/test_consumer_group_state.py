@@ -692,3 +692,41 @@ def test_downgrade_generation_and_max_size() -> None:
         assert state.consumer_groups.is_consumer_group("g") is not downgraded
         if downgraded:
             assert state._groups["g"].generation_id == 7  # 5, n's join, n's leave
+
+
+def test_classic_join_without_a_shared_protocol_is_refused() -> None:
+    """Kafka's supportsClassicProtocols: a classic member inside a consumer group must
+    share a protocol with the other classic members, or a later downgrade could elect
+    none (it crashed the coordinator's timer before)."""
+    groups = ConsumerGroups(CONFIG)
+    _join(groups, "c", 0)
+    metadata = _subscription(["orders"])
+    error, _kid, _gen, _name = _classic_join_twice(groups, 0, metadata)
+    assert error == 0
+    _e, other, _g, _n = groups.classic_join(
+        "g", "", None, [("roundrobin", metadata)], 1000, 500, "k", "/h", "R", 0,
+        require_known_member_id=False)
+    assert _e == 23  # INCONSISTENT_GROUP_PROTOCOL
+    assert other not in groups.groups["g"].members
+
+
+def test_consumer_member_replacing_a_classic_one_drops_its_join_timer() -> None:
+    """A static classic member told to rejoin has a join deadline; the consumer-protocol
+    member that takes its instance id over must not be removed by it."""
+    groups = ConsumerGroups(CONFIG)
+    _join(groups, "c", 0)
+    _e, kid, gen, _n = groups.classic_join(
+        "g", "", "inst", [("range", _subscription(["orders"]))], 45000, 1000, "k", "/h",
+        "K1", 0, require_known_member_id=False)
+    _join(groups, "d", 0)  # the target moves: the classic member is told to rejoin
+    assert groups.classic_heartbeat("g", kid, gen, 0) == 27
+    assert groups.groups["g"].members[kid].join_deadline_ms is not None
+    got = _join(groups, "K2", 10, instance_id="inst")
+    assert got.error == 0
+    assert groups.groups["g"].members["K2"].join_deadline_ms is None
+    for now in (500, 1001):
+        groups.tick(now)
+        got = _beat(groups, "K2", got.member_epoch, now,
+                    owned={T: frozenset((got.assignment or {}).get(T, ()))})
+        assert got.error == 0, (now, got)
+    assert "K2" in groups.groups["g"].members

@@ -426,6 +426,7 @@ class ConsumerGroups:
                 if previous.member_epoch == LEAVE_STATIC_EPOCH:
                     previous.member_epoch = previous.previous_epoch
                 previous.classic = None
+                previous.join_deadline_ms = None  # a classic member's timer, not its own
                 self._replace_static(group, previous, member_id, req.client_id,
                                      req.client_host)
                 return previous, False
@@ -832,6 +833,26 @@ class ConsumerGroups:
         member = None if group is None else group.members.get(member_id)
         return member is not None and member.classic is not None
 
+    @staticmethod
+    def _shares_a_classic_protocol(
+        group: ConsumerGroup, member_id: str, protocols: Sequence[tuple[str, bytes]]
+    ) -> bool:
+        """Whether ``protocols`` has a name every other classic member of the group has."""
+        common = {name for name, _ in protocols}
+        for other in group.members.values():
+            if other.member_id != member_id and other.classic is not None:
+                common &= {name for name, _ in other.classic.protocols}
+        return bool(common)
+
+    @staticmethod
+    def _remove_new_member(group: ConsumerGroup, member: ConsumerMember) -> None:
+        """Undo the creation of a member a refused join had just added."""
+        del group.members[member.member_id]
+        if member.instance_id is not None and (
+            group.static_members.get(member.instance_id) == member.member_id
+        ):
+            del group.static_members[member.instance_id]
+
     def classic_join(
         self, group_id: str, member_id: str, instance_id: str | None,
         protocols: Sequence[tuple[str, bytes]], session_timeout_ms: int,
@@ -882,6 +903,12 @@ class ConsumerGroups:
                 group.static_members[instance_id] = member_id
             changed = True
         elif member.classic is None:
+            return errors.INCONSISTENT_GROUP_PROTOCOL, member_id, -1, None
+        if not self._shares_a_classic_protocol(group, member_id, protocols):
+            # Kafka's supportsClassicProtocols: a later downgrade must find one protocol
+            # every classic member speaks.
+            if changed:
+                self._remove_new_member(group, member)
             return errors.INCONSISTENT_GROUP_PROTOCOL, member_id, -1, None
         member.classic = ClassicMeta(session_timeout_ms, tuple(protocols))
         member.rebalance_timeout_ms = rebalance_timeout_ms
