@@ -9,7 +9,6 @@ and the offsets committed by the members are read back with the admin client.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import time
 import uuid
@@ -28,13 +27,11 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 
 def _load_helpers():
-    path = Path(__file__).with_name("group_helpers.py")
-    spec = importlib.util.spec_from_file_location("kafkette_group_helpers", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    """group_helpers.py beside this file, as ``kafkette_group_helpers`` (its dataclasses
+    look their module up in sys.modules)."""
+    return sys.modules["kafkette_test_serve_process"].register_beside(
+        __file__, "kafkette", "group_helpers"
+    )
 
 
 helpers = _load_helpers()
@@ -166,11 +163,9 @@ def test_share_then_rebalance_on_leave_and_crash(consumers: Consumers) -> None:
 
 def _described(bootstrap: str, group: str) -> dict:
     """ConsumerGroupDescribe v1 of ``group``, raw (epochs are not in the admin API)."""
-    path = Path(__file__).with_name("consumer_protocol_client.py")
-    spec = importlib.util.spec_from_file_location("kafkette_cgp_client", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = sys.modules["kafkette_test_serve_process"].register_beside(
+        __file__, "kafkette_broker", "consumer_protocol_client"
+    )
     with module.RawClient(bootstrap) as client:
         return client.request(69, 1, {"group_ids": [group],
                                       "include_authorized_operations": False})["groups"][0]

@@ -8,26 +8,15 @@ where kafkette answers differently on purpose, docs/consumer-group-protocol.md s
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import uuid
-from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-
-def _load(name: str):
-    path = Path(__file__).with_name(f"{name}.py")
-    spec = importlib.util.spec_from_file_location(f"kafkette_{name}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-RawClient = _load("consumer_protocol_client").RawClient
+RawClient = sys.modules["kafkette_test_serve_process"].register_beside(
+    __file__, "kafkette_broker", "consumer_protocol_client"
+).RawClient
 
 NONE = 0
 UNKNOWN_MEMBER_ID = 25

@@ -19,7 +19,6 @@ debug log in the consumers.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import time
 import uuid
@@ -51,13 +50,11 @@ from kafkette.broker.groups.offsets_records import (
 
 
 def _load_helpers():
-    path = Path(__file__).with_name("group_helpers.py")
-    spec = importlib.util.spec_from_file_location("kafkette_group_helpers", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    """group_helpers.py beside this file, as ``kafkette_group_helpers`` (its dataclasses
+    look their module up in sys.modules)."""
+    return sys.modules["kafkette_test_serve_process"].register_beside(
+        __file__, "kafkette", "group_helpers"
+    )
 
 
 helpers = _load_helpers()
