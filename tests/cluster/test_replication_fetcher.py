@@ -33,6 +33,9 @@ from kafkette.wire.apis import ApiKey
 from kafkette.wire.client_connection import NEED_DATA, ClientConnection, Response
 from kafkette.wire.record_batch import patch_leader_epoch, read_header
 
+# ApiVersions v3+ must name the client software (Kafka refuses an empty name: 42).
+SOFTWARE = {"client_software_name": "kafkette-tests", "client_software_version": "1"}
+
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
@@ -213,7 +216,7 @@ def test_peer_client_survives_a_cancelled_request_and_reports_refusals(
 
     async def main() -> None:
         client = PeerClient(host, int(port), "peer-test", 1 << 20)
-        versions = await client.request(ApiKey.API_VERSIONS, 3, {})
+        versions = await client.request(ApiKey.API_VERSIONS, 3, SOFTWARE)
         assert versions.body["error_code"] == 0
         long_poll = {
             "replica_id": -1,
@@ -242,7 +245,7 @@ def test_peer_client_survives_a_cancelled_request_and_reports_refusals(
             dead_port = sock.getsockname()[1]
         dead = PeerClient("127.0.0.1", dead_port, "peer-test", 1 << 20)
         with pytest.raises(PeerError):
-            await dead.request(ApiKey.API_VERSIONS, 3, {})
+            await dead.request(ApiKey.API_VERSIONS, 3, SOFTWARE)
 
     trio.run(main)
 

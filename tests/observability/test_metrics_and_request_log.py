@@ -119,7 +119,10 @@ def entries_once(served: Served, seen: Callable[[list[dict]], bool]) -> list[dic
     """
     deadline = time.monotonic() + 15
     while True:
-        entries = [json.loads(line) for line in served.stderr_text().splitlines()]
+        text = served.stderr_text()
+        # Only whole lines: the broker may be writing the last one right now.
+        whole = text if text.endswith("\n") else text[: text.rfind("\n") + 1]
+        entries = [json.loads(line) for line in whole.splitlines()]
         if seen(entries) or time.monotonic() > deadline:
             return entries
         time.sleep(0.05)

@@ -26,6 +26,9 @@ from kafkette.wire.client_connection import (
 from kafkette.wire.connection import Request, RequestHeader, ServerConnection
 from kafkette.wire.exceptions import FrameTooLargeError, MalformedFrameError
 
+# ApiVersions v3+ must name the client software (Kafka refuses an empty name: 42).
+SOFTWARE = {"client_software_name": "kafkette-tests", "client_software_version": "1"}
+
 pytestmark = pytest.mark.filterwarnings("ignore:.*deprecated. Use files:DeprecationWarning")
 
 
@@ -98,7 +101,7 @@ def test_pipelined_responses_match_their_requests_fed_byte_by_byte(bootstrap: st
     with socket.create_connection((host, int(port)), timeout=10) as sock:
         sock.sendall(
             conn.send_request(ApiKey.METADATA, 12, {"topics": []}, "t")
-            + conn.send_request(ApiKey.API_VERSIONS, 3, {}, "t")
+            + conn.send_request(ApiKey.API_VERSIONS, 3, SOFTWARE, "t")
             + conn.send_request(ApiKey.METADATA, 1, {"topics": []}, "t")
         )
         assert conn.in_flight == 3
