@@ -175,8 +175,8 @@ class Broker:
         # Client quotas (broker/quotas/): the store is opened with the data dir; until a
         # produce/fetch/request quota exists the manager is inactive and costs nothing.
         self.client_quotas = QuotaManager(
-            int(config.value_of("quota.window.num") or 11),
-            int(config.value_of("quota.window.size.seconds") or 1),
+            int(config.value_of("quota.window.num")),
+            int(config.value_of("quota.window.size.seconds")),
         )
         self.quota_store: QuotaStore | None = None
         # The request log, and the request counters once metrics are on (observability/).
@@ -189,7 +189,7 @@ class Broker:
         self.request_memory = RequestMemoryPool(config.request_memory_bytes)
         # KIP-227 incremental fetch sessions (handlers/fetch.py, broker/fetch_sessions/).
         self.fetch_sessions = FetchSessionCache(
-            int(config.value_of("max.incremental.fetch.session.cache.slots") or 1000)
+            int(config.value_of("max.incremental.fetch.session.cache.slots"))
         )
         self.connection_limits = ConnectionLimits(
             config.max_connections, config.max_connections_per_ip

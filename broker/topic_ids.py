@@ -6,7 +6,8 @@ scan of every topic. On a single node the ids are the data dir's (``topics.json`
 kept across restarts; ``TopicRegistry`` indexes them). In a cluster they are the
 ones ZooKeeper's topic znodes carry (``/brokers/topics/<t>``'s ``topic_id``),
 the same on every broker: the index of a ``ClusterMetadata`` snapshot is built
-once per snapshot (snapshots are immutable and replaced whole) and kept here.
+once per snapshot (snapshots are immutable and replaced whole) and kept on it
+(``ClusterMetadata.topic_names_by_id``).
 """
 
 from __future__ import annotations
@@ -17,22 +18,7 @@ from typing import TYPE_CHECKING
 from kafkette.wire.primitives import ZERO_UUID
 
 if TYPE_CHECKING:
-    from kafkette.broker.cluster.metadata import ClusterMetadata
     from kafkette.broker.server import Broker
-
-# The last snapshot indexed and its id -> name table (one entry: handlers read the
-# current snapshot; a new one replaces the old, which is then never asked again).
-_snapshot_index: tuple[ClusterMetadata | None, dict[uuid.UUID, str]] = (None, {})
-
-
-def _cluster_names(metadata: ClusterMetadata) -> dict[uuid.UUID, str]:
-    global _snapshot_index
-    indexed, names = _snapshot_index
-    if indexed is not metadata:
-        names = {topic.topic_id: name for name, topic in metadata.topics.items()}
-        _snapshot_index = (metadata, names)
-    return names
-
 
 def topic_name(broker: Broker, topic_id: object) -> str | None:
     """The name of the topic with this id, None if there is none (UNKNOWN_TOPIC_ID).
@@ -40,7 +26,7 @@ def topic_name(broker: Broker, topic_id: object) -> str | None:
     if not isinstance(topic_id, uuid.UUID) or topic_id == ZERO_UUID:
         return None
     if broker.cluster is not None:
-        return _cluster_names(broker.cluster.metadata).get(topic_id)
+        return broker.cluster.metadata.topic_names_by_id.get(topic_id)
     meta = broker.topics.by_id(topic_id)
     return None if meta is None else meta.name
 

@@ -34,8 +34,13 @@ WAIT = 60.0  # Kafka's default 5 s heartbeat interval: a rebalance takes a few o
 
 
 def _helpers():
+    """tests/broker/group_helpers.py, under the name tests/broker/conftest.py gives it (one
+    copy when both suites run; this suite also runs alone, without that conftest)."""
+    name = "kafkette_broker_group_helpers"
+    if name in sys.modules:
+        return sys.modules[name]
     path = HERE.parent / "tests" / "broker" / "group_helpers.py"
-    spec = importlib.util.spec_from_file_location("kafkette_group_helpers", path)
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from functools import cached_property
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +93,12 @@ class ClusterMetadata:
     # Topics whose znode lost its topic id (rewritten by an old tool): listed in
     # ``topics`` under the id they had; the controller writes it back.
     ids_to_restore: frozenset[str] = field(default_factory=frozenset)
+
+    @cached_property
+    def topic_names_by_id(self) -> dict[uuid.UUID, str]:
+        """Topic id -> name (requests by id: broker/topic_ids.py), built once per snapshot
+        the first time one is asked for (a snapshot never changes; a new one is a new index)."""
+        return {topic.topic_id: name for name, topic in self.topics.items()}
 
     def state(self, topic: str, partition: int) -> PartitionState | None:
         return self.states.get((topic, partition))

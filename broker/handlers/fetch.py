@@ -235,9 +235,8 @@ def _request_groups(topics: list[dict], names: NameOf | None) -> list[_Group]:
     """The request's topics (by name before v13, by id from v13)."""
     if names is None:
         return [(topic["topic"], ZERO_UUID, topic["partitions"]) for topic in topics]
-    name_of = names
     return [
-        (name_of(topic["topic_id"]), topic["topic_id"], topic["partitions"]) for topic in topics
+        (names(topic["topic_id"]), topic["topic_id"], topic["partitions"]) for topic in topics
     ]
 
 

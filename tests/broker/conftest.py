@@ -55,6 +55,12 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]
         embedded.stop(timeout=30)
 
 
+# Test helper modules beside this file, loaded once under their own names (their
+# dataclasses look their module up in sys.modules): kafkette_broker_<stem>.
+for _stem in ("group_helpers", "consumer_protocol_client"):
+    sys.modules["kafkette_test_serve_process"].register_beside(__file__, "kafkette_broker", _stem)
+
+
 # --- subprocess broker ------------------------------------------------------
 
 

@@ -22,9 +22,7 @@ from confluent_kafka.admin import (
 
 from kafkette.broker.embedded import EmbeddedBroker
 
-RawClient = sys.modules["kafkette_test_serve_process"].register_beside(
-    __file__, "kafkette_broker", "consumer_protocol_client"
-).RawClient
+RawClient = sys.modules["kafkette_broker_consumer_protocol_client"].RawClient
 TOPIC_AUTHORIZATION_FAILED = 29
 
 

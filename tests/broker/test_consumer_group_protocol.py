@@ -25,16 +25,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic
 
-
-def _load_helpers():
-    """group_helpers.py beside this file, as ``kafkette_group_helpers`` (its dataclasses
-    look their module up in sys.modules)."""
-    return sys.modules["kafkette_test_serve_process"].register_beside(
-        __file__, "kafkette", "group_helpers"
-    )
-
-
-helpers = _load_helpers()
+helpers = sys.modules["kafkette_broker_group_helpers"]  # tests/broker/conftest.py
 ConsumerProcess = helpers.ConsumerProcess
 GroupBroker = helpers.GroupBroker
 wait_until = helpers.wait_until
@@ -163,9 +154,7 @@ def test_share_then_rebalance_on_leave_and_crash(consumers: Consumers) -> None:
 
 def _described(bootstrap: str, group: str) -> dict:
     """ConsumerGroupDescribe v1 of ``group``, raw (epochs are not in the admin API)."""
-    module = sys.modules["kafkette_test_serve_process"].register_beside(
-        __file__, "kafkette_broker", "consumer_protocol_client"
-    )
+    module = sys.modules["kafkette_broker_consumer_protocol_client"]
     with module.RawClient(bootstrap) as client:
         return client.request(69, 1, {"group_ids": [group],
                                       "include_authorized_operations": False})["groups"][0]

@@ -14,9 +14,7 @@ import uuid
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-RawClient = sys.modules["kafkette_test_serve_process"].register_beside(
-    __file__, "kafkette_broker", "consumer_protocol_client"
-).RawClient
+RawClient = sys.modules["kafkette_broker_consumer_protocol_client"].RawClient
 
 NONE = 0
 UNKNOWN_MEMBER_ID = 25

@@ -48,16 +48,7 @@ from kafkette.broker.groups.offsets_records import (
     decode_key,
 )
 
-
-def _load_helpers():
-    """group_helpers.py beside this file, as ``kafkette_group_helpers`` (its dataclasses
-    look their module up in sys.modules)."""
-    return sys.modules["kafkette_test_serve_process"].register_beside(
-        __file__, "kafkette", "group_helpers"
-    )
-
-
-helpers = _load_helpers()
+helpers = sys.modules["kafkette_broker_group_helpers"]  # tests/broker/conftest.py
 ConsumerProcess = helpers.ConsumerProcess
 GroupBroker = helpers.GroupBroker
 wait_until = helpers.wait_until

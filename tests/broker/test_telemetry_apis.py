@@ -9,7 +9,7 @@ from the requested metrics in Java's HashSet order, the push interval and the in
 from __future__ import annotations
 
 import gzip
-import socket
+import sys
 import time
 import uuid
 
@@ -17,7 +17,6 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from kafkette.broker.telemetry import TelemetryState, identity_of
-from kafkette.wire.client_connection import NEED_DATA, ClientConnection
 
 ZERO = uuid.UUID(int=0)
 FIXED = uuid.UUID("12345678-1234-1234-1234-123456789abc")
@@ -27,32 +26,22 @@ THROTTLED, UNKNOWN_SUBSCRIPTION, INVALID_REQUEST = 89, 117, 42
 UNSUPPORTED_COMPRESSION, INVALID_RECORD, TOO_LARGE = 76, 87, 118
 
 
-class Client:
+RawClient = sys.modules["kafkette_broker_consumer_protocol_client"].RawClient
+
+
+class Client(RawClient):
     """One connection speaking our codec; ``software`` is announced with ApiVersions v3."""
 
     def __init__(self, bootstrap: str, client_id: str, software: str | None = None) -> None:
-        host, _, port = bootstrap.rpartition(":")
-        self.sock = socket.create_connection((host, int(port)), timeout=15)
-        self.conn = ClientConnection()
+        super().__init__(bootstrap, timeout=15)
         self.client_id = client_id
         if software is not None:
             self.api_versions = self.request(
                 18, 3, {"client_software_name": software, "client_software_version": "1.2"}
             )
 
-    def close(self) -> None:
-        self.sock.close()
-
-    def request(self, api_key: int, version: int, body: dict) -> dict:
-        self.sock.sendall(self.conn.send_request(api_key, version, body, self.client_id))
-        while True:
-            response = self.conn.next_response()
-            if response is not NEED_DATA:
-                return response.body
-            data = self.sock.recv(65536)
-            if not data:
-                raise ConnectionError("the broker closed the connection")
-            self.conn.receive_data(data)
+    def request(self, api_key: int, version: int, body: dict) -> dict:  # type: ignore[override]
+        return super().request(api_key, version, body, self.client_id)
 
     def get(self, instance_id: uuid.UUID = ZERO) -> dict:
         return self.request(GET, 0, {"client_instance_id": instance_id})
