@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import uuid
@@ -31,6 +32,8 @@ DEFAULT_RESULTS = HERE / ".build" / "results.json"
 SUITE_BROKER_CONFIGS = {"group.initial.rebalance.delay.ms": "0"}
 
 _results: list[dict] = []
+# Under pytest-xdist each worker starts its own broker: its log gets the worker's name.
+_WORKER = f"-{os.environ['PYTEST_XDIST_WORKER']}" if "PYTEST_XDIST_WORKER" in os.environ else ""
 _run_info: dict = {"families": {}}
 
 
@@ -122,7 +125,7 @@ def broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     data_dir.mkdir()
     try:
         proc = broker_process.start_kafkette(
-            data_dir, SUITE_BROKER_CONFIGS, HERE / ".build" / "kafkette.stderr.log"
+            data_dir, SUITE_BROKER_CONFIGS, HERE / ".build" / f"kafkette{_WORKER}.stderr.log"
         )
         broker_process.check_reachable(proc.bootstrap)
     except broker_process.BrokerUnavailable as exc:
@@ -229,7 +232,24 @@ def _one_line(text: str) -> str:
     return " ".join(first.split())[:500]
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:  # noqa: ANN001 (xdist's WorkerController)
+    """Under pytest-xdist: take a worker's rows and run info into this (controlling) process."""
+    shipped = getattr(node, "workeroutput", {}).get("compat")
+    if shipped:
+        worker = json.loads(shipped)
+        _results.extend(worker["results"])
+        families = _run_info["families"] | worker["run_info"].pop("families")
+        _run_info.update(worker["run_info"], families=families)
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller writes the file
+        workeroutput["compat"] = json.dumps(
+            {"results": _results, "run_info": _run_info}, default=str
+        )
+        return
     if not _results:
         return
     from compat_lib.family import ALL_SCENARIOS

@@ -134,7 +134,9 @@ def secured(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         yield broker
     finally:
         code = broker.stop()
-        keep = Path(__file__).resolve().parent / ".build" / f"secured-{kind}.log"
+        worker = os.environ.get("PYTEST_XDIST_WORKER")  # each xdist worker keeps its own
+        name = f"secured-{kind}-{worker}.log" if worker else f"secured-{kind}.log"
+        keep = Path(__file__).resolve().parent / ".build" / name
         keep.parent.mkdir(parents=True, exist_ok=True)
         keep.write_bytes(broker.log_path.read_bytes())
         print(f"\nsecured {kind} stopped (exit code {code}); its log: {keep}")

@@ -45,6 +45,7 @@ from pathlib import Path
 
 import pytest
 from compat_lib import broker_process
+from compat_lib.build_lock import build_lock
 
 REPO = Path(__file__).resolve().parents[1]
 BROKER_CONFIGS = {"group.initial.rebalance.delay.ms": "0", "log.cleaner.backoff.ms": "500"}
@@ -414,14 +415,14 @@ def windowed_app_classpath(kafka_home: Path) -> str:
     libs = str(kafka_home / "libs" / "*")  # javac and java expand a trailing /*
     sources = sorted(STREAMS_SOURCES.glob("*.java"))
     stamp = STREAMS_BUILD / f"{WINDOWED_MAIN}.class"
-    if not stamp.exists() or stamp.stat().st_mtime < max(s.stat().st_mtime for s in sources):
-        STREAMS_BUILD.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(
-            ["javac", "-d", str(STREAMS_BUILD), "-cp", libs, *map(str, sources)],
-            capture_output=True, text=True, timeout=180, check=False,
-        )
-        if done.returncode != 0:
-            pytest.fail(f"javac failed: {done.stderr.strip()[-1000:]}", pytrace=False)
+    with build_lock(STREAMS_BUILD):
+        if not stamp.exists() or stamp.stat().st_mtime < max(s.stat().st_mtime for s in sources):
+            done = subprocess.run(
+                ["javac", "-d", str(STREAMS_BUILD), "-cp", libs, *map(str, sources)],
+                capture_output=True, text=True, timeout=180, check=False,
+            )
+            if done.returncode != 0:
+                pytest.fail(f"javac failed: {done.stderr.strip()[-1000:]}", pytrace=False)
     return os.pathsep.join([str(STREAMS_BUILD), libs])
 
 

@@ -18,6 +18,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from compat_lib.build_lock import build_lock
 from compat_lib.family import (
     ALL_SCENARIOS,
     HEARTBEAT_MS,
@@ -105,12 +106,14 @@ class JavaFamily(Family):
         sources = sorted(SOURCES.glob("*.java"))
         stamp = BUILD / "CompatAgent.class"
         newest = max(s.stat().st_mtime for s in sources)
-        if not stamp.exists() or stamp.stat().st_mtime < newest:
-            BUILD.mkdir(parents=True, exist_ok=True)
-            cmd = ["javac", "-d", str(BUILD), "-cp", cp] + [str(s) for s in sources]
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
-            if done.returncode != 0:
-                return f"javac failed: {done.stderr.strip()[-500:]}"
+        with build_lock(BUILD):
+            if not stamp.exists() or stamp.stat().st_mtime < newest:
+                cmd = ["javac", "-d", str(BUILD), "-cp", cp] + [str(s) for s in sources]
+                done = subprocess.run(
+                    cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S
+                )
+                if done.returncode != 0:
+                    return f"javac failed: {done.stderr.strip()[-500:]}"
         self._classpath = os.pathsep.join([str(BUILD), cp])
         return None
 

@@ -68,6 +68,8 @@ def confluent_offsets_for_times(bootstrap: str, topic: str, queries: dict[int, i
         (BASE_MS + 9 * STEP_MS, 9),  # the last record
         (BASE_MS + 9 * STEP_MS + 1, -1),  # past the last: none (OFFSET_END)
     ],
+    # Named, not numbered by time: parallel workers must collect the same test ids.
+    ids=["before-all", "exact", "between", "last", "past-last"],
 )
 def test_confluent_offsets_for_times(broker, timed_topic, target, expected) -> None:
     offsets, watermarks = confluent_offsets_for_times(

@@ -1,0 +1,61 @@
+"""How the whole suite runs in parallel: pytest-xdist workers (pyproject.toml's addopts) take
+whole test files, the slowest first.
+
+- A file is one unit of work, so its module-scoped broker starts once, on one worker.
+- Every Spark test goes to one worker: each process would otherwise start its own SparkSession
+  (a JVM, seconds and a GiB), and the Spark tests share one session.
+- Files start in the order of ``SLOWEST_FIRST`` (folders whose files take minutes: Spark,
+  Kafka Streams, clusters), so that the last minutes are spent on short files that fill the
+  gaps, not on one long file while the other workers wait. The order only decides when a file
+  starts; no test depends on it.
+
+``pytest -p no:xdist`` (or ``-n 0``) runs everything in one process, in the same order.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+# Folder prefixes (from the repository root), slowest first; what matches none comes last,
+# in collection order.
+SLOWEST_FIRST = (
+    "spark-examples/",
+    "compat-tests/test_streams",
+    "compat-tests/",
+    "tests/cluster/",
+    "tests/security/",
+    "tests/broker/",
+    "tests/tools/",
+    "tests/console/",
+    "tests/observability/",
+    "tests/plugin/",
+    "tests/log/",
+    "tests/",
+)
+SPARK_UNIT = "spark-examples/"
+
+
+def _rank(nodeid: str) -> int:
+    for rank, prefix in enumerate(SLOWEST_FIRST):
+        if nodeid.startswith(prefix):
+            return rank
+    return len(SLOWEST_FIRST)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Slowest folders first; a file's tests stay together and in their own order."""
+    items.sort(key=lambda item: _rank(item.nodeid))  # sort is stable
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN001, ANN201 (xdist)
+    """Whole files to a worker, Spark's tests as one unit (see the module's docstring)."""
+    from xdist.scheduler import LoadFileScheduling
+
+    class FilesSparkTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.startswith(SPARK_UNIT):
+                return SPARK_UNIT
+            return super()._split_scope(nodeid)
+
+    return FilesSparkTogether(config, log)
