@@ -903,7 +903,7 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
             for m in group.members.values():
                 m.assignment = bytes(given.get(m.member_id, b""))
             self._records.append(self._group_metadata_record(group))
-            self._propagate_assignment(group, errors.NONE, now_ms)
+            self._propagate_assignment(group, errors.NONE, now_ms, first=member_id)
             self._transition(group, STABLE, now_ms)
         return self._done(None)
 
@@ -913,9 +913,18 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         if not group.pending_sync:
             group.sync_deadline_ms = None
 
-    def _propagate_assignment(self, group: Group, error: int, now_ms: int) -> None:
+    def _propagate_assignment(
+        self, group: Group, error: int, now_ms: int, first: str | None = None
+    ) -> None:
+        """Answer every waiting SyncGroup of ``group``; member ``first`` (the leader
+        whose SyncGroup completed the sync) first, the others in member order. The
+        broker writes the replies in this order, in one pass: a follower that acts on
+        its assignment at once should not run ahead of the leader (docs/groups.md)."""
         ok = error == errors.NONE
-        for member in group.members.values():
+        members = list(group.members.values())
+        if first is not None:
+            members.sort(key=lambda m: m.member_id != first)  # stable: the rest keep order
+        for member in members:
             if member.sync_ticket is None:
                 continue
             self._reply(

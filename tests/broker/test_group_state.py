@@ -651,6 +651,21 @@ def test_static_member_not_rejoining_is_kept_through_rebalance() -> None:
     assert sorted(m.member_id for m in ans.members) == sorted([leader, follower])
 
 
+def test_completed_sync_answers_the_leader_first() -> None:
+    # The broker writes the replies in their order, in one pass: the leader whose
+    # SyncGroup completes the sync comes first, even behind an earlier member.
+    b = Broker()
+    (s0, s1), gen = static_group(b, 2)
+    t2 = b.join(client="s2", instance="inst-2")  # a new member: rebalance
+    t1 = b.join(s1, instance="inst-1")
+    b.keep_alive(REBALANCE, gen, (s0, "inst-0"))  # s0 stays (static) but never rejoins
+    s2 = b.answer(t2).member_id
+    assert b.answer(t1).leader == s1 and b.state.member_ids("g") == [s0, s1, s2]
+    waiting = [b.sync(s0, gen + 1, instance="inst-0"), b.sync(s2, gen + 1, instance="inst-2")]
+    leader = b.sync(s1, gen + 1, instance="inst-1", assignments={s1: b"1"})
+    assert list(b.answers)[-3:] == [leader, *waiting]
+
+
 # --- LeaveGroup --------------------------------------------------------------------------
 
 
