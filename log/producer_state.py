@@ -99,10 +99,6 @@ class CompletedTxn:
     aborted: bool
 
 
-def _is_idempotent(header: BatchHeader) -> bool:
-    return header.producer_id >= 0 and header.base_sequence >= 0 and not header.is_control
-
-
 class ProducerStateTable:
     """Sequence state of every idempotent producer that wrote to one partition."""
 

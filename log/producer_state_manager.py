@@ -79,10 +79,6 @@ class ProducerStateManager:
         self.loaded_snapshot: int | None = None
         self.replayed_batches = 0
 
-    @property
-    def snapshot_offsets(self) -> list[int]:
-        return list(self._snapshots)
-
     # ------------------------------------------------------------------ loading
 
     def load(

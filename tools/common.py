@@ -17,7 +17,7 @@ import json
 import os
 import socket
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -181,8 +181,3 @@ def print_table(
     for line in lines:
         text = "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=False))
         sys.stdout.write(text.rstrip() + "\n")
-
-
-def print_mapping(pairs: Mapping[str, Any], title: str | None = None) -> None:
-    """A two-column KEY VALUE table."""
-    print_table(("KEY", "VALUE"), sorted(pairs.items()), title=title)

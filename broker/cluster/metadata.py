@@ -110,14 +110,5 @@ class ClusterMetadata:
             return NO_LEADER
         return state.leader
 
-    def replicas_on(self, broker_id: int) -> list[tuple[str, int]]:
-        """The partitions ``broker_id`` holds a replica of."""
-        return [
-            (name, p)
-            for name, topic in self.topics.items()
-            for p, replicas in topic.replicas.items()
-            if broker_id in replicas
-        ]
-
 
 EMPTY = ClusterMetadata("", NO_LEADER, {}, {}, {})

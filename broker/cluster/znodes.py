@@ -43,10 +43,6 @@ def topic_path(topic: str) -> str:
     return f"{BROKER_TOPICS}/{topic}"
 
 
-def partitions_path(topic: str) -> str:
-    return f"{BROKER_TOPICS}/{topic}/partitions"
-
-
 def partition_path(topic: str, partition: int) -> str:
     return f"{BROKER_TOPICS}/{topic}/partitions/{partition}"
 

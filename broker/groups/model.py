@@ -283,9 +283,6 @@ class Group:
         """Some open transaction committed an offset for ``tp``."""
         return any(tp in pending for pending in self.pending_offsets.values())
 
-    def is_state(self, *states: GroupState) -> bool:
-        return self.state in states
-
     def rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
 

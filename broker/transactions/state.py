@@ -200,10 +200,6 @@ class TransactionMetadata:
         )
         return self._to(state, partitions=frozenset(), last_update_ms=now_ms)
 
-    def prepare_dead(self) -> TransactionMetadata:
-        """transactional.id.expiration.ms passed: the id is forgotten (a tombstone)."""
-        return self._to(TxnState.DEAD)
-
 
 def new_metadata(
     transactional_id: str, producer_id: int, timeout_ms: int, now_ms: int

@@ -828,11 +828,6 @@ class ConsumerGroups:
                                now_ms + m["session_timeout_ms"])
         self._refresh_topics(group, topics)
 
-    def has_classic_member(self, group_id: str, member_id: str) -> bool:
-        group = self.groups.get(group_id)
-        member = None if group is None else group.members.get(member_id)
-        return member is not None and member.classic is not None
-
     @staticmethod
     def _shares_a_classic_protocol(
         group: ConsumerGroup, member_id: str, protocols: Sequence[tuple[str, bytes]]
