@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING
 from kafkette.broker.connection_limits import parse_ip_overrides
 from kafkette.broker.groups.config import GroupConfig
 from kafkette.broker.transactions.config import TransactionConfig
-from kafkette.log.cleaner import CleanerConfig
-from kafkette.log.config import LogConfig, log_config_from_broker_props
+from kafkette.log.config import CleanerConfig, LogConfig, log_config_from_broker_props
 
 if TYPE_CHECKING:
     from kafkette.broker.cluster.config import ClusterConfig

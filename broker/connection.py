@@ -26,6 +26,7 @@ connection on anything else (broker/security/sasl/authenticator.py).
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from typing import TYPE_CHECKING
@@ -34,8 +35,6 @@ import trio
 
 from kafkette.broker.fetch_sessions.answer import finish_answer
 from kafkette.broker.handlers import HANDLERS
-from kafkette.broker.quotas.enforcement import answer as answer_within_quotas
-from kafkette.broker.quotas.enforcement import start_timing
 from kafkette.broker.request_memory import SMALL_FRAME_BYTES
 from kafkette.broker.response_writer import send_chunks
 from kafkette.wire.apis import ApiKey
@@ -43,6 +42,8 @@ from kafkette.wire.connection import NEED_DATA, Request, ServerConnection
 from kafkette.wire.exceptions import MalformedFrameError, UnsupportedVersionError
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from kafkette.broker.security.sasl.authenticator import Authenticator
     from kafkette.broker.security.session import Session
     from kafkette.broker.server import Broker
@@ -150,7 +151,8 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
             mute_s = 0.0  # KIP-219: seconds this connection is not read after the answer
             delayed = None  # a pre-KIP-219 client's throttled answer, sent late
             if quotas is not None:
-                start_timing(quotas)
+                enforcement = _quota_enforcement()
+                enforcement.start_timing(quotas)
             try:
                 if authenticator is None:
                     response = await _dispatch(broker, request)
@@ -163,7 +165,7 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
                         if verdict.delay_s:
                             await trio.sleep(verdict.delay_s)
                 if quotas is not None and (verdict is None or verdict.dispatch):
-                    quota_answer = answer_within_quotas(broker, quotas, conn, request, response)
+                    quota_answer = enforcement.answer(broker, quotas, conn, request, response)
                     response_bytes = quota_answer.response_bytes
                     mute_s = quota_answer.mute_s
                     if quota_answer.delay_s:
@@ -262,6 +264,15 @@ def _authenticator_for(broker: Broker, session: Session, peer: str) -> Authentic
     from kafkette.broker.security.sasl.broker_sasl import sasl_of
 
     return Authenticator(sasl_of(broker), session, peer)
+
+
+@functools.cache
+def _quota_enforcement() -> ModuleType:
+    """broker/quotas/enforcement.py, imported once the first client quota exists: a
+    broker without quotas never loads it (nor the Fetch handler it reads)."""
+    from kafkette.broker.quotas import enforcement
+
+    return enforcement
 
 
 async def _dispatch(broker: Broker, request: Request) -> dict | None:

@@ -64,11 +64,10 @@ from kafkette.broker.security.tls_receive import drain_tls_receives
 from kafkette.broker.throttled_log import ThrottledLog, describe_error, storage_errors
 from kafkette.broker.topics import TopicRegistry
 from kafkette.broker.transactions.coordinator import TransactionCoordinator
-from kafkette.log import DataDir
-from kafkette.log.cleaner import CleanAborted, CleanStats
 from kafkette.log.cleaner_manager import LogCleanerManager
+from kafkette.log.data_dir import DataDir
 from kafkette.log.dir_lock import DataDirError, DirLock, os_reason
-from kafkette.log.partition_log import PartitionLog
+from kafkette.log.errors import CleanAborted
 
 if TYPE_CHECKING:
     from kafkette.broker.cluster.node import ClusterNode
@@ -76,6 +75,8 @@ if TYPE_CHECKING:
     from kafkette.broker.cluster.producer_id_blocks import ZkProducerIdAllocator
     from kafkette.broker.security.authorizer.authorizer import Authorizer
     from kafkette.broker.security.tls import ListenerTls
+    from kafkette.log.cleaner import CleanStats
+    from kafkette.log.partition_log import PartitionLog
 
 log = logging.getLogger("kafkette.server")
 

@@ -68,7 +68,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from kafkette.log.config import INT_MAX
+# CleanerConfig and CleanAborted live where the broker can import them without this
+# module (log/config.py, log/errors.py); they are re-exported here.
+from kafkette.log.config import DOUBLE_MAX, INT_MAX, CleanerConfig
+from kafkette.log.errors import CleanAborted
 from kafkette.log.file_region import FileGone, OpenFile
 from kafkette.log.offset_map import OffsetMap
 from kafkette.log.partition_log import PartitionLog
@@ -85,7 +88,6 @@ from kafkette.wire.record_batch import (
 )
 from kafkette.wire.records import decode_batch, delete_horizon_of, rebuild_batch
 
-DOUBLE_MAX = 1.7976931348623157e308
 READ_CHUNK_BYTES = 1024 * 1024
 
 
@@ -101,25 +103,6 @@ class Session(Protocol):
     ) -> list[tuple[int, int, int, int]]: ...
 
     def close(self) -> None: ...
-
-
-class CleanAborted(Exception):
-    """The broker is stopping (or the log changed under the clean): nothing was swapped."""
-
-
-@dataclass(frozen=True)
-class CleanerConfig:
-    """Broker-wide cleaner settings (Kafka's ``log.cleaner.*`` names and defaults)."""
-
-    enable: bool = True  # log.cleaner.enable
-    threads: int = 1  # log.cleaner.threads
-    backoff_ms: int = 15000  # log.cleaner.backoff.ms
-    io_max_bytes_per_second: float = DOUBLE_MAX  # log.cleaner.io.max.bytes.per.second
-    dedupe_buffer_size: int = 134217728  # log.cleaner.dedupe.buffer.size
-
-    @property
-    def map_memory_bytes(self) -> int:
-        return self.dedupe_buffer_size // max(1, self.threads)
 
 
 class Throttler:

@@ -16,6 +16,10 @@ Between two groups of a clean this thread waits as long as the group took
 groups in about a second, and back to back they raised produce latency
 while the cleaner process itself, at niceness 19, did not
 (docs/performance.md, "Log cleaner"). The copy phase takes twice as long.
+
+The broker makes its manager at start; the cleaner itself (log/cleaner.py, the cleaner
+process's client, the log engine under them) is imported by the first ``clean_one`` that
+meets a compacted log, so a broker with no compacted topic never loads it.
 """
 
 from __future__ import annotations
@@ -24,25 +28,22 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from kafkette.log.cleaner import (
-    CleanAborted,
-    CleanerConfig,
-    CleanStats,
-    clean_log_with,
-    measure,
-)
 from kafkette.log.cleaner_checkpoint import CleanerCheckpoints
-from kafkette.log.cleaner_process import CleanerProcess
-from kafkette.log.errors import LogClosed
-from kafkette.log.file_region import FileGone
-from kafkette.log.partition_log import PartitionLog
+from kafkette.log.config import CleanerConfig
+from kafkette.log.errors import CleanAborted, LogClosed
+
+if TYPE_CHECKING:
+    from kafkette.log.cleaner import CleanStats
+    from kafkette.log.cleaner_process import CleanerProcess
+    from kafkette.log.partition_log import PartitionLog
 
 _log = logging.getLogger(__name__)
 # After each group's swap, wait this many times as long as the group took.
 GROUP_PAUSE_FACTOR = 1.0
 
-LogEntry = tuple[str, int, PartitionLog]
+LogEntry = tuple[str, int, "PartitionLog"]
 
 
 def _pause(abort: threading.Event, seconds: float) -> None:
@@ -71,6 +72,8 @@ class LogCleanerManager:
                 raise CleanAborted("cleaner closed")
             if self._idle:
                 return self._idle.pop()
+            from kafkette.log.cleaner_process import CleanerProcess
+
             process = CleanerProcess()
             self._all.append(process)
             return process
@@ -93,10 +96,15 @@ class LogCleanerManager:
     def _pick(
         self, logs: Iterable[LogEntry], now: int
     ) -> tuple[str, int, PartitionLog, bool] | None:
+        compacted = [(topic, index, log) for topic, index, log in logs if log.config.compacts]
+        if not compacted:
+            return None
+        from kafkette.log.cleaner import measure  # a compacted log: the cleaner is needed
+
         best: tuple[float, tuple[str, int, PartitionLog, bool]] | None = None
         with self._lock:
-            for topic, index, log in logs:
-                if not log.config.compacts or (topic, index) in self._in_progress:
+            for topic, index, log in compacted:
+                if (topic, index) in self._in_progress:
                     continue
                 span = measure(log, self.checkpoints.get(topic, index), now)
                 if span is None:
@@ -130,6 +138,9 @@ class LogCleanerManager:
         if picked is None:
             return None
         topic, index, log, horizon_due = picked
+        from kafkette.log.cleaner import clean_log_with
+        from kafkette.log.file_region import FileGone
+
         process: CleanerProcess | None = None
         try:
             process = self._take_process()

@@ -3,6 +3,7 @@
 The broker owns the broker-level defaults (``log.*`` names) and each topic may
 override them with topic-level names (``segment.bytes`` ...). Both are turned
 into one frozen :class:`LogConfig` here, so nothing downstream reads strings.
+The broker-wide ``log.cleaner.*`` settings are :class:`CleanerConfig`.
 Units: bytes and milliseconds, as in Kafka.
 """
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 LONG_MAX = 9223372036854775807
 INT_MAX = 2147483647
+DOUBLE_MAX = 1.7976931348623157e308
 
 CLEANUP_POLICIES = frozenset({"delete", "compact", "compact,delete"})
 TIMESTAMP_TYPES = frozenset({"CreateTime", "LogAppendTime"})
@@ -172,3 +174,21 @@ def log_config_from_broker_props(props: Mapping[str, str]) -> LogConfig:
     if "log.message.timestamp.type" in props:
         changes["message_timestamp_type"] = props["log.message.timestamp.type"].strip()
     return LogConfig(**changes)
+
+
+@dataclass(frozen=True)
+class CleanerConfig:
+    """Broker-wide cleaner settings (Kafka's ``log.cleaner.*`` names and defaults).
+
+    Here, not in log/cleaner.py, so that parsing the broker's config does not import
+    the cleaner (nor the log engine it imports)."""
+
+    enable: bool = True  # log.cleaner.enable
+    threads: int = 1  # log.cleaner.threads
+    backoff_ms: int = 15000  # log.cleaner.backoff.ms
+    io_max_bytes_per_second: float = DOUBLE_MAX  # log.cleaner.io.max.bytes.per.second
+    dedupe_buffer_size: int = 134217728  # log.cleaner.dedupe.buffer.size
+
+    @property
+    def map_memory_bytes(self) -> int:
+        return self.dedupe_buffer_size // max(1, self.threads)

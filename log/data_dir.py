@@ -47,12 +47,15 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from kafkette.log.checkpoint import atomic_write, fsync_directory
 from kafkette.log.config import LogConfig, log_config_for
 from kafkette.log.errors import LogClosed, TopicExists, UnknownTopicOrPartition
-from kafkette.log.partition_log import Clock, PartitionLog
 from kafkette.log.replication_checkpoint import HighWatermarkCheckpoint
+
+if TYPE_CHECKING:
+    from kafkette.log.partition_log import Clock, PartitionLog
 
 _log = logging.getLogger(__name__)
 
@@ -108,6 +111,15 @@ def parse_partition_dir_name(name: str) -> tuple[str, int] | None:
     return topic, int(number)
 
 
+def _partition_log() -> type[PartitionLog]:
+    """The log engine (segments, indexes, producer state, recovery), imported when the
+    first partition log is opened or made: an empty data dir (a fresh broker's) opens
+    without loading it."""
+    from kafkette.log.partition_log import PartitionLog
+
+    return PartitionLog
+
+
 class DataDir:
     """Owns the topic table and one PartitionLog per partition. See the module docstring."""
 
@@ -146,7 +158,7 @@ class DataDir:
         for meta in topics.values():
             config = log_config_for(meta.configs, default_config)
             for index in meta.hosted_indexes():
-                logs[(meta.name, index)] = PartitionLog.open(
+                logs[(meta.name, index)] = _partition_log().open(
                     path / partition_dir_name(meta.name, index), config, clock, recover=not clean
                 )
         data_dir._logs = logs
@@ -420,7 +432,9 @@ class DataDir:
             self._discard_directories(leftovers)
             for dir_name, index in wanted.items():
                 directory = self.path / dir_name
-                made[(name, index)] = PartitionLog.create_new(directory, config, self._clock)
+                made[(name, index)] = _partition_log().create_new(
+                    directory, config, self._clock
+                )
             directory = self.path
             fsync_directory(self.path)  # the new directories, before topics.json names them
         except BaseException:

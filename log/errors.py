@@ -55,3 +55,10 @@ class OffsetMismatch(LogError, ValueError):
         )
         self.offset = offset
         self.expected_at_least = expected_at_least
+
+
+class CleanAborted(Exception):
+    """The broker is stopping (or the log changed under the clean): nothing was swapped.
+
+    The log cleaner's (log/cleaner.py re-exports it), not a Kafka error: here so that the
+    broker can catch it without importing the cleaner."""

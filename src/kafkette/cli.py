@@ -3,8 +3,10 @@
 ``serve`` and ``cluster`` run brokers (``kafkette.broker.cli``); every other subcommand is a
 client tool that talks to any Kafka-compatible broker (``kafkette.tools``). Each module
 registers its own subparser and sets ``run`` on it. Registering imports only argparse-level
-code: client libraries, rich and trio load when a subcommand runs, so ``kafkette serve``
-starts as fast as before and ``kafkette --help`` is instant.
+code: client libraries, rich and trio load when a subcommand runs, so ``kafkette --help`` is
+instant. A command line that starts with ``serve`` or ``cluster`` does not register the
+tools at all (importing them and building their ~150 options took ~30 ms of every start):
+nothing of theirs can show in that command's help, usage or errors.
 """
 
 from __future__ import annotations
@@ -32,7 +34,11 @@ for client configs, and --json for scripts. `kafkette COMMAND --help` shows more
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
+BROKER_COMMANDS = ("serve", "cluster")
+
+
+def build_parser(*, tools: bool = True) -> argparse.ArgumentParser:
+    """The ``kafkette`` parser; ``tools=False`` registers only ``serve`` and ``cluster``."""
     parser = argparse.ArgumentParser(
         prog="kafkette",
         description="A Kafka-compatible broker, and tools that work against any Kafka.",
@@ -42,8 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"kafkette {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     broker_cli.add_parsers(commands)
-    for name in SUBCOMMAND_MODULES:
-        importlib.import_module(f"kafkette.tools.{name}").register(commands)
+    if tools:
+        for name in SUBCOMMAND_MODULES:
+            importlib.import_module(f"kafkette.tools.{name}").register(commands)
     return parser
 
 
@@ -60,11 +67,15 @@ def _subparser(parser: argparse.ArgumentParser, path: list[str]) -> argparse.Arg
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``); the exit code."""
+    given = argv if argv is not None else sys.argv[1:]
+    # Only when the broker command comes first: `kafkette --version serve` and the like
+    # keep the whole parser.
+    parser = build_parser(tools=not (given and given[0] in BROKER_COMMANDS))
     args, extras = parser.parse_known_args(argv)
     if extras:
         # argparse would blame the top-level parser; the user typed a subcommand's flags.
-        words = [w for w in (argv if argv is not None else sys.argv[1:]) if not w.startswith("-")]
+        words = [w for w in given if not w.startswith("-")]
         _subparser(parser, words[:3]).error(f"unrecognized arguments: {' '.join(extras)}")
     try:
         return args.run(args)

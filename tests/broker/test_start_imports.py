@@ -5,7 +5,9 @@ timed test. What a test can hold is the cause of the largest regression seen: ``
 (kafka-python's client, ~80 ms) pulled in just to find the JSON definitions, and ``import
 crc32c`` (~15 ms through importlib.metadata) before any batch needs a checksum. A fresh
 interpreter starts a broker, is asked ApiVersions and Metadata over a raw socket, and reports
-which of those modules it has loaded.
+which of those modules it has loaded. The same run holds the lazy loading of optional
+features (docs/performance.md, start time): their handlers, the quota enforcement, the log
+cleaner and, on an empty data dir, the log engine load on first use, not at start.
 """
 
 from __future__ import annotations
@@ -34,24 +36,64 @@ with EmbeddedBroker.start(sys.argv[1]) as broker:
         versions = round_trip(sock, request(18, 0, 1, b""))
         metadata = round_trip(sock, request(3, 4, 2, struct.pack(">ib", -1, 0)))
         loaded = sorted(name for name in ("kafka", "crc32c") if name in sys.modules)
+        optional = sorted(name for name in json.loads(sys.argv[2]) if name in sys.modules)
+        handlers = sorted(m for m in sys.modules if m.startswith("kafkette.broker.handlers."))
 print(json.dumps({
     "api_versions_error": struct.unpack_from(">h", versions, 4)[0],
     "metadata_brokers": struct.unpack_from(">i", metadata, 8)[0],
     "loaded": loaded,
+    "optional": optional,
+    "handlers": handlers,
 }))
 """
 
+# What a plain single-node broker (no SASL, TLS, ACLs, quotas, ZooKeeper, metrics or
+# console) must not import to start and answer ApiVersions and Metadata on an empty data dir.
+OPTIONAL = [
+    *(f"kafkette.broker.handlers.{name}" for name in (
+        "acls", "client_metrics", "client_quotas", "consumer_groups", "elections",
+        "log_dirs", "quorum", "reassignments", "sasl", "scram_credentials", "telemetry",
+        "transactions", "txn_offsets",
+    )),
+    "kafkette.broker.quotas.enforcement",
+    "kafkette.broker.security.sasl",
+    "kafkette.broker.security.tls",
+    "kafkette.broker.cluster",
+    "kafkette.broker.groups.consumer",
+    "kafkette.broker.observability.metrics_http",
+    "kafkette.console",
+    "kafkette.log.cleaner",
+    "kafkette.log.cleaner_process",
+    "kafkette.log.partition_log",
+    "kafkette.tools",
+    "kazoo", "re2", "prometheus_client", "hypercorn", "starlette", "cryptography",
+    "confluent_kafka", "rich",
+]
+
 
 def test_broker_answers_metadata_without_kafka_python_or_crc32c(tmp_path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(tmp_path / "data")],
-        capture_output=True, text=True, timeout=60, check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout.strip().splitlines()[-1])
+    report = _start_and_ask(tmp_path)
     assert report["api_versions_error"] == 0
     assert report["metadata_brokers"] == 1
     assert report["loaded"] == []
+
+
+def test_optional_features_load_on_first_use_not_at_start(tmp_path) -> None:
+    report = _start_and_ask(tmp_path)
+    assert report["optional"] == []
+    # The API table imported the two handlers it was asked for, and no other.
+    assert report["handlers"] == [
+        "kafkette.broker.handlers.api_versions", "kafkette.broker.handlers.cluster",
+    ]
+
+
+def _start_and_ask(tmp_path) -> dict:
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(tmp_path / "data"), json.dumps(OPTIONAL)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 CLI_SCRIPT = r"""
@@ -74,3 +116,28 @@ def test_the_kafkette_command_registers_every_tool_without_loading_client_librar
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report == {"run": "run_serve", "loaded": []}
+
+
+SERVE_HELP_SCRIPT = r"""
+import json, sys
+import kafkette.cli
+sys.argv = ["kafkette", "serve", "--help"]
+try:
+    kafkette.cli.main()
+except SystemExit as exit:
+    code = exit.code
+print(json.dumps({"code": code, "tools": sorted(m for m in sys.modules
+                                               if m.startswith("kafkette.tools."))}))
+"""
+
+
+def test_kafkette_serve_does_not_register_the_tools() -> None:
+    """A command line that starts with ``serve`` builds only the broker's subparsers."""
+    result = subprocess.run(
+        [sys.executable, "-c", SERVE_HELP_SCRIPT], capture_output=True, text=True, timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report == {"code": 0, "tools": []}
+    assert "usage: kafkette serve" in result.stdout
