@@ -10,11 +10,30 @@ whole test files, the slowest first.
   starts; no test depends on it.
 
 ``pytest -p no:xdist`` (or ``-n 0``) runs everything in one process, in the same order.
+
+The suite starts hundreds of child processes (``kafkette serve``, the CLI, Kafka's tools), so
+what each start costs is set here, for every child:
+
+- Python children keep their bytecode (``__pycache__``): with ``PYTHONDONTWRITEBYTECODE`` set,
+  as on the machines CI runs on, every child start compiles the package again (half a second
+  of CPU each).
+- Kafka's tools and the reference broker run on a JVM tuned for short runs
+  (``KAFKA_JVM_PERFORMANCE_OPTS``: the client compiler only, the serial collector), unless the
+  caller set that variable: these JVMs live seconds and do little work, and Kafka's default
+  options (server compiler, G1) spend more CPU starting than running.
 """
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+os.environ.setdefault(
+    "KAFKA_JVM_PERFORMANCE_OPTS",
+    "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djava.awt.headless=true",
+)
 
 # Folder prefixes (from the repository root), slowest first; what matches none comes last,
 # in collection order.
@@ -48,7 +67,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN001, ANN201 (xdist)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # log: xdist's Producer
     """Whole files to a worker, Spark's tests as one unit (see the module's docstring)."""
     from xdist.scheduler import LoadFileScheduling
 

@@ -233,7 +233,7 @@ def _one_line(text: str) -> str:
 
 
 @pytest.hookimpl(optionalhook=True)
-def pytest_testnodedown(node, error) -> None:  # noqa: ANN001 (xdist's WorkerController)
+def pytest_testnodedown(node, error) -> None:  # node: xdist's WorkerController
     """Under pytest-xdist: take a worker's rows and run info into this (controlling) process."""
     shipped = getattr(node, "workeroutput", {}).get("compat")
     if shipped:
