@@ -9,7 +9,7 @@ whole test files, the slowest first.
   gaps, not on one long file while the other workers wait. The order only decides when a file
   starts; no test depends on it.
 
-``pytest -p no:xdist`` (or ``-n 0``) runs everything in one process, in the same order.
+``pytest -n 0`` runs everything in one process, in the same order.
 
 The suite starts hundreds of child processes (``kafkette serve``, the CLI, Kafka's tools), so
 what each start costs is set here, for every child:

@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 
 # tests/serve_process.py (a child `kafkette serve`, loading helper modules),
-# tests/reference_kafka.py (where the reference Kafka is) and tests/wire_call.py (one request
-# through our client codec) for every test package's conftest and test modules: registered
+# tests/reference_kafka.py (where the reference Kafka is), tests/wire_call.py (one request
+# through our client codec) and tests/page_cache.py (evicting a file's pages) for every test
+# package's conftest and test modules: registered
 # here, where they are loaded first.
-for _stem in ("serve_process", "reference_kafka", "wire_call"):
+for _stem in ("serve_process", "reference_kafka", "wire_call", "page_cache"):
     if f"kafkette_test_{_stem}" not in sys.modules:
         _spec = importlib.util.spec_from_file_location(
             f"kafkette_test_{_stem}", Path(__file__).with_name(f"{_stem}.py")

@@ -103,7 +103,18 @@ public final class CompatAgent {
                 && t.getClass().getName().startsWith("java.")) {
             t = t.getCause();
         }
-        return t.getClass().getName() + ": " + t.getMessage();
+        // A client left in an error state says only that, and keeps what put it there as the
+        // cause (the producer whose InitProducerId was refused, when the send comes after the
+        // answer): the causes name the error the broker gave, so they are part of the reply.
+        StringBuilder text = new StringBuilder(t.getClass().getName() + ": " + t.getMessage());
+        Throwable cause = t.getCause();
+        for (int depth = 0; cause != null && cause != t && depth < 4; depth++) {
+            text.append(" (caused by ").append(cause.getClass().getName()).append(": ")
+                    .append(cause.getMessage()).append(")");
+            t = cause;
+            cause = cause.getCause();
+        }
+        return text.toString();
     }
 
     private Object handle(Map<String, Object> r) throws Exception {

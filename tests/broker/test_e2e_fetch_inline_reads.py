@@ -2,13 +2,17 @@
 
 Real confluent-kafka clients over real sockets. A consumer reading what was just
 produced is answered from the page cache on the event loop (no worker thread);
-after the partition's segment is dropped from the page cache, a consumer reading
-it from offset 0 still gets every record, the reads having gone to a worker thread.
+after the partition's segment is dropped from the page cache, or while its log's state
+lock is held, a consumer reading it from offset 0 still gets every record, the reads that
+could not be done at once having gone to a worker thread.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -19,6 +23,7 @@ from kafkette.broker.handlers.fetch import READ_COUNTS
 from kafkette.log.file_region import nowait_reads_supported
 
 RECORDS = 3000
+page_cache = sys.modules["kafkette_test_page_cache"]
 
 
 def produce(bootstrap: str, topic: str) -> list[bytes]:
@@ -66,39 +71,41 @@ def test_recent_data_is_read_on_the_event_loop(broker, create_topic) -> None:
         assert READ_COUNTS.threaded - threaded >= RECORDS * 100 // 16384
 
 
-def test_evicted_segment_is_read_in_a_worker_thread(broker, create_topic, tmp_path) -> None:
+def test_evicted_segment_is_read_in_full(broker, create_topic, tmp_path) -> None:
+    """Reads of a segment no longer in the page cache: each either refused on the event loop
+    and redone in a worker thread, or served at once where the kernel read the page in before
+    it looked again (a fast disk; tests/log/test_nowait_reads.py): every record, in order."""
+    if not page_cache.evicts(tmp_path):  # the same file system as the broker's data dir
+        pytest.skip(f"{tmp_path}'s file system keeps dropped pages: nothing to evict")
+    topic = create_topic(broker.bootstrap, partitions=1)
+    values = produce(broker.bootstrap, topic)
+    segment = next(Path(broker.broker.config.data_dir, f"{topic}-0").glob("*.log"))
+    assert page_cache.evict(segment), "the kernel kept the segment's pages"
+    assert consume_all(broker.bootstrap, topic, RECORDS) == values
+
+
+def test_a_read_the_event_loop_cannot_do_at_once_goes_to_a_worker_thread(
+    broker, create_topic
+) -> None:
+    """While a worker holds the log's state lock (a truncation, a clean's swap), the event
+    loop's read gives up instead of waiting, and a worker thread does it once the lock is
+    free: the consumer gets every record."""
     if not nowait_reads_supported():
         pytest.skip("no preadv2(RWF_NOWAIT) here: every read is threaded already")
     topic = create_topic(broker.bootstrap, partitions=1)
     values = produce(broker.bootstrap, topic)
-    segment = next(Path(broker.broker.config.data_dir, f"{topic}-0").glob("*.log"))
-    fd = os.open(segment, os.O_RDONLY)
-    try:
-        os.fsync(fd)  # dirty pages are never dropped
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
+    log = broker.on_loop(lambda: broker.broker.topics.partition(topic, 0).log)
     fallbacks = READ_COUNTS.fallbacks
-    assert consume_all(broker.bootstrap, topic, RECORDS) == values
-    # At least the first read met uncached bytes (unless this file system keeps every
-    # page, tmpfs: then there was nothing to evict and nothing to fall back from).
-    if _keeps_dropped_pages(tmp_path):  # the same file system as the broker's data dir
-        pytest.skip(f"{tmp_path}'s file system keeps dropped pages: nothing evicted")
-    assert READ_COUNTS.fallbacks > fallbacks
-
-
-def _keeps_dropped_pages(directory: Path) -> bool:
-    probe = directory / "eviction-probe"
-    probe.write_bytes(os.urandom(64 * 1024))
-    fd = os.open(probe, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        try:
-            os.preadv(fd, [bytearray(4096)], 0, os.RWF_NOWAIT)
-        except BlockingIOError:
-            return False
-        return True
-    finally:
-        os.close(fd)
-        probe.unlink()
+    read: list[bytes] = []
+    with log._state_lock:  # as a worker busy with the log would
+        reader = threading.Thread(
+            target=lambda: read.extend(consume_all(broker.bootstrap, topic, RECORDS)),
+            daemon=True,
+        )
+        reader.start()
+        deadline = time.monotonic() + 30
+        while READ_COUNTS.fallbacks == fallbacks:
+            assert time.monotonic() < deadline, "no read gave up on the held lock"
+            time.sleep(0.01)
+    reader.join(60)
+    assert read == values
