@@ -1,13 +1,14 @@
 """kill -9 series under idempotent acks=all load: counts lost and duplicated values.
 
 A script, not a test (the CI test, ``tests/broker/test_crash_idempotent.py``,
-runs a few rounds of the same load). For each mode, one ``kafkette serve``
-subprocess is SIGKILLed ``--rounds`` times at seeded random points while a
-confluent-kafka idempotent producer (acks=all, 5 in flight) and a consumer
-group run; each time it restarts on the same data dir and port. Modes:
-Kafka's defaults (no fsync) and ``log.flush.interval.messages=1``.
+runs a few rounds of the same load, which lives here in ``bench.crash_load``).
+For each mode, one ``kafkette serve`` subprocess is SIGKILLed ``--rounds``
+times at seeded random points while a confluent-kafka idempotent producer
+(acks=all, 5 in flight) and a consumer group run; each time it restarts on the
+same data dir and port. Modes: Kafka's defaults (no fsync) and
+``log.flush.interval.messages=1``.
 
-    .venv/bin/python bench/crash_series.py [--rounds 10] [--seed 1] [--mode default|flush1]
+    python -m bench.crash_series [--rounds 10] [--seed 1] [--mode default|flush1]
 
 Prints, per mode: values produced / acknowledged / stored, lost (acknowledged
 but not stored at its offset), duplicated (stored more than once), offset
@@ -18,7 +19,6 @@ restart times. Goal: zero lost, zero duplicated, in both modes.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import re
 import shutil
 import socket
@@ -29,8 +29,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from types import ModuleType
 
-LOAD_MODULE = Path(__file__).resolve().parent.parent / "tests" / "broker" / "crash_load.py"
 READY = re.compile(r"^kafkette ready on (\S+)$")
 MODES = {
     "default": (),
@@ -39,21 +39,10 @@ MODES = {
 TOPIC_CONFIGS = {"segment.bytes": "262144", "retention.ms": "-1"}
 
 
-def load_module_at(path: Path, name: str):
-    """Import a load module from ``tests/broker`` by path.
+def load_crash_module() -> ModuleType:
+    from bench import crash_load  # confluent-kafka: imported when a series runs
 
-    The series share their load code with the CI crash tests, which live outside
-    any package, so the benches import the file directly.
-    """
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def load_crash_module():
-    return load_module_at(LOAD_MODULE, "kafkette_crash_load")
+    return crash_load
 
 
 def free_port() -> int:

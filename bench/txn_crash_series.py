@@ -1,14 +1,15 @@
 """kill -9 series during transactions: counts transactions split, lost or wrongly committed.
 
 A script, not a test (the CI test, ``tests/broker/test_crash_transactions.py``,
-runs a few rounds of the same load). One ``kafkette serve`` subprocess is
-SIGKILLed ``--rounds`` times at seeded random moments (some aimed at EndTxn and
-the markers) while two confluent-kafka transactional producers run numbered
-commit/abort transactions over five partitions with ``send_offsets_to_transaction``;
-each time it restarts on the same data dir and port. Modes: Kafka's defaults (no
-fsync) and ``log.flush.interval.messages=1``.
+runs a few rounds of the same load, which lives here in ``bench.txn_crash_load``).
+One ``kafkette serve`` subprocess is SIGKILLed ``--rounds`` times at seeded
+random moments (some aimed at EndTxn and the markers) while two confluent-kafka
+transactional producers run numbered commit/abort transactions over five
+partitions with ``send_offsets_to_transaction``; each time it restarts on the
+same data dir and port. Modes: Kafka's defaults (no fsync) and
+``log.flush.interval.messages=1``.
 
-    .venv/bin/python bench/txn_crash_series.py [--rounds 30] [--seed 1] [--mode default|flush1]
+    python -m bench.txn_crash_series [--rounds 30] [--seed 1] [--mode default|flush1]
 
 Prints, per mode: transactions run, commits and aborts the clients saw acknowledged,
 commits with no answer, commits and aborts in the log, records visible to
@@ -20,16 +21,10 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from types import ModuleType
 
-from crash_series import (
-    BrokerProcess,
-    free_port,
-    load_module_at,
-    print_restart_times,
-    series_main,
-)
+from bench.crash_series import BrokerProcess, free_port, print_restart_times, series_main
 
-LOAD_MODULE = Path(__file__).resolve().parent.parent / "tests" / "broker" / "txn_crash_load.py"
 MODES = {
     "default": (),
     "flush1": ("--config", "log.flush.interval.messages=1"),
@@ -38,8 +33,10 @@ TOPIC_CONFIGS = {"segment.bytes": "16384", "retention.ms": "-1"}
 EXTRA = ("--config", "transaction.state.log.segment.bytes=65536")
 
 
-def load_module():
-    return load_module_at(LOAD_MODULE, "kafkette_txn_crash_load")
+def load_module() -> ModuleType:
+    from bench import txn_crash_load  # confluent-kafka: imported when a series runs
+
+    return txn_crash_load
 
 
 def run_mode(load, mode: str, rounds: int, seed: int, workdir: Path) -> bool:
