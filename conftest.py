@@ -77,4 +77,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):  # log: xdist's Pro
                 return SPARK_UNIT
             return super()._split_scope(nodeid)
 
+    # xdist would otherwise queue the files by how many tests they hold (--loadscope-reorder):
+    # a file of a thousand quick codec cases before a cluster test that takes minutes.
+    config.option.loadscopereorder = False
     return FilesSparkTogether(config, log)

@@ -94,6 +94,8 @@ def spark(request: pytest.FixtureRequest):
     try:
         resolve_connector()
     except MissingConnectorError as exc:
+        if os.environ.get("KAFKETTE_SPARK_JARS"):  # named on purpose (as CI does): no skip
+            pytest.fail(f"KAFKETTE_SPARK_JARS is set but unusable: {exc}", pytrace=False)
         pytest.skip(str(exc))
     request.getfixturevalue("bootstrap")
     session = build_spark_session("kafkette-spark-tests")
