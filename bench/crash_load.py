@@ -1,7 +1,7 @@
 """Idempotent acks=all load for the kill -9 series, and the checks made after it.
 
-Used by ``bench.crash_series``. The CI test (``tests/broker/test_crash_idempotent.py``)
-runs the same load from its own copy in tests/: bench never imports tests/.
+Run for many rounds by ``bench.crash_series`` and for a few in CI by
+``tests/broker/test_crash_idempotent.py`` (tests may import bench; bench never imports tests/).
 Uses confluent-kafka, and kafka-python's protocol classes for one raw request.
 
 - :class:`ProducerLoad`: one idempotent producer (``enable.idempotence``,

@@ -1,8 +1,8 @@
 """Transactional load for kill -9 series, and the checks made after it.
 
-Used by ``bench.txn_crash_series``. The CI test
-(``tests/broker/test_crash_transactions.py``) runs the same load from its own copy
-in tests/: bench never imports tests/.
+Run for many rounds by ``bench.txn_crash_series`` and for a few in CI by
+``tests/broker/test_crash_transactions.py`` (tests may import bench; bench never imports
+tests/).
 
 - :class:`TxnLoad`: one confluent-kafka transactional producer in a thread,
   running numbered transactions over a few partitions of two topics. Each

@@ -32,6 +32,12 @@ for _stem in ("serve_process", "reference_kafka", "wire_call", "page_cache"):
         sys.modules[f"kafkette_test_{_stem}"] = _module
         _spec.loader.exec_module(_module)
 
+# The repository root, for the tests that run bench's loads (the kill -9 series) and check
+# its harness: ``from bench import ...``.
+REPO_ROOT = str(Path(__file__).resolve().parents[1])
+if REPO_ROOT not in sys.path:
+    sys.path.insert(0, REPO_ROOT)
+
 FILLER_NAME = "filler"
 _CHUNKS = (1 << 16, 1 << 12, 1 << 9, 1)
 

@@ -1,12 +1,10 @@
-"""Plain helpers shared by the broker tests' support modules and the crash series.
+"""Plain helpers shared by the broker tests' support modules.
 
-``conftest.py``, ``crash_load.py`` and ``txn_crash_load.py`` all speak Kafka's
-framing on raw sockets (with kafka-python's protocol classes, an encoder
-independent of ours), pick free ports and load their sibling modules by path
-(pytest runs with ``--import-mode=importlib``, so no test folder is on
-``sys.path``; the benches load these files by path as well). One copy of each
-lives here. A plain module, loaded by path like the others; it imports nothing
-from the broker so that it stays cheap to load.
+``conftest.py`` and the modules it loads speak Kafka's framing on raw sockets (with
+kafka-python's protocol classes, an encoder independent of ours), pick free ports and
+load their sibling modules by path (pytest runs with ``--import-mode=importlib``, so no
+test folder is on ``sys.path``). One copy of each lives here. A plain module, loaded by
+path like the others; it imports nothing from the broker so that it stays cheap to load.
 """
 
 from __future__ import annotations

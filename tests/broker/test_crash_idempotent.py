@@ -19,15 +19,16 @@ More rounds, with and without ``log.flush.interval.messages=1``:
 
 from __future__ import annotations
 
+from bench import crash_load  # the load bench runs for many rounds; a few here
+
 ROUNDS = 4
 SEED = 20261123
 TOPIC_CONFIGS = {"segment.bytes": "65536", "retention.ms": "-1"}
 
 
 def test_kill_9_under_idempotent_load_stores_each_value_once(
-    tmp_path, kill_9_broker, load_beside
+    tmp_path, kill_9_broker
 ) -> None:
-    crash_load = load_beside("crash_load.py")
     broker = kill_9_broker(
         tmp_path / "data",
         "--config", "num.partitions=3",

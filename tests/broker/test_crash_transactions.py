@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import os
 
+from bench import txn_crash_load  # the load bench runs for many rounds; a few here
+
 ROUNDS = int(os.environ.get("KAFKETTE_CRASH_ROUNDS", "5"))
 SEED = int(os.environ.get("KAFKETTE_CRASH_SEED", "20261123"))
 TOPIC_CONFIGS = {"segment.bytes": "16384", "retention.ms": "-1"}
@@ -39,11 +41,12 @@ BROKER_CONFIGS = (
 
 
 def test_kill_9_during_transactions_commits_or_aborts_each_whole(
-    tmp_path, kill_9_broker, load_beside
+    tmp_path, kill_9_broker
 ) -> None:
-    load = load_beside("txn_crash_load.py")
     broker = kill_9_broker(tmp_path / "data", *BROKER_CONFIGS)
-    result = load.run_series(broker.start, broker.kill, TOPIC_CONFIGS, ROUNDS, SEED, log=print)
+    result = txn_crash_load.run_series(
+        broker.start, broker.kill, TOPIC_CONFIGS, ROUNDS, SEED, log=print
+    )
     print(result.summary())
     print(dict(result.client_errors))
 

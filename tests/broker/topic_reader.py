@@ -1,7 +1,6 @@
 """Read a whole topic with confluent-kafka, bounded by a deadline: the e2e tests' reader.
 
-A plain module (no pytest), loaded by path from ``conftest.py`` and from
-``crash_load.py`` (which ``bench/crash_series.py`` also uses): pytest runs with
+A plain module (no pytest), loaded by path from ``conftest.py``: pytest runs with
 ``--import-mode=importlib``, so test helpers cannot import each other by name.
 """
 
