@@ -2,8 +2,9 @@
 whole test files, the slowest first.
 
 - A file is one unit of work, so its module-scoped broker starts once, on one worker.
-- Every Spark test goes to one worker: each process would otherwise start its own SparkSession
-  (a JVM, seconds and a GiB), and the Spark tests share one session.
+- Folders whose files share an expensive session fixture are one unit each, on one worker:
+  the Spark tests share one SparkSession (a JVM, seconds and a GiB), the tools' tests one
+  reference Apache Kafka broker; spread over the workers, each would start its own.
 - Files start in the order of ``SLOWEST_FIRST`` (folders whose files take minutes: Spark,
   Kafka Streams, clusters), so that the last minutes are spent on short files that fill the
   gaps, not on one long file while the other workers wait. The order only decides when a file
@@ -40,18 +41,19 @@ os.environ.setdefault(
 SLOWEST_FIRST = (
     "spark-examples/",
     "compat-tests/test_streams",
+    "tests/tools/",
     "compat-tests/",
     "tests/cluster/",
     "tests/security/",
     "tests/broker/",
-    "tests/tools/",
     "tests/console/",
     "tests/observability/",
     "tests/plugin/",
     "tests/log/",
     "tests/",
 )
-SPARK_UNIT = "spark-examples/"
+# Folders run as one unit of work (see the module's docstring).
+SHARED_SESSION_UNITS = ("spark-examples/", "tests/tools/")
 
 
 def _rank(nodeid: str) -> int:
@@ -68,16 +70,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):  # log: xdist's Producer
-    """Whole files to a worker, Spark's tests as one unit (see the module's docstring)."""
+    """Whole files to a worker, the shared-session folders whole (see the module's docstring)."""
     from xdist.scheduler import LoadFileScheduling
 
-    class FilesSparkTogether(LoadFileScheduling):
+    class FilesAndSharedFolders(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            if nodeid.startswith(SPARK_UNIT):
-                return SPARK_UNIT
+            for folder in SHARED_SESSION_UNITS:
+                if nodeid.startswith(folder):
+                    return folder
             return super()._split_scope(nodeid)
 
     # xdist would otherwise queue the files by how many tests they hold (--loadscope-reorder):
     # a file of a thousand quick codec cases before a cluster test that takes minutes.
     config.option.loadscopereorder = False
-    return FilesSparkTogether(config, log)
+    return FilesAndSharedFolders(config, log)
