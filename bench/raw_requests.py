@@ -1,8 +1,9 @@
 """One Kafka request on a fresh socket, encoded by kafka-python's protocol classes.
 
-The kill -9 series (``bench.crash_load``, ``bench.txn_crash_load``) ask the broker a few
-things no client library exposes (a fresh producer id, raw batches with their control
-records), with an encoder that is not kafkette's own. Blocking; no broker imports.
+The kill -9 series (``bench.crash_load``, ``bench.txn_crash_load``) and the broker tests
+(``tests/broker/raw_wire.py``) ask the broker things no client library exposes (a fresh
+producer id, raw batches with their control records), with an encoder that is not
+kafkette's own. Blocking; no broker imports.
 """
 
 from __future__ import annotations
@@ -33,15 +34,22 @@ def raw_request(bootstrap: str, request, version: int, client_id: str):
     return request.header.get_response_class().decode(frame, version=version, header=True)
 
 
-def fetch_request(topic: str, partition: int, offset: int, max_bytes: int = 1 << 20):
-    """A sessionless read_uncommitted Fetch (v11 shape) of one partition, no waiting."""
+def fetch_request(
+    topic: str,
+    partition: int,
+    offset: int,
+    max_wait_ms: int = 0,
+    min_bytes: int = 0,
+    max_bytes: int = 1 << 20,
+):
+    """A read_uncommitted Fetch (v11 shape) of one partition, without a session."""
     from kafka.protocol.consumer import FetchRequest
 
     fetch_topic = FetchRequest.FetchTopic
     return FetchRequest(
         replica_id=-1,
-        max_wait_ms=0,
-        min_bytes=0,
+        max_wait_ms=max_wait_ms,
+        min_bytes=min_bytes,
         max_bytes=max_bytes,
         isolation_level=0,
         session_id=0,
