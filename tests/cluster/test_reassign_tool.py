@@ -105,7 +105,11 @@ def test_kafka_reassign_partitions_list_and_cancel(
 ) -> None:
     """An in-flight move (its new replica frozen, so it cannot catch up) shows in
     ``--list`` and ``--verify``; ``--cancel`` reverts it."""
-    built = cluster(3, configs={"auto.leader.rebalance.enable": "false"})
+    # The frozen broker stays registered (its ZooKeeper session outlives the test's tools):
+    # Kafka's tool refuses a plan that names a broker the cluster does not list, and its JVM
+    # starts can take longer than the default test session on a busy machine.
+    built = cluster(3, configs={"auto.leader.rebalance.enable": "false",
+                                "zookeeper.session.timeout.ms": "60000"})
     controller = zk_wire.metadata(built.bootstrap_of(1), [])["controller_id"]
     frozen = max(i for i in (1, 2, 3) if i != controller)
     first, second = sorted(i for i in (1, 2, 3) if i != frozen)
