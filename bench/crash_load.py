@@ -23,8 +23,9 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
+from bench import topic_reader
 from bench.raw_requests import raw_request
 
 PARTITIONS = 3
@@ -180,50 +181,11 @@ def committed_offsets(bootstrap: str, topic: str, timeout: float = 15.0) -> dict
 
 
 def read_topic(bootstrap: str, topic: str, timeout: float = 60.0) -> list[tuple[int, int, bytes]]:
-    """(partition, offset, value) of every record below the high watermark.
-
-    Assigned partitions read from offset 0 (no group membership); raises
-    AssertionError, rather than hanging, when the watermarks are not reached in time.
-    """
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "crash-series-reader",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "fetch.wait.max.ms": 100,
-        }
+    """(partition, offset, value) of every record below the high watermark."""
+    records = topic_reader.read_topic(
+        bootstrap, topic, PARTITIONS, timeout, group="crash-series-reader"
     )
-    try:
-        ends = {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-            for p in range(PARTITIONS)
-        }
-        pending = {p for p, end in ends.items() if end > 0}
-        if not pending:
-            return []
-        consumer.assign([TopicPartition(topic, p, 0) for p in sorted(pending)])
-        records: list[tuple[int, int, bytes]] = []
-        deadline = time.monotonic() + timeout
-        while pending:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"read of {topic} timed out; partitions left {pending}")
-            for message in consumer.consume(1000, 0.5):
-                partition, offset = message.partition(), message.offset()
-                error = message.error()
-                if error is not None:
-                    if error.code() != KafkaError._PARTITION_EOF:
-                        raise AssertionError(f"consume error: {error}")
-                    if offset >= ends[partition]:
-                        pending.discard(partition)
-                    continue
-                if offset < ends[partition]:
-                    records.append((partition, offset, message.value()))
-                if offset + 1 >= ends[partition]:
-                    pending.discard(partition)
-        return records
-    finally:
-        consumer.close()
+    return [(r.partition, r.offset, r.value) for r in records]
 
 
 @dataclass

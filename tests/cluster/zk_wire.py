@@ -13,17 +13,9 @@ import struct
 
 from kafka.protocol.metadata import MetadataRequest
 
+from bench.raw_requests import read_exactly
+
 METADATA_VERSION = 12
-
-
-def _read_exactly(sock: socket.socket, size: int) -> bytes:
-    data = bytearray()
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise ConnectionError(f"EOF after {len(data)} of {size} bytes")
-        data += chunk
-    return bytes(data)
 
 
 def request(address: str, message, version: int, client_id: str = "zk-tests"):
@@ -32,8 +24,8 @@ def request(address: str, message, version: int, client_id: str = "zk-tests"):
     message.with_header(correlation_id=1, client_id=client_id)
     with socket.create_connection((host, int(port)), timeout=15) as sock:
         sock.sendall(message.encode(version=version, header=True, framed=True))
-        (size,) = struct.unpack(">i", _read_exactly(sock, 4))
-        frame = _read_exactly(sock, size)
+        (size,) = struct.unpack(">i", read_exactly(sock, 4))
+        frame = read_exactly(sock, size)
     return message.header.get_response_class().decode(frame, version=version, header=True)
 
 

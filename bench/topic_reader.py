@@ -1,7 +1,7 @@
-"""Read a whole topic with confluent-kafka, bounded by a deadline: the e2e tests' reader.
+"""Read a whole topic with confluent-kafka, bounded by a deadline.
 
-A plain module (no pytest), loaded by path from ``conftest.py``: pytest runs with
-``--import-mode=importlib``, so test helpers cannot import each other by name.
+The kill -9 series' check (``bench.crash_load``) and the broker tests' reader
+(``tests/broker/conftest.py``): one copy, in bench (tests may import bench, never the reverse).
 """
 
 from __future__ import annotations
