@@ -1,6 +1,6 @@
 """Answering a request under client quotas: throttle_time_ms and KIP-219 muting.
 
-Called by the connection loop (broker/connection.py), once per request, only while a
+Called by the connection loop (broker/network/connection.py), once per request, only while a
 quota exists; the loop sends what it returns. As Kafka's KafkaApis does:
 
 - Produce records the request's size against ``producer_byte_rate``; every request

@@ -35,8 +35,8 @@ import trio
 
 from kafkette.broker.fetch_sessions.answer import finish_answer
 from kafkette.broker.handlers import HANDLERS
-from kafkette.broker.request_memory import SMALL_FRAME_BYTES
-from kafkette.broker.response_writer import send_chunks
+from kafkette.broker.network.request_memory import SMALL_FRAME_BYTES
+from kafkette.broker.network.response_writer import send_chunks
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.connection import NEED_DATA, Request, ServerConnection
 from kafkette.wire.exceptions import MalformedFrameError, UnsupportedVersionError
