@@ -43,20 +43,20 @@ import trio
 
 from kafkette.broker.clock import now_ms
 from kafkette.broker.config import BrokerConfig, advertised_listener
-from kafkette.broker.connection import serve_connection
-from kafkette.broker.connection_limits import (
+from kafkette.broker.fetch_sessions.cache import FetchSessionCache
+from kafkette.broker.group_coordinator import GroupCoordinator
+from kafkette.broker.identity import load_or_create_cluster_id
+from kafkette.broker.network.connection import serve_connection
+from kafkette.broker.network.connection_limits import (
     ConnectionLimits,
     normalised_ip,
     resolve_overrides,
 )
-from kafkette.broker.fetch_sessions.cache import FetchSessionCache
-from kafkette.broker.group_coordinator import GroupCoordinator
-from kafkette.broker.identity import load_or_create_cluster_id
+from kafkette.broker.network.request_memory import RequestMemoryPool
 from kafkette.broker.observability.request_log import RequestObserver
 from kafkette.broker.partition import Partition
 from kafkette.broker.producer_ids import ProducerIdAllocator
 from kafkette.broker.quotas import QuotaFileError, QuotaManager, QuotaStore, open_quota_store
-from kafkette.broker.request_memory import RequestMemoryPool
 from kafkette.broker.security.authorizer.startup import open_authorizer
 from kafkette.broker.security.listeners import ListenerSpec, plan_listeners
 from kafkette.broker.security.session import Session

@@ -51,7 +51,6 @@ import trio
 from kafkette.broker.clock import now_ms
 from kafkette.broker.fetch_sessions import (
     CachedPartition,
-    FetchAnswer,
     FetchSession,
     creating_session,
     incremental_answer,
@@ -60,6 +59,7 @@ from kafkette.broker.fetch_sessions import (
     updating_session,
 )
 from kafkette.broker.fetch_sessions.context import SESSIONLESS
+from kafkette.broker.network.finishing import FinishingAnswer
 from kafkette.broker.partition import Partition
 from kafkette.broker.security.authorizer.checks import (
     CLUSTER_ACTION,
@@ -73,6 +73,7 @@ from kafkette.broker.topic_ids import topic_name
 from kafkette.log.errors import OffsetOutOfRange
 from kafkette.log.file_region import FileRegion, WouldBlock, reads_without_waiting
 from kafkette.wire.errors import ErrorCode
+from kafkette.wire.fetch_replica import replica_id_of
 from kafkette.wire.primitives import ZERO_UUID
 
 if TYPE_CHECKING:
@@ -210,18 +211,10 @@ async def handle_fetch(broker: Broker, request: Request) -> dict:
         on_answer = None
         session_id = 0
     fields = {"throttle_time_ms": 0, "error_code": 0, "session_id": session_id, "responses": topics}
-    result = fields if on_answer is None else FetchAnswer(fields, on_answer)
+    result = fields if on_answer is None else FinishingAnswer(fields, on_answer)
     if version >= 16 and broker.cluster is not None:
         _add_leader_hints(broker, request, topics, result)
     return result
-
-
-def replica_id_of(body: dict, version: int) -> int:
-    """The fetching replica's broker id, -1 for consumers (KIP-903 moved it in v15)."""
-    if version >= 15:
-        state = body.get("replica_state")
-        return state["replica_id"] if state else -1
-    return body.get("replica_id", -1)
 
 
 # (topic name or None when its id is unknown, topic id, the request's FetchPartitions)

@@ -16,7 +16,7 @@ OAuth token does), the session lasts that long; SaslAuthenticate v1+ tells the c
 new SaslHandshake + SaslAuthenticate (same mechanism, same principal); a connection
 whose session expired is closed at its next request.
 
-The machine does no I/O: it says what to answer (``Verdict``); broker/connection.py
+The machine does no I/O: it says what to answer (``Verdict``); broker/network/
 writes it.
 """
 
