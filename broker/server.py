@@ -206,8 +206,11 @@ class Broker:
         # Cluster mode (zookeeper.connect): this broker's part in the cluster; None on one node.
         self.cluster: ClusterNode | None = None
         # What the metadata and admin handlers ask about brokers, leaders and the controller
-        # (broker/topology.py): this node alone, or the cluster's once it connects.
-        self.topology: Topology = SingleNodeTopology(self)
+        # (broker/topology.py): this node alone, or in cluster mode the cluster's, set
+        # when it connects (_connect_cluster).
+        self.topology: Topology
+        if config.cluster is None:
+            self.topology = SingleNodeTopology(self)
         # authorizer.class.name: ACL checks in the handlers; None (the default): none.
         self.authorizer: Authorizer | None = None
         self._stop = trio.Event()

@@ -4,12 +4,12 @@ Kafka 4.0 keeps its metadata in the Raft-replicated ``__cluster_metadata`` log a
 answers who leads it, who votes and who observes. kafkette has no metadata log:
 a single node is its own metadata authority, and a cluster's is the controller
 elected in ZooKeeper (``broker.topology.quorum``). So the answer describes that
-authority as a quorum of one
-voter: on a single node this node leads (epoch 1), on a cluster the controller
-leads (at the highest controller epoch the partition states carry) and the other
-live brokers are observers. With no log, the high watermark and every log end
-offset are 0 (no lag); the leader's fetch and caught-up times are now. v2 lists
-the voter's endpoints: its broker listeners (there is no controller listener).
+authority as a quorum of one voter: on a single node this node leads (epoch 1),
+on a cluster the controller leads (at the highest controller epoch the partition
+states carry) and the other live brokers are observers. With no log, the high
+watermark and every log end offset are 0 (no lag); the leader's fetch and
+caught-up times are now. v2 lists the voter's endpoints: its broker listeners
+(there is no controller listener).
 A request naming anything but exactly ``__cluster_metadata``-0 gets Kafka's
 UNKNOWN_TOPIC_OR_PARTITION for every partition it names; while a cluster has no
 controller, NOT_LEADER_OR_FOLLOWER (Raft's answer from a non-leader, which clients
