@@ -61,6 +61,7 @@ from kafkette.broker.security.authorizer.startup import open_authorizer
 from kafkette.broker.security.listeners import ListenerSpec, plan_listeners
 from kafkette.broker.security.session import Session
 from kafkette.broker.security.tls_receive import drain_tls_receives
+from kafkette.broker.single_node import SingleNodeTopology
 from kafkette.broker.throttled_log import ThrottledLog, describe_error, storage_errors
 from kafkette.broker.topics import TopicRegistry
 from kafkette.broker.transactions.coordinator import TransactionCoordinator
@@ -75,6 +76,7 @@ if TYPE_CHECKING:
     from kafkette.broker.cluster.producer_id_blocks import ZkProducerIdAllocator
     from kafkette.broker.security.authorizer.authorizer import Authorizer
     from kafkette.broker.security.tls import ListenerTls
+    from kafkette.broker.topology import Topology
     from kafkette.log.cleaner import CleanStats
     from kafkette.log.partition_log import PartitionLog
 
@@ -203,6 +205,12 @@ class Broker:
         self.cleaner: LogCleanerManager
         # Cluster mode (zookeeper.connect): this broker's part in the cluster; None on one node.
         self.cluster: ClusterNode | None = None
+        # What the metadata and admin handlers ask about brokers, leaders and the controller
+        # (broker/topology.py): this node alone, or in cluster mode the cluster's, set
+        # when it connects (_connect_cluster).
+        self.topology: Topology
+        if config.cluster is None:
+            self.topology = SingleNodeTopology(self)
         # authorizer.class.name: ACL checks in the handlers; None (the default): none.
         self.authorizer: Authorizer | None = None
         self._stop = trio.Event()
@@ -545,8 +553,10 @@ class Broker:
         """Cluster mode: reach ZooKeeper and take the cluster id from it (before any
         log is opened); broker/cluster/node.py."""
         from kafkette.broker.cluster.node import ClusterNode, ClusterStartError
+        from kafkette.broker.cluster.topology import ClusterTopology
 
         self.cluster = ClusterNode(self)
+        self.topology = ClusterTopology(self.cluster)
         try:
             await self.cluster.connect()
         except ClusterStartError as exc:
