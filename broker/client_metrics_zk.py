@@ -21,7 +21,7 @@ from urllib.parse import unquote
 
 import trio
 
-from kafkette.broker.zk_entity_config import ATTEMPTS, config_of, encode_config, sanitize
+from kafkette.broker.durable_store.entity_znode import ATTEMPTS, config_of, encode_config, sanitize
 
 if TYPE_CHECKING:
     from kafkette.broker.cluster.zk_session import ZkSession

@@ -49,13 +49,14 @@ from kafkette.broker.connection_limits import (
     normalised_ip,
     resolve_overrides,
 )
+from kafkette.broker.durable_store import StoreFileError, StoreUnavailable
 from kafkette.broker.fetch_sessions.cache import FetchSessionCache
 from kafkette.broker.group_coordinator import GroupCoordinator
 from kafkette.broker.identity import load_or_create_cluster_id
 from kafkette.broker.observability.request_log import RequestObserver
 from kafkette.broker.partition import Partition
 from kafkette.broker.producer_ids import ProducerIdAllocator
-from kafkette.broker.quotas import QuotaFileError, QuotaManager, QuotaStore, open_quota_store
+from kafkette.broker.quotas import QuotaManager, QuotaStore, open_quota_store
 from kafkette.broker.request_memory import RequestMemoryPool
 from kafkette.broker.security.authorizer.startup import open_authorizer
 from kafkette.broker.security.listeners import ListenerSpec, plan_listeners
@@ -511,7 +512,7 @@ class Broker:
         """The data dir's quotas (a damaged file stops the start), or a cluster's."""
         try:
             self.quota_store = await open_quota_store(self)
-        except (QuotaFileError, RuntimeError) as exc:  # RuntimeError: ZooKeeper's (zk_store)
+        except (StoreFileError, StoreUnavailable) as exc:
             raise StartupError(str(exc)) from None
         self.quota_store.on_change(self.client_quotas.update)
 
@@ -534,11 +535,10 @@ class Broker:
         if not self._has_scram_credentials_file():
             return
         from kafkette.broker.security.sasl.broker_sasl import open_broker_sasl
-        from kafkette.broker.security.sasl.scram_store import CredentialFileError
 
         try:
             await open_broker_sasl(self)
-        except CredentialFileError as exc:
+        except StoreFileError as exc:
             raise StartupError(str(exc)) from None
 
     async def _connect_cluster(self) -> None:
