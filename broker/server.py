@@ -517,12 +517,12 @@ class Broker:
         self.quota_store.on_change(self.client_quotas.update)
 
     async def _open_client_metrics(self) -> None:
-        """A damaged client-metrics.json stops the start (broker/client_metrics.py)."""
-        from kafkette.broker.client_metrics import ClientMetricsFileError, open_client_metrics
+        """A damaged client-metrics.json stops the start (broker/telemetry/)."""
+        from kafkette.broker.telemetry.subscriptions import open_client_metrics
 
         try:
             await open_client_metrics(self)
-        except ClientMetricsFileError as exc:
+        except StoreFileError as exc:
             raise StartupError(str(exc)) from None
 
     def _has_scram_credentials_file(self) -> bool:
