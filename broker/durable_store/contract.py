@@ -39,12 +39,14 @@ class DurableStore(Protocol[Snapshot, Change]):
     """A durable store of entity entries: a file on one node, ZooKeeper in a cluster.
 
     ``read`` gives the entries as the store holds them now (a cluster's store may ask
-    ZooKeeper); ``apply`` makes a change durable before it returns, and only then tells
-    the ``on_change`` listeners, which also hear of changes made through other brokers.
-    Listeners run on the trio loop and must not block."""
+    ZooKeeper); ``apply`` makes a change durable before it returns (what it returns is
+    the store's own: the subscription stores give the configs the change made), and
+    only then tells the ``on_change`` listeners. A cluster's store that watches
+    ZooKeeper (quotas, ACLs) tells them of other brokers' changes too. Listeners run on
+    the trio loop and must not block."""
 
     async def read(self) -> Snapshot: ...
 
-    async def apply(self, change: Change, /) -> None: ...
+    async def apply(self, change: Change, /) -> object: ...
 
     def on_change(self, listener: Callable[[Snapshot], None], /) -> None: ...
