@@ -6,7 +6,7 @@
   ``durable_store.DurableStore`` and ``open_quota_store`` picks one at start;
 - rate.py: Kafka's sampled rate (``quota.window.num`` x ``quota.window.size.seconds``);
 - manager.py: which quota applies to a (user, client id), and the throttle time;
-- enforcement.py: the connection loop's one hook: throttle_time_ms and KIP-219 muting.
+- enforcement.py: the answer path's quota decisions (throttle time, the throttled answer's shape).
 
 docs/quotas.md says what is enforced and how.
 """
