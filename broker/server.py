@@ -45,7 +45,7 @@ from kafkette.broker.clock import now_ms
 from kafkette.broker.config import BrokerConfig, advertised_listener
 from kafkette.broker.durable_store import StoreFileError, StoreUnavailable
 from kafkette.broker.fetch_sessions.cache import FetchSessionCache
-from kafkette.broker.group_coordinator import GroupCoordinator
+from kafkette.broker.groups.coordinator import GroupCoordinator
 from kafkette.broker.identity import load_or_create_cluster_id
 from kafkette.broker.network.connection import serve_connection
 from kafkette.broker.network.connection_limits import (

@@ -19,12 +19,12 @@ import weakref
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from kafkette.broker.group_coordinator import CoordinatorUnavailable
 from kafkette.broker.groups.consumer.state import (
     GROUP_ID_NOT_FOUND,
     HeartbeatRequest,
     HeartbeatResult,
 )
+from kafkette.broker.groups.coordinator import CoordinatorUnavailable
 from kafkette.broker.handlers.groups import OPERATIONS_NOT_REQUESTED
 from kafkette.broker.security.authorizer.checks import (
     DESCRIBE,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from kafkette.broker.group_coordinator import CoordinatorUnavailable
+from kafkette.broker.groups.coordinator import CoordinatorUnavailable
 from kafkette.broker.groups.model import (
     FetchedOffset,
     GroupListing,
@@ -171,8 +171,8 @@ async def _find_coordinator_in_cluster(
     created on the first lookup, as Kafka does; until it has leaders the answer is
     COORDINATOR_NOT_AVAILABLE and clients ask again. The coordinators load and
     unload their state as that leadership moves (docs/cluster.md, "Coordinators")."""
-    from kafkette.broker.group_coordinator import offsets_topic_configs
     from kafkette.broker.groups import OFFSETS_TOPIC
+    from kafkette.broker.groups.coordinator import offsets_topic_configs
     from kafkette.broker.groups.partitioning import java_string_hash, kafka_abs
     from kafkette.broker.topics import TopicError
     from kafkette.broker.transactions import TRANSACTION_STATE_TOPIC

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafkette.broker.group_coordinator import CoordinatorUnavailable, ProducerRejected
 from kafkette.broker.groups import OFFSETS_TOPIC, Outcome
+from kafkette.broker.groups.coordinator import CoordinatorUnavailable, ProducerRejected
 from kafkette.broker.handlers.groups import errors_by_topic, offset_commits, topics_allowed
 from kafkette.broker.security.authorizer.checks import (
     READ,

@@ -1,7 +1,7 @@
 """A cluster coordinator's offset writes that wait for replication are invisible to
 OffsetFetch until they are settled (Kafka's ``pendingOffsetCommits``): the state
 machine alone; the broker settles them once the high watermark passes the records
-(broker/group_coordinator.py ``_await_commits``)."""
+(broker/groups/coordinator.py ``_await_commits``)."""
 
 from __future__ import annotations
 
