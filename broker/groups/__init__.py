@@ -11,8 +11,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-OFFSETS_TOPIC = "__consumer_offsets"
-
 # Names are resolved on first use (PEP 562), so a broker that never serves a
 # group never imports the state machine: that keeps start-up fast.
 _EXPORTS = {
@@ -41,7 +39,6 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "OFFSETS_TOPIC",
     "FetchedOffset",
     "GroupConfig",
     "GroupCoordinatorState",

@@ -43,9 +43,9 @@ import trio
 
 from kafkette.broker import groups
 from kafkette.broker.clock import now_ms
-from kafkette.broker.groups import OFFSETS_TOPIC
 from kafkette.broker.groups.config import GroupConfig
 from kafkette.broker.internal_topics import (
+    OFFSETS_TOPIC,
     append_uncommitted,
     create_if_missing,
     partitions_in_use,

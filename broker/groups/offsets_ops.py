@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from . import errors
+from kafkette.wire.errors import ErrorCode
+
 from . import offsets_records as rec
 from .config import GroupConfig
 from .model import (
@@ -46,8 +47,8 @@ _COMMIT_BY_STATE: dict[GroupState, str | int] = {
     EMPTY: "store",
     PREPARING: "store_and_touch_member",  # the next heartbeat tells it to rejoin
     STABLE: "store_and_touch_member",
-    COMPLETING: errors.REBALANCE_IN_PROGRESS,
-    DEAD: errors.COORDINATOR_NOT_AVAILABLE,
+    COMPLETING: ErrorCode.REBALANCE_IN_PROGRESS,
+    DEAD: ErrorCode.COORDINATOR_NOT_AVAILABLE,
 }
 
 OffsetCommits = Mapping[TopicPartition, tuple[int, int, str | None]]
@@ -141,7 +142,9 @@ class OffsetsOps:
         if group is None:
             # Kafka 4.0: a generation for a group it does not know is GROUP_ID_NOT_FOUND
             # from v9 (KIP-848's version), ILLEGAL_GENERATION before.
-            missing = errors.GROUP_ID_NOT_FOUND if api_version >= 9 else errors.ILLEGAL_GENERATION
+            missing = (
+                ErrorCode.GROUP_ID_NOT_FOUND if api_version >= 9 else ErrorCode.ILLEGAL_GENERATION
+            )
             return every(missing)
         error = self._validate_commit(group, generation_id, member_id, group_instance_id)
         if error is not None:
@@ -206,10 +209,10 @@ class OffsetsOps:
         for tp, (offset, leader_epoch, metadata) in offsets.items():
             metadata = metadata or ""
             if len(metadata) > max_metadata:
-                result[tp] = errors.OFFSET_METADATA_TOO_LARGE
+                result[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
                 continue
             store(tp, CommittedOffset(offset, leader_epoch, metadata, now_ms, expire_timestamp_ms))
-            result[tp] = errors.NONE
+            result[tp] = ErrorCode.NONE
         return result
 
     @staticmethod
@@ -233,7 +236,7 @@ class OffsetsOps:
     ) -> int | None:
         """Kafka's validateOffsetCommit."""
         if group.state is DEAD:
-            return errors.COORDINATOR_NOT_AVAILABLE
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if generation_id < 0 and group.state is EMPTY:
             # No generation (an admin client, or a consumer assigning its own
             # partitions) on a group without members: Kafka 4.0 accepts it whatever
@@ -241,15 +244,15 @@ class OffsetsOps:
             return None
         if generation_id >= 0 or member_id != "" or group_instance_id is not None:
             if group.is_static_member_fenced(group_instance_id, member_id):
-                return errors.FENCED_INSTANCE_ID
+                return ErrorCode.FENCED_INSTANCE_ID
             if member_id not in group.members:
-                return errors.UNKNOWN_MEMBER_ID
+                return ErrorCode.UNKNOWN_MEMBER_ID
             if generation_id != group.generation_id:
-                return errors.ILLEGAL_GENERATION
+                return ErrorCode.ILLEGAL_GENERATION
             return None
         if group.state is not EMPTY:
             # When the group has members, only members can commit.
-            return errors.UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         return None
 
     # --- OffsetFetch -----------------------------------------------------------------
@@ -285,12 +288,12 @@ class OffsetsOps:
         for tp in wanted:
             entry = offsets.get(tp)
             if require_stable and group is not None and group.has_pending(tp):
-                result[tp] = FetchedOffset(-1, -1, "", errors.UNSTABLE_OFFSET_COMMIT)
+                result[tp] = FetchedOffset(-1, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT)
             elif entry is None:
                 result[tp] = FetchedOffset(-1, -1, "")
             else:
                 result[tp] = FetchedOffset(entry.offset, entry.leader_epoch, entry.metadata)
-        return OffsetFetchResult(errors.NONE, result)
+        return OffsetFetchResult(ErrorCode.NONE, result)
 
     # --- cluster mode: offset writes waiting for replication -------------------------
 
@@ -350,10 +353,10 @@ class OffsetsOps:
         """OffsetDelete: allowed on an Empty group, and on a consumer group for topics
         it is not subscribed to (else GROUP_SUBSCRIBED_TO_TOPIC)."""
         if not group_id:
-            return self._done(OffsetDeleteResult(errors.INVALID_GROUP_ID, {}))
+            return self._done(OffsetDeleteResult(ErrorCode.INVALID_GROUP_ID, {}))
         group = self._groups.get(group_id)
         if group is None or group.state is DEAD:
-            return self._done(OffsetDeleteResult(errors.GROUP_ID_NOT_FOUND, {}))
+            return self._done(OffsetDeleteResult(ErrorCode.GROUP_ID_NOT_FOUND, {}))
         partition_errors: dict[TopicPartition, int] = {}
         if group.state is EMPTY:
             eligible = list(partitions)
@@ -362,16 +365,16 @@ class OffsetsOps:
             eligible = []
             for tp in partitions:
                 if subscribed is None or tp[0] in subscribed:
-                    partition_errors[tp] = errors.GROUP_SUBSCRIBED_TO_TOPIC
+                    partition_errors[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
                 else:
                     eligible.append(tp)
         else:
-            return self._done(OffsetDeleteResult(errors.NON_EMPTY_GROUP, {}))
+            return self._done(OffsetDeleteResult(ErrorCode.NON_EMPTY_GROUP, {}))
         if eligible:
             self._remove_offsets(group, eligible)
-            partition_errors.update(dict.fromkeys(eligible, errors.NONE))
+            partition_errors.update(dict.fromkeys(eligible, ErrorCode.NONE))
             self._maybe_bury(group, now_ms)
-        return self._done(OffsetDeleteResult(errors.NONE, partition_errors))
+        return self._done(OffsetDeleteResult(ErrorCode.NONE, partition_errors))
 
     def delete_groups(self, group_ids: Sequence[str], now_ms: int) -> Outcome[dict[str, int]]:
         """DeleteGroups: only Empty groups go; their offsets and metadata get tombstones.
@@ -382,14 +385,14 @@ class OffsetsOps:
         for group_id in group_ids:
             group = self._groups.get(group_id)
             if group is None or group.state is DEAD:
-                result[group_id] = errors.GROUP_ID_NOT_FOUND
+                result[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
             elif group.state is not EMPTY:
-                result[group_id] = errors.NON_EMPTY_GROUP
+                result[group_id] = ErrorCode.NON_EMPTY_GROUP
             else:
                 pending = {tp for by_tp in group.pending_offsets.values() for tp in by_tp}
                 self._remove_offsets(group, [*group.offsets, *(pending - set(group.offsets))])
                 self._bury(group, now_ms)
-                result[group_id] = errors.NONE
+                result[group_id] = ErrorCode.NONE
         return self._done(result)
 
     def expire_offsets(self, now_ms: int, retention_ms: int | None = None) -> Outcome[int]:
@@ -491,7 +494,7 @@ class OffsetsOps:
         for group_id in group_ids:
             group = self._groups.get(group_id)
             if group is None:
-                out.append(GroupDescription(group_id, errors.NONE, DEAD.value, "", ""))
+                out.append(GroupDescription(group_id, ErrorCode.NONE, DEAD.value, "", ""))
                 continue
             stable = group.state is STABLE
             members = tuple(
@@ -508,7 +511,7 @@ class OffsetsOps:
             out.append(
                 GroupDescription(
                     group_id,
-                    errors.NONE,
+                    ErrorCode.NONE,
                     group.state.value,
                     group.protocol_type or "",
                     (group.protocol_name or "") if stable else "",

@@ -27,7 +27,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Hashable, Iterable, Sequence
 
-from . import errors
+from kafkette.wire.errors import ErrorCode
+
 from .config import NEW_MEMBER_JOIN_TIMEOUT_MS, GroupConfig
 from .model import (
     VALID_PREVIOUS_STATES,
@@ -60,26 +61,26 @@ _JOIN_KNOWN_MEMBER_BY_STATE: dict[GroupState, str | int] = {
     PREPARING: "rebalance",
     COMPLETING: "current_generation_if_unchanged",
     STABLE: "current_generation_if_unchanged_follower",
-    EMPTY: errors.UNKNOWN_MEMBER_ID,
-    DEAD: errors.COORDINATOR_NOT_AVAILABLE,
+    EMPTY: ErrorCode.UNKNOWN_MEMBER_ID,
+    DEAD: ErrorCode.COORDINATOR_NOT_AVAILABLE,
 }
 
 # What a valid SyncGroup does in each state (Kafka doSyncGroup).
 _SYNC_BY_STATE: dict[GroupState, str | int] = {
-    EMPTY: errors.UNKNOWN_MEMBER_ID,
-    PREPARING: errors.REBALANCE_IN_PROGRESS,
+    EMPTY: ErrorCode.UNKNOWN_MEMBER_ID,
+    PREPARING: ErrorCode.REBALANCE_IN_PROGRESS,
     COMPLETING: "await_leader",
     STABLE: "current_assignment",
-    DEAD: errors.COORDINATOR_NOT_AVAILABLE,
+    DEAD: ErrorCode.COORDINATOR_NOT_AVAILABLE,
 }
 
 # A valid Heartbeat: (error, whether it resets the member's session timer).
 _HEARTBEAT_BY_STATE: dict[GroupState, tuple[int, bool]] = {
-    EMPTY: (errors.UNKNOWN_MEMBER_ID, False),
-    PREPARING: (errors.REBALANCE_IN_PROGRESS, True),
-    COMPLETING: (errors.NONE, True),
-    STABLE: (errors.NONE, True),
-    DEAD: (errors.COORDINATOR_NOT_AVAILABLE, False),
+    EMPTY: (ErrorCode.UNKNOWN_MEMBER_ID, False),
+    PREPARING: (ErrorCode.REBALANCE_IN_PROGRESS, True),
+    COMPLETING: (ErrorCode.NONE, True),
+    STABLE: (ErrorCode.NONE, True),
+    DEAD: (ErrorCode.COORDINATOR_NOT_AVAILABLE, False),
 }
 
 
@@ -150,7 +151,7 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         """One ConsumerGroupHeartbeat (a consumer.state.HeartbeatRequest), classic groups
         of the same id included: an empty one gives way, a non-empty one is upgraded
         online by a joining member (policy ``upgrade`` / ``bidirectional``)."""
-        from .consumer.state import GROUP_ID_NOT_FOUND, HeartbeatResult
+        from .consumer.state import HeartbeatResult
 
         consumer = self.consumer_groups
         invalid = consumer.validate(req)
@@ -162,14 +163,14 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
             policy = self.config.group_consumer_migration_policy
             upgrade = policy in ("upgrade", "bidirectional")
             not_found = HeartbeatResult(
-                GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
             )
             if classic and req.member_epoch != 0:
                 # A member of a consumer group that did not survive a restart, whose id
                 # classic members now hold: it rejoins (epoch 0), which may upgrade the
                 # group; GROUP_ID_NOT_FOUND would be fatal to it.
                 return HeartbeatResult(
-                    errors.UNKNOWN_MEMBER_ID,
+                    ErrorCode.UNKNOWN_MEMBER_ID,
                     f"Member {req.member_id} is not a member of group {group_id}.",
                 )
             if classic is not None and not upgrade:
@@ -180,7 +181,7 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
                 )
                 return not_found if result is None else result
         result = consumer.heartbeat(req, topics, now_ms)
-        if req.member_epoch == -1 and result.error == errors.NONE:
+        if req.member_epoch == -1 and result.error == ErrorCode.NONE:
             self.maybe_downgrade(group_id, now_ms)  # the last consumer-protocol member left?
         return result
 
@@ -223,14 +224,14 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         except BaseException:
             consumer.groups.pop(group_id, None)  # undone: the classic group is untouched
             raise
-        if result.error != errors.NONE:
+        if result.error != ErrorCode.NONE:
             consumer.groups.pop(group_id, None)  # undone: the classic group is untouched
             return result
         for m in group.members.values():
             if m.join_ticket is not None:
-                self._join_error(m.join_ticket, m.member_id, errors.REBALANCE_IN_PROGRESS)
+                self._join_error(m.join_ticket, m.member_id, ErrorCode.REBALANCE_IN_PROGRESS)
             if m.sync_ticket is not None:
-                self._reply(m.sync_ticket, SyncResponse(errors.REBALANCE_IN_PROGRESS))
+                self._reply(m.sync_ticket, SyncResponse(ErrorCode.REBALANCE_IN_PROGRESS))
         group.members.clear()
         group.static_members.clear()
         group.pending_members.clear()
@@ -326,12 +327,12 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
     def _set_join_ticket(self, member: Member, ticket: Hashable | None) -> None:
         """Kafka overwrites a superseded join callback; we answer it so no ticket leaks."""
         if member.join_ticket is not None and ticket is not None:
-            self._join_error(member.join_ticket, member.member_id, errors.REBALANCE_IN_PROGRESS)
+            self._join_error(member.join_ticket, member.member_id, ErrorCode.REBALANCE_IN_PROGRESS)
         member.join_ticket = ticket
 
     def _set_sync_ticket(self, member: Member, ticket: Hashable) -> None:
         if member.sync_ticket is not None:
-            self._reply(member.sync_ticket, SyncResponse(errors.REBALANCE_IN_PROGRESS))
+            self._reply(member.sync_ticket, SyncResponse(ErrorCode.REBALANCE_IN_PROGRESS))
         member.sync_ticket = ticket
 
     def _schedule_heartbeat(self, member: Member, now_ms: int, timeout_ms: int | None = None):
@@ -364,13 +365,13 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         timeout as ``rebalance_timeout_ms``. Answered via ``Reply(ticket, JoinResponse)``."""
         protocols = [(name, bytes(meta)) for name, meta in protocols]
         if not group_id:
-            self._join_error(ticket, member_id, errors.INVALID_GROUP_ID)
+            self._join_error(ticket, member_id, ErrorCode.INVALID_GROUP_ID)
             return self._done(None)
         consumer = self._consumer_groups
         refused = consumer is not None and consumer.classic_join_refused(group_id)
         if refused and protocol_type != CONSUMER_PROTOCOL_TYPE:
             # a non-empty KIP-848 group holds the id
-            self._join_error(ticket, member_id, errors.INCONSISTENT_GROUP_PROTOCOL)
+            self._join_error(ticket, member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
             return self._done(None)
         cfg = self.config
         if not (
@@ -378,7 +379,7 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
             <= session_timeout_ms
             <= cfg.group_max_session_timeout_ms
         ):
-            self._join_error(ticket, member_id, errors.INVALID_SESSION_TIMEOUT)
+            self._join_error(ticket, member_id, ErrorCode.INVALID_SESSION_TIMEOUT)
             return self._done(None)
         if refused and consumer is not None:
             # A classic member inside a consumer group (KIP-848's online upgrade).
@@ -389,7 +390,7 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
                 rebalance_timeout_ms, client_id, client_host, self._new_member_id(client_id),
                 now_ms, require_known_member_id,
             )
-            ok = error == errors.NONE
+            ok = error == ErrorCode.NONE
             self._reply(ticket, JoinResponse(
                 error, generation, protocol_type if ok else None, name, "", mid,
             ))
@@ -399,7 +400,7 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         created = False
         if group is None:
             if not is_unknown:
-                self._join_error(ticket, member_id, errors.UNKNOWN_MEMBER_ID)
+                self._join_error(ticket, member_id, ErrorCode.UNKNOWN_MEMBER_ID)
                 return self._done(None)
             group = Group(group_id, EMPTY, now_ms)
             self._groups[group_id] = group
@@ -418,7 +419,7 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         )
         if not self._accept_joining_member(group, member_id):
             self._drop_member(group, member_id)
-            self._join_error(ticket, "", errors.GROUP_MAX_SIZE_REACHED)
+            self._join_error(ticket, "", ErrorCode.GROUP_MAX_SIZE_REACHED)
         elif is_unknown:
             self._join_new_member(
                 group, ticket, require_known_member_id, supports_skip_assignment, **args
@@ -460,10 +461,10 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         now_ms: int,
     ) -> None:
         if group.state is DEAD:
-            self._join_error(ticket, "", errors.COORDINATOR_NOT_AVAILABLE)
+            self._join_error(ticket, "", ErrorCode.COORDINATOR_NOT_AVAILABLE)
             return
         if not group.supports_protocols(protocol_type, protocols):
-            self._join_error(ticket, "", errors.INCONSISTENT_GROUP_PROTOCOL)
+            self._join_error(ticket, "", ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
             return
         new_id = self._new_member_id(client_id)
         if group_instance_id is not None and group_instance_id in group.static_members:
@@ -483,7 +484,7 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
             # KIP-394: hand out the id first; the client rejoins with it. The pending
             # member holds up the rebalance until it joins or its session expires.
             group.pending_members[new_id] = now_ms + session_timeout_ms
-            self._join_error(ticket, new_id, errors.MEMBER_ID_REQUIRED)
+            self._join_error(ticket, new_id, ErrorCode.MEMBER_ID_REQUIRED)
         else:
             member = Member(
                 new_id,
@@ -513,10 +514,10 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         now_ms: int,
     ) -> None:
         if group.state is DEAD:
-            self._join_error(ticket, member_id, errors.COORDINATOR_NOT_AVAILABLE)
+            self._join_error(ticket, member_id, ErrorCode.COORDINATOR_NOT_AVAILABLE)
             return
         if not group.supports_protocols(protocol_type, protocols):
-            self._join_error(ticket, member_id, errors.INCONSISTENT_GROUP_PROTOCOL)
+            self._join_error(ticket, member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
             return
         if member_id in group.pending_members:
             # A pending member is never static (static members skip MEMBER_ID_REQUIRED).
@@ -533,14 +534,14 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
             self._add_member_and_rebalance(group, member, ticket, now_ms)
             return
         if group.is_static_member_fenced(group_instance_id, member_id):
-            self._join_error(ticket, member_id, errors.FENCED_INSTANCE_ID)
+            self._join_error(ticket, member_id, ErrorCode.FENCED_INSTANCE_ID)
             return
         instance_unknown = (
             group_instance_id is not None and group_instance_id not in group.static_members
         )
         member = group.members.get(member_id)
         if member is None or instance_unknown:
-            self._join_error(ticket, member_id, errors.UNKNOWN_MEMBER_ID)
+            self._join_error(ticket, member_id, ErrorCode.UNKNOWN_MEMBER_ID)
             return
         action = _JOIN_KNOWN_MEMBER_BY_STATE[group.state]
         if isinstance(action, int):
@@ -564,7 +565,7 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         """The current generation as seen by ``member_id`` (members only for the leader)."""
         is_leader = group.leader_id == member_id
         return JoinResponse(
-            error=errors.NONE,
+            error=ErrorCode.NONE,
             generation_id=group.generation_id,
             protocol_type=group.protocol_type,
             protocol_name=group.protocol_name,
@@ -600,10 +601,10 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         current_leader = group.leader_id or ""
         member = group.members[old_id]
         if member.join_ticket is not None:
-            self._join_error(member.join_ticket, old_id, errors.FENCED_INSTANCE_ID)
+            self._join_error(member.join_ticket, old_id, ErrorCode.FENCED_INSTANCE_ID)
             member.join_ticket = None
         if member.sync_ticket is not None:
-            self._reply(member.sync_ticket, SyncResponse(errors.FENCED_INSTANCE_ID))
+            self._reply(member.sync_ticket, SyncResponse(ErrorCode.FENCED_INSTANCE_ID))
             member.sync_ticket = None
         member.member_id = new_id
         group.members = {(new_id if k == old_id else k): v for k, v in group.members.items()}
@@ -627,7 +628,7 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
                 self._reply(
                     ticket,
                     JoinResponse(
-                        error=errors.NONE,
+                        error=ErrorCode.NONE,
                         generation_id=group.generation_id,
                         protocol_type=group.protocol_type,
                         protocol_name=group.protocol_name,
@@ -675,7 +676,7 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
     def _prepare_rebalance(self, group: Group, now_ms: int) -> None:
         if group.state is COMPLETING:
             self._reset_and_propagate_assignment_error(
-                group, errors.REBALANCE_IN_PROGRESS, now_ms
+                group, ErrorCode.REBALANCE_IN_PROGRESS, now_ms
             )
         group.sync_deadline_ms = None
         rebalance_timeout = group.rebalance_timeout_ms()
@@ -813,10 +814,10 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
 
     def _answer_removed(self, member: Member) -> None:
         if member.join_ticket is not None:
-            self._join_error(member.join_ticket, "", errors.UNKNOWN_MEMBER_ID)
+            self._join_error(member.join_ticket, "", ErrorCode.UNKNOWN_MEMBER_ID)
             member.join_ticket = None
         if member.sync_ticket is not None:
-            self._reply(member.sync_ticket, SyncResponse(errors.UNKNOWN_MEMBER_ID))
+            self._reply(member.sync_ticket, SyncResponse(ErrorCode.UNKNOWN_MEMBER_ID))
             member.sync_ticket = None
 
     def _remove_member_and_update_group(self, group: Group, member: Member, now_ms: int) -> None:
@@ -858,40 +859,40 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
             return self._done(None)
 
         if not group_id:
-            return fail(errors.INVALID_GROUP_ID)
+            return fail(ErrorCode.INVALID_GROUP_ID)
         consumer = self._consumer_groups
         if consumer is not None and consumer.is_consumer_group(group_id):
             if topics is not None:
                 consumer.last_view = topics
             error, name, assignment = consumer.classic_sync(group_id, member_id, generation_id)
-            ok = error == errors.NONE
+            ok = error == ErrorCode.NONE
             self._reply(ticket, SyncResponse(
                 error, CONSUMER_PROTOCOL_TYPE if ok else None, name if ok else None, assignment,
             ))
             return self._done(None)
         group = self._groups.get(group_id)
         if group is None:
-            return fail(errors.UNKNOWN_MEMBER_ID)
+            return fail(ErrorCode.UNKNOWN_MEMBER_ID)
         if group.state is DEAD:
-            return fail(errors.COORDINATOR_NOT_AVAILABLE)
+            return fail(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if group.is_static_member_fenced(group_instance_id, member_id):
-            return fail(errors.FENCED_INSTANCE_ID)
+            return fail(ErrorCode.FENCED_INSTANCE_ID)
         member = group.members.get(member_id)
         if member is None:
-            return fail(errors.UNKNOWN_MEMBER_ID)
+            return fail(ErrorCode.UNKNOWN_MEMBER_ID)
         if generation_id != group.generation_id:
-            return fail(errors.ILLEGAL_GENERATION)
+            return fail(ErrorCode.ILLEGAL_GENERATION)
         if protocol_type is not None and protocol_type != group.protocol_type:
-            return fail(errors.INCONSISTENT_GROUP_PROTOCOL)
+            return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         if protocol_name is not None and protocol_name != group.protocol_name:
-            return fail(errors.INCONSISTENT_GROUP_PROTOCOL)
+            return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         action = _SYNC_BY_STATE[group.state]
         if isinstance(action, int):
             return fail(action)
         self._sync_done(group, member_id)
         if action == "current_assignment":
             self._reply(
-                ticket, SyncResponse(errors.NONE, group.protocol_type, group.protocol_name,
+                ticket, SyncResponse(ErrorCode.NONE, group.protocol_type, group.protocol_name,
                                      member.assignment)
             )
             self._schedule_heartbeat(member, now_ms)
@@ -903,7 +904,7 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
             for m in group.members.values():
                 m.assignment = bytes(given.get(m.member_id, b""))
             self._records.append(self._group_metadata_record(group))
-            self._propagate_assignment(group, errors.NONE, now_ms, first=member_id)
+            self._propagate_assignment(group, ErrorCode.NONE, now_ms, first=member_id)
             self._transition(group, STABLE, now_ms)
         return self._done(None)
 
@@ -920,7 +921,7 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         whose SyncGroup completed the sync) first, the others in member order. The
         broker writes the replies in this order, in one pass: a follower that acts on
         its assignment at once should not run ahead of the leader (docs/groups.md)."""
-        ok = error == errors.NONE
+        ok = error == ErrorCode.NONE
         members = list(group.members.values())
         if first is not None:
             members.sort(key=lambda m: m.member_id != first)  # stable: the rest keep order
@@ -968,7 +969,7 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         """Heartbeat; ``result`` is the error code to answer. ``topics``: the broker's
         topic view now (a consumer group's classic members resolve against it)."""
         if not group_id:
-            return self._done(errors.INVALID_GROUP_ID)
+            return self._done(ErrorCode.INVALID_GROUP_ID)
         consumer = self._consumer_groups
         if consumer is not None and consumer.is_consumer_group(group_id):
             if topics is not None:
@@ -978,16 +979,16 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
             )
         group = self._groups.get(group_id)
         if group is None:
-            return self._done(errors.UNKNOWN_MEMBER_ID)
+            return self._done(ErrorCode.UNKNOWN_MEMBER_ID)
         if group.state is DEAD:
-            return self._done(errors.COORDINATOR_NOT_AVAILABLE)
+            return self._done(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if group.is_static_member_fenced(group_instance_id, member_id):
-            return self._done(errors.FENCED_INSTANCE_ID)
+            return self._done(ErrorCode.FENCED_INSTANCE_ID)
         member = group.members.get(member_id)
         if member is None:
-            return self._done(errors.UNKNOWN_MEMBER_ID)
+            return self._done(ErrorCode.UNKNOWN_MEMBER_ID)
         if generation_id != group.generation_id:
-            return self._done(errors.ILLEGAL_GENERATION)
+            return self._done(ErrorCode.ILLEGAL_GENERATION)
         error, resets_timer = _HEARTBEAT_BY_STATE[group.state]
         if resets_timer:
             self._schedule_heartbeat(member, now_ms)
@@ -1003,29 +1004,29 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         """LeaveGroup for ``[(member_id, group_instance_id)]``. An empty member id with
         an instance id removes that static member (admin removal, KIP-345)."""
         if not group_id:
-            return self._done(LeaveResult(errors.INVALID_GROUP_ID))
+            return self._done(LeaveResult(ErrorCode.INVALID_GROUP_ID))
         consumer = self._consumer_groups
         if consumer is not None and consumer.is_consumer_group(group_id):
             results = tuple(
                 LeaveMemberResult(mid, iid, consumer.classic_leave(group_id, mid, iid))
                 for mid, iid in members
             )
-            if any(r.error == errors.NONE for r in results):
+            if any(r.error == ErrorCode.NONE for r in results):
                 self.maybe_downgrade(group_id, now_ms)  # only classic members left?
-            return self._done(LeaveResult(errors.NONE, results))
+            return self._done(LeaveResult(ErrorCode.NONE, results))
         group = self._groups.get(group_id)
         if group is None:
             return self._done(
                 LeaveResult(
-                    errors.NONE,
+                    ErrorCode.NONE,
                     tuple(
-                        LeaveMemberResult(mid, iid, errors.UNKNOWN_MEMBER_ID)
+                        LeaveMemberResult(mid, iid, ErrorCode.UNKNOWN_MEMBER_ID)
                         for mid, iid in members
                     ),
                 )
             )
         if group.state is DEAD:
-            return self._done(LeaveResult(errors.COORDINATOR_NOT_AVAILABLE))
+            return self._done(LeaveResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
         results = []
         for member_id, instance_id in members:
             results.append(
@@ -1033,7 +1034,7 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
                     member_id, instance_id, self._leave_one(group, member_id, instance_id, now_ms)
                 )
             )
-        return self._done(LeaveResult(errors.NONE, tuple(results)))
+        return self._done(LeaveResult(ErrorCode.NONE, tuple(results)))
 
     def _leave_one(
         self, group: Group, member_id: str, instance_id: str | None, now_ms: int
@@ -1041,19 +1042,19 @@ class GroupCoordinatorState(OffsetsOps, TxnOffsetsOps):
         if member_id == "":
             current = group.static_members.get(instance_id) if instance_id else None
             if current is None:
-                return errors.UNKNOWN_MEMBER_ID
+                return ErrorCode.UNKNOWN_MEMBER_ID
             self._remove_member_and_update_group(group, group.members[current], now_ms)
-            return errors.NONE
+            return ErrorCode.NONE
         if member_id in group.pending_members:
             self._remove_pending_member_and_update_group(group, member_id, now_ms)
-            return errors.NONE
+            return ErrorCode.NONE
         if group.is_static_member_fenced(instance_id, member_id):
-            return errors.FENCED_INSTANCE_ID
+            return ErrorCode.FENCED_INSTANCE_ID
         member = group.members.get(member_id)
         if member is None:
-            return errors.UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         self._remove_member_and_update_group(group, member, now_ms)
-        return errors.NONE
+        return ErrorCode.NONE
 
     # --- timers ----------------------------------------------------------------------
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from . import errors
+from kafkette.wire.errors import ErrorCode
+
 from .config import GroupConfig
 from .model import (
     CommittedOffset,
@@ -77,7 +78,7 @@ class TxnOffsetsOps:
 
         group, created = self._group_for_commit(group_id, generation_id, now_ms)
         if group is None:
-            return every(errors.ILLEGAL_GENERATION)
+            return every(ErrorCode.ILLEGAL_GENERATION)
         error = _validate_txn_commit(group, generation_id, member_id, group_instance_id)
         if error is not None:
             return every(error)
@@ -208,18 +209,18 @@ def _validate_txn_commit(
     accepted in every state, and CompletingRebalance is not refused: the group's
     state is not enforced for transactional commits."""
     if group.state is DEAD:
-        return errors.COORDINATOR_NOT_AVAILABLE
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
     if generation_id < 0 and group.state is EMPTY:
         return None
     if generation_id >= 0 or member_id != "" or group_instance_id is not None:
         if group_instance_id is not None:
             current = group.static_members.get(group_instance_id)
             if current is None:
-                return errors.UNKNOWN_MEMBER_ID
+                return ErrorCode.UNKNOWN_MEMBER_ID
             if current != member_id:
-                return errors.FENCED_INSTANCE_ID
+                return ErrorCode.FENCED_INSTANCE_ID
         if member_id not in group.members:
-            return errors.UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         if generation_id != group.generation_id:
-            return errors.ILLEGAL_GENERATION
+            return ErrorCode.ILLEGAL_GENERATION
     return None

@@ -126,7 +126,7 @@ async def _find_coordinators(broker: Broker, request: Request, keys: list[str]) 
             "node_id": broker.node_id,
             "host": own.host,
             "port": own.port,
-            "error_code": 0,
+            "error_code": ErrorCode.NONE,
             "error_message": None,
         }
         if body["key_type"] == KEY_TYPE_TRANSACTION:
@@ -171,11 +171,10 @@ async def _find_coordinator_in_cluster(
     created on the first lookup, as Kafka does; until it has leaders the answer is
     COORDINATOR_NOT_AVAILABLE and clients ask again. The coordinators load and
     unload their state as that leadership moves (docs/cluster.md, "Coordinators")."""
-    from kafkette.broker.groups import OFFSETS_TOPIC
     from kafkette.broker.groups.coordinator import offsets_topic_configs
     from kafkette.broker.groups.partitioning import java_string_hash, kafka_abs
+    from kafkette.broker.internal_topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
     from kafkette.broker.topics import TopicError
-    from kafkette.broker.transactions import TRANSACTION_STATE_TOPIC
     from kafkette.broker.transactions.coordinator import transaction_state_configs
 
     assert broker.cluster is not None
@@ -368,7 +367,7 @@ async def handle_heartbeat(broker: Broker, request: Request) -> dict:
         if exc.code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             # Kafka answers a heartbeat blindly while the group loads: the member keeps
             # its session, and the loaded group counts its session from the load.
-            return {"throttle_time_ms": 0, "error_code": 0}
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE}
         return {"error_code": int(exc.code)}
     if outcome.result:
         log.debug(

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafkette.broker.groups import OFFSETS_TOPIC, Outcome
+from kafkette.broker.groups import Outcome
 from kafkette.broker.groups.coordinator import CoordinatorUnavailable, ProducerRejected
 from kafkette.broker.handlers.groups import errors_by_topic, offset_commits, topics_allowed
+from kafkette.broker.internal_topics import OFFSETS_TOPIC
 from kafkette.broker.security.authorizer.checks import (
     READ,
     TRANSACTIONAL_ID,

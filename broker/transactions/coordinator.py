@@ -44,9 +44,10 @@ from typing import TYPE_CHECKING
 import trio
 
 from kafkette.broker.clock import now_ms
-from kafkette.broker.groups import OFFSETS_TOPIC
 from kafkette.broker.groups.partitioning import java_string_hash, kafka_abs
 from kafkette.broker.internal_topics import (
+    OFFSETS_TOPIC,
+    TRANSACTION_STATE_TOPIC,
     append_committed,
     create_if_missing,
     partitions_in_use,
@@ -55,7 +56,6 @@ from kafkette.broker.internal_topics import (
 from kafkette.broker.partition import LEADER_EPOCH
 from kafkette.broker.throttled_log import ThrottledLog, describe_error, storage_errors
 from kafkette.broker.topics import TopicError
-from kafkette.broker.transactions import TRANSACTION_STATE_TOPIC
 from kafkette.broker.transactions.log_records import (
     BadTransactionRecord,
     decode_key,

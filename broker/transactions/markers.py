@@ -16,8 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kafkette.broker.clock import now_ms
-from kafkette.broker.groups import OFFSETS_TOPIC
-from kafkette.broker.internal_topics import append_committed
+from kafkette.broker.internal_topics import OFFSETS_TOPIC, append_committed
 from kafkette.broker.partition import LEADER_EPOCH, Partition
 from kafkette.broker.throttled_log import storage_errors
 from kafkette.wire.errors import ErrorCode

@@ -7,10 +7,10 @@ import uuid
 
 from kafkette.broker.groups.config import GroupConfig
 from kafkette.broker.groups.consumer.state import (
-    FENCED_MEMBER_EPOCH,
     ConsumerGroups,
     HeartbeatRequest,
 )
+from kafkette.wire.errors import ErrorCode
 
 T = uuid.UUID(int=7)
 U = uuid.UUID(int=8)
@@ -67,8 +67,8 @@ def test_lost_answer_retry_and_fencing() -> None:
     assert moved.member_epoch == 2
     # The answer was lost: the client retries with its previous epoch, owning what it has.
     assert _beat(groups, "a", 1, 4, owned=revoke.assignment).error == 0
-    assert _beat(groups, "a", 1, 5, owned=joined.assignment).error == FENCED_MEMBER_EPOCH
-    assert _beat(groups, "a", 7, 6).error == FENCED_MEMBER_EPOCH
+    assert _beat(groups, "a", 1, 5, owned=joined.assignment).error == ErrorCode.FENCED_MEMBER_EPOCH
+    assert _beat(groups, "a", 7, 6).error == ErrorCode.FENCED_MEMBER_EPOCH
 
 
 def test_regex_subscription_follows_topics() -> None:
@@ -133,7 +133,8 @@ def test_lost_answer_retry_owning_a_subset() -> None:
     member.previous_epoch = 2
     some = {T: frozenset({0, 1})}
     assert _beat(groups, "a", 2, 20, owned=some).error == 0
-    assert _beat(groups, "a", 2, 30, owned={T: frozenset({0, 7})}).error == FENCED_MEMBER_EPOCH
+    fenced = _beat(groups, "a", 2, 30, owned={T: frozenset({0, 7})})
+    assert fenced.error == ErrorCode.FENCED_MEMBER_EPOCH
 
 
 def test_regex_resolved_once_per_topic_view() -> None:
@@ -255,7 +256,7 @@ def test_no_partition_is_owned_by_two_members(events) -> None:
                 topics, now,
             )
             if r.error:  # fenced: it drops everything and rejoins
-                assert r.error in (FENCED_MEMBER_EPOCH, 25), r
+                assert r.error in (ErrorCode.FENCED_MEMBER_EPOCH, 25), r
                 clients[member] = [0, {}]
                 r = groups.heartbeat(HeartbeatRequest(
                     "g", member, 0, rebalance_timeout_ms=100_000,

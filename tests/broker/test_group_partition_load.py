@@ -7,7 +7,7 @@ tests/cluster/test_coordinators_groups.py.
 from __future__ import annotations
 
 from kafkette.broker.groups import GroupConfig, GroupCoordinatorState, JoinResponse
-from kafkette.broker.groups import errors as E
+from kafkette.wire.errors import ErrorCode as E
 
 NOW = 1_000_000
 PARTITIONS = 4

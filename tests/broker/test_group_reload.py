@@ -8,7 +8,7 @@ state machine alone: what is reloaded, what is answered.
 from __future__ import annotations
 
 from kafkette.broker.groups import GroupConfig, GroupCoordinatorState, GroupState, JoinResponse
-from kafkette.broker.groups import errors as E
+from kafkette.wire.errors import ErrorCode as E
 
 NOW = 1_000_000
 

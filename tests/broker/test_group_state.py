@@ -19,8 +19,8 @@ from kafkette.broker.groups import (
     JoinResponse,
     SyncResponse,
 )
-from kafkette.broker.groups import errors as E
 from kafkette.broker.groups import offsets_records as rec
+from kafkette.wire.errors import ErrorCode as E
 
 SESSION = 10_000
 REBALANCE = 30_000

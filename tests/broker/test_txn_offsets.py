@@ -23,7 +23,7 @@ from kafka.protocol.consumer import OffsetCommitRequest, OffsetFetchRequest
 from kafka.protocol.producer import TxnOffsetCommitRequest
 
 from kafkette.broker.embedded import EmbeddedBroker
-from kafkette.broker.groups import OFFSETS_TOPIC
+from kafkette.broker.internal_topics import OFFSETS_TOPIC
 from kafkette.log.cleaner_checkpoint import CLEANER_CHECKPOINT_FILE, read_cleaner_checkpoint
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.records import ControlRecordType, decode_batches, parse_control_record

@@ -17,8 +17,8 @@ from kafkette.broker.groups import (
     TransactionalRecord,
     TxnMarker,
 )
-from kafkette.broker.groups import errors as E
 from kafkette.broker.groups import offsets_records as rec
+from kafkette.wire.errors import ErrorCode as E
 
 T0, T1 = ("t", 0), ("t", 1)
 SESSION = 10_000
