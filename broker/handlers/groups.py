@@ -17,8 +17,10 @@ from kafkette.broker.groups.coordinator import CoordinatorUnavailable
 from kafkette.broker.groups.model import (
     FetchedOffset,
     GroupListing,
+    JoinResponse,
     OffsetFetchResult,
     Outcome,
+    SyncResponse,
 )
 from kafkette.broker.security.authorizer.checks import (
     DELETE,
@@ -267,36 +269,40 @@ async def handle_join_group(broker: Broker, request: Request) -> dict:
             topics=topics,
         )
 
+    def render(response: JoinResponse) -> dict:
+        log.debug(
+            "JoinGroup %s member %s: error %d generation %d leader %s",
+            body["group_id"],
+            response.member_id,
+            response.error,
+            response.generation_id,
+            response.leader,
+        )
+        return {
+            "throttle_time_ms": 0,
+            "error_code": response.error,
+            "generation_id": response.generation_id,
+            "protocol_type": response.protocol_type,
+            "protocol_name": (
+                response.protocol_name if version >= 7 else response.protocol_name or ""
+            ),
+            "leader": response.leader,
+            "skip_assignment": response.skip_assignment,
+            "member_id": response.member_id,
+            "members": [
+                {
+                    "member_id": m.member_id,
+                    "group_instance_id": m.group_instance_id,
+                    "metadata": m.metadata,
+                }
+                for m in response.members
+            ],
+        }
+
     try:
-        response = await broker.groups.wait_for_reply(call, body["group_id"])
+        return await broker.groups.wait_for_reply(call, render, body["group_id"])
     except CoordinatorUnavailable as exc:
         return {"error_code": int(exc.code), "generation_id": -1, "member_id": body["member_id"]}
-    log.debug(
-        "JoinGroup %s member %s: error %d generation %d leader %s",
-        body["group_id"],
-        response.member_id,
-        response.error,
-        response.generation_id,
-        response.leader,
-    )
-    return {
-        "throttle_time_ms": 0,
-        "error_code": response.error,
-        "generation_id": response.generation_id,
-        "protocol_type": response.protocol_type,
-        "protocol_name": response.protocol_name if version >= 7 else response.protocol_name or "",
-        "leader": response.leader,
-        "skip_assignment": response.skip_assignment,
-        "member_id": response.member_id,
-        "members": [
-            {
-                "member_id": m.member_id,
-                "group_instance_id": m.group_instance_id,
-                "metadata": m.metadata,
-            }
-            for m in response.members
-        ],
-    }
 
 
 async def handle_sync_group(broker: Broker, request: Request) -> dict:
@@ -325,25 +331,29 @@ async def handle_sync_group(broker: Broker, request: Request) -> dict:
             topics=topics,
         )
 
+    def render(response: SyncResponse) -> dict:
+        """Called for every waiting member at once, by the request that completed the
+        sync (broker/groups/coordinator.py): the answers are ready together."""
+        log.debug(
+            "SyncGroup %s member %s generation %d: error %d, %d bytes of assignment",
+            body["group_id"],
+            body["member_id"],
+            body["generation_id"],
+            response.error,
+            len(response.assignment),
+        )
+        return {
+            "throttle_time_ms": 0,
+            "error_code": response.error,
+            "protocol_type": response.protocol_type,
+            "protocol_name": response.protocol_name,
+            "assignment": response.assignment,
+        }
+
     try:
-        response = await broker.groups.wait_for_reply(call, body["group_id"])
+        return await broker.groups.wait_for_reply(call, render, body["group_id"])
     except CoordinatorUnavailable as exc:
         return {"error_code": int(exc.code), "assignment": b""}
-    log.debug(
-        "SyncGroup %s member %s generation %d: error %d, %d bytes of assignment",
-        body["group_id"],
-        body["member_id"],
-        body["generation_id"],
-        response.error,
-        len(response.assignment),
-    )
-    return {
-        "throttle_time_ms": 0,
-        "error_code": response.error,
-        "protocol_type": response.protocol_type,
-        "protocol_name": response.protocol_name,
-        "assignment": response.assignment,
-    }
 
 
 async def handle_heartbeat(broker: Broker, request: Request) -> dict:
