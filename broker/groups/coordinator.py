@@ -202,7 +202,7 @@ class GroupCoordinator:
         records = await trio.to_thread.run_sync(_read_all_records, partitions)
         self.state.load(records, now_ms())
         log.info("loaded %d records from %s", len(records), OFFSETS_TOPIC)
-        pending = self.state.pending_offset_count()
+        pending = self.state.offsets.pending_offset_count()
         if pending:
             log.info("%d transactional offsets wait for their transaction's marker", pending)
 
@@ -212,7 +212,7 @@ class GroupCoordinator:
         if self._state is None:
             self._state = groups.GroupCoordinatorState(self.config)
             if self.broker.cluster is not None:
-                self._state.track_unconfirmed()
+                self._state.offsets.track_unconfirmed()
         return self._state
 
     async def _offsets_partition(self, index: int) -> Partition:
@@ -443,7 +443,7 @@ class GroupCoordinator:
                 return ErrorCode.KAFKA_STORAGE_ERROR
             if verdict != ErrorCode.NONE:
                 return verdict
-            outcome = self.state.complete_transaction(
+            outcome = self.state.offsets.complete_transaction(
                 partition=partition_index, producer_id=producer_id, committed=committed
             )
             log.debug(
@@ -465,7 +465,7 @@ class GroupCoordinator:
         try:
             commits = await self._persist(outcome.records)
         except Exception as exc:
-            self.state.settle_unconfirmed(outcome.records)
+            self.state.offsets.settle_unconfirmed(outcome.records)
             failure = exc if isinstance(exc, CoordinatorUnavailable) else None
             if failure is None:  # a bug of ours: still answer, revert, and say so
                 storage_errors.failure("writing to", OFFSETS_TOPIC, exc)
@@ -477,7 +477,7 @@ class GroupCoordinator:
             raise failure from exc
         if commits:
             return outcome, commits
-        self.state.settle_unconfirmed(outcome.records)
+        self.state.offsets.settle_unconfirmed(outcome.records)
         self._deliver(outcome)
         self._rearm.set()
         return outcome, commits
@@ -506,13 +506,13 @@ class GroupCoordinator:
                     break
         finally:
             if failure is None:
-                self.state.settle_unconfirmed(outcome.records)
+                self.state.offsets.settle_unconfirmed(outcome.records)
         if failure is None:
             self._deliver(outcome)
             self._rearm.set()
             return outcome
         async with self._lock:
-            self.state.settle_unconfirmed(outcome.records)
+            self.state.offsets.settle_unconfirmed(outcome.records)
             await self._revert(outcome, failure.code)
             self._rearm.set()
         raise failure

@@ -444,7 +444,7 @@ async def handle_offset_commit(broker: Broker, request: Request) -> dict:
             if verdict:
                 return Outcome(dict.fromkeys(offsets, int(verdict)))
             consumer = verdict is not None
-            return state.commit_offsets(
+            return state.offsets.commit_offsets(
                 group_id=body["group_id"],
                 generation_id=-1 if consumer else generation,
                 member_id="" if consumer else body["member_id"],
@@ -534,7 +534,7 @@ def _fetch_group(broker: Broker, group_id: str, topics: list[dict] | None, stabl
     partitions = None
     if topics is not None:
         partitions = [(t["name"], i) for t in topics for i in t["partition_indexes"]]
-    return broker.groups.state.fetch_offsets(group_id, partitions, stable)
+    return broker.groups.state.offsets.fetch_offsets(group_id, partitions, stable)
 
 
 class _GroupError:
@@ -618,7 +618,7 @@ def _fetch_authorized(
 
 async def handle_list_groups(broker: Broker, request: Request) -> dict:
     body = request.body
-    listings = broker.groups.state.list_groups(body["states_filter"], body["types_filter"])
+    listings = broker.groups.state.classic.list_groups(body["states_filter"], body["types_filter"])
     listings = consumer_group_listings(
         broker.groups.state.consumer_groups, listings, body["states_filter"], body["types_filter"]
     )
@@ -669,7 +669,7 @@ async def handle_describe_groups(broker: Broker, request: Request) -> dict:
     refused = {g for g in names if group_denied(broker, request, DESCRIBE, g)}
     consumer = broker.groups.state.consumer_groups
     version = request.header.api_version
-    for d in broker.groups.state.describe_groups([g for g in names if g not in refused]):
+    for d in broker.groups.state.classic.describe_groups([g for g in names if g not in refused]):
         error = broker.groups.coordinator_error(d.group_id)
         if error != ErrorCode.NONE:  # a cluster: another broker's group, or loading
             groups.append(_describe_error(d.group_id, int(error), include_ops))
@@ -752,7 +752,7 @@ async def handle_delete_groups(broker: Broker, request: Request) -> dict:
                     refused[g] = int(verdict)
                 elif verdict is not None:
                     dropped.add(g)
-        outcome = state.delete_groups([g for g in names if g not in refused], now)
+        outcome = state.offsets.delete_groups([g for g in names if g not in refused], now)
         for g in dropped:
             if outcome.result.get(g) == ErrorCode.GROUP_ID_NOT_FOUND:
                 outcome.result[g] = 0
@@ -794,7 +794,7 @@ async def handle_offset_delete(broker: Broker, request: Request) -> dict:
         # A KIP-848 group keeps the offsets of the topics its members subscribe to.
         names = state.consumer_groups.subscribed(body["group_id"], {t for t, _ in wanted})
         subscribed.update(tp for tp in wanted if tp[0] in names)
-        return state.delete_offsets(
+        return state.offsets.delete_offsets(
             group_id=body["group_id"], partitions=[tp for tp in wanted if tp not in subscribed],
             now_ms=now,
         )

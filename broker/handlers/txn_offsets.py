@@ -127,7 +127,7 @@ async def _commit(
         if verdict:
             return Outcome(dict.fromkeys(offsets, int(verdict)))
         consumer = verdict is not None
-        return state.commit_txn_offsets(
+        return state.offsets.commit_txn_offsets(
             group_id=group_id,
             producer_id=producer_id,
             producer_epoch=producer_epoch,
