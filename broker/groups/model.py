@@ -275,7 +275,7 @@ class Group:
     sync_deadline_ms: int | None = None
     offsets: dict[TopicPartition, CommittedOffset] = field(default_factory=dict)
     # Where each committed offset's record stands in the log, as a number that only
-    # grows in log order (see ``GroupCoordinatorState._position``): a transaction's
+    # grows in log order (see ``OffsetStore.next_position``): a transaction's
     # offset replaces a committed one at COMMIT only if its record is the later one,
     # as Kafka compares record offsets (a log compacted in between stays correct).
     offset_positions: dict[TopicPartition, int] = field(default_factory=dict)
