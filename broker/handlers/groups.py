@@ -48,9 +48,6 @@ KEY_TYPE_TRANSACTION = 1
 # READ, DELETE and DESCRIBE: what Kafka reports for a group when everything is allowed.
 GROUP_OPERATIONS_ALL = (1 << 3) | (1 << 6) | (1 << 8)
 OPERATIONS_NOT_REQUESTED = -2147483648
-UNAVAILABLE = int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-GROUP_AUTHORIZATION_FAILED = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-TOPIC_AUTHORIZATION_FAILED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 # OffsetCommit v2-4 retention_time_ms is any int64: an expiry past this never comes anyway,
 # and it must still fit the int64 of the stored offset record.
 MAX_TIMESTAMP_MS = (1 << 63) - 1
@@ -75,7 +72,7 @@ async def handle_find_coordinator(broker: Broker, request: Request) -> dict:
     if broker.authorizer is not None:
         # Kafka: DESCRIBE on the group or transactional id, checked before anything.
         if body["key_type"] == KEY_TYPE_GROUP:
-            refused = {k: GROUP_AUTHORIZATION_FAILED for k in keys
+            refused = {k: ErrorCode.GROUP_AUTHORIZATION_FAILED for k in keys
                        if group_denied(broker, request, DESCRIBE, k)}
         elif body["key_type"] == KEY_TYPE_TRANSACTION:
             refused = {k: int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED) for k in keys
@@ -149,7 +146,7 @@ async def _find_coordinators(broker: Broker, request: Request, keys: list[str]) 
                 node_id=-1,
                 host="",
                 port=-1,
-                error_code=UNAVAILABLE,
+                error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
                 error_message=f"unsupported coordinator key type {body['key_type']}",
             )
         coordinators.append(entry)
@@ -246,7 +243,7 @@ async def handle_join_group(broker: Broker, request: Request) -> dict:
     session_timeout = body["session_timeout_ms"]
     rebalance_timeout = body["rebalance_timeout_ms"] if version >= 1 else session_timeout
     if group_denied(broker, request, READ, body["group_id"]):
-        return {"error_code": GROUP_AUTHORIZATION_FAILED, "generation_id": -1,
+        return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "generation_id": -1,
                 "member_id": "", "protocol_name": None if version >= 7 else ""}
 
     topics = _topic_view(broker)
@@ -313,7 +310,7 @@ async def handle_sync_group(broker: Broker, request: Request) -> dict:
         # Mandatory from v5; Kafka 4.0 checks this first, before the ACL.
         return {"error_code": int(ErrorCode.INCONSISTENT_GROUP_PROTOCOL), "assignment": b""}
     if group_denied(broker, request, READ, body["group_id"]):
-        return {"error_code": GROUP_AUTHORIZATION_FAILED, "assignment": b""}
+        return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "assignment": b""}
 
     topics = _topic_view(broker)
 
@@ -359,7 +356,7 @@ async def handle_sync_group(broker: Broker, request: Request) -> dict:
 async def handle_heartbeat(broker: Broker, request: Request) -> dict:
     body = request.body
     if group_denied(broker, request, READ, body["group_id"]):
-        return {"error_code": GROUP_AUTHORIZATION_FAILED}
+        return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
     topics = _topic_view(broker)
     try:
         outcome = await broker.groups.run(
@@ -394,7 +391,7 @@ async def handle_leave_group(broker: Broker, request: Request) -> dict:
     else:
         members = [(body["member_id"], None)]
     if group_denied(broker, request, READ, body["group_id"]):
-        return {"error_code": GROUP_AUTHORIZATION_FAILED, "members": []}
+        return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "members": []}
     try:
         outcome = await broker.groups.run(
             lambda state, now: state.leave_group(
@@ -426,7 +423,7 @@ async def handle_offset_commit(broker: Broker, request: Request) -> dict:
     body = request.body
     version = request.header.api_version
     if group_denied(broker, request, READ, body["group_id"]):
-        errors = {(t["name"], p["partition_index"]): GROUP_AUTHORIZATION_FAILED
+        errors = {(t["name"], p["partition_index"]): ErrorCode.GROUP_AUTHORIZATION_FAILED
                   for t in body["topics"] for p in t["partitions"]}
         return {"throttle_time_ms": 0, "topics": errors_by_topic(body["topics"], errors)}
     allowed, refused = topics_allowed(broker, request, READ, body["topics"])
@@ -477,7 +474,8 @@ def topics_allowed(
     for topic in topics:
         if topic_denied(broker, request, op, topic["name"]):
             for p in topic["partitions"]:
-                refused[(topic["name"], p["partition_index"])] = TOPIC_AUTHORIZATION_FAILED
+                tp = (topic["name"], p["partition_index"])
+                refused[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         else:
             allowed.append(topic)
     return allowed, refused
@@ -595,7 +593,7 @@ def _fetch_authorized(
     if broker.authorizer is None:
         return _fetch_group(broker, group_id, topics, stable)
     if group_denied(broker, request, DESCRIBE, group_id):
-        return _GroupError(GROUP_AUTHORIZATION_FAILED)
+        return _GroupError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if topics is None:
         result = _fetch_group(broker, group_id, None, stable)
         if isinstance(result, _GroupError):
@@ -611,7 +609,7 @@ def _fetch_authorized(
             if topic not in allowed:
                 for index in topic["partition_indexes"]:
                     result.partitions[(topic["name"], index)] = FetchedOffset(
-                        -1, -1, "", TOPIC_AUTHORIZATION_FAILED
+                        -1, -1, "", ErrorCode.TOPIC_AUTHORIZATION_FAILED
                     )
     return result
 
@@ -714,7 +712,8 @@ async def handle_describe_groups(broker: Broker, request: Request) -> dict:
     if refused:  # answered in the request's order, as Kafka does
         by_id = {g["group_id"]: g for g in groups}
         groups = [
-            by_id[g] if g in by_id else _describe_error(g, GROUP_AUTHORIZATION_FAILED, False)
+            by_id[g] if g in by_id
+            else _describe_error(g, ErrorCode.GROUP_AUTHORIZATION_FAILED, False)
             for g in names
         ]
     return {"throttle_time_ms": 0, "groups": groups}
@@ -736,7 +735,7 @@ def _describe_error(group_id: str, error: int, include_ops: bool) -> dict:
 async def handle_delete_groups(broker: Broker, request: Request) -> dict:
     names = request.body["groups_names"]
     coordinator = broker.groups
-    forbidden = {g: GROUP_AUTHORIZATION_FAILED for g in names
+    forbidden = {g: ErrorCode.GROUP_AUTHORIZATION_FAILED for g in names
                  if group_denied(broker, request, DELETE, g)}
 
     def call(state, now):
@@ -774,7 +773,7 @@ async def handle_delete_groups(broker: Broker, request: Request) -> dict:
 async def handle_offset_delete(broker: Broker, request: Request) -> dict:
     body = request.body
     if group_denied(broker, request, DELETE, body["group_id"]):
-        return {"error_code": GROUP_AUTHORIZATION_FAILED, "topics": []}
+        return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "topics": []}
     allowed, refused = topics_allowed(broker, request, READ, body["topics"])
     unknown = {
         (t["name"], p["partition_index"])
