@@ -53,7 +53,7 @@ from kafkette.broker.fetch_sessions.cache import FetchSessionCache
 from kafkette.broker.group_coordinator import GroupCoordinator
 from kafkette.broker.identity import load_or_create_cluster_id
 from kafkette.broker.observability.request_log import RequestObserver
-from kafkette.broker.partition import Partition
+from kafkette.broker.partitions import Partition
 from kafkette.broker.producer_ids import ProducerIdAllocator
 from kafkette.broker.quotas import QuotaFileError, QuotaManager, QuotaStore, open_quota_store
 from kafkette.broker.request_memory import RequestMemoryPool

@@ -24,7 +24,7 @@ import functools
 import logging
 from typing import TYPE_CHECKING
 
-from kafkette.broker.partition import LEADER_EPOCH
+from kafkette.broker.partitions import LEADER_EPOCH
 from kafkette.broker.security.authorizer.checks import (
     CLUSTER,
     CREATE,

@@ -60,7 +60,7 @@ from kafkette.broker.fetch_sessions import (
     updating_session,
 )
 from kafkette.broker.fetch_sessions.context import SESSIONLESS
-from kafkette.broker.partition import Partition
+from kafkette.broker.partitions import Partition
 from kafkette.broker.security.authorizer.checks import (
     CLUSTER_ACTION,
     READ,
@@ -76,7 +76,6 @@ from kafkette.wire.errors import ErrorCode
 from kafkette.wire.primitives import ZERO_UUID
 
 if TYPE_CHECKING:
-    from kafkette.broker.cluster.replica_manager import ReplicaManager
     from kafkette.broker.server import Broker
     from kafkette.wire.connection import Request
 
@@ -131,7 +130,8 @@ async def handle_fetch(broker: Broker, request: Request) -> dict:
     body = request.body
     version = request.header.api_version
     read_committed = body["isolation_level"] == READ_COMMITTED
-    replica_id = replica_id_of(body, version) if broker.cluster is not None else -1
+    # Only where partitions have followers does a fetch come from a replica.
+    replica_id = replica_id_of(body, version) if broker.topics.leadership_moves else -1
     cache = broker.fetch_sessions
     context = open_context(cache, version, body, now_ms()) if version >= 7 else SESSIONLESS
     if context.error:
@@ -282,7 +282,6 @@ def _plan(
 ) -> tuple[list[dict], list[_Wanted]]:
     topics: list[dict] = []
     wanted: list[_Wanted] = []
-    replicas = broker.cluster.replicas if broker.cluster is not None else None
     # Kafka: a follower needs CLUSTER_ACTION on the cluster, a consumer READ on each
     # topic; either refusal is TOPIC_AUTHORIZATION_FAILED on the partitions.
     follower_denied = replica_id >= 0 and cluster_denied(broker, request, CLUSTER_ACTION)
@@ -315,14 +314,18 @@ def _plan(
                 "preferred_read_replica": -1,
                 "records": b"",
             }
-            if replicas is None:
-                partition = broker.topics.partition(name, fetch["partition"])
-                if partition is None:
-                    response["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                elif fetch["current_leader_epoch"] > partition.leader_epoch:
-                    response["error_code"] = int(ErrorCode.UNKNOWN_LEADER_EPOCH)
+            served = broker.topics.serving(
+                name, fetch["partition"], fetch["current_leader_epoch"]
+            )
+            replicated = False
+            if isinstance(served, ErrorCode):
+                response["error_code"] = int(served)
+                partition = None
             else:
-                partition = _cluster_partition(replicas, name, fetch, response, replica_id)
+                partition = served
+                replicated = partition.replicated
+                if replica_id >= 0:
+                    partition.follower_fetched(replica_id, fetch["fetch_offset"])
             partitions.append(response)
             wanted.append(
                 _Wanted(
@@ -332,8 +335,8 @@ def _plan(
                     fetch["partition_max_bytes"],
                     response,
                     read_committed,
-                    replicas is not None,
-                    replicas is not None and replica_id < 0,
+                    replicated,
+                    replicated and replica_id < 0,
                     replica_id >= 0,
                     replica_id < 0 and broker.count_records_out,
                 )
@@ -387,22 +390,6 @@ def _refused(index: int, read_committed: bool, error: ErrorCode) -> dict:
         "preferred_read_replica": -1,
         "records": b"",
     }
-
-
-def _cluster_partition(
-    replicas: ReplicaManager, name: str, fetch: dict, response: dict, replica_id: int
-) -> Partition | None:
-    """The led partition (error filled in otherwise); a follower's fetch offset recorded
-    unless it is past the log end."""
-    led = replicas.leader_partition(name, fetch["partition"], fetch["current_leader_epoch"])
-    if isinstance(led, ErrorCode):
-        response["error_code"] = int(led)
-        return None
-    # Past the leader's log end the read answers OFFSET_OUT_OF_RANGE: as Kafka, only a
-    # fetch that can succeed updates the follower's state (else it would count as caught up).
-    if replica_id >= 0 and fetch["fetch_offset"] <= led.log.log_end_offset:
-        replicas.record_follower_fetch(led, replica_id, fetch["fetch_offset"])
-    return led
 
 
 async def _read(wanted: list[_Wanted], max_bytes: int) -> int:
