@@ -27,14 +27,15 @@ stable offset and answers the aborted transactions overlapping the data
 returned (from the segments' abort indexes); every partition answer carries
 the LSO, for both isolation levels, as Kafka's does.
 
-In cluster mode (``broker.cluster`` set) only the leader serves a partition,
-in the client's ``current_leader_epoch`` (FENCED_LEADER_EPOCH /
-UNKNOWN_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER otherwise). A follower's fetch
-(``replica_id`` >= 0; in ``replica_state`` from v15) reads up to the log end
-offset and tells the replica manager the follower's LEO, which moves the high
-watermark; every other fetch reads only below the HW (or the LSO), so
-consumers never see a record that is not committed. On a single node the HW
-is the log end offset and none of this runs.
+Each partition is the one ``TopicRegistry.serving`` finds: in a cluster only
+the leader serves it, in the client's ``current_leader_epoch``
+(FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER
+otherwise). A follower's fetch (``replica_id`` >= 0; in ``replica_state`` from
+v15) reads up to the log end offset and tells the partition the follower's
+LEO (``Partition.follower_fetched``), which moves the high watermark; every
+other fetch reads only below the HW (or the LSO), so consumers never see a
+record that is not committed. On a single node the HW is the log end offset
+and none of this runs.
 """
 
 from __future__ import annotations
@@ -211,7 +212,7 @@ async def handle_fetch(broker: Broker, request: Request) -> dict:
         session_id = 0
     fields = {"throttle_time_ms": 0, "error_code": 0, "session_id": session_id, "responses": topics}
     result = fields if on_answer is None else FetchAnswer(fields, on_answer)
-    if version >= 16 and broker.cluster is not None:
+    if version >= 16:
         _add_leader_hints(broker, request, topics, result)
     return result
 
@@ -352,30 +353,21 @@ def _add_leader_hints(broker: Broker, request: Request, topics: list[dict], resu
     """KIP-951 (v16+): partitions answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH
     carry the leader this broker knows, and ``node_endpoints`` where to reach it (for
     the listener the request came in on), so the client need not ask Metadata first."""
-    assert broker.cluster is not None
-    metadata = broker.cluster.metadata
     leaders: set[int] = set()
     for topic in topics:
         for response in topic["partitions"]:
             if response["error_code"] not in _LEADER_MOVED:
                 continue
-            state = metadata.state(topic["topic"], response["partition_index"])
-            leader = metadata.leader_of(topic["topic"], response["partition_index"])
-            if state is None:
+            current = broker.topics.current_leader(topic["topic"], response["partition_index"])
+            if current is None:
                 continue
-            response["current_leader"] = {"leader_id": leader, "leader_epoch": state.leader_epoch}
+            leader, epoch = current
+            response["current_leader"] = {"leader_id": leader, "leader_epoch": epoch}
             if leader >= 0:
                 leaders.add(leader)
     if not leaders:
         return
-    listener = listener_of(request)
-    endpoints = []
-    for node_id in sorted(leaders):
-        info = metadata.brokers.get(node_id)
-        endpoint = info.endpoint_for(listener) if info is not None else None
-        if endpoint is not None:
-            host, port = endpoint
-            endpoints.append({"node_id": node_id, "host": host, "port": port, "rack": info.rack})
+    endpoints = broker.topics.leader_endpoints(sorted(leaders), listener_of(request))
     result["node_endpoints"] = endpoints
 
 

@@ -1,11 +1,11 @@
 """A follower's copy of its leader's log: one Fetch answer applied to the local log.
 
 The replica fetcher (``broker/cluster/replica_fetcher.py``) asks the leader;
-``Partition.follow`` runs ``copy_from_leader`` in a worker thread with the
-partition's appends held off. The leader's batches are appended as they are,
-same offsets and leader epochs (``PartitionLog.append_as_follower`` checks every
-CRC and keeps the leader's stamps), then the local high watermark becomes
-min(leader HW, own LEO) and the leader's log start moves ours up to it.
+``Partition.follow`` runs ``copy_from_leader`` with the partition's appends
+held off. The leader's batches are appended as they are, same offsets and
+leader epochs (``PartitionLog.append_as_follower`` checks every CRC and keeps
+the leader's stamps), then the local high watermark becomes min(leader HW, own
+LEO) and the leader's log start moves ours up to it.
 Failures are answered, not raised, for the fetcher to report and back off.
 """
 
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import trio
 
 from kafkette.wire.record_batch import HEADER_SIZE, BatchHeader, InvalidBatchError, read_header
 
@@ -45,7 +47,7 @@ def split_batches(
 
 @dataclass(slots=True)
 class FollowerCopy:
-    """What applying one fetch answer did (worker thread, for the event loop to report)."""
+    """What applying one fetch answer did, for the fetcher to report."""
 
     appended: bool = False
     failure: Exception | None = None  # nothing copied, HW unchanged: back off
@@ -53,15 +55,15 @@ class FollowerCopy:
     start_failure: Exception | None = None  # the log start did not move (retried next time)
 
 
-def copy_from_leader(
+async def copy_from_leader(
     log_: PartitionLog,
-    *,
     records: memoryview | bytes,
     leader_high_watermark: int,
     leader_log_start: int,
 ) -> FollowerCopy:
-    """Worker thread, the partition's appends held off (``Partition.follow``): append
-    the answer's new batches, then take the leader's HW and log start as far as ours go."""
+    """Append the answer's new batches, then take the leader's HW and log start as far
+    as ours go. The partition's appends are held off (``Partition.follow``); log work
+    runs in worker threads, and an answer with nothing new costs no thread hop."""
     copied = FollowerCopy()
     leo = log_.log_end_offset
     if records:
@@ -80,9 +82,9 @@ def copy_from_leader(
                 # inside this batch (DeleteRecords cut it): restart at the batch's
                 # base and take it whole; the leader's log start then moves ours
                 # (below). Kafka's follower does the same (KAFKA-6975).
-                log_.truncate_fully_and_start_at(first)
+                await trio.to_thread.run_sync(log_.truncate_fully_and_start_at, first)
             try:
-                log_.append_as_follower(data, None)
+                await trio.to_thread.run_sync(log_.append_as_follower, data, None)
             except Exception as exc:  # OffsetMismatch: asked again; else retried later
                 copied.failure = exc
                 return copied
@@ -94,7 +96,7 @@ def copy_from_leader(
     copied.start = min(leader_log_start, high_watermark)
     if copied.start > log_.log_start_offset:
         try:
-            log_.delete_records_before(copied.start)
+            await trio.to_thread.run_sync(log_.delete_records_before, copied.start)
         except Exception as exc:
             copied.start_failure = exc
     return copied

@@ -18,7 +18,6 @@ in a cluster the replica manager answers (``broker/cluster/replica_manager.py``)
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
 import trio
@@ -239,21 +238,15 @@ class Partition:
         leader_high_watermark: int,
         leader_log_start: int,
     ) -> FollowerCopy | None:
-        """Apply a leader's Fetch answer (``follower.copy_from_leader``, in a worker
-        thread) if the log still ends at ``fetched_at`` and ``still_wanted()``, with
-        appends held off; None otherwise (nothing done: the next fetch asks again).
-        The caller wakes long-polling fetches if something was appended."""
+        """Apply a leader's Fetch answer (``follower.copy_from_leader``) if the log
+        still ends at ``fetched_at`` and ``still_wanted()``, with appends held off;
+        None otherwise (nothing done: the next fetch asks again). The caller wakes
+        long-polling fetches if something was appended."""
         async with self._append_lock:
             if not still_wanted() or self.log.log_end_offset != fetched_at:
                 return None
-            return await trio.to_thread.run_sync(
-                partial(
-                    copy_from_leader,
-                    self.log,
-                    records=records,
-                    leader_high_watermark=leader_high_watermark,
-                    leader_log_start=leader_log_start,
-                )
+            return await copy_from_leader(
+                self.log, records, leader_high_watermark, leader_log_start
             )
 
     # --- waiters ------------------------------------------------------------------------
