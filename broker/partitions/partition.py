@@ -6,8 +6,11 @@ log in order (produce appends and the idempotence check that precedes them,
 the broker's own batches, a follower's appends and truncations, DeleteRecords,
 role changes), and the long-polling fetches to wake when data arrives. Nothing
 outside this package takes that lock or appends to a log: they call the
-methods here (produce's multi-partition append is ``append.py``). The producer
-table belongs to the log (it is snapshotted and rebuilt with it).
+methods here (produce's multi-partition append is ``append.py``, a follower's
+copy of its leader ``follower.py``). Reads take no lock (the log publishes an
+append only once its bytes are in place), so Fetch and ListOffsets read
+``partition.log`` directly. The producer table belongs to the log (it is
+snapshotted and rebuilt with it).
 
 The leader/follower role is reachable from here too, single node and cluster
 alike: on a single node (``replica_manager`` None) this broker leads every
