@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafkette.broker.connection_limits import parse_ip_overrides
 from kafkette.broker.groups.config import GroupConfig
+from kafkette.broker.network.connection_limits import parse_ip_overrides
 from kafkette.broker.transactions.config import TransactionConfig
 from kafkette.log.config import CleanerConfig, LogConfig, log_config_from_broker_props
 

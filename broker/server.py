@@ -43,24 +43,26 @@ import trio
 
 from kafkette.broker.clock import now_ms
 from kafkette.broker.config import BrokerConfig, advertised_listener
-from kafkette.broker.connection import serve_connection
-from kafkette.broker.connection_limits import (
+from kafkette.broker.durable_store import StoreFileError, StoreUnavailable
+from kafkette.broker.fetch_sessions.cache import FetchSessionCache
+from kafkette.broker.group_coordinator import GroupCoordinator
+from kafkette.broker.identity import load_or_create_cluster_id
+from kafkette.broker.network.connection import serve_connection
+from kafkette.broker.network.connection_limits import (
     ConnectionLimits,
     normalised_ip,
     resolve_overrides,
 )
-from kafkette.broker.fetch_sessions.cache import FetchSessionCache
-from kafkette.broker.group_coordinator import GroupCoordinator
-from kafkette.broker.identity import load_or_create_cluster_id
+from kafkette.broker.network.request_memory import RequestMemoryPool
 from kafkette.broker.observability.request_log import RequestObserver
 from kafkette.broker.partitions import Partition
 from kafkette.broker.producer_ids import ProducerIdAllocator
-from kafkette.broker.quotas import QuotaFileError, QuotaManager, QuotaStore, open_quota_store
-from kafkette.broker.request_memory import RequestMemoryPool
+from kafkette.broker.quotas import QuotaManager, QuotaStore, open_quota_store
 from kafkette.broker.security.authorizer.startup import open_authorizer
 from kafkette.broker.security.listeners import ListenerSpec, plan_listeners
 from kafkette.broker.security.session import Session
 from kafkette.broker.security.tls_receive import drain_tls_receives
+from kafkette.broker.single_node import SingleNodeTopology
 from kafkette.broker.throttled_log import ThrottledLog, describe_error, storage_errors
 from kafkette.broker.topics import TopicRegistry
 from kafkette.broker.transactions.coordinator import TransactionCoordinator
@@ -75,6 +77,7 @@ if TYPE_CHECKING:
     from kafkette.broker.cluster.producer_id_blocks import ZkProducerIdAllocator
     from kafkette.broker.security.authorizer.authorizer import Authorizer
     from kafkette.broker.security.tls import ListenerTls
+    from kafkette.broker.topology import Topology
     from kafkette.log.cleaner import CleanStats
     from kafkette.log.partition_log import PartitionLog
 
@@ -203,6 +206,12 @@ class Broker:
         self.cleaner: LogCleanerManager
         # Cluster mode (zookeeper.connect): this broker's part in the cluster; None on one node.
         self.cluster: ClusterNode | None = None
+        # What the metadata and admin handlers ask about brokers, leaders and the controller
+        # (broker/topology.py): this node alone, or in cluster mode the cluster's, set
+        # when it connects (_connect_cluster).
+        self.topology: Topology
+        if config.cluster is None:
+            self.topology = SingleNodeTopology(self)
         # authorizer.class.name: ACL checks in the handlers; None (the default): none.
         self.authorizer: Authorizer | None = None
         self._stop = trio.Event()
@@ -511,17 +520,17 @@ class Broker:
         """The data dir's quotas (a damaged file stops the start), or a cluster's."""
         try:
             self.quota_store = await open_quota_store(self)
-        except (QuotaFileError, RuntimeError) as exc:  # RuntimeError: ZooKeeper's (zk_store)
+        except (StoreFileError, StoreUnavailable) as exc:
             raise StartupError(str(exc)) from None
         self.quota_store.on_change(self.client_quotas.update)
 
     async def _open_client_metrics(self) -> None:
-        """A damaged client-metrics.json stops the start (broker/client_metrics.py)."""
-        from kafkette.broker.client_metrics import ClientMetricsFileError, open_client_metrics
+        """A damaged client-metrics.json stops the start (broker/telemetry/)."""
+        from kafkette.broker.telemetry.subscriptions import open_client_metrics
 
         try:
             await open_client_metrics(self)
-        except ClientMetricsFileError as exc:
+        except StoreFileError as exc:
             raise StartupError(str(exc)) from None
 
     def _has_scram_credentials_file(self) -> bool:
@@ -534,19 +543,20 @@ class Broker:
         if not self._has_scram_credentials_file():
             return
         from kafkette.broker.security.sasl.broker_sasl import open_broker_sasl
-        from kafkette.broker.security.sasl.scram_store import CredentialFileError
 
         try:
             await open_broker_sasl(self)
-        except CredentialFileError as exc:
+        except StoreFileError as exc:
             raise StartupError(str(exc)) from None
 
     async def _connect_cluster(self) -> None:
         """Cluster mode: reach ZooKeeper and take the cluster id from it (before any
         log is opened); broker/cluster/node.py."""
         from kafkette.broker.cluster.node import ClusterNode, ClusterStartError
+        from kafkette.broker.cluster.topology import ClusterTopology
 
         self.cluster = ClusterNode(self)
+        self.topology = ClusterTopology(self.cluster)
         try:
             await self.cluster.connect()
         except ClusterStartError as exc:

@@ -138,13 +138,6 @@ class TopicRegistry:
         which leads every partition it has for ever (in epoch 0)."""
         return self.cluster is not None and self.cluster.replicas is not None
 
-    def known_names(self) -> list[str]:
-        """Every topic the broker knows: the cluster's (hosted here or not, as the
-        broker's snapshot has them) in cluster mode, the local ones on a single node."""
-        if self.cluster is not None:
-            return list(self.cluster.metadata.topics)
-        return list(self._partitions)
-
     def current_leader(self, name: str, index: int) -> tuple[int, int] | None:
         """(live leader id or -1, leader epoch) of a partition as this broker's cluster
         snapshot has it: the hint a client sent to the wrong broker gets (KIP-951).
@@ -157,23 +150,6 @@ class TopicRegistry:
         if state is None:
             return None
         return metadata.leader_of(name, index), state.leader_epoch
-
-    def leader_endpoints(self, leader_ids: list[int], listener: str) -> list[dict]:
-        """Where a client that came in on ``listener`` reaches each of ``leader_ids``
-        (KIP-951's ``node_endpoints``); brokers without such a listener are left out."""
-        if self.cluster is None:
-            return []
-        brokers = self.cluster.metadata.brokers
-        endpoints = []
-        for node_id in leader_ids:
-            info = brokers.get(node_id)
-            endpoint = info.endpoint_for(listener) if info is not None else None
-            if endpoint is not None:
-                host, port = endpoint
-                endpoints.append(
-                    {"node_id": node_id, "host": host, "port": port, "rack": info.rack}
-                )
-        return endpoints
 
     def metadata(self, name: str) -> TopicMetadata | None:
         return self.data_dir.topics.get(name)

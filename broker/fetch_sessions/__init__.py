@@ -11,15 +11,11 @@ With thousands of partitions that removes most of the bytes of every fetch.
 Kafka's eviction rules); ``context.py`` turns a request's session id and epoch
 into what the Fetch handler must do (sessionless, full, incremental, or an error);
 ``responses.py`` picks the partitions an incremental answer carries; ``answer.py``
-holds the session work an answer does once it is known not to be throttled.
+holds the session work an answer does once it is known not to be throttled (the
+``finish`` hook the answer path runs, broker/network/finishing.py).
 """
 
-from kafkette.broker.fetch_sessions.answer import (
-    FetchAnswer,
-    creating_session,
-    finish_answer,
-    updating_session,
-)
+from kafkette.broker.fetch_sessions.answer import creating_session, updating_session
 from kafkette.broker.fetch_sessions.cache import (
     CachedPartition,
     FetchSession,
@@ -37,12 +33,10 @@ __all__ = [
     "FINAL_EPOCH",
     "INITIAL_EPOCH",
     "CachedPartition",
-    "FetchAnswer",
     "FetchContext",
     "FetchSession",
     "FetchSessionCache",
     "creating_session",
-    "finish_answer",
     "incremental_answer",
     "new_session_partitions",
     "open_context",

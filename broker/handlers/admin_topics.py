@@ -1,12 +1,13 @@
 """CreateTopics, DeleteTopics, CreatePartitions: the topic admin API.
 
-Replication factor must be 1 or -1 (the default) on a single node, and manual
-assignments may only name this broker; otherwise Kafka's
-INVALID_REPLICATION_FACTOR / INVALID_REPLICA_ASSIGNMENT. In cluster mode the
-replicas are assigned over the live brokers as Kafka does (or taken from the
-request's assignments), written to ZooKeeper, and the answer waits, up to the
-request's ``timeout_ms``, until the partitions have leaders
-(REQUEST_TIMED_OUT after it; ``timeout_ms`` <= 0 answers at once, as Kafka).
+Replication factors and manual assignments are checked first by
+``broker.topology`` (a single node takes only itself: Kafka's
+INVALID_REPLICATION_FACTOR / INVALID_REPLICA_ASSIGNMENT otherwise), then
+``broker.topics`` makes the change: in a cluster the replicas are assigned over
+the live brokers as Kafka does (or taken from the request's assignments), written
+to ZooKeeper, and the answer waits, up to the request's ``timeout_ms``, until the
+partitions have leaders (REQUEST_TIMED_OUT after it; ``timeout_ms`` <= 0 answers
+at once, as Kafka).
 ``validate_only`` checks everything and changes nothing.
 
 Request-wide limits come first, as in Kafka's controller: a CreateTopics asking
@@ -44,20 +45,6 @@ if TYPE_CHECKING:
     from kafkette.wire.connection import Request
 
 log = logging.getLogger("kafkette.admin")
-
-
-def _check_replicas(broker: Broker, replication_factor: int, assignments: list[dict]) -> None:
-    if replication_factor not in (-1, 1) and not assignments:
-        raise TopicError(
-            ErrorCode.INVALID_REPLICATION_FACTOR,
-            f"replication factor {replication_factor} is larger than the 1 available broker",
-        )
-    for assignment in assignments:
-        if assignment["broker_ids"] != [broker.node_id]:
-            raise TopicError(
-                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                f"assignment {assignment['broker_ids']} names brokers other than {broker.node_id}",
-            )
 
 
 def _requested_partitions(broker: Broker, topics: list[dict]) -> int:
@@ -115,8 +102,9 @@ async def handle_create_topics(broker: Broker, request: Request) -> dict:
                 partitions = len(assignments)
             elif partitions == -1:
                 partitions = broker.config.num_partitions
-            if broker.cluster is None:
-                _check_replicas(broker, topic["replication_factor"], assignments)
+            broker.topology.check_new_topic(
+                topic["replication_factor"], [a["broker_ids"] for a in assignments]
+            )
             configs = {c["name"]: c["value"] for c in topic["configs"]}
             null_configs = [k for k, v in configs.items() if v is None]
             if null_configs:
@@ -139,7 +127,9 @@ async def handle_create_topics(broker: Broker, request: Request) -> dict:
             result["topic_id"] = meta.topic_id
             log.info("created topic %s with %d partitions", name, partitions)
         result["num_partitions"] = partitions
-        result["replication_factor"] = _replication_factor(broker, name, topic)
+        result["replication_factor"] = broker.topology.replication_factor(
+            name, topic["replication_factor"], [a["broker_ids"] for a in topic["assignments"]]
+        )
         if topic_denied(broker, request, DESCRIBE_CONFIGS, name, quiet=True):
             # Kafka leaves the configs out for a principal that may not describe them.
             result["topic_config_error_code"] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
@@ -149,20 +139,6 @@ async def handle_create_topics(broker: Broker, request: Request) -> dict:
             for e in topic_config_entries(broker, name, overrides=configs)
         ]
     return {"throttle_time_ms": 0, "topics": results}
-
-
-def _replication_factor(broker: Broker, name: str, topic: dict) -> int:
-    """What the topic was (or would be) created with."""
-    if broker.cluster is None:
-        return 1
-    created = broker.cluster.metadata.topics.get(name)
-    if created is not None and created.replicas:
-        return len(created.replicas[0])
-    if topic["assignments"]:
-        return len(topic["assignments"][0]["broker_ids"])
-    if topic["replication_factor"] != -1:
-        return topic["replication_factor"]
-    return broker.cluster.config.default_replication_factor
 
 
 async def handle_delete_topics(broker: Broker, request: Request) -> dict:
@@ -251,13 +227,8 @@ async def handle_create_partitions(broker: Broker, request: Request) -> dict:
                 raise TopicError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
             if too_many:
                 raise TopicError(ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE)
-            if broker.cluster is None:
-                for assignment in topic["assignments"] or []:
-                    if assignment["broker_ids"] != [broker.node_id]:
-                        raise TopicError(
-                            ErrorCode.INVALID_REPLICA_ASSIGNMENT, "unknown broker in assignment"
-                        )
             assignments = topic["assignments"]
+            broker.topology.check_new_partitions([a["broker_ids"] for a in assignments or []])
             await broker.topics.add_partitions(
                 topic["name"], topic["count"], validate_only=body["validate_only"],
                 assignments=None if assignments is None

@@ -8,23 +8,19 @@ Kafka does: clients leave them out themselves (``exclude.internal.topics``).
 Topics are named by id from v12 (``broker/topic_ids.py``, one dict read);
 an unknown id answers UNKNOWN_TOPIC_ID.
 
-In cluster mode every answer comes from the broker's ``ClusterMetadata``
-snapshot, which every broker builds from the same znodes, so every broker
-answers alike: the live brokers, the controller, and per partition the
-leader (LEADER_NOT_AVAILABLE with leader -1 when it has none or its broker is
-gone), leader epoch, replicas, ISR and offline replicas (those on brokers not
-registered), as Kafka's ZooKeeper-era metadata cache did. An auto-created topic
-is answered at once with LEADER_NOT_AVAILABLE until its leaders are elected;
-clients ask again.
+The brokers, the controller and each partition's leader, epoch, replicas, ISR
+and offline replicas come from ``broker.topology`` (``broker/topology.py``): this
+node alone, or a cluster's snapshot, which every broker builds from the same
+znodes, so every broker answers alike. An auto-created topic the topology does
+not know yet (a cluster elects its leaders first) is answered at once with
+LEADER_NOT_AVAILABLE; clients ask again.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 from typing import TYPE_CHECKING
 
-from kafkette.broker.partitions import LEADER_EPOCH
 from kafkette.broker.security.authorizer.checks import (
     CLUSTER,
     CREATE,
@@ -58,112 +54,27 @@ OPERATIONS_NOT_REQUESTED = -2147483648
 
 def broker_entries(broker: Broker, request: Request, *, key: str = "node_id") -> list[dict]:
     """Every broker at its endpoint for the listener ``request`` came in on (Kafka)."""
-    listener = listener_of(request)
-    if broker.cluster is not None:
-        brokers = broker.cluster.metadata.brokers
-        entries = []
-        for b in sorted(brokers.values(), key=lambda b: b.id):
-            endpoint = b.endpoint_for(listener)
-            if endpoint is not None:  # a broker without that listener is left out, as in Kafka
-                host, port = endpoint
-                entries.append({key: b.id, "host": host, "port": port, "rack": b.rack})
-        return entries
-    own = broker.endpoint_for(listener)
-    return [{key: broker.node_id, "host": own.host, "port": own.port, "rack": None}]
-
-
-def _cluster_partitions(broker: Broker, name: str, version: int) -> list[dict]:
-    assert broker.cluster is not None
-    metadata = broker.cluster.metadata
-    topic = metadata.topics[name]
-    live = metadata.brokers
-    partitions = []
-    for index, replicas in sorted(topic.replicas.items()):
-        state = metadata.states.get((name, index))
-        leader = metadata.leader_of(name, index)
-        isr = list(state.isr) if state is not None else []
-        replica_nodes = list(replicas)
-        error = ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE
-        if version == 0 and leader >= 0:
-            # v0 lists only live replicas and says when some are missing (Kafka's rule).
-            replica_nodes = [r for r in replicas if r in live]
-            alive_isr = [r for r in isr if r in live]
-            if len(replica_nodes) < len(replicas) or len(alive_isr) < len(isr):
-                error = ErrorCode.REPLICA_NOT_AVAILABLE
-            isr = alive_isr
-        partitions.append(
-            {
-                "error_code": int(error),
-                "partition_index": index,
-                "leader_id": leader,
-                "leader_epoch": state.leader_epoch if state is not None else -1,
-                "replica_nodes": replica_nodes,
-                "isr_nodes": isr,
-                "offline_replicas": [r for r in replicas if r not in live],
-            }
-        )
-    return partitions
-
-
-def _known(broker: Broker, name: str) -> bool:
-    if broker.cluster is not None:
-        return name in broker.cluster.metadata.topics
-    return broker.topics.metadata(name) is not None
+    return [
+        {key: b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+        for b in broker.topology.brokers(listener_of(request))
+    ]
 
 
 def topic_entry(
     broker: Broker, name: str, error: int = 0, include_ops: bool = False, version: int = 12
 ) -> dict:
-    if broker.cluster is not None:
-        topic = broker.cluster.metadata.topics.get(name)
-        return {
-            "error_code": error,
-            "name": name,
-            "topic_id": topic.topic_id if topic is not None else ZERO_UUID,
-            "is_internal": name in INTERNAL_TOPICS,
-            "partitions": _cluster_partitions(broker, name, version) if topic else [],
-            "topic_authorized_operations": TOPIC_OPERATIONS_ALL
-            if include_ops
-            else OPERATIONS_NOT_REQUESTED,
-        }
-    meta = broker.topics.metadata(name)
-    partitions = []
-    if meta is not None:
-        hosted = broker.topics.partitions(name)
-        if hosted and hosted[-1].index == len(hosted) - 1:  # 0..n-1, as a single node has
-            partitions = list(_single_node_partitions(broker.node_id, len(hosted)))
-        else:
-            partitions = [_single_node_partition(broker.node_id, p.index) for p in hosted]
+    topology = broker.topology
+    topic_id = topology.topic_id(name)
     return {
         "error_code": error,
         "name": name,
-        "topic_id": meta.topic_id if meta is not None else ZERO_UUID,
+        "topic_id": ZERO_UUID if topic_id is None else topic_id,
         "is_internal": name in INTERNAL_TOPICS,
-        "partitions": partitions,
+        "partitions": topology.partition_entries(name, version),
         "topic_authorized_operations": TOPIC_OPERATIONS_ALL
         if include_ops
         else OPERATIONS_NOT_REQUESTED,
     }
-
-
-def _single_node_partition(node: int, index: int) -> dict:
-    return {
-        "error_code": 0,
-        "partition_index": index,
-        "leader_id": node,
-        "leader_epoch": LEADER_EPOCH,
-        "replica_nodes": [node],
-        "isr_nodes": [node],
-        "offline_replicas": [],
-    }
-
-
-@functools.lru_cache(maxsize=64)
-def _single_node_partitions(node: int, count: int) -> tuple[dict, ...]:
-    """A single node's partition entries depend only on the partition count: built once per
-    count, not per request (a full Metadata over 10,000 partitions spent most of its time
-    building these dicts). Shared between responses: callers must not change them."""
-    return tuple(_single_node_partition(node, index) for index in range(count))
 
 
 async def handle_metadata(broker: Broker, request: Request) -> dict:
@@ -173,10 +84,8 @@ async def handle_metadata(broker: Broker, request: Request) -> dict:
     include_ops = bool(body.get("include_topic_authorized_operations"))
     allow_create = body["allow_auto_topic_creation"] if version >= 4 else True
     if requested is None or (version == 0 and not requested):
-        all_names = (
-            list(broker.cluster.metadata.topics) if broker.cluster else broker.topics.names
-        )
-        names = all_names  # internal topics too, is_internal=true: clients filter them
+        # Internal topics too, is_internal=true: clients filter them.
+        names = broker.topology.topic_names()
         if broker.authorizer is not None:  # Kafka leaves out what may not be described
             names = [n for n in names if not topic_denied(broker, request, DESCRIBE, n, quiet=True)]
         topics = [topic_entry(broker, n, include_ops=include_ops, version=version)
@@ -225,7 +134,7 @@ async def handle_metadata(broker: Broker, request: Request) -> dict:
         "throttle_time_ms": 0,
         "brokers": broker_entries(broker, request),
         "cluster_id": broker.cluster_id,
-        "controller_id": _controller_id(broker),
+        "controller_id": broker.topology.controller_id,
         "topics": topics,
     }
     if body.get("include_cluster_authorized_operations"):
@@ -253,15 +162,11 @@ def _unauthorized(name: str | None, topic_id=ZERO_UUID) -> dict:
     }
 
 
-def _controller_id(broker: Broker) -> int:
-    return broker.cluster.metadata.controller_id if broker.cluster else broker.node_id
-
-
 async def _requested_topic(
     broker: Broker, request: Request, name: str, allow_create: bool, include_ops: bool,
     version: int,
 ) -> dict:
-    if _known(broker, name):
+    if broker.topology.has_topic(name):
         return topic_entry(broker, name, include_ops=include_ops, version=version)
     problem = topic_name_problem(name)
     if problem:
@@ -280,7 +185,7 @@ async def _requested_topic(
     except TopicError as exc:
         if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
             return topic_entry(broker, name, exc.code)
-    if broker.cluster is not None and not _known(broker, name):
+    if not broker.topology.has_topic(name):  # a cluster's leaders are not elected yet
         return topic_entry(broker, name, ErrorCode.LEADER_NOT_AVAILABLE)
     return topic_entry(broker, name, include_ops=include_ops, version=version)
 
@@ -325,7 +230,7 @@ async def handle_describe_cluster(broker: Broker, request: Request) -> dict:
         "error_message": None,
         "endpoint_type": ENDPOINT_BROKERS,
         "cluster_id": broker.cluster_id,
-        "controller_id": _controller_id(broker),
+        "controller_id": broker.topology.controller_id,
         "brokers": brokers,
         "cluster_authorized_operations": _cluster_operations(broker, request)
         if include_ops

@@ -1,80 +1,30 @@
 """ElectLeaders: preferred (or unclean) leader elections on demand (kafka-leader-election.sh).
 
 Only the controller elects (Kafka's rule: another broker answers NOT_CONTROLLER
-and the admin client asks the controller). Per partition, as Kafka's controller
-decides: UNKNOWN_TOPIC_OR_PARTITION; ELECTION_NOT_NEEDED when the preferred
-replica already leads (preferred) or a live leader exists (unclean);
-PREFERRED_LEADER_NOT_AVAILABLE when the preferred replica is not alive and in
-the ISR; ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica is alive (unclean);
-otherwise the controller writes the new leader (leader epoch + 1) and the answer
-waits, up to ``timeout_ms``, until this broker's view shows it
-(REQUEST_TIMED_OUT after). ``topic_partitions`` null means every partition.
-
-On a single node the only replica always leads: ELECTION_NOT_NEEDED.
+and the admin client asks the controller); ``broker.topology`` decides and
+writes each partition's election (``broker/cluster/elections.py`` in a cluster;
+on a single node the only replica always leads: ELECTION_NOT_NEEDED).
+``topic_partitions`` null means every partition.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
 from kafkette.broker.security.authorizer.checks import ALTER, cluster_denied
+from kafkette.broker.topology import PREFERRED, UNCLEAN
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from kafkette.broker.cluster.controller import StateChange
-    from kafkette.broker.cluster.metadata import ClusterMetadata
     from kafkette.broker.server import Broker
     from kafkette.wire.connection import Request
-
-log = logging.getLogger("kafkette.admin")
-
-PREFERRED, UNCLEAN = 0, 1
 
 
 def _requested(broker: Broker, body: dict) -> list[tuple[str, int]]:
     wanted = body["topic_partitions"]
     if wanted is None:
-        if broker.cluster is not None:
-            topics = broker.cluster.metadata.topics
-            return [(n, p) for n, t in sorted(topics.items()) for p in sorted(t.replicas)]
-        return [(p.topic, p.index) for p in broker.topics.all_partitions()]
+        return broker.topology.all_partitions()
     return [(t["topic"], p) for t in wanted for p in t["partitions"]]
-
-
-def _decide(
-    metadata: ClusterMetadata, topic: str, index: int, election_type: int
-) -> tuple[ErrorCode, StateChange | None]:
-    from kafkette.broker.cluster.controller import StateChange
-
-    info = metadata.topics.get(topic)
-    state = metadata.states.get((topic, index))
-    if info is None or index not in info.replicas or state is None:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
-    replicas, live = info.replicas[index], metadata.brokers
-    if election_type == PREFERRED:
-        preferred = replicas[0]
-        if state.leader == preferred and preferred in live:
-            return ErrorCode.ELECTION_NOT_NEEDED, None
-        if preferred not in live or preferred not in state.isr:
-            return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, None
-        return ErrorCode.NONE, StateChange(
-            topic, index, state, preferred, state.leader_epoch + 1, state.isr
-        )
-    if state.leader in live:
-        return ErrorCode.ELECTION_NOT_NEEDED, None
-    in_sync = [r for r in replicas if r in live and r in state.isr]
-    if in_sync:
-        isr = tuple(r for r in state.isr if r in live)
-        return ErrorCode.NONE, StateChange(
-            topic, index, state, in_sync[0], state.leader_epoch + 1, isr
-        )
-    alive = [r for r in replicas if r in live]
-    if not alive:
-        return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, None
-    return ErrorCode.NONE, StateChange(
-        topic, index, state, alive[0], state.leader_epoch + 1, (alive[0],)
-    )
 
 
 async def handle_elect_leaders(broker: Broker, request: Request) -> dict:
@@ -97,18 +47,14 @@ async def handle_elect_leaders(broker: Broker, request: Request) -> dict:
     partitions = _requested(broker, body)
     if election_type not in (PREFERRED, UNCLEAN):
         top_error = ErrorCode.INVALID_REQUEST
-    elif broker.cluster is None:
-        for topic, index in partitions:
-            known = broker.topics.partition(topic, index) is not None
-            results[(topic, index)] = (
-                ErrorCode.ELECTION_NOT_NEEDED if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            )
-    elif not broker.cluster.controller.active:
+    elif not broker.topology.is_controller:
         if body["topic_partitions"] is None:
             top_error = ErrorCode.NOT_CONTROLLER
         results = dict.fromkeys(partitions, ErrorCode.NOT_CONTROLLER)
     else:
-        results = await _elect(broker, partitions, election_type, body["timeout_ms"] / 1000)
+        results = await broker.topology.elect_leaders(
+            partitions, election_type, body["timeout_ms"] / 1000
+        )
     return _response(top_error, results)
 
 
@@ -129,41 +75,6 @@ def _response(top_error: ErrorCode, results: dict[tuple[str, int], ErrorCode]) -
             {"topic": topic, "partition_result": parts} for topic, parts in by_topic.items()
         ],
     }
-
-
-async def _elect(
-    broker: Broker, partitions: list[tuple[str, int]], election_type: int, timeout_s: float
-) -> dict[tuple[str, int], ErrorCode]:
-    node = broker.cluster
-    assert node is not None
-    metadata = node.metadata
-    results: dict[tuple[str, int], ErrorCode] = {}
-    changes = []
-    for topic, index in partitions:
-        error, change = _decide(metadata, topic, index, election_type)
-        results[(topic, index)] = error
-        if change is not None:
-            changes.append(change)
-    if changes:
-        written = await node.controller.apply_changes(changes)
-        for change in changes:
-            if change not in written:
-                results[(change.topic, change.partition)] = ErrorCode.NOT_CONTROLLER
-        targets = {(c.topic, c.partition): c.leader for c in written}
-
-        def shown(m: ClusterMetadata) -> bool:
-            return all(
-                (s := m.states.get(key)) is not None and s.leader == leader
-                for key, leader in targets.items()
-            )
-
-        if not await node.wait_for(shown, timeout_s):
-            for key, leader in targets.items():
-                state = node.metadata.states.get(key)
-                if state is None or state.leader != leader:
-                    results[key] = ErrorCode.REQUEST_TIMED_OUT
-        log.info("ElectLeaders: %d leaders elected", len(written))
-    return results
 
 
 def _message(error: ErrorCode) -> str:

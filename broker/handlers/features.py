@@ -38,7 +38,7 @@ async def handle_update_features(broker: Broker, request: Request) -> dict:
         else:
             kind = update.get("upgrade_type", UPGRADE)
         problem = update_problem(
-            update["feature"], update["max_version_level"], kind, _controller_id(broker)
+            update["feature"], update["max_version_level"], kind, broker.topology.controller_id
         )
         if problem is not None:
             log.info("feature update refused: %s", problem)
@@ -53,9 +53,3 @@ async def handle_update_features(broker: Broker, request: Request) -> dict:
             {"feature": u["feature"], "error_code": 0, "error_message": None} for u in updates
         ]
     return response
-
-
-def _controller_id(broker: Broker) -> int:
-    if broker.cluster is not None:
-        return broker.cluster.metadata.controller_id
-    return broker.node_id

@@ -52,7 +52,6 @@ import trio
 from kafkette.broker.clock import now_ms
 from kafkette.broker.fetch_sessions import (
     CachedPartition,
-    FetchAnswer,
     FetchSession,
     creating_session,
     incremental_answer,
@@ -61,6 +60,7 @@ from kafkette.broker.fetch_sessions import (
     updating_session,
 )
 from kafkette.broker.fetch_sessions.context import SESSIONLESS
+from kafkette.broker.network.finishing import FinishingAnswer
 from kafkette.broker.partitions import Partition
 from kafkette.broker.security.authorizer.checks import (
     CLUSTER_ACTION,
@@ -74,6 +74,7 @@ from kafkette.broker.topic_ids import topic_name
 from kafkette.log.errors import OffsetOutOfRange
 from kafkette.log.file_region import FileRegion, WouldBlock, reads_without_waiting
 from kafkette.wire.errors import ErrorCode
+from kafkette.wire.fetch_replica import replica_id_of
 from kafkette.wire.primitives import ZERO_UUID
 
 if TYPE_CHECKING:
@@ -211,18 +212,10 @@ async def handle_fetch(broker: Broker, request: Request) -> dict:
         on_answer = None
         session_id = 0
     fields = {"throttle_time_ms": 0, "error_code": 0, "session_id": session_id, "responses": topics}
-    result = fields if on_answer is None else FetchAnswer(fields, on_answer)
+    result = fields if on_answer is None else FinishingAnswer(fields, on_answer)
     if version >= 16:
         _add_leader_hints(broker, request, topics, result)
     return result
-
-
-def replica_id_of(body: dict, version: int) -> int:
-    """The fetching replica's broker id, -1 for consumers (KIP-903 moved it in v15)."""
-    if version >= 15:
-        state = body.get("replica_state")
-        return state["replica_id"] if state else -1
-    return body.get("replica_id", -1)
 
 
 # (topic name or None when its id is unknown, topic id, the request's FetchPartitions)
@@ -367,8 +360,11 @@ def _add_leader_hints(broker: Broker, request: Request, topics: list[dict], resu
                 leaders.add(leader)
     if not leaders:
         return
-    endpoints = broker.topics.leader_endpoints(sorted(leaders), listener_of(request))
-    result["node_endpoints"] = endpoints
+    result["node_endpoints"] = [
+        {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+        for b in broker.topology.brokers(listener_of(request))
+        if b.node_id in leaders
+    ]
 
 
 def _refused(index: int, read_committed: bool, error: ErrorCode) -> dict:

@@ -104,19 +104,12 @@ async def handle_describe_log_dirs(broker: Broker, request: Request) -> dict:
     return {"throttle_time_ms": 0, "error_code": 0, "results": [result]}
 
 
-def _known_elsewhere(broker: Broker, name: str, index: int) -> bool:
-    if broker.cluster is None:
-        return False
-    topic = broker.cluster.metadata.topics.get(name)
-    return topic is not None and index in topic.replicas
-
-
 def _move_error(broker: Broker, path: str, own: str, name: str, index: int) -> ErrorCode:
     if path != own:
         return ErrorCode.LOG_DIR_NOT_FOUND
     if broker.topics.partition(name, index) is not None:
         return ErrorCode.NONE
-    if _known_elsewhere(broker, name, index):
+    if broker.topology.has_partition(name, index):  # the cluster has it elsewhere
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
     return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 

@@ -3,12 +3,13 @@
 Kafka 4.0 keeps its metadata in the Raft-replicated ``__cluster_metadata`` log and
 answers who leads it, who votes and who observes. kafkette has no metadata log:
 a single node is its own metadata authority, and a cluster's is the controller
-elected in ZooKeeper. So the answer describes that authority as a quorum of one
-voter: on a single node this node leads (epoch 1), on a cluster the controller
-leads (at the highest controller epoch the partition states carry) and the other
-live brokers are observers. With no log, the high watermark and every log end
-offset are 0 (no lag); the leader's fetch and caught-up times are now. v2 lists
-the voter's endpoints: its broker listeners (there is no controller listener).
+elected in ZooKeeper (``broker.topology.quorum``). So the answer describes that
+authority as a quorum of one voter: on a single node this node leads (epoch 1),
+on a cluster the controller leads (at the highest controller epoch the partition
+states carry) and the other live brokers are observers. With no log, the high
+watermark and every log end offset are 0 (no lag); the leader's fetch and
+caught-up times are now. v2 lists the voter's endpoints: its broker listeners
+(there is no controller listener).
 A request naming anything but exactly ``__cluster_metadata``-0 gets Kafka's
 UNKNOWN_TOPIC_OR_PARTITION for every partition it names; while a cluster has no
 controller, NOT_LEADER_OR_FOLLOWER (Raft's answer from a non-leader, which clients
@@ -26,6 +27,7 @@ from kafkette.wire.primitives import ZERO_UUID
 
 if TYPE_CHECKING:
     from kafkette.broker.server import Broker
+    from kafkette.broker.topology import MetadataQuorum
     from kafkette.wire.connection import Request
 
 METADATA_TOPIC = "__cluster_metadata"
@@ -45,27 +47,6 @@ def _replica(node_id: int, now_ms: int) -> dict:
         "last_fetch_timestamp": now_ms,
         "last_caught_up_timestamp": now_ms,
     }
-
-
-def _quorum(broker: Broker) -> tuple[int, int, list[int], list[dict]]:
-    """Leader id, leader epoch, observer ids, and the leader's Nodes entry (v2)."""
-    if broker.cluster is None:
-        listeners = [
-            {"name": name, "host": endpoint.host, "port": endpoint.port}
-            for name, endpoint in broker.endpoints.items()
-        ]
-        return broker.node_id, 1, [], [{"node_id": broker.node_id, "listeners": listeners}]
-    metadata = broker.cluster.metadata
-    leader = metadata.controller_id
-    epoch = max((s.controller_epoch for s in metadata.states.values()), default=1)
-    observers = sorted(b for b in metadata.brokers if b != leader)
-    info = metadata.brokers.get(leader)
-    nodes = []
-    if info is not None:
-        endpoints = info.endpoints or (("PLAINTEXT", info.host, info.port),)
-        listeners = [{"name": n, "host": h, "port": p} for n, h, p in endpoints]
-        nodes.append({"node_id": leader, "listeners": listeners})
-    return leader, epoch, observers, nodes
 
 
 def _is_the_metadata_partition(topics: list[dict]) -> bool:
@@ -118,7 +99,8 @@ async def handle_describe_quorum(broker: Broker, request: Request) -> dict:
     topics = request.body["topics"]
     if not _is_the_metadata_partition(topics):
         return _error_answer(topics, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, NOT_HOSTED)
-    leader, epoch, observers, nodes = _quorum(broker)
+    quorum = broker.topology.quorum()
+    leader = quorum.leader
     if leader < 0:
         # No controller right now (a cluster between elections): Raft's answer from a
         # non-leader, which clients retry.
@@ -129,14 +111,14 @@ async def handle_describe_quorum(broker: Broker, request: Request) -> dict:
     observer_entries = [
         dict(_replica(o, now_ms), log_end_offset=-1, last_fetch_timestamp=-1,
              last_caught_up_timestamp=-1)
-        for o in observers
+        for o in quorum.observers
     ]
     partition = {
         "partition_index": 0,
         "error_code": 0,
         "error_message": "",
         "leader_id": leader,
-        "leader_epoch": epoch,
+        "leader_epoch": quorum.epoch,
         "high_watermark": 0,
         "current_voters": [_replica(leader, now_ms)],
         "observers": observer_entries,
@@ -145,5 +127,13 @@ async def handle_describe_quorum(broker: Broker, request: Request) -> dict:
         "error_code": 0,
         "error_message": "",
         "topics": [{"topic_name": METADATA_TOPIC, "partitions": [partition]}],
-        "nodes": nodes,
+        "nodes": _nodes(quorum),
     }
+
+
+def _nodes(quorum: MetadataQuorum) -> list[dict]:
+    """v2's Nodes: the leader at its broker listeners (there is no controller listener)."""
+    if quorum.leader_listeners is None:
+        return []
+    listeners = [{"name": n, "host": h, "port": p} for n, h, p in quorum.leader_listeners]
+    return [{"node_id": quorum.leader, "listeners": listeners}]

@@ -45,7 +45,7 @@ def _operations(broker: Broker, request: Request, name: str) -> int:
 
 async def handle_describe_topic_partitions(broker: Broker, request: Request) -> dict:
     body = request.body
-    known = set(broker.topics.known_names())
+    known = set(broker.topology.topic_names())
     requested = [t["name"] for t in body["topics"]]
     if requested:
         names = sorted(set(requested))

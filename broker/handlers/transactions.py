@@ -24,7 +24,6 @@ from kafkette.broker.security.authorizer.checks import (
     topic_denied,
 )
 from kafkette.broker.topics import INTERNAL_TOPICS
-from kafkette.broker.transactions.coordinator import COORDINATOR_EPOCH
 from kafkette.broker.transactions.markers import write_marker
 from kafkette.broker.transactions.state import STATE_BY_NAME, TxnState
 from kafkette.wire.errors import ErrorCode
@@ -208,13 +207,15 @@ async def handle_write_txn_markers(broker: Broker, request: Request) -> dict:
                     error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
                 elif topic["name"] in INTERNAL_TOPICS and topic["name"] != "__consumer_offsets":
                     error = ErrorCode.INVALID_TOPIC_EXCEPTION
-                elif broker.cluster is None and marker["coordinator_epoch"] > COORDINATOR_EPOCH:
-                    # No coordinator has a higher epoch than this node's own: such a
-                    # marker would be remembered by the partition and fence every
-                    # later marker of the real coordinator (a stuck LSO for ever).
+                elif (bound := broker.topology.highest_coordinator_epoch) is not None and (
+                    marker["coordinator_epoch"] > bound
+                ):
+                    # No coordinator here has a higher epoch (a single node's own):
+                    # such a marker would be remembered by the partition and fence
+                    # every later marker of the real coordinator (a stuck LSO for ever).
                     log.warning(
                         "WriteTxnMarkers for %s-%d refused: coordinator epoch %d above %d",
-                        topic["name"], index, marker["coordinator_epoch"], COORDINATOR_EPOCH,
+                        topic["name"], index, marker["coordinator_epoch"], bound,
                     )
                     error = ErrorCode.INVALID_REQUEST
                 else:

@@ -1,7 +1,8 @@
-"""Answering a request under client quotas: throttle_time_ms and KIP-219 muting.
+"""Client quotas' decisions for one request: its throttle time, and what the throttle changes.
 
-Called by the connection loop (broker/connection.py), once per request, only while a
-quota exists; the loop sends what it returns. As Kafka's KafkaApis does:
+Called by the answer path (broker/network/answer.py), once per request, only while a
+quota exists; the answer path encodes and sends, this module only records and decides.
+As Kafka's KafkaApis does:
 
 - Produce records the request's size against ``producer_byte_rate``; every request
   records the event loop's time spent on it against ``request_percentage``.
@@ -9,15 +10,16 @@ quota exists; the loop sends what it returns. As Kafka's KafkaApis does:
   ``consumer_byte_rate``. When it must be throttled (by either quota) the size is taken
   back and the answer is an empty Fetch response (no partitions) carrying the throttle
   time: the records stay for the fetch after the throttle, nothing is sent twice. Its
-  fetch session is left as Kafka leaves it: a throttled full fetch answers session id
-  0 and starts none, a throttled incremental one leaves the session's cached data.
+  fetch session is left as Kafka leaves it (the answer's ``finish`` hook is told it is
+  throttled): a throttled full fetch answers session id 0 and starts none, a throttled
+  incremental one leaves the session's cached data.
 - The throttle is the longer of the two; it goes into the response's
   ``throttle_time_ms`` where the response has that field.
 - KIP-219: the response goes out at once and the connection is then muted (nothing more
   is read from it) for the throttle time; the client, which sees throttle_time_ms, holds
   back too. A client older than KIP-219 (Produce < 6, Fetch < 8) gets its response only
-  after the throttle time, as before KIP-219 (the connection loop gives the request's
-  memory back to the pool before that wait).
+  after the throttle time, as before KIP-219 (the connection gives the request's memory
+  back to the pool before that wait).
 - Throttle times are whole milliseconds, rounded first: only a throttle of at least one
   millisecond after rounding throttles (Kafka's are integers throughout).
 """
@@ -31,20 +33,19 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from kafkette.broker.fetch_sessions.answer import finish_answer
-from kafkette.broker.handlers.fetch import replica_id_of
 from kafkette.broker.quotas.entities import (
     CONSUMER_BYTE_RATE,
     PRODUCER_BYTE_RATE,
     REQUEST_PERCENTAGE,
 )
 from kafkette.wire.apis import ApiKey, api_spec
+from kafkette.wire.fetch_replica import replica_id_of
 from kafkette.wire.schema import in_range, load_message
 
 if TYPE_CHECKING:
     from kafkette.broker.quotas.manager import QuotaManager
     from kafkette.broker.server import Broker
-    from kafkette.wire.connection import Request, ServerConnection
+    from kafkette.wire.connection import Request, RequestHeader
 
 # The first version of each API whose client throttles itself (KIP-219); below it the
 # broker delays the response instead.
@@ -105,27 +106,49 @@ def _busy_seconds(quotas: QuotaManager) -> float:
 
 
 @dataclass(slots=True)
-class QuotaAnswer:
-    """What the connection loop sends and when: ``chunks`` (None: no response, Produce
-    acks=0) after ``delay_s`` (a client older than KIP-219; the loop gives the request's
-    memory back first), then the connection muted for ``mute_s`` (KIP-219)."""
+class Throttle:
+    """One request's quota accounting, made by :func:`decide`: the quotas that apply to
+    its client (``resolved``, empty for none) and its throttle so far (``ms``, whole
+    milliseconds). The answer path finishes it: the response's size (a consumer's
+    Fetch), then the time spent encoding."""
 
-    chunks: list | None
-    response_bytes: int
-    delay_s: float
-    mute_s: float
+    quotas: QuotaManager
+    resolved: dict
+    now_ms: float
+    ms: int
+
+    def measures_response(self, api_key: int) -> bool:
+        """Whether the encoded response's size counts (a consumer's Fetch, under a
+        ``consumer_byte_rate``): the answer path then encodes before finishing."""
+        return api_key == ApiKey.FETCH and CONSUMER_BYTE_RATE in self.resolved
+
+    def record_response(self, size: int) -> None:
+        """Record the response's size (no length prefix); taken back if it throttles."""
+        quotas, resolved = self.quotas, self.resolved
+        fetch_ms = quotas.record(resolved, CONSUMER_BYTE_RATE, size, self.now_ms)
+        self.ms = max(self.ms, min(round(fetch_ms), INT32_MAX))
+        if self.ms > 0:
+            quotas.unrecord(resolved, CONSUMER_BYTE_RATE, size, self.now_ms)
+
+    @property
+    def times_encoding(self) -> bool:
+        return REQUEST_PERCENTAGE in self.resolved
+
+    def record_encoding(self, seconds: float) -> None:
+        """Encoding the answer counts too, without throttling this request (Kafka records
+        its network thread's time the same way, once the response is done). Sending is
+        not counted: its time is mostly waiting for the client's socket."""
+        self.quotas.record(self.resolved, REQUEST_PERCENTAGE, seconds * 100.0, self.now_ms)
+
+    def delays_answer(self, header: RequestHeader) -> bool:
+        """A client older than KIP-219 gets its answer late instead of being muted."""
+        return self.ms > 0 and header.api_version < CLIENT_THROTTLES_FROM.get(header.api_key, 0)
 
 
-def answer(
-    broker: Broker,
-    quotas: QuotaManager,
-    conn: ServerConnection,
-    request: Request,
-    response: dict | None,
-) -> QuotaAnswer:
-    """Record the request, throttle it if over quota and encode its response (if any)."""
-    header = request.header
-    api_key = header.api_key
+def decide(broker: Broker, quotas: QuotaManager, request: Request) -> Throttle:
+    """After the handler: record the request (its time, a Produce's size) and decide its
+    throttle so far."""
+    api_key = request.header.api_key
     now_ms = time.monotonic() * 1000
     busy = _busy_seconds(quotas)
     if api_key == ApiKey.FETCH and _from_follower(broker, request):
@@ -142,49 +165,22 @@ def answer(
             throttle_ms = max(throttle_ms, produce_ms)
     # Kafka's throttle times are whole milliseconds: less than half of one is none.
     # Byte-rate throttles have no upper bound (as Kafka); the wire field is an int32.
-    throttle = min(round(throttle_ms), INT32_MAX)
-    if response is None:  # Produce acks=0: no answer, but the connection is muted
-        return QuotaAnswer(None, 0, 0.0, throttle / 1000)
-    timed = REQUEST_PERCENTAGE in resolved
-    encoding_started = time.perf_counter() if timed else 0.0
-    chunks = None
-    if api_key == ApiKey.FETCH:
-        if CONSUMER_BYTE_RATE in resolved:
-            chunks = conn.encode_response(header, response)
-            size = int.from_bytes(chunks[0][:4], "big")  # type: ignore[index]  # no prefix
-            fetch_ms = quotas.record(resolved, CONSUMER_BYTE_RATE, size, now_ms)
-            throttle = max(throttle, min(round(fetch_ms), INT32_MAX))
-            if throttle > 0:
-                quotas.unrecord(resolved, CONSUMER_BYTE_RATE, size, now_ms)
-        throttled = throttle > 0
-        # The fetch session follows only an answer sent whole (Kafka decides the throttle
-        # before touching the session): a throttled full fetch starts none.
-        if finish_answer(response, throttled):
-            chunks = None
-        if throttled:
-            response = {
-                "error_code": response.get("error_code", 0),
-                "session_id": response.get("session_id", 0),
-                "responses": [],
-            }
-            chunks = None
-    if throttle > 0 and _has_throttle_field(api_key, header.api_version):
-        # A copy: a handler may answer with a dict it keeps (ApiVersions' is cached).
+    return Throttle(quotas, resolved, now_ms, min(round(throttle_ms), INT32_MAX))
+
+
+def throttled_response(header: RequestHeader, response: dict, throttle_ms: int) -> dict:
+    """The answer a throttled request gets: a Fetch's without its partitions (Kafka's
+    getThrottledResponse), and ``throttle_time_ms`` set where the response has it. A
+    new dict: a handler may answer with one it keeps (ApiVersions' is cached)."""
+    if header.api_key == ApiKey.FETCH:
+        response = {
+            "error_code": response.get("error_code", 0),
+            "session_id": response.get("session_id", 0),
+            "responses": [],
+        }
+    if _has_throttle_field(header.api_key, header.api_version):
         response = {
             **response,
-            "throttle_time_ms": max(response.get("throttle_time_ms") or 0, throttle),
+            "throttle_time_ms": max(response.get("throttle_time_ms") or 0, throttle_ms),
         }
-        chunks = None
-    if chunks is None:
-        chunks = conn.encode_response(header, response)
-    response_bytes = 4 + int.from_bytes(chunks[0][:4], "big")  # type: ignore[index]
-    if timed:
-        # Encoding the answer counts too, without throttling this request (Kafka records
-        # its network thread's time the same way, once the response is done). Sending is
-        # not counted: its time is mostly waiting for the client's socket.
-        encoding_s = time.perf_counter() - encoding_started
-        quotas.record(resolved, REQUEST_PERCENTAGE, encoding_s * 100.0, now_ms)
-    seconds = throttle / 1000
-    if throttle > 0 and header.api_version < CLIENT_THROTTLES_FROM.get(api_key, 0):
-        return QuotaAnswer(chunks, response_bytes, seconds, 0.0)  # the answer itself late
-    return QuotaAnswer(chunks, response_bytes, 0.0, seconds)
+    return response

@@ -53,15 +53,15 @@ def test_shared_metadata_partition_entries_stay_unchanged(
     broker, create_topic, unique_name
 ) -> None:
     """Metadata's single-node partition entries are built once per partition count and
-    shared between responses (broker/handlers/cluster.py); DescribeTopicPartitions adds
+    shared between responses (broker/single_node.py); DescribeTopicPartitions adds
     its own fields to copies, never to the shared entries."""
-    from kafkette.broker.handlers.cluster import _single_node_partitions
+    from kafkette.broker.single_node import shared_partition_entries
 
     create_topic(broker.bootstrap, partitions=5, name=unique_name)
     request = {"topics": [{"name": unique_name}], "response_partition_limit": 2000, "cursor": None}
     describe(broker.bootstrap, request)
     describe(broker.bootstrap, request)
-    shared = _single_node_partitions(broker.broker.node_id, 5)
+    shared = shared_partition_entries(broker.broker.node_id, 5)
     assert [entry["partition_index"] for entry in shared] == [0, 1, 2, 3, 4]
     for entry in shared:
         assert set(entry) == {

@@ -7,7 +7,7 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from kafkette.broker.request_memory import RequestMemoryPool
+from kafkette.broker.network.request_memory import RequestMemoryPool
 
 
 def test_reservations_are_granted_in_arrival_order() -> None:

@@ -16,7 +16,7 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from kafkette.broker.telemetry import TelemetryState, identity_of
+from kafkette.broker.telemetry.instances import TelemetryState, identity_of
 
 ZERO = uuid.UUID(int=0)
 FIXED = uuid.UUID("12345678-1234-1234-1234-123456789abc")

@@ -16,8 +16,9 @@ log and, with metrics on, the request counters): its time in the broker, from th
 frame being parsed to the response written, plus the time the frame waited for
 request memory (Kafka's request queue time has no other equivalent here).
 
-While a client quota exists, each request is answered through broker/quotas/
-(throttle_time_ms, then the connection muted for the throttle time: KIP-219).
+Every answer leaves through the connection's ``AnswerPath`` (answer.py): throttled while
+a client quota exists (throttle_time_ms, then the connection muted for the throttle
+time: KIP-219), finished, encoded once and written.
 
 On a SASL listener the connection's ``Authenticator`` sees every request first: until
 the client has authenticated it answers the SASL exchange itself and closes the
@@ -26,24 +27,20 @@ connection on anything else (broker/security/sasl/authenticator.py).
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 from typing import TYPE_CHECKING
 
 import trio
 
-from kafkette.broker.fetch_sessions.answer import finish_answer
 from kafkette.broker.handlers import HANDLERS
-from kafkette.broker.request_memory import SMALL_FRAME_BYTES
-from kafkette.broker.response_writer import send_chunks
+from kafkette.broker.network.answer import AnswerPath
+from kafkette.broker.network.request_memory import SMALL_FRAME_BYTES
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.connection import NEED_DATA, Request, ServerConnection
 from kafkette.wire.exceptions import MalformedFrameError, UnsupportedVersionError
 
 if TYPE_CHECKING:
-    from types import ModuleType
-
     from kafkette.broker.security.sasl.authenticator import Authenticator
     from kafkette.broker.security.session import Session
     from kafkette.broker.server import Broker
@@ -64,6 +61,7 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
     ``session`` is the connection's identity, set on every request it sends."""
     peer = _peer_name(stream)
     conn = ServerConnection(broker.config.socket_request_max_bytes)
+    answers = AnswerPath(broker, conn, stream)
     pool = broker.request_memory
     idle_ms = broker.config.connections_max_idle_ms
     idle_seconds = idle_ms / 1000 if idle_ms >= 0 else float("inf")
@@ -86,7 +84,7 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
                     pool.release(reserved)
                     reserved = 0
                     queued = 0.0
-                    closing = await _answer_raw_token(authenticator, conn, stream, token)  # type: ignore[arg-type]
+                    closing = await _answer_raw_token(authenticator, answers, token)  # type: ignore[arg-type]
                     if closing:
                         reason = closing
                         return
@@ -112,7 +110,7 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
                         )
                         reason = "request before SASL authentication"
                         return
-                    if not await _answer_unsupported(conn, stream, exc, peer):
+                    if not await answers.answer_unsupported(exc, peer):
                         reason = f"unsupported request: {exc}"
                         return
                     continue
@@ -143,16 +141,10 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
             assert isinstance(request, Request)
             broker.requests_in_flight += 1
             started = time.perf_counter() if observer.wants_timing() else 0.0
-            response_bytes = 0
             request.peer = peer
             request.session = session
             verdict = None  # the authenticator's, on a SASL listener
-            quotas = broker.client_quotas if broker.client_quotas.active else None
-            mute_s = 0.0  # KIP-219: seconds this connection is not read after the answer
-            delayed = None  # a pre-KIP-219 client's throttled answer, sent late
-            if quotas is not None:
-                enforcement = _quota_enforcement()
-                enforcement.start_timing(quotas)
+            answers.begin()
             try:
                 if authenticator is None:
                     response = await _dispatch(broker, request)
@@ -164,24 +156,12 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
                         response = verdict.response
                         if verdict.delay_s:
                             await trio.sleep(verdict.delay_s)
-                if quotas is not None and (verdict is None or verdict.dispatch):
-                    quota_answer = enforcement.answer(broker, quotas, conn, request, response)
-                    response_bytes = quota_answer.response_bytes
-                    mute_s = quota_answer.mute_s
-                    if quota_answer.delay_s:
-                        # Before KIP-219 the answer itself is late: sent after the
-                        # request's memory is back in the pool (below), not holding it.
-                        delayed = quota_answer
-                    elif quota_answer.chunks is not None:
-                        await send_chunks(stream, quota_answer.chunks)
-                    del quota_answer
-                elif response is not None:
-                    finish_answer(response)  # a Fetch's session work (not throttled)
-                    chunks = conn.encode_response(request.header, response)
-                    response_bytes = 4 + int.from_bytes(chunks[0][:4], "big")  # type: ignore[index]
-                    await send_chunks(stream, chunks)
+                # The SASL exchange's own answers are not counted against client quotas.
+                accounted = verdict is None or verdict.dispatch
+                await answers.answer(request, response, accounted=accounted)
             finally:
                 broker.requests_in_flight -= 1
+            response_bytes = answers.response_bytes
             observer.completed(request, response, response_bytes, started, queued)
             # The frame's bytes go before the pool hands them to another; the response's
             # file regions (their descriptors) go now, not at the next request.
@@ -189,12 +169,7 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
             pool.release(reserved)
             reserved = 0
             queued = 0.0
-            if delayed is not None:
-                await trio.sleep(delayed.delay_s)  # client quotas, before KIP-219
-                await send_chunks(stream, delayed.chunks)  # type: ignore[arg-type]
-                delayed = None
-            if mute_s:
-                await trio.sleep(mute_s)  # client quotas: muted (broker/quotas/)
+            await answers.after()  # client quotas: a late answer, then muted (answer.py)
             if verdict is not None:
                 if verdict.close:
                     reason = verdict.close
@@ -231,7 +206,7 @@ async def serve_connection(broker: Broker, stream: trio.abc.Stream, session: Ses
 
 
 async def _answer_raw_token(
-    authenticator: Authenticator, conn: ServerConnection, stream: trio.abc.Stream, token: bytes
+    authenticator: Authenticator, answers: AnswerPath, token: bytes
 ) -> str | None:
     """A bare SASL token (after SaslHandshake v0) answered with a bare token; returns the
     reason to close the connection, or None."""
@@ -239,7 +214,7 @@ async def _answer_raw_token(
     if verdict.delay_s:
         await trio.sleep(verdict.delay_s)
     if verdict.raw is not None:
-        await stream.send_all(conn.encode_frame(verdict.raw))
+        await answers.send_raw(verdict.raw)
     return verdict.close
 
 
@@ -266,42 +241,9 @@ def _authenticator_for(broker: Broker, session: Session, peer: str) -> Authentic
     return Authenticator(sasl_of(broker), session, peer)
 
 
-@functools.cache
-def _quota_enforcement() -> ModuleType:
-    """broker/quotas/enforcement.py, imported once the first client quota exists: a
-    broker without quotas never loads it (nor the Fetch handler it reads)."""
-    from kafkette.broker.quotas import enforcement
-
-    return enforcement
-
-
 async def _dispatch(broker: Broker, request: Request) -> dict | None:
     handler = HANDLERS[ApiKey(request.header.api_key)]
     return await handler(broker, request)
-
-
-async def _answer_unsupported(
-    conn: ServerConnection, stream: trio.abc.Stream, exc: UnsupportedVersionError, peer: str
-) -> bool:
-    """Answer UNSUPPORTED_VERSION where the protocol lets us; else close the connection.
-
-    ApiVersions gets KIP-511's v0 answer; another API gets error 35 when its
-    response at that version has a top-level error code. Returns False to close.
-    """
-    header = exc.header
-    if header is None:
-        return False
-    if exc.api_key == ApiKey.API_VERSIONS:
-        log.info("ApiVersions v%d from %s: answering with v0 and error 35", exc.api_version, peer)
-        await send_chunks(stream, conn.encode_api_versions_fallback(header))  # type: ignore[arg-type]
-        return True
-    chunks = conn.encode_unsupported_version(header)  # type: ignore[arg-type]
-    if chunks is None:
-        log.warning("closing connection from %s: %s", peer, exc)
-        return False
-    log.warning("%s from %s: answering UNSUPPORTED_VERSION", exc, peer)
-    await send_chunks(stream, chunks)
-    return True
 
 
 def _peer_name(stream: trio.abc.Stream) -> str:
