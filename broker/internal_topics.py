@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from kafkette.broker.cluster.replica_manager import ReplicaManager
-    from kafkette.broker.partition import Partition
+    from kafkette.broker.partitions import Partition
     from kafkette.broker.topics import TopicRegistry
     from kafkette.log import PartitionLog
     from kafkette.wire.record_batch import BatchHeader

@@ -55,7 +55,7 @@ from kafkette.broker.network.connection_limits import (
 )
 from kafkette.broker.network.request_memory import RequestMemoryPool
 from kafkette.broker.observability.request_log import RequestObserver
-from kafkette.broker.partition import Partition
+from kafkette.broker.partitions import Partition
 from kafkette.broker.producer_ids import ProducerIdAllocator
 from kafkette.broker.quotas import QuotaManager, QuotaStore, open_quota_store
 from kafkette.broker.security.authorizer.startup import open_authorizer

@@ -32,7 +32,7 @@ from kafkette.wire.record_batch import batch_size_at
 from kafkette.wire.records import decode_batch
 
 if TYPE_CHECKING:
-    from kafkette.broker.partition import Partition
+    from kafkette.broker.partitions import Partition
     from kafkette.broker.server import Broker
     from kafkette.log.partition_log import PartitionLog
 

@@ -55,7 +55,7 @@ from kafkette.broker.internal_topics import (
     partitions_in_use,
     replay_batches,
 )
-from kafkette.broker.partition import Partition
+from kafkette.broker.partitions import Partition
 from kafkette.broker.throttled_log import describe_error, storage_errors
 from kafkette.broker.topics import TopicError
 from kafkette.broker.transactions.markers import append_marker

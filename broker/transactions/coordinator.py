@@ -53,7 +53,7 @@ from kafkette.broker.internal_topics import (
     partitions_in_use,
     replay_batches,
 )
-from kafkette.broker.partition import LEADER_EPOCH
+from kafkette.broker.partitions import LEADER_EPOCH
 from kafkette.broker.throttled_log import ThrottledLog, describe_error, storage_errors
 from kafkette.broker.topics import TopicError
 from kafkette.broker.transactions.log_records import (
@@ -78,7 +78,7 @@ from kafkette.wire.records import Record, build_batch
 if TYPE_CHECKING:
     from kafkette.broker.cluster.metadata import ClusterMetadata
     from kafkette.broker.cluster.replica_manager import ReplicaManager
-    from kafkette.broker.partition import Partition
+    from kafkette.broker.partitions import Partition
     from kafkette.broker.server import Broker
     from kafkette.broker.transactions.remote_markers import RemoteMarkers
 
