@@ -11,6 +11,12 @@ CPU ms per MB of record payload.
 Why CPU: on a shared 2-core machine throughput swings with whatever else runs, while
 the broker's CPU per MB barely does, and that is what validating batches changes.
 Values are half random, half repeated text, so codecs have realistic work.
+
+``--perf-test`` measures instead what Kafka's own ``kafka-producer-perf-test.sh`` costs
+the broker with its defaults (16 KiB batches, linger.ms=5, a 3-partition topic, acks=1;
+1 KiB and 100 B records): broker CPU microseconds per Produce request (counted by the
+broker's metrics endpoint) and per stored batch (counted in the segment files), the
+figures the per-batch and per-request work of the produce path shows in.
 """
 
 from __future__ import annotations
@@ -18,11 +24,15 @@ from __future__ import annotations
 import argparse
 import itertools
 import random
+import re
 import shutil
+import socket
 import statistics
+import struct
 import subprocess
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 from confluent_kafka import Producer
@@ -56,9 +66,9 @@ def broker_cpu_s(pid: int) -> float:
     return total / 1e9
 
 
-def start(binary: str, data_dir: Path) -> tuple[subprocess.Popen, str]:
+def start(binary: str, data_dir: Path, extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
     process = subprocess.Popen(
-        [binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir)],
+        [binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir), *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -137,14 +147,157 @@ def one_run(binary: str, size: int, codec: str, megabytes: float) -> tuple[float
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
+PERF_TOPIC = "perf-cost"
+PRODUCE_REQUESTS = re.compile(
+    r'^kafka_network_requestmetrics_requests_total\{request="Produce",[^}]*\} ([\d.e+]+)$', re.M
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def produce_requests(metrics_port: int) -> int:
+    """Produce requests answered so far, all versions (the broker's metrics endpoint)."""
+    url = f"http://127.0.0.1:{metrics_port}/metrics"
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        text = answer.read().decode()
+    return int(sum(float(count) for count in PRODUCE_REQUESTS.findall(text)))
+
+
+def stored_batches(data_dir: Path, topic: str) -> int:
+    """Record batches in the topic's segment files (8-byte offset, 4-byte length framing)."""
+    count = 0
+    for segment in data_dir.glob(f"{topic}-*/*.log"):
+        data = segment.read_bytes()
+        pos = 0
+        while pos + 12 <= len(data):
+            (length,) = struct.unpack_from(">i", data, pos + 8)
+            if length <= 0:
+                break
+            pos += 12 + length
+            count += 1
+    return count
+
+
+def perf_test_run(binary: str, home: Path, size: int, records: int) -> dict[str, float]:
+    """One fresh broker, one ``kafka-producer-perf-test.sh`` run with its defaults (acks=1)."""
+    data_dir = Path(tempfile.mkdtemp(prefix="kafkette-cost-"))
+    metrics_port = _free_port()
+    process, bootstrap = start(binary, data_dir, ("--metrics-listen", f"127.0.0.1:{metrics_port}"))
+    tool = home / "bin" / "kafka-producer-perf-test.sh"
+    env = {
+        "KAFKA_HOME": str(home),
+        "LOG_DIR": str(data_dir / "tool-logs"),
+        "KAFKA_HEAP_OPTS": "-Xmx512m",
+        "PATH": "/usr/bin:/bin",
+    }
+    try:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic(PERF_TOPIC, 3, 1)])[PERF_TOPIC].result(15)
+        requests_before = produce_requests(metrics_port)
+        cpu_before = broker_cpu_s(process.pid)
+        done = subprocess.run(
+            [
+                str(tool),
+                "--topic",
+                PERF_TOPIC,
+                "--num-records",
+                str(records),
+                "--record-size",
+                str(size),
+                "--throughput",
+                "-1",
+                "--producer-props",
+                f"bootstrap.servers={bootstrap}",
+                "acks=1",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+            check=True,
+        )
+        cpu = broker_cpu_s(process.pid) - cpu_before
+        requests = produce_requests(metrics_port) - requests_before
+        batches = stored_batches(data_dir, PERF_TOPIC)
+        rate = re.findall(r"(\d+) records sent, ([\d.]+) records/sec", done.stdout)
+        return {
+            "records_per_s": float(rate[-1][1]) if rate else 0.0,
+            "us_per_request": cpu * 1e6 / max(requests, 1),
+            "us_per_batch": cpu * 1e6 / max(batches, 1),
+            "batches_per_request": batches / max(requests, 1),
+        }
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def perf_test_main(builds: dict[str, str], rounds: int, records_1k: int) -> int:
+    """Broker CPU per Produce request and per batch under kafka-producer-perf-test."""
+    from bench.brokers import reference_kafka_home
+
+    home = reference_kafka_home()
+    if home is None:
+        raise SystemExit("kafka-producer-perf-test.sh needs KAFKA_HOME or the reference Kafka")
+    points = [(1024, records_1k), (100, records_1k * 5)]
+    results: dict[tuple[str, int], list[dict[str, float]]] = {}
+    for _ in range(rounds):
+        for size, records in points:
+            for name, binary in builds.items():
+                results.setdefault((name, size), []).append(
+                    perf_test_run(binary, home, size, records)
+                )
+    print(
+        f"{'build':>10} {'record':>6} | {'rec/s':>9} {'CPU us/request':>15} "
+        f"{'CPU us/batch':>13} {'batches/request':>16}"
+    )
+    for size, _ in points:
+        for name in builds:
+            runs = results[(name, size)]
+            cells = [
+                statistics.median(run[key] for run in runs)
+                for key in (
+                    "records_per_s",
+                    "us_per_request",
+                    "us_per_batch",
+                    "batches_per_request",
+                )
+            ]
+            print(
+                f"{name:>10} {size:>6} | {cells[0]:>9,.0f} {cells[1]:>15,.0f} "
+                f"{cells[2]:>13,.0f} {cells[3]:>16.2f}"
+            )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bin", action="append", required=True, help="NAME=PATH, repeatable")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--mb", type=float, default=20.0, help="payload MB per point")
     parser.add_argument("--points", default="", help="e.g. 100:none,1024:lz4 (default: all)")
+    parser.add_argument(
+        "--perf-test",
+        action="store_true",
+        help="CPU per request and per batch under kafka-producer-perf-test.sh",
+    )
+    parser.add_argument(
+        "--records",
+        type=int,
+        default=200_000,
+        help="--perf-test: 1 KiB records per run (5x as many 100 B ones)",
+    )
     args = parser.parse_args(argv)
     builds = dict(item.split("=", 1) for item in args.bin)
+    if args.perf_test:
+        return perf_test_main(builds, args.rounds, args.records)
     points = POINTS
     if args.points:
         points = [(int(s), c) for s, c in (p.split(":") for p in args.points.split(","))]
