@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import struct
 from collections.abc import Callable, Sequence
 
 from kafkette.wire import primitives as p
@@ -261,10 +262,26 @@ def _array(
 _Tagged = tuple[str, p.Reader, p.Writer, int, object]  # name, read, write, tag, default
 
 
+# Fixed-width types a run of consecutive fields can be read and written with at once.
+_FORMATS = {
+    "int8": "b",
+    "int16": "h",
+    "uint16": "H",
+    "int32": "i",
+    "uint32": "I",
+    "int64": "q",
+    "float64": "d",
+}
+
+# One step of a struct: a field name (or, for a fused run, a tuple of names), its reader
+# and writer, and its default's maker (None for a run: it makes its own).
+_Step = tuple[str | tuple[str, ...], p.Reader, p.Writer, Callable[[], object] | None]
+
+
 def _compile_struct(fields: tuple[FieldSpec, ...], version: int, flexible: bool) -> _Compiled:
     makers = {f.name: _default_maker(f, version)[0] for f in fields}
-    readers: list[tuple[str, p.Reader]] = []
-    writers: list[tuple[str, p.Writer, Callable[[], object]]] = []
+    steps: list[_Step] = []
+    formats: list[str | None] = []  # per step: the struct format of a fixed-width field
     tagged: dict[int, _Tagged] = {}
     absent: list[tuple[str, Callable[[], object]]] = []
     for field in fields:
@@ -277,8 +294,12 @@ def _compile_struct(fields: tuple[FieldSpec, ...], version: int, flexible: bool)
             tagged[field.tag] = (field.name, read, write, field.tag, default)
             absent.append((field.name, makers[field.name]))  # a present tag overwrites
         else:
-            readers.append((field.name, read))
-            writers.append((field.name, write, makers[field.name]))
+            steps.append((field.name, read, write, makers[field.name]))
+            fixed = not field.is_array and not field.is_struct
+            formats.append(_FORMATS.get(field.element_type) if fixed else None)
+    steps = _fuse_fixed_runs(steps, formats)
+    readers = [(name, read) for name, read, _, _ in steps]
+    writers = [(name, write, make) for name, _, write, make in steps]
     tagged_in_order = [tagged[tag] for tag in sorted(tagged)]
 
     def read_struct(buf: memoryview, pos: int) -> tuple[object, int]:
@@ -286,7 +307,11 @@ def _compile_struct(fields: tuple[FieldSpec, ...], version: int, flexible: bool)
         for name, make in absent:
             obj[name] = make()
         for name, read in readers:
-            obj[name], pos = read(buf, pos)
+            value, pos = read(buf, pos)
+            if name.__class__ is tuple:  # a fused run: one value per name
+                obj.update(zip(name, value, strict=True))  # type: ignore[call-overload]
+            else:
+                obj[name] = value  # type: ignore[index]
         if flexible:
             pos = _read_tagged(buf, pos, obj, tagged)
         return obj, pos
@@ -295,6 +320,9 @@ def _compile_struct(fields: tuple[FieldSpec, ...], version: int, flexible: bool)
         obj: dict = value  # type: ignore[assignment]
         get = obj.get
         for name, write, make in writers:
+            if make is None:  # a fused run reads its fields from the message itself
+                write(out, obj)
+                continue
             item = get(name, _MISSING)
             if item is _MISSING:
                 item = make()
@@ -303,6 +331,59 @@ def _compile_struct(fields: tuple[FieldSpec, ...], version: int, flexible: bool)
             _write_tagged(out, obj, tagged_in_order)
 
     return _Compiled(read_struct, write_struct)
+
+
+def _fuse_fixed_runs(steps: list[_Step], formats: list[str | None]) -> list[_Step]:
+    """Consecutive fixed-width fields become one step with one ``struct`` call.
+
+    A Produce answer's partition is five integers in a row: one pack instead of five
+    writer calls, per partition of every answer (and likewise on decode). Values,
+    errors and defaults are those of the fields one by one.
+    """
+    fused: list[_Step] = []
+    run: list[int] = []
+    for index in range(len(steps) + 1):
+        if index < len(steps) and formats[index] is not None:
+            run.append(index)
+            continue
+        if len(run) > 1:
+            fused.append(_fixed_run([steps[i] for i in run], [formats[i] for i in run]))
+        else:
+            fused.extend(steps[i] for i in run)
+        run = []
+        if index < len(steps):
+            fused.append(steps[index])
+    return fused
+
+
+def _fixed_run(steps: list[_Step], formats: list[str | None]) -> _Step:
+    codec = struct.Struct(">" + "".join(formats))  # type: ignore[arg-type]
+    size = codec.size
+    unpack_from = codec.unpack_from
+    pack = codec.pack
+    names = tuple(name for name, _, _, _ in steps)
+    fields = [(name, make) for name, _, _, make in steps]
+    one_by_one = [(name, write, make) for name, _, write, make in steps]
+
+    def read_run(buf: memoryview, pos: int) -> tuple[object, int]:
+        if pos + size > len(buf):
+            raise MalformedFrameError("frame ends inside a fixed-size field")
+        return unpack_from(buf, pos), pos + size
+
+    def write_run(out: bytearray, obj: object) -> None:
+        get = obj.get  # type: ignore[attr-defined]
+        values = []
+        for name, make in fields:
+            item = get(name, _MISSING)
+            values.append(make() if item is _MISSING else item)  # type: ignore[misc]
+        try:
+            out += pack(*values)
+        except struct.error:  # the field that does not fit raises as on its own
+            for (_, write, _), item in zip(one_by_one, values, strict=True):
+                write(bytearray(), item)
+            raise
+
+    return names, read_run, write_run, None
 
 
 _MISSING = object()
