@@ -186,6 +186,9 @@ def announced_frame_size(
 
 
 def _frame_chunks(out: Output) -> list[object]:
+    if not out.chunks:  # all in one buffer (every answer but a Fetch's): size it in place
+        _SIZE.pack_into(out, 0, len(out) - 4)
+        return out.finish()
     chunks = out.finish()
     total = sum(part_length(c) for c in chunks) - 4
     first = bytearray(chunks[0])  # type: ignore[arg-type]

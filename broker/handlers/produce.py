@@ -97,13 +97,15 @@ async def handle_produce(broker: Broker, request: Request) -> dict | None:
             topic_error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         if version >= 13 and not topic_error:
             topic_error = _local_topic_id_error(broker, name, topic["topic_id"])
+        # Once per topic, not per partition: a pure read of the topic's config.
+        limit = 0 if topic_error else broker.topics.max_message_bytes(name)
         for data in topic["partition_data"]:
             response = _partition_response(data["index"])
             partition_responses.append(response)
             if topic_error:
                 response["error_code"] = int(topic_error)
                 continue
-            _prepare(broker, name, data, response, work, version, acks)
+            _prepare(broker, name, data, response, work, version, acks, limit)
         responses.append(
             {
                 "name": name,
@@ -172,8 +174,11 @@ def _prepare(
     response: dict,
     work: list[ProduceAppend],
     version: int,
-    acks: int = 1,
+    acks: int,
+    limit: int,
 ) -> None:
+    """One partition's record set planned for the append (``limit``: the topic's
+    max.message.bytes), or its response filled with why not."""
     if name in INTERNAL_TOPICS:
         log.info("produce to internal topic %s refused", name)
         response["error_code"] = int(ErrorCode.INVALID_TOPIC_EXCEPTION)
@@ -195,17 +200,15 @@ def _prepare(
         log.warning("produce to %s-%d refused: no record batch", name, data["index"])
         response["error_code"] = int(ErrorCode.INVALID_RECORD)
         return
-    limit = broker.topics.max_message_bytes(name)
-    work.append(
-        ProduceAppend(partition, records, response, limit, version, partition.leader_epoch)
-    )
+    work.append(ProduceAppend(partition, records, response, limit, version, partition.leader_epoch))
 
 
 def _has_transactional_batch(body: dict) -> bool:
     """Any record set flagged transactional? Two bytes read per partition (every
     non-transactional Produce pays this, so no header is parsed)."""
-    return any(
-        data["records"] is not None and flagged_transactional(data["records"])
-        for topic in body["topic_data"]
-        for data in topic["partition_data"]
-    )
+    for topic in body["topic_data"]:
+        for data in topic["partition_data"]:
+            records = data["records"]
+            if records is not None and flagged_transactional(records):
+                return True
+    return False
