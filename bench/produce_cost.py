@@ -17,6 +17,10 @@ the broker with its defaults (16 KiB batches, linger.ms=5, a 3-partition topic, 
 1 KiB and 100 B records): broker CPU microseconds per Produce request (counted by the
 broker's metrics endpoint) and per stored batch (counted in the segment files), the
 figures the per-batch and per-request work of the produce path shows in.
+``--raw`` measures the same without a JVM: pre-encoded Produce v9 requests of one
+batch per partition (3 partitions; 15 x 1 KiB or 130 x 100 B records, about the
+perf test's 16 KiB batches), five in flight on one connection, so only the broker's
+work is timed and the figure barely moves with the machine's load.
 """
 
 from __future__ import annotations
@@ -277,6 +281,115 @@ def perf_test_main(builds: dict[str, str], rounds: int, records_1k: int) -> int:
     return 0
 
 
+RAW_POINTS = [(1024, 15), (100, 130)]  # (record bytes, records per batch): ~16 KiB batches
+RAW_PARTITIONS = 3
+RAW_IN_FLIGHT = 5
+
+
+def _produce_frame(correlation_id: int, batch: bytes) -> bytes:
+    """One framed Produce v9 request (acks=1): ``batch`` for each of the partitions."""
+    from kafkette.wire.codec import message_codec
+
+    body = {
+        "transactional_id": None,
+        "acks": 1,
+        "timeout_ms": 30_000,
+        "topic_data": [
+            {
+                "name": PERF_TOPIC,
+                "partition_data": [
+                    {"index": index, "records": batch} for index in range(RAW_PARTITIONS)
+                ],
+            }
+        ],
+    }
+    client_id = b"produce-cost"
+    header = struct.pack(">hhih", 0, 9, correlation_id, len(client_id)) + client_id + b"\0"
+    message = header + message_codec("ProduceRequest", 9).encode(body)
+    return struct.pack(">i", len(message)) + message
+
+
+def _read_exactly(sock: socket.socket, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError(f"EOF after {len(data)} of {size} bytes")
+        data += chunk
+    return bytes(data)
+
+
+def _pipeline(sock: socket.socket, frames: list[bytes]) -> None:
+    """Send ``frames`` with RAW_IN_FLIGHT unanswered at most; read every answer."""
+    sent = answered = 0
+    while answered < len(frames):
+        while sent - answered < RAW_IN_FLIGHT and sent < len(frames):
+            sock.sendall(frames[sent])
+            sent += 1
+        (size,) = struct.unpack(">i", _read_exactly(sock, 4))
+        _read_exactly(sock, size)
+        answered += 1
+
+
+def raw_run(binary: str, size: int, per_batch: int, requests: int) -> dict[str, float]:
+    """One fresh broker: CPU per request and per batch for ``requests`` pipelined Produces."""
+    from kafkette.wire.records import build_batch_from_values
+
+    data_dir = Path(tempfile.mkdtemp(prefix="kafkette-cost-"))
+    process, bootstrap = start(binary, data_dir)
+    try:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic(PERF_TOPIC, RAW_PARTITIONS, 1)])[PERF_TOPIC].result(15)
+        batch = build_batch_from_values([(None, b"x" * size)] * per_batch)
+        frames = [_produce_frame(index, batch) for index in range(requests)]
+        host, _, port = bootstrap.rpartition(":")
+        with socket.create_connection((host, int(port)), timeout=30) as sock:
+            _pipeline(sock, frames[: requests // 10])  # warm-up
+            cpu_before = broker_cpu_s(process.pid)
+            started = time.perf_counter()
+            _pipeline(sock, frames)
+            seconds = time.perf_counter() - started
+            cpu = broker_cpu_s(process.pid) - cpu_before
+        return {
+            "requests_per_s": requests / seconds,
+            "us_per_request": cpu * 1e6 / requests,
+            "us_per_batch": cpu * 1e6 / (requests * RAW_PARTITIONS),
+        }
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def raw_main(builds: dict[str, str], rounds: int, requests: int) -> int:
+    """Broker CPU per Produce request and per batch, pipelined raw requests."""
+    results: dict[tuple[str, int], list[dict[str, float]]] = {}
+    for _ in range(rounds):
+        for size, per_batch in RAW_POINTS:
+            for name, binary in builds.items():
+                results.setdefault((name, size), []).append(
+                    raw_run(binary, size, per_batch, requests)
+                )
+    print(f"{'build':>10} {'record':>6} | {'req/s':>7} {'CPU us/request':>15} {'CPU us/batch':>13}")
+    for size, _ in RAW_POINTS:
+        for name in builds:
+            runs = results[(name, size)]
+            rate, per_request, per_batch = (
+                statistics.median(run[key] for run in runs)
+                for key in ("requests_per_s", "us_per_request", "us_per_batch")
+            )
+            low = min(run["us_per_batch"] for run in runs)
+            high = max(run["us_per_batch"] for run in runs)
+            print(
+                f"{name:>10} {size:>6} | {rate:>7,.0f} {per_request:>15,.0f} "
+                f"{per_batch:>6,.0f} ({low:,.0f}-{high:,.0f})"
+            )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bin", action="append", required=True, help="NAME=PATH, repeatable")
@@ -294,8 +407,16 @@ def main(argv: list[str] | None = None) -> int:
         default=200_000,
         help="--perf-test: 1 KiB records per run (5x as many 100 B ones)",
     )
+    parser.add_argument(
+        "--raw",
+        action="store_true",
+        help="CPU per request and per batch for pipelined raw Produce requests (no JVM)",
+    )
+    parser.add_argument("--requests", type=int, default=3000, help="--raw: requests per run")
     args = parser.parse_args(argv)
     builds = dict(item.split("=", 1) for item in args.bin)
+    if args.raw:
+        return raw_main(builds, args.rounds, args.requests)
     if args.perf_test:
         return perf_test_main(builds, args.rounds, args.records)
     points = POINTS
