@@ -313,7 +313,10 @@ def _compile_struct(fields: tuple[FieldSpec, ...], version: int, flexible: bool)
             else:
                 obj[name] = value  # type: ignore[index]
         if flexible:
-            pos = _read_tagged(buf, pos, obj, tagged)
+            if pos < len(buf) and buf[pos] == 0:  # no tagged fields: the usual case
+                pos += 1
+            else:
+                pos = _read_tagged(buf, pos, obj, tagged)
         return obj, pos
 
     def write_struct(out: bytearray, value: object) -> None:
@@ -328,7 +331,10 @@ def _compile_struct(fields: tuple[FieldSpec, ...], version: int, flexible: bool)
                 item = make()
             write(out, item)
         if flexible:
-            _write_tagged(out, obj, tagged_in_order)
+            if tagged_in_order:
+                _write_tagged(out, obj, tagged_in_order)
+            else:
+                out.append(0)  # a struct with no tagged field at this version: count 0
 
     return _Compiled(read_struct, write_struct)
 
