@@ -12,6 +12,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from kafkette.broker.clock import now_ms
+from kafkette.broker.internal_topics import INTERNAL_TOPICS, OFFSETS_TOPIC
 from kafkette.broker.security.authorizer.checks import (
     CLUSTER_ACTION,
     DESCRIBE,
@@ -23,7 +24,6 @@ from kafkette.broker.security.authorizer.checks import (
     group_denied,
     topic_denied,
 )
-from kafkette.broker.topics import INTERNAL_TOPICS
 from kafkette.broker.transactions.markers import write_marker
 from kafkette.broker.transactions.state import STATE_BY_NAME, TxnState
 from kafkette.wire.errors import ErrorCode
@@ -205,7 +205,7 @@ async def handle_write_txn_markers(broker: Broker, request: Request) -> dict:
             for index in topic["partition_indexes"]:
                 if refused:
                     error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-                elif topic["name"] in INTERNAL_TOPICS and topic["name"] != "__consumer_offsets":
+                elif topic["name"] in INTERNAL_TOPICS and topic["name"] != OFFSETS_TOPIC:
                     error = ErrorCode.INVALID_TOPIC_EXCEPTION
                 elif (bound := broker.topology.highest_coordinator_epoch) is not None and (
                     marker["coordinator_epoch"] > bound
