@@ -22,6 +22,7 @@ from kafkette.broker.groups.model import (
     Outcome,
     SyncResponse,
 )
+from kafkette.broker.internal_topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from kafkette.broker.security.authorizer.checks import (
     DELETE,
     DESCRIBE,
@@ -35,6 +36,7 @@ from kafkette.broker.security.authorizer.checks import (
     topic_denied,
 )
 from kafkette.broker.security.session import listener_of
+from kafkette.broker.topology import NO_COORDINATOR
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -45,6 +47,8 @@ log = logging.getLogger("kafkette.groups")
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
+# FindCoordinator's key types: whose internal topic's leaders coordinate the keys.
+COORDINATOR_TOPICS = {KEY_TYPE_GROUP: OFFSETS_TOPIC, KEY_TYPE_TRANSACTION: TRANSACTION_STATE_TOPIC}
 # READ, DELETE and DESCRIBE: what Kafka reports for a group when everything is allowed.
 GROUP_OPERATIONS_ALL = (1 << 3) | (1 << 6) | (1 << 8)
 OPERATIONS_NOT_REQUESTED = -2147483648
@@ -110,124 +114,32 @@ async def _find_some_coordinators(
 
 
 async def _find_coordinators(broker: Broker, request: Request, keys: list[str]) -> dict:
-    body = request.body
-    if broker.cluster is not None:
-        return await _find_coordinator_in_cluster(broker, body, keys, listener_of(request))
-    own = broker.endpoint_for(listener_of(request))
-    coordinators = []
-    transaction_error = ErrorCode.NONE
-    if body["key_type"] == KEY_TYPE_TRANSACTION and keys:
-        # Kafka creates __transaction_state on the first lookup of a transaction coordinator.
-        transaction_error = await broker.transactions.ensure_topic()
-    for key in keys:
-        entry = {
-            "key": key,
-            "node_id": broker.node_id,
-            "host": own.host,
-            "port": own.port,
-            "error_code": ErrorCode.NONE,
-            "error_message": None,
-        }
-        if body["key_type"] == KEY_TYPE_TRANSACTION:
-            if not key:
-                transaction_key_error = ErrorCode.INVALID_REQUEST
-            else:
-                transaction_key_error = transaction_error
-            if transaction_key_error:
-                entry.update(
-                    node_id=-1,
-                    host="",
-                    port=-1,
-                    error_code=int(transaction_key_error),
-                    error_message=transaction_key_error.name,
-                )
-        elif body["key_type"] != KEY_TYPE_GROUP:
-            entry.update(
-                node_id=-1,
-                host="",
-                port=-1,
-                error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                error_message=f"unsupported coordinator key type {body['key_type']}",
-            )
-        coordinators.append(entry)
-    first = coordinators[0] if coordinators else {}
-    return {
-        "throttle_time_ms": 0,
-        "error_code": first.get("error_code", 0),
-        "error_message": first.get("error_message"),
-        "node_id": first.get("node_id", broker.node_id),
-        "host": first.get("host", own.host),
-        "port": first.get("port", own.port),
-        "coordinators": coordinators,
-    }
-
-
-async def _find_coordinator_in_cluster(
-    broker: Broker, body: dict, keys: list[str], listener: str
-) -> dict:
-    """Cluster mode: the coordinator of a key is the leader of its partition of the
-    internal topic (``abs(hash(key)) % partitions``, Kafka's rule). The topic is
-    created on the first lookup, as Kafka does; until it has leaders the answer is
-    COORDINATOR_NOT_AVAILABLE and clients ask again. The coordinators load and
-    unload their state as that leadership moves (docs/cluster.md, "Coordinators")."""
-    from kafkette.broker.groups.coordinator import offsets_topic_configs
-    from kafkette.broker.groups.partitioning import java_string_hash, kafka_abs
-    from kafkette.broker.internal_topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
-    from kafkette.broker.topics import TopicError
-    from kafkette.broker.transactions.coordinator import transaction_state_configs
-
-    assert broker.cluster is not None
-    key_type = body["key_type"]
-    topic_error = ErrorCode.NONE
-    if key_type == KEY_TYPE_GROUP:
-        topic = OFFSETS_TOPIC
-        partitions = broker.config.groups.offsets_topic_num_partitions
-        configs = offsets_topic_configs(broker.config.groups)
-    elif key_type == KEY_TYPE_TRANSACTION:
-        topic = TRANSACTION_STATE_TOPIC
-        partitions = broker.transactions.num_partitions
-        configs = transaction_state_configs(
-            broker.config.transactions.transaction_state_log_segment_bytes
-        )
+    """Each key's coordinator as the topology names it (this broker, another one, or
+    not available now), the first one also at the top for v0-3's single key."""
+    key_type = request.body["key_type"]
+    topic = COORDINATOR_TOPICS.get(key_type)
+    if topic is None:
+        found = [NO_COORDINATOR for _ in keys]
     else:
-        topic, topic_error = "", ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if topic and keys and topic not in broker.cluster.metadata.topics:
-        try:
-            # A short wait for the leaders spares the client a retry or two.
-            await broker.topics.create(topic, partitions, configs, timeout_s=5.0)
-        except TopicError as exc:
-            if exc.code not in (ErrorCode.TOPIC_ALREADY_EXISTS, ErrorCode.REQUEST_TIMED_OUT):
-                log.warning("cannot create %s: %s", topic, exc.message)
-                topic_error = ErrorCode.COORDINATOR_NOT_AVAILABLE
-    metadata = broker.cluster.metadata
-    coordinators = []
-    for key in keys:
-        entry = {"key": key, "node_id": -1, "host": "", "port": -1}
-        error = topic_error
-        if not error and key_type == KEY_TYPE_TRANSACTION and not key:
-            error = ErrorCode.INVALID_REQUEST
-        info = metadata.topics.get(topic)
-        if not error and info is None:
-            error = ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if not error:
-            assert info is not None
-            index = kafka_abs(java_string_hash(key)) % len(info.replicas)
-            leader = metadata.brokers.get(metadata.leader_of(topic, index))
-            endpoint = leader.endpoint_for(listener) if leader is not None else None
-            if leader is None or endpoint is None:
-                error = ErrorCode.COORDINATOR_NOT_AVAILABLE
-            else:
-                entry.update(node_id=leader.id, host=endpoint[0], port=endpoint[1])
-        entry.update(
-            error_code=int(error), error_message=error.name if error else None
-        )
-        if key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION):
+        found = await broker.topology.coordinators(topic, keys, listener_of(request))
+    coordinators = [
+        {
+            "key": key,
+            "node_id": c.node_id,
+            "host": c.host,
+            "port": c.port,
+            "error_code": int(c.error),
+            "error_message": c.error.name if c.error else None,
+        }
+        for key, c in zip(keys, found, strict=True)
+    ]
+    if topic is None:
+        for entry in coordinators:
             entry["error_message"] = f"unsupported coordinator key type {key_type}"
-        coordinators.append(entry)
     first = coordinators[0] if coordinators else {}
     return {
         "throttle_time_ms": 0,
-        "error_code": first.get("error_code", 0),
+        "error_code": first.get("error_code", ErrorCode.NONE),
         "error_message": first.get("error_message"),
         "node_id": first.get("node_id", -1),
         "host": first.get("host", ""),
