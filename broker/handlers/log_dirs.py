@@ -47,11 +47,10 @@ def _volume_bytes(path: str) -> tuple[int, int]:
 
 
 def _partition_entry(partition: Partition) -> dict:
-    log = partition.log
     return {
         "partition_index": partition.index,
-        "partition_size": log.size_bytes,
-        "offset_lag": max(log.high_watermark - log.log_end_offset, 0),
+        "partition_size": partition.size_bytes,
+        "offset_lag": max(partition.high_watermark - partition.log_end_offset, 0),
         "is_future_key": False,
     }
 

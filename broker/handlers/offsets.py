@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING
 import trio
 
 from kafkette.broker.partitions import LEADER_EPOCH, Partition
-from kafkette.broker.record_lookup import exact_record
 from kafkette.broker.security.authorizer.checks import (
     CLUSTER_ACTION,
     DELETE,
@@ -42,48 +41,6 @@ if TYPE_CHECKING:
     from kafkette.wire.connection import Request
 
 log = logging.getLogger("kafkette.offsets")
-
-LATEST = -1
-EARLIEST = -2
-MAX_TIMESTAMP = -3
-EARLIEST_LOCAL = -4
-LATEST_TIERED = -5
-
-
-READ_COMMITTED = 1
-
-
-def _lookup(partition: Partition, timestamp: int, isolation_level: int = 0) -> tuple[int, int]:
-    """Worker thread: (timestamp, offset) for one ListOffsets query."""
-    log_ = partition.log
-    if timestamp == LATEST:
-        if isolation_level == READ_COMMITTED:
-            return -1, log_.last_stable_offset
-        return -1, log_.high_watermark
-    if timestamp == LATEST_TIERED:
-        return -1, log_.high_watermark
-    if timestamp in (EARLIEST, EARLIEST_LOCAL):
-        return -1, log_.log_start_offset
-    # As Kafka: a timestamp answer at or past what the isolation level may
-    # fetch (the LSO for read_committed) is "none".
-    if isolation_level == READ_COMMITTED:
-        fetchable: int | None = log_.last_stable_offset
-    else:
-        fetchable = log_.high_watermark if partition.replicated else None
-    if timestamp == MAX_TIMESTAMP:
-        found = log_.max_timestamp_offset()
-        if found is None:
-            return -1, -1
-        answer = exact_record(partition.log, found[0], found[1], at_least=False)
-    else:
-        found = log_.offset_for_timestamp(timestamp)
-        if found is None:
-            return -1, -1
-        answer = exact_record(partition.log, found[0], timestamp, at_least=True)
-    if fetchable is not None and answer[1] >= fetchable:
-        return -1, -1
-    return answer
-
 
 async def handle_list_offsets(broker: Broker, request: Request) -> dict:
     isolation_level = request.body.get("isolation_level", 0)
@@ -121,8 +78,8 @@ async def handle_list_offsets(broker: Broker, request: Request) -> dict:
     def run() -> None:
         for partition, timestamp, result in queries:
             try:
-                result["timestamp"], result["offset"] = _lookup(
-                    partition, timestamp, isolation_level
+                result["timestamp"], result["offset"] = partition.offset_for_timestamp(
+                    timestamp, isolation_level
                 )
             except OSError as exc:
                 subject = f"{partition.topic}-{partition.index}"
@@ -221,7 +178,7 @@ async def handle_delete_records(broker: Broker, request: Request) -> dict:
                 result["error_code"] = int(partition)
                 continue
             offset = query["offset"]
-            high_watermark = partition.log.high_watermark
+            high_watermark = partition.high_watermark
             if offset == -1:
                 offset = high_watermark
             if offset < 0 or offset > high_watermark:

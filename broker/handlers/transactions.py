@@ -347,7 +347,7 @@ async def handle_describe_producers(broker: Broker, request: Request) -> dict:
                     "coordinator_epoch": entry.coordinator_epoch,
                     "current_txn_start_offset": entry.current_txn_first_offset,
                 }
-                for producer_id, entry in partition.log.producer_state.table.items()
+                for producer_id, entry in partition.producers()
             ]
             partitions.append(
                 {
