@@ -116,6 +116,18 @@ class Partition:
         self.notify_appended()
         return ErrorCode.NONE
 
+    def check_marker(
+        self, producer_id: int, producer_epoch: int, coordinator_epoch: int
+    ) -> ErrorCode:
+        """May a COMMIT/ABORT marker with these epochs be appended? (the log's producer
+        table answers; an ``append_batch`` check, so asked under the append lock)."""
+        return self.log.check_marker(producer_id, producer_epoch, coordinator_epoch)
+
+    def check_producer_epoch(self, producer_id: int, producer_epoch: int) -> ErrorCode:
+        """TxnOffsetCommit: INVALID_PRODUCER_EPOCH if this partition saw a newer epoch of
+        the producer (the log's producer table answers; under the append lock)."""
+        return self.log.check_producer_epoch(producer_id, producer_epoch)
+
     def _append_built(self, batch: bytearray) -> None:
         self.log.append(batch, [read_header(batch)], leader_epoch=self.leader_epoch)
 
@@ -189,6 +201,11 @@ class Partition:
             bound = high_watermark if bounded else None
         limit = max(1, min(max_bytes, budget))
         return stable, high_watermark, end, -1, log.read(offset, limit, bound)
+
+    def read(self, offset: int, max_bytes: int) -> ReadInfo:
+        """Whole batches from the one holding ``offset`` (``PartitionLog.read``): the
+        coordinators' replay of their internal topic. Worker threads only."""
+        return self.log.read(offset, max_bytes)
 
     def aborted_transactions(self, start_offset: int, upper_bound: int) -> list[tuple[int, int]]:
         """(producer id, first offset) of the aborted transactions overlapping
