@@ -211,7 +211,12 @@ async def handle_fetch(broker: Broker, request: Request) -> dict:
     else:
         on_answer = None
         session_id = 0
-    fields = {"throttle_time_ms": 0, "error_code": 0, "session_id": session_id, "responses": topics}
+    fields = {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.NONE,
+        "session_id": session_id,
+        "responses": topics,
+    }
     result = fields if on_answer is None else FinishingAnswer(fields, on_answer)
     if version >= 16:
         _add_leader_hints(broker, request, topics, result)
@@ -300,7 +305,7 @@ def _plan(
         for fetch in fetches:
             response = {
                 "partition_index": fetch["partition"],
-                "error_code": 0,
+                "error_code": ErrorCode.NONE,
                 "high_watermark": -1,
                 "last_stable_offset": -1,
                 "log_start_offset": -1,

@@ -315,7 +315,7 @@ async def handle_leave_group(broker: Broker, request: Request) -> dict:
         return {"error_code": int(exc.code)}
     result = outcome.result
     error = result.error
-    if version < 3 and error == 0 and result.members:
+    if version < 3 and error == ErrorCode.NONE and result.members:
         error = result.members[0].error
     return {
         "throttle_time_ms": 0,
@@ -478,7 +478,8 @@ async def handle_offset_fetch(broker: Broker, request: Request) -> dict:
         groups = []
         for group in body["groups"]:
             result = _fetch_authorized(broker, request, group["group_id"], group["topics"], stable)
-            if version >= 9 and result.error == 0:  # KIP-848 groups check member and epoch
+            # KIP-848 groups check member and epoch.
+            if version >= 9 and result.error == ErrorCode.NONE:
                 refused = broker.groups.state.consumer_groups.validate_offset_fetch(
                     group["group_id"], group["member_id"], group["member_epoch"]
                 )

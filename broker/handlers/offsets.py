@@ -52,7 +52,7 @@ async def handle_list_offsets(broker: Broker, request: Request) -> dict:
         for query in topic["partitions"]:
             result = {
                 "partition_index": query["partition_index"],
-                "error_code": 0,
+                "error_code": ErrorCode.NONE,
                 "old_style_offsets": [],
                 "timestamp": -1,
                 "offset": -1,
@@ -139,7 +139,7 @@ def _epoch_answers(broker: Broker, wanted: list[dict]) -> list[dict]:
         results = []
         for query in topic["partitions"]:
             result = {
-                "error_code": 0,
+                "error_code": ErrorCode.NONE,
                 "partition": query["partition"],
                 "leader_epoch": -1,
                 "end_offset": -1,
@@ -167,7 +167,7 @@ async def handle_delete_records(broker: Broker, request: Request) -> dict:
             result = {
                 "partition_index": query["partition_index"],
                 "low_watermark": -1,
-                "error_code": 0,
+                "error_code": ErrorCode.NONE,
             }
             results.append(result)
             if refused:

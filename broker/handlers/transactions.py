@@ -153,7 +153,11 @@ async def handle_add_partitions_to_txn(broker: Broker, request: Request) -> dict
         by_transaction.append(
             {"transactional_id": txn["transactional_id"], "topic_results": results}
         )
-    return {"throttle_time_ms": 0, "error_code": 0, "results_by_transaction": by_transaction}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.NONE,
+        "results_by_transaction": by_transaction,
+    }
 
 
 # AddOffsetsToTxn, EndTxn ------------------------------------------------------
@@ -267,7 +271,7 @@ async def handle_list_transactions(broker: Broker, request: Request) -> dict:
         )
     return {
         "throttle_time_ms": 0,
-        "error_code": 0,
+        "error_code": ErrorCode.NONE,
         "unknown_state_filters": unknown,
         "transaction_states": listed,
     }
@@ -302,7 +306,7 @@ async def handle_describe_transactions(broker: Broker, request: Request) -> dict
                 topics.setdefault(topic, []).append(index)
         states.append(
             {
-                "error_code": 0,
+                "error_code": ErrorCode.NONE,
                 "transactional_id": transactional_id,
                 "transaction_state": metadata.state.display_name,
                 "transaction_timeout_ms": metadata.timeout_ms,
@@ -352,7 +356,7 @@ async def handle_describe_producers(broker: Broker, request: Request) -> dict:
             partitions.append(
                 {
                     "partition_index": index,
-                    "error_code": 0,
+                    "error_code": ErrorCode.NONE,
                     "error_message": None,
                     "active_producers": producers,
                 }
