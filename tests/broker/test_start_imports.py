@@ -83,7 +83,7 @@ def test_optional_features_load_on_first_use_not_at_start(tmp_path) -> None:
     assert report["optional"] == []
     # The API table imported the two handlers it was asked for, and no other.
     assert report["handlers"] == [
-        "kafkette.broker.handlers.api_versions", "kafkette.broker.handlers.cluster",
+        "kafkette.broker.handlers.api_versions", "kafkette.broker.handlers.metadata",
     ]
 
 
