@@ -49,6 +49,8 @@ print(json.dumps({
 
 # What a plain single-node broker (no SASL, TLS, ACLs, quotas, ZooKeeper, metrics or
 # console) must not import to start and answer ApiVersions and Metadata on an empty data dir.
+# Client metrics subscriptions and fetch sessions are made on first use (no file at start,
+# no Fetch yet); importlib.resources only reads definitions from an unusual loader.
 OPTIONAL = [
     *(f"kafkette.broker.handlers.{name}" for name in (
         "acls", "client_metrics", "client_quotas", "consumer_groups", "elections",
@@ -59,13 +61,18 @@ OPTIONAL = [
     "kafkette.broker.security.sasl",
     "kafkette.broker.security.tls",
     "kafkette.broker.cluster",
+    "kafkette.broker.fetch_sessions",
     "kafkette.broker.groups.consumer",
+    "kafkette.broker.telemetry",
+    "kafkette.broker.state_view",
+    "kafkette.broker.security.authorizer.authorizer",
     "kafkette.broker.observability.metrics_http",
     "kafkette.console",
     "kafkette.log.cleaner",
     "kafkette.log.cleaner_process",
     "kafkette.log.partition_log",
     "kafkette.tools",
+    "importlib.resources", "importlib.metadata",
     "kazoo", "re2", "prometheus_client", "hypercorn", "starlette", "cryptography",
     "confluent_kafka", "rich",
 ]
