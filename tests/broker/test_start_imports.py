@@ -50,7 +50,8 @@ print(json.dumps({
 # What a plain single-node broker (no SASL, TLS, ACLs, quotas, ZooKeeper, metrics or
 # console) must not import to start and answer ApiVersions and Metadata on an empty data dir.
 # Client metrics subscriptions and fetch sessions are made on first use (no file at start,
-# no Fetch yet); importlib.resources only reads definitions from an unusual loader.
+# no Fetch yet); importlib.resources only reads definitions from an unusual loader; cramjam
+# only (de)compresses a batch that asks for a codec.
 OPTIONAL = [
     *(f"kafkette.broker.handlers.{name}" for name in (
         "acls", "client_metrics", "client_quotas", "consumer_groups", "elections",
@@ -73,7 +74,7 @@ OPTIONAL = [
     "kafkette.log.partition_log",
     "kafkette.tools",
     "importlib.resources", "importlib.metadata",
-    "kazoo", "re2", "prometheus_client", "hypercorn", "starlette", "cryptography",
+    "cramjam", "kazoo", "re2", "prometheus_client", "hypercorn", "starlette", "cryptography",
     "confluent_kafka", "rich",
 ]
 
