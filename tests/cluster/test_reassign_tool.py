@@ -52,9 +52,11 @@ def _run(tool: list[str], *args: str) -> str:
 
 
 def _partition(built, topic: str) -> dict | None:
-    views = [zk_wire.metadata(b.address, [topic])["topics"][topic]["partitions"][0]
+    """Partition 0 as every running broker describes it, once they all agree; None before (a
+    broker may not have seen a topic the controller has just created)."""
+    views = [zk_wire.metadata(b.address, [topic])["topics"][topic]["partitions"].get(0)
              for b in built.brokers.values() if b.running and not b.frozen]
-    return views[0] if all(v == views[0] for v in views) else None
+    return views[0] if views[0] is not None and all(v == views[0] for v in views) else None
 
 
 def test_kafka_reassign_partitions_tool(cluster, wait_until, reassign_tool, tmp_path) -> None:
