@@ -49,11 +49,11 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from .brokers import ApacheKafka, Broker, Kafkette, RunningBroker
-from .metrics import percentile
-from .processes import ProcessRegistry, RssSampler
-from .report import markdown, print_report, summarize
-from .workloads import (
+from .harness.brokers import ApacheKafka, Broker, Kafkette, RunningBroker
+from .harness.metrics import percentile
+from .harness.processes import ProcessRegistry, RssSampler
+from .harness.report import markdown, print_report, summarize
+from .harness.workloads import (
     QUICK,
     Context,
     WorkloadError,

@@ -38,7 +38,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from bench.fetch_profile import cpu_seconds, create_topic, start_kafkette
-from bench.workloads import UNPAUSED, fill_config
+from bench.harness.workloads import UNPAUSED, fill_config
 
 SIZE = 100
 KAFKA_REF = Path(__file__).resolve().parents[2] / "shared" / "reference-kafka" / "kafka-ref"

@@ -1,7 +1,7 @@
 """kill -9 series under idempotent acks=all load: counts lost and duplicated values.
 
 A script, not a test (the CI test, ``tests/broker/test_crash_idempotent.py``,
-runs a few rounds of the same load, which lives here in ``bench.crash_load``).
+runs a few rounds of the same load, which lives here in ``bench.harness.crash_load``).
 For each mode, one ``kafkette serve`` subprocess is SIGKILLed ``--rounds``
 times at seeded random points while a confluent-kafka idempotent producer
 (acks=all, 5 in flight) and a consumer group run; each time it restarts on the
@@ -40,7 +40,7 @@ TOPIC_CONFIGS = {"segment.bytes": "262144", "retention.ms": "-1"}
 
 
 def load_crash_module() -> ModuleType:
-    from bench import crash_load  # confluent-kafka: imported when a series runs
+    from bench.harness import crash_load  # confluent-kafka: imported when a series runs
 
     return crash_load
 

@@ -42,7 +42,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.serve_process import ServeProcess
+from bench.harness.serve_process import ServeProcess
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.client_connection import NEED_DATA, ClientConnection
 

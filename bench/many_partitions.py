@@ -23,7 +23,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-from bench.serve_process import ServeProcess
+from bench.harness.serve_process import ServeProcess
 
 # Kafka's controller writes at most 10,000 records per operation (topic + partitions).
 CREATE_STEP = 9_999

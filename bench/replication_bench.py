@@ -45,7 +45,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafkette.broker.cluster.zookeeper_server import ZooKeeperServer, free_port
 
 try:  # run as ``python -m bench.replication_bench``
-    from .kafka_kraft_cluster import KafkaKRaftCluster
+    from .harness.kafka_kraft_cluster import KafkaKRaftCluster
 except ImportError:  # run as a file
     from kafka_kraft_cluster import KafkaKRaftCluster  # type: ignore[no-redef]
 

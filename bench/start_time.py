@@ -47,9 +47,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .brokers import HOST, READY_LINE, ApacheKafka, Kafkette
-from .probe import wait_for_metadata
-from .processes import ProcessRegistry, cpu_seconds, process_tree, rss_mb
+from .harness.brokers import HOST, READY_LINE, ApacheKafka, Kafkette
+from .harness.probe import wait_for_metadata
+from .harness.processes import ProcessRegistry, cpu_seconds, process_tree, rss_mb
 
 GOAL_MS = 250.0
 READY_TIMEOUT_S = 60.0

@@ -325,7 +325,7 @@ def load_beside() -> Callable[[str], ModuleType]:
     return raw_wire.load_beside
 
 
-from bench import topic_reader as _topic_reader  # noqa: E402 (one reader, bench's)
+from bench.harness import topic_reader as _topic_reader  # noqa: E402 (one reader, bench's)
 
 ReadRecord = _topic_reader.ReadRecord
 read_topic = _topic_reader.read_topic

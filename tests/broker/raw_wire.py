@@ -17,7 +17,7 @@ from types import ModuleType
 
 # One request on a fresh socket (kafka-python's encoder): bench's copy, the only one
 # (tests/conftest.py puts the repository root on sys.path).
-from bench.raw_requests import fetch_request, raw_request, read_exactly
+from bench.harness.raw_wire import fetch_request, raw_request, read_exactly
 
 __all__ = ["fetch_request", "free_port", "load_beside", "raw_request", "read_exactly"]
 

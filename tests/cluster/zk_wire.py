@@ -13,7 +13,7 @@ import struct
 
 from kafka.protocol.metadata import MetadataRequest
 
-from bench.raw_requests import read_exactly
+from bench.harness.raw_wire import read_exactly
 
 METADATA_VERSION = 12
 
