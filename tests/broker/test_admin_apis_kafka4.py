@@ -16,18 +16,17 @@ import os
 import socket
 import struct
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from confluent_kafka import Producer
 
+from bench.harness.serve_process import serve_refused
 from kafkette.broker.embedded import EmbeddedBroker
 from kafkette.wire.codec import message_codec
 from kafkette.wire.primitives import ZERO_UUID
+from tests.reference_kafka import reference_script_or_skip
 
-reference_script_or_skip = sys.modules["kafkette_test_reference_kafka"].reference_script_or_skip
-serve_refused = sys.modules["kafkette_test_serve_process"].serve_refused
 TOOL_TIMEOUT_S = 120
 CLIENT_METRICS = 16
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"

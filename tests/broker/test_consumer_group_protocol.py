@@ -25,7 +25,8 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic
 
-helpers = sys.modules["kafkette_broker_group_helpers"]  # tests/broker/conftest.py
+from tests.broker import group_helpers as helpers
+
 ConsumerProcess = helpers.ConsumerProcess
 GroupBroker = helpers.GroupBroker
 wait_until = helpers.wait_until

@@ -12,7 +12,6 @@ saying so.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -27,8 +26,8 @@ from kafkette.log.file_region import (
 )
 from kafkette.log.partition_log import PartitionLog
 from kafkette.wire.record_batch import read_header, validate_batch
+from tests import page_cache
 
-page_cache = sys.modules["kafkette_test_page_cache"]
 evict, EVICTION_DEADLINE_S = page_cache.evict, page_cache.EVICTION_DEADLINE_S
 
 pytestmark = pytest.mark.skipif(

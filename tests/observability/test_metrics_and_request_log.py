@@ -27,7 +27,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
-reference_script_or_skip = sys.modules["kafkette_test_reference_kafka"].reference_script_or_skip
+from tests.reference_kafka import reference_script_or_skip
+
 READY = re.compile(r"^kafkette ready on (\S+)$")
 METRICS_URL = re.compile(r"metrics on (http://\S+/metrics)")
 RECORDS = 100

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import socket
 import struct
-import sys
 import time
 from pathlib import Path
 
@@ -27,8 +26,7 @@ from confluent_kafka.admin import (
 )
 
 from kafkette.broker.embedded import EmbeddedBroker
-
-support = sys.modules["kafkette_security_acl_support"]  # registered by conftest.py
+from tests.security import acl_support as support
 
 TOPIC = ResourceType.TOPIC
 GROUP = ResourceType.GROUP

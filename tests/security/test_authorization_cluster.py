@@ -12,16 +12,14 @@ Skips when ZooKeeper is not installed.
 
 from __future__ import annotations
 
-import sys
 import time
 import uuid
 
 from confluent_kafka.admin import AclOperation, NewTopic, ResourceType
 
 from kafkette.broker.embedded import EmbeddedBroker
-
-support = sys.modules["kafkette_security_acl_support"]  # registered by conftest.py
-sasl = sys.modules["kafkette_security_sasl_support"]
+from tests.security import acl_support as support
+from tests.security import sasl_support as sasl
 
 TIMEOUT = 30
 

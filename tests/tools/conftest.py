@@ -23,9 +23,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from kafkette.broker.embedded import EmbeddedBroker
+from tests.reference_kafka import reference_script
 
-# ``kafka-ref`` of the reference distribution, or None (test_dump_log imports it from here).
-reference_script = sys.modules["kafkette_test_reference_kafka"].reference_script
 CLI_TIMEOUT_S = 120
 
 
