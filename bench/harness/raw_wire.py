@@ -189,14 +189,19 @@ class WireConnection:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def request(self, api_key: int, version: int, body: dict) -> dict:
-        """The decoded answer body; an assertion fails if the broker closes the connection."""
+    def request(
+        self, api_key: int, version: int, body: dict, client_id: str | None = None
+    ) -> dict:
+        """The decoded answer body (``client_id`` overrides the connection's for this
+        request); ``ConnectionClosed`` if the broker closes the connection instead."""
         from kafkette.wire.client_connection import NEED_DATA
 
-        self.sock.sendall(self.conn.send_request(api_key, version, body, self.client_id))
+        frame = self.conn.send_request(api_key, version, body, client_id or self.client_id)
+        self.sock.sendall(frame)
         while (response := self.conn.next_response()) is NEED_DATA:
             data = self.sock.recv(1 << 20)
-            assert data, f"{self.address} closed the connection"
+            if not data:
+                raise ConnectionClosed(f"{self.address} closed the connection")
             self.conn.receive_data(data)
         return response.body
 
@@ -206,6 +211,6 @@ def call(
     timeout: float = 30.0,
 ) -> dict:
     """One request through kafkette's client codec on a fresh connection; the decoded
-    answer body (an assertion fails if the broker closes the connection instead)."""
+    answer body (``ConnectionClosed`` if the broker closes the connection instead)."""
     with WireConnection(address, client_id, timeout) as connection:
         return connection.request(api_key, version, body)

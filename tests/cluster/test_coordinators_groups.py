@@ -262,7 +262,6 @@ def test_other_brokers_answer_not_coordinator(cluster) -> None:
     partition get NOT_COORDINATOR (16); the coordinator itself serves them."""
     from kafkette.wire.apis import ApiKey
 
-
     built = cluster(3, configs=CONFIGS)
     topic, _values = _prepare(built)
     group = "g-" + uuid.uuid4().hex[:8]
