@@ -92,6 +92,12 @@ class RawConnection:
     def close(self) -> None:
         self.sock.close()
 
+    def __enter__(self) -> RawConnection:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def next_correlation_id(self) -> int:
         self._correlation_id += 1
         return self._correlation_id
@@ -189,21 +195,30 @@ class WireConnection:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def request(
-        self, api_key: int, version: int, body: dict, client_id: str | None = None
-    ) -> dict:
-        """The decoded answer body (``client_id`` overrides the connection's for this
-        request); ``ConnectionClosed`` if the broker closes the connection instead."""
+    def send(self, api_key: int, version: int, body: dict, client_id: str | None = None) -> None:
+        """Write one request (``client_id`` overrides the connection's for it)."""
+        self.sock.sendall(
+            self.conn.send_request(api_key, version, body, client_id or self.client_id)
+        )
+
+    def receive(self) -> Any:
+        """The next answer (a ``kafkette.wire.client_connection.Response``: ``header``,
+        ``body``); ``ConnectionClosed`` if the broker closes the connection first."""
         from kafkette.wire.client_connection import NEED_DATA
 
-        frame = self.conn.send_request(api_key, version, body, client_id or self.client_id)
-        self.sock.sendall(frame)
         while (response := self.conn.next_response()) is NEED_DATA:
             data = self.sock.recv(1 << 20)
             if not data:
                 raise ConnectionClosed(f"{self.address} closed the connection")
             self.conn.receive_data(data)
-        return response.body
+        return response
+
+    def request(
+        self, api_key: int, version: int, body: dict, client_id: str | None = None
+    ) -> dict:
+        """Send one request and return its decoded answer body."""
+        self.send(api_key, version, body, client_id)
+        return self.receive().body
 
 
 def call(

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import struct
 import subprocess
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
+from bench.harness.raw_wire import exchange
 from bench.harness.serve_process import serve_refused
 from kafkette.broker.embedded import EmbeddedBroker
 from kafkette.wire.codec import message_codec
@@ -35,16 +35,6 @@ STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 # --- raw requests with our codec ----------------------------------------------------------
 
 
-def _read_exactly(sock: socket.socket, size: int) -> bytes:
-    data = b""
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise EOFError("connection closed")
-        data += chunk
-    return data
-
-
 def wire_request(bootstrap: str, name: str, api_key: int, version: int, body: dict) -> dict:
     """One request/response on a fresh connection, encoded and decoded by our codec."""
     request = message_codec(name + "Request", version)
@@ -53,11 +43,7 @@ def wire_request(bootstrap: str, name: str, api_key: int, version: int, body: di
     client_id = b"admin-apis-test"
     header = struct.pack(">hhih", api_key, version, 11, len(client_id)) + client_id
     payload = header + (b"\0" if flexible else b"") + request.encode(body)
-    host, port = bootstrap.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=15) as sock:
-        sock.sendall(struct.pack(">i", len(payload)) + payload)
-        (size,) = struct.unpack(">i", _read_exactly(sock, 4))
-        data = _read_exactly(sock, size)
+    data = exchange(bootstrap, struct.pack(">i", len(payload)) + payload, timeout=15)
     assert struct.unpack(">i", data[:4])[0] == 11
     start = 5 if flexible and api_key != 18 else 4  # ApiVersions: response header v0
     decoded, end = response.decode(memoryview(data), start)
