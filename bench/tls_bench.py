@@ -42,8 +42,9 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from .harness.brokers import HOST, ApacheKafka, Broker, Kafkette, RunningBroker, free_port
+from .harness.brokers import HOST, ApacheKafka, Broker, Kafkette, RunningBroker
 from .harness.processes import CpuWindow, ProcessRegistry
+from .harness.raw_wire import free_port
 
 MB = 1_000_000
 GB = 1_000_000_000

@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 from types import ModuleType
 
-from bench.crash_series import BrokerProcess, free_port, print_restart_times, series_main
+from bench.crash_series import BrokerProcess, print_restart_times, series_main
+from bench.harness.raw_wire import free_port
 
 MODES = {
     "default": (),
