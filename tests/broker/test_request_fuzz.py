@@ -443,8 +443,7 @@ def test_commit_with_the_largest_retention_time_is_stored(fuzz_broker) -> None:
         assert link.exchange(encode_request(spec, 3, 5, body)) == "answered"
         assert link.sock is not None
         link.sock.sendall(fetch)
-        (size,) = struct.unpack(">i", link._read_exactly(4))
-        answer = memoryview(link._read_exactly(size))
+        answer = memoryview(read_frame(link.sock))
     finally:
         link.close()
     assert not catcher.bad, catcher.bad[0].getMessage()
