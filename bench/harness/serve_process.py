@@ -63,7 +63,8 @@ class ServeProcess:
 
     ``append_log`` appends to the log after a line naming the start (restarts share one log);
     ``nofile`` lowers ``RLIMIT_NOFILE`` in the child, as ``ulimit -n`` would; ``new_session``
-    keeps signals aimed at the caller's process group (a Ctrl-C) away from the broker.
+    keeps signals aimed at the caller's process group (a Ctrl-C) away from the broker;
+    ``command`` runs another build's ``serve`` (e.g. ``[venv/bin/kafkette, "serve"]``).
     """
 
     def __init__(
@@ -74,6 +75,7 @@ class ServeProcess:
         append_log: bool = False,
         nofile: int | None = None,
         new_session: bool = False,
+        command: Sequence[str] = SERVE,
     ) -> None:
         self.log_path = log_path
         self.stdout_lines: list[str] = []
@@ -83,7 +85,7 @@ class ServeProcess:
         self.ready_s = 0.0
         self._ready = threading.Event()
         self._stdout_done = threading.Event()
-        command = [*SERVE, *args]
+        command = [*command, *args]
 
         def limit() -> None:
             if nofile is not None:
