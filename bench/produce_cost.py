@@ -59,9 +59,9 @@ def broker_cpu_s(pid: int) -> float:
 
 
 def start(binary: str, data_dir: Path) -> tuple[subprocess.Popen, str]:
-    """``<binary> serve`` on a free port, once ready; its log beside ``data_dir``."""
-    serve = ServeProcess(["--listen", "127.0.0.1:0", "--data-dir", str(data_dir)],
-                         data_dir.with_suffix(".log"), command=[binary, "serve"])
+    """``<binary> serve`` on a free port, once ready; its log inside ``data_dir``."""
+    serve = ServeProcess(["--listen", "127.0.0.1:0", "--data-dir", str(data_dir / "data")],
+                         data_dir / "broker.log", command=[binary, "serve"])
     return serve.wait_ready(30).proc, serve.bootstrap
 
 

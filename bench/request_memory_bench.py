@@ -72,10 +72,11 @@ def main() -> None:
     args = parser.parse_args()
     frame_bytes = args.frame_mib * MIB - 4 - 1  # under socket.request.max.bytes
     with tempfile.TemporaryDirectory() as data_dir:
-        command = ["--listen", "127.0.0.1:0", "--data-dir", data_dir, "--log-level", "WARNING"]
+        command = ["--listen", "127.0.0.1:0", "--data-dir", str(Path(data_dir) / "data"),
+                   "--log-level", "WARNING"]
         for item in args.config:
             command += ["--config", item]
-        serve = ServeProcess(command, Path(data_dir + ".log")).wait_ready(60)
+        serve = ServeProcess(command, Path(data_dir) / "broker.log").wait_ready(60)
         proc, port = serve.proc, serve.port
         try:
             time.sleep(0.5)
