@@ -18,7 +18,7 @@ the broker's CPU seconds per million records, and the same consumer's rate with 
 switched off (``fetch.queue.backoff.ms=0``, queue limits lifted): the figure the broker
 decides.
 
-The topic is filled as bench/workloads.py fills it (batches cut at a fixed record count), so
+The topic is filled as bench/harness/workloads.py fills it (batches cut at a fixed record count), so
 both brokers store and serve the same batches.
 """
 

@@ -15,9 +15,9 @@ then measures with one confluent-kafka producer (``linger.ms=5``) on one partiti
   expires), and the records lost (acknowledged but not readable afterwards: must be 0).
 
 Then the same four measurements on Apache Kafka 4.0 as three combined KRaft nodes
-(``bench/kafka_kraft_cluster.py``; ``broker.session.timeout.ms`` set to the same 6 s), when the
-reference distribution and java are there (``--systems kafkette`` skips it; the reason is printed
-when it cannot run). Each system runs alone: the first is stopped before the second starts.
+(``bench/harness/kafka_kraft_cluster.py``; ``broker.session.timeout.ms`` set to the same 6 s),
+when the reference distribution and java are there (``--systems kafkette`` skips it; the reason is
+printed when it cannot run). Each system runs alone: the first is stopped before the second starts.
 
 Figures are records/s from the first produce to the last acknowledgement, and seconds. A script,
 not a test: figures depend on the machine (two shared cores here: the three brokers, ZooKeeper
