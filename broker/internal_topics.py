@@ -1,4 +1,5 @@
-"""What the group and transaction coordinators do alike with their internal topic.
+"""The internal topics' names, and what the group and transaction coordinators do
+alike with their internal topic.
 
 ``__consumer_offsets`` and ``__transaction_state`` are created on first use,
 with the partition count configured then (a later change of
@@ -18,7 +19,6 @@ import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from kafkette.broker.topics import TopicError
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.record_batch import read_header
 from kafkette.wire.records import Record, decode_batches
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from kafkette.broker.cluster.replica_manager import ReplicaManager
-    from kafkette.broker.partition import Partition
+    from kafkette.broker.partitions import Partition
     from kafkette.broker.topics import TopicRegistry
     from kafkette.log import PartitionLog
     from kafkette.wire.record_batch import BatchHeader
@@ -35,6 +35,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkette.server")
 
 READ_CHUNK_BYTES = 4 * 1024 * 1024
+
+# The internal topics, named here and nowhere else.
+OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
 
 
 def partitions_in_use(
@@ -56,6 +61,8 @@ async def create_if_missing(
 ) -> None:
     """Create the topic unless it exists (a concurrent creation is fine); raises
     TopicError for any other failure."""
+    from kafkette.broker.topics import TopicError  # here: broker.topics may import this module
+
     if topics.metadata(name) is not None:
         return
     try:

@@ -43,8 +43,9 @@ import trio
 
 from kafkette.broker.clock import now_ms
 from kafkette.broker.config import BrokerConfig, advertised_listener
+from kafkette.broker.durable_store import StoreFileError, StoreUnavailable
 from kafkette.broker.fetch_sessions.cache import FetchSessionCache
-from kafkette.broker.group_coordinator import GroupCoordinator
+from kafkette.broker.groups.coordinator import GroupCoordinator
 from kafkette.broker.identity import load_or_create_cluster_id
 from kafkette.broker.network.connection import serve_connection
 from kafkette.broker.network.connection_limits import (
@@ -54,9 +55,9 @@ from kafkette.broker.network.connection_limits import (
 )
 from kafkette.broker.network.request_memory import RequestMemoryPool
 from kafkette.broker.observability.request_log import RequestObserver
-from kafkette.broker.partition import Partition
+from kafkette.broker.partitions import Partition
 from kafkette.broker.producer_ids import ProducerIdAllocator
-from kafkette.broker.quotas import QuotaFileError, QuotaManager, QuotaStore, open_quota_store
+from kafkette.broker.quotas import QuotaManager, QuotaStore, open_quota_store
 from kafkette.broker.security.authorizer.startup import open_authorizer
 from kafkette.broker.security.listeners import ListenerSpec, plan_listeners
 from kafkette.broker.security.session import Session
@@ -519,17 +520,17 @@ class Broker:
         """The data dir's quotas (a damaged file stops the start), or a cluster's."""
         try:
             self.quota_store = await open_quota_store(self)
-        except (QuotaFileError, RuntimeError) as exc:  # RuntimeError: ZooKeeper's (zk_store)
+        except (StoreFileError, StoreUnavailable) as exc:
             raise StartupError(str(exc)) from None
         self.quota_store.on_change(self.client_quotas.update)
 
     async def _open_client_metrics(self) -> None:
-        """A damaged client-metrics.json stops the start (broker/client_metrics.py)."""
-        from kafkette.broker.client_metrics import ClientMetricsFileError, open_client_metrics
+        """A damaged client-metrics.json stops the start (broker/telemetry/)."""
+        from kafkette.broker.telemetry.subscriptions import open_client_metrics
 
         try:
             await open_client_metrics(self)
-        except ClientMetricsFileError as exc:
+        except StoreFileError as exc:
             raise StartupError(str(exc)) from None
 
     def _has_scram_credentials_file(self) -> bool:
@@ -542,11 +543,10 @@ class Broker:
         if not self._has_scram_credentials_file():
             return
         from kafkette.broker.security.sasl.broker_sasl import open_broker_sasl
-        from kafkette.broker.security.sasl.scram_store import CredentialFileError
 
         try:
             await open_broker_sasl(self)
-        except CredentialFileError as exc:
+        except StoreFileError as exc:
             raise StartupError(str(exc)) from None
 
     async def _connect_cluster(self) -> None:

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from kafkette.broker.partition import LEADER_EPOCH
+from kafkette.broker.partitions import LEADER_EPOCH
 from kafkette.broker.topics import TopicError
 from kafkette.broker.topology import (
     BrokerEndpoint,

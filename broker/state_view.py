@@ -32,7 +32,7 @@ from kafkette.wire.record_batch import batch_size_at
 from kafkette.wire.records import decode_batch
 
 if TYPE_CHECKING:
-    from kafkette.broker.partition import Partition
+    from kafkette.broker.partitions import Partition
     from kafkette.broker.server import Broker
     from kafkette.log.partition_log import PartitionLog
 
@@ -347,7 +347,7 @@ class BrokerStateView:
 
     def group_ids(self) -> list[str]:
         state = self._broker.groups.state
-        return sorted(g.group_id for g in state.list_groups())
+        return sorted(g.group_id for g in state.classic.list_groups())
 
     def groups(self) -> list[GroupSummary]:
         known = self._known_group_ids()  # once, not once per group
@@ -361,11 +361,11 @@ class BrokerStateView:
         return self._group(group_id)
 
     def _known_group_ids(self) -> set[str]:
-        return {g.group_id for g in self._broker.groups.state.list_groups()}
+        return {g.group_id for g in self._broker.groups.state.classic.list_groups()}
 
     def _group(self, group_id: str) -> GroupSummary:
         state = self._broker.groups.state
-        (description,) = state.describe_groups([group_id])
+        (description,) = state.classic.describe_groups([group_id])
         members = tuple(
             MemberSummary(
                 member_id=m.member_id,
@@ -380,7 +380,7 @@ class BrokerStateView:
         )
         committed = {
             (tp[0], tp[1]): fetched.offset
-            for tp, fetched in state.fetch_offsets(group_id, None).partitions.items()
+            for tp, fetched in state.offsets.fetch_offsets(group_id, None).partitions.items()
             if fetched.offset >= 0
         }
         owner = {tp: m for m in members for tp in m.assignment}

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from kafkette.broker.config import TOPIC_CONFIGS, BrokerConfig, ConfigError, check_value
-from kafkette.broker.partition import Partition
+from kafkette.broker.partitions import Partition
 from kafkette.broker.throttled_log import describe_error, storage_errors
 from kafkette.log import TopicMetadata
 from kafkette.log.config import LogConfig, log_config_for
@@ -131,6 +131,26 @@ class TopicRegistry:
     def names(self) -> list[str]:
         return list(self._partitions)
 
+    @property
+    def leadership_moves(self) -> bool:
+        """Cluster mode: partitions have replicas on other brokers, which fetch from
+        their leader, and leadership moves between brokers. False on a single node,
+        which leads every partition it has for ever (in epoch 0)."""
+        return self.cluster is not None and self.cluster.replicas is not None
+
+    def current_leader(self, name: str, index: int) -> tuple[int, int] | None:
+        """(live leader id or -1, leader epoch) of a partition as this broker's cluster
+        snapshot has it: the hint a client sent to the wrong broker gets (KIP-951).
+        None when the snapshot has no state for it, and always on a single node (which
+        never sends a client elsewhere)."""
+        if self.cluster is None:
+            return None
+        metadata = self.cluster.metadata
+        state = metadata.state(name, index)
+        if state is None:
+            return None
+        return metadata.leader_of(name, index), state.leader_epoch
+
     def metadata(self, name: str) -> TopicMetadata | None:
         return self.data_dir.topics.get(name)
 
@@ -155,6 +175,27 @@ class TopicRegistry:
         broker's only: ``has_partition`` tells the two apart."""
         parts = self._partitions.get(name)
         return None if parts is None else parts.get(index)
+
+    def serving(
+        self, name: str, index: int, current_leader_epoch: int = -1
+    ) -> Partition | ErrorCode:
+        """The partition this broker serves a client's request on, or the error to answer.
+
+        On a single node: every partition hosted here (UNKNOWN_TOPIC_OR_PARTITION
+        otherwise), in epoch 0 (a ``current_leader_epoch`` above it is
+        UNKNOWN_LEADER_EPOCH; -1 checks none). In a cluster: only one this broker
+        leads, in the client's epoch (``ReplicaManager.leader_partition``: Kafka's
+        NOT_LEADER_OR_FOLLOWER and fencing errors otherwise).
+        """
+        if self.cluster is not None and self.cluster.replicas is not None:
+            return self.cluster.replicas.leader_partition(name, index, current_leader_epoch)
+        parts = self._partitions.get(name)
+        partition = None if parts is None else parts.get(index)
+        if partition is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if current_leader_epoch > partition.leader_epoch:
+            return ErrorCode.UNKNOWN_LEADER_EPOCH
+        return partition
 
     def has_partition(self, name: str, index: int) -> bool:
         """Does the topic have partition ``index``, hosted here or not?"""
@@ -482,8 +523,9 @@ class TopicRegistry:
             if partition is None:
                 return False
             try:
-                async with partition.append_lock:
-                    await trio.to_thread.run_sync(self.data_dir.drop_partition, name, index)
+                await partition.while_appends_wait(
+                    lambda: self.data_dir.drop_partition(name, index)
+                )
             except BaseException:
                 if index in self.data_dir.topics[name].hosted_indexes():
                     parts[index] = partition  # still there (topics.json unchanged): keep it

@@ -382,7 +382,12 @@ class PartitionLog:
     # ----------------------------------------------------------------- append
 
     def append(
-        self, batches: bytearray, headers: list[BatchHeader], *, nonblocking: bool = False
+        self,
+        batches: bytearray,
+        headers: list[BatchHeader],
+        *,
+        leader_epoch: int | None = None,
+        nonblocking: bool = False,
     ) -> AppendInfo:
         """Append already-validated batches (back to back in ``batches``).
 
@@ -399,14 +404,17 @@ class PartitionLog:
         them with one ``pwrite``, and returns the offsets assigned. The
         headers' own base offsets are ignored.
 
-        A batch whose partition leader epoch (read from the bytes, where the
-        broker stamps it) is newer than the cache's latest is recorded in the
+        The log stamps the partition leader epoch (the one place it is done):
+        the broker passes ``leader_epoch``, the epoch it leads in, and every
+        batch is stamped with it, whatever the client put there; without it
+        each batch's own stamp is taken (tools and tests that build their
+        batches). An epoch newer than the cache's latest is recorded in the
         leader-epoch cache, persisted before the write: one int compare per
-        batch on the common path. A batch stamped older (or not at all, -1)
-        is restamped with the latest epoch, as Kafka's log stamps every
-        leader append with the leader's epoch: a leader writes in its current
-        epoch, and a stale stamp copied by followers would make their epoch
-        caches (and OffsetForLeaderEpoch answers) differ from the leader's.
+        batch on the common path. An older one (or none, -1) becomes the
+        latest, as Kafka's log stamps every leader append with the leader's
+        epoch: a stale stamp copied by followers would make their epoch caches
+        (and OffsetForLeaderEpoch answers) differ from the leader's. Follower
+        appends keep the leader's stamps (``append_as_follower``).
         """
         if not headers:
             raise ValueError("append needs at least one batch")
@@ -426,7 +434,11 @@ class PartitionLog:
             new_epochs: list[tuple[int, int]] | None = None
             for header in headers:
                 _BASE_OFFSET.pack_into(batches, position, next_offset)
-                epoch = _LEADER_EPOCH.unpack_from(batches, position + _LEADER_EPOCH_AT)[0]
+                if leader_epoch is None:
+                    epoch = _LEADER_EPOCH.unpack_from(batches, position + _LEADER_EPOCH_AT)[0]
+                else:
+                    epoch = leader_epoch
+                    _LEADER_EPOCH.pack_into(batches, position + _LEADER_EPOCH_AT, epoch)
                 if epoch != latest_epoch:
                     if epoch > latest_epoch:
                         if new_epochs is None:

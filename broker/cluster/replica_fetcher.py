@@ -2,9 +2,11 @@
 
 A follower is a Fetch client of its leader, as in Kafka: ``replica_id`` = this
 broker's id (Fetch v12 still carries the field), ``fetch_offset`` = the local
-log end offset (LEO). The leader's batches are appended as they are, same
-offsets and leader epochs (``PartitionLog.append_as_follower``), and the
-local high watermark becomes min(leader HW, own LEO).
+log end offset (LEO). Each answer goes to the partition (``Partition.follow``,
+``broker/partitions/follower.py``): the leader's batches are appended as they
+are, same offsets and leader epochs, and the local high watermark becomes
+min(leader HW, own LEO). Truncations go through the partition too
+(``Partition.truncate_to`` / ``restart_at``), in order with its appends.
 
 Before fetching in a new leader epoch the follower truncates (KIP-101,
 KIP-279): it asks the leader OffsetForLeaderEpoch (v3, ``replica_id`` = own
@@ -33,12 +35,12 @@ from typing import TYPE_CHECKING
 import trio
 
 from kafkette.broker.cluster.peer_client import PeerClient, PeerError, PeerSecurity
-from kafkette.broker.partition import Partition
+from kafkette.broker.partitions import Partition
 from kafkette.broker.throttled_log import ThrottledLog
 from kafkette.log.errors import OffsetMismatch
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.errors import ErrorCode
-from kafkette.wire.record_batch import HEADER_SIZE, BatchHeader, InvalidBatchError, read_header
+from kafkette.wire.record_batch import InvalidBatchError
 
 if TYPE_CHECKING:
     from kafkette.broker.cluster.config import ClusterConfig
@@ -63,29 +65,6 @@ class FollowerPartition:
     @property
     def key(self) -> tuple[str, int]:
         return (self.partition.topic, self.partition.index)
-
-
-def split_batches(
-    records: memoryview | bytes, log_end_offset: int
-) -> tuple[int, int, list[BatchHeader]]:
-    """(start, end, headers) of the whole batches in ``records`` that reach past the LEO.
-
-    Batches wholly below ``log_end_offset`` (already held) are skipped; a batch cut
-    short at the end of the response (Kafka's leaders may send one) is left for the
-    next fetch. Raises InvalidBatchError for bytes that are not batches.
-    """
-    pos, start, total = 0, 0, len(records)
-    headers: list[BatchHeader] = []
-    while total - pos >= HEADER_SIZE:
-        header = read_header(records, pos)
-        if pos + header.size > total:
-            break
-        if header.last_offset < log_end_offset:
-            start = pos + header.size
-        else:
-            headers.append(header)
-        pos += header.size
-    return start, pos if headers else start, headers
 
 
 def truncation_step(
@@ -296,38 +275,34 @@ class ReplicaFetcher:
 
     async def _truncate_to(self, state: FollowerPartition, epoch: int, offset: int) -> None:
         partition = state.partition
-        async with partition.append_lock:
-            if self._partitions.get(state.key) is not state or state.leader_epoch != epoch:
-                return
-            leo = partition.log.log_end_offset
-            if offset < leo:
-                log.info(
-                    "truncating %s-%d from %d to %d (leader epoch %d, leader %d)",
-                    partition.topic,
-                    partition.index,
-                    leo,
-                    offset,
-                    epoch,
-                    self.leader_id,
-                )
-            # Also at or past the LEO: an epoch entry at the log end goes (see truncate_to).
-            await trio.to_thread.run_sync(partition.log.truncate_to, max(offset, 0))
+
+        def still_wanted() -> bool:
+            return self._partitions.get(state.key) is state and state.leader_epoch == epoch
+
+        leo = await partition.truncate_to(offset, still_wanted)
+        if leo is not None and offset < leo:
+            log.info(
+                "truncating %s-%d from %d to %d (leader epoch %d, leader %d)",
+                partition.topic,
+                partition.index,
+                leo,
+                offset,
+                epoch,
+                self.leader_id,
+            )
 
     async def _restart_at(self, state: FollowerPartition, fetched_at: int, offset: int) -> bool:
         """Kafka's ``truncateFullyAndStartAt`` on a follower that fetched below the
-        leader's log start; False (back off) if the log moved meanwhile."""
+        leader's log start (if the log moved meanwhile, the next fetch asks again)."""
         partition = state.partition
-        async with partition.append_lock:
-            if self._partitions.get(state.key) is not state:
-                return True
-            if partition.log.log_end_offset != fetched_at:
-                return True  # changed meanwhile: the next fetch asks again
+        if await partition.restart_at(
+            offset, fetched_at, lambda: self._partitions.get(state.key) is state
+        ):
             log.info(
                 "%s-%d: fetch offset %d is below the log start %d of leader %d:"
                 " restarting the local log empty at %d",
                 partition.topic, partition.index, fetched_at, offset, self.leader_id, offset,
             )
-            await trio.to_thread.run_sync(partition.log.truncate_fully_and_start_at, offset)
         return True
 
     async def _fetch(self, states: list[FollowerPartition]) -> None:
@@ -416,79 +391,39 @@ class ReplicaFetcher:
                 error.name,
             )
             return False
-        records = answer["records"]
-        appended = False
-        async with partition.append_lock:
-            if self._partitions.get(state.key) is not state:
-                return True
-            log_ = partition.log
-            leo = log_.log_end_offset
-            if leo != fetched_at:
-                return True  # truncated meanwhile: the next fetch asks again
-            if records:
-                try:
-                    start, end, headers = split_batches(records, leo)
-                except InvalidBatchError as exc:
-                    self._warn(
-                        "bytes",
-                        "replica fetch of %s-%d: bad batch from broker %d: %s",
-                        partition.topic,
-                        partition.index,
-                        self.leader_id,
-                        exc,
-                    )
-                    return False
-                if headers:
-                    # Headers None: the log reads them again and checks every CRC, as
-                    # Kafka's follower validates what it is sent.
-                    data = bytes(records[start:end])
-                    first = headers[0].base_offset
-                    if first < leo and leo == log_.log_start_offset:
-                        # An empty log restarted at the leader's log start, which falls
-                        # inside this batch (DeleteRecords cut it): restart at the batch's
-                        # base and take it whole; the leader's log start then moves ours
-                        # (below). Kafka's follower does the same (KAFKA-6975).
-                        await trio.to_thread.run_sync(log_.truncate_fully_and_start_at, first)
-                    try:
-                        await trio.to_thread.run_sync(log_.append_as_follower, data, None)
-                    except OffsetMismatch as exc:  # our log moved under us: ask again
-                        log.warning(
-                            "follower append to %s-%d refused: %s",
-                            partition.topic,
-                            partition.index,
-                            exc,
-                        )
-                        state.truncated = False
-                        return False
-                    except Exception as exc:  # corrupt bytes, full disk: retry later
-                        self._warn(
-                            "append",
-                            "follower append to %s-%d failed: %r",
-                            partition.topic,
-                            partition.index,
-                            exc,
-                        )
-                        return False
-                    appended = True
-            high_watermark = log_.set_high_watermark(
-                min(answer["high_watermark"], log_.log_end_offset)
+        copied = await partition.follow(
+            fetched_at,
+            lambda: self._partitions.get(state.key) is state,
+            answer["records"],
+            answer["high_watermark"],
+            answer["log_start_offset"],
+        )
+        if copied is None:
+            return True  # no longer followed, or truncated meanwhile: the next fetch asks
+        where = f"{partition.topic}-{partition.index}"
+        if isinstance(copied.failure, InvalidBatchError):
+            self._warn(
+                "bytes",
+                "replica fetch of %s: bad batch from broker %d: %s",
+                where,
+                self.leader_id,
+                copied.failure,
             )
-            # The leader's log start (DeleteRecords, retention) moves ours, up to our HW
-            # (Kafka's maybeIncrementLogStartOffset), so a follower that leads later
-            # does not serve records the leader had already dropped.
-            start = min(answer["log_start_offset"], high_watermark)
-            if start > log_.log_start_offset:
-                try:
-                    await trio.to_thread.run_sync(log_.delete_records_before, start)
-                except Exception as exc:
-                    self._warn(
-                        "start",
-                        "moving the log start of %s-%d to %d failed: %r",
-                        partition.topic,
-                        partition.index,
-                        start,
-                        exc,
-                    )
-        if appended:
+        elif isinstance(copied.failure, OffsetMismatch):  # our log moved under us: ask again
+            log.warning("follower append to %s refused: %s", where, copied.failure)
+            state.truncated = False
+        elif copied.failure is not None:  # corrupt bytes, full disk: retry later
+            self._warn("append", "follower append to %s failed: %r", where, copied.failure)
+        if copied.failure is not None:
+            return False
+        if copied.start_failure is not None:
+            self._warn(
+                "start",
+                "moving the log start of %s to %d failed: %r",
+                where,
+                copied.start,
+                copied.start_failure,
+            )
+        if copied.appended:
             self._on_append(partition)
         return True

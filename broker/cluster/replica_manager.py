@@ -21,8 +21,9 @@ High watermarks are explicit in cluster mode (``PartitionLog.enable_replication`
 and checkpointed to ``replication-offset-checkpoint`` every
 ``replica.high.watermark.checkpoint.interval.ms`` and at stop.
 
-Everything here runs on the event loop; log work goes to worker threads with the
-partition's append lock held, so role changes and appends never interleave.
+Everything here runs on the event loop; role changes go through the partition
+(``Partition.become_leader`` / ``become_follower``), which holds its appends off
+meanwhile, so role changes and appends never interleave.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from kazoo.exceptions import KazooException
 
 from kafkette.broker.cluster.isr import LeaderReplication
 from kafkette.broker.cluster.replica_fetcher import ReplicaFetcher
-from kafkette.broker.partition import Partition
+from kafkette.broker.partitions import Partition
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -189,6 +190,7 @@ class ReplicaManager:
             return
         high_watermark = self._checkpointed_hws.pop(key, 0)
         partition.log.enable_replication(high_watermark)
+        partition.replica_manager = self
         self._replicated[key] = partition.log
 
     async def _become_leader(
@@ -210,10 +212,15 @@ class ReplicaManager:
             return
         self._stop_following(key)
         log_ = partition.log
-        async with partition.append_lock:
-            partition.leader_epoch = state.leader_epoch
-            if state.leader_epoch > log_.leader_epoch_cache.latest_epoch:
-                await trio.to_thread.run_sync(log_.assign_leader_epoch, state.leader_epoch)
+
+        def install() -> tuple[LeaderState, LeaderState | None, int]:
+            # Under the partition's append lock: the log end is where the epoch starts.
+            old = self._leading.get(key)
+            if old is not None and old.partition is partition:
+                tenure = old.tenure
+            else:
+                self._tenures += 1
+                tenure = self._tenures
             leo = log_.log_end_offset
             replication = LeaderReplication(
                 self.broker_id,
@@ -224,15 +231,12 @@ class ReplicaManager:
                 log_.high_watermark,
                 _now_ms(),
             )
-            old = self._leading.get(key)
-            if old is not None and old.partition is partition:
-                tenure = old.tenure
-            else:
-                self._tenures += 1
-                tenure = self._tenures
             lead = LeaderState(partition, replication, state, tenure)
             self._leading[key] = lead
             partition.on_append = self.on_leader_append
+            return lead, old, leo
+
+        lead, old, leo = await partition.become_leader(state.leader_epoch, install)
         if old is not None:
             old.notify()
         log.info(
@@ -252,8 +256,7 @@ class ReplicaManager:
         old = self._leading.pop(key, None)
         partition.on_append = None
         if old is not None or partition.leader_epoch != state.leader_epoch:
-            async with partition.append_lock:  # no produce append straddles the change
-                partition.leader_epoch = state.leader_epoch
+            await partition.become_follower(state.leader_epoch)
         if old is not None:
             old.notify()
         previous = self._following.get(key)

@@ -1,17 +1,18 @@
-"""Consumer groups: the pure state machine and the committed-offsets records.
+"""Consumer groups: the coordinator, its pure state and the committed-offsets records.
 
-``GroupCoordinatorState`` is the whole classic group coordinator without I/O;
-``offsets_records`` encodes the ``__consumer_offsets`` records it asks the broker
-to persist; ``partition_for_group`` is Kafka's group -> offsets-partition rule.
-See docs/groups.md.
+``coordinator.GroupCoordinator`` is the broker's group coordinator (the state on the
+event loop: persisting, answering, timers, leadership in a cluster);
+``GroupCoordinatorState`` is every group without I/O, composed of the classic
+protocol (``classic``), the consumer protocol (``consumer/``), the migration between
+them (``migration``) and the offsets store (``offsets_store``); ``offsets_records``
+encodes the ``__consumer_offsets`` records; ``partition_for_group`` is Kafka's
+group -> offsets-partition rule. See docs/groups.md.
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING
-
-OFFSETS_TOPIC = "__consumer_offsets"
 
 # Names are resolved on first use (PEP 562), so a broker that never serves a
 # group never imports the state machine: that keeps start-up fast.
@@ -36,12 +37,11 @@ _EXPORTS = {
     "SyncResponse": "model",
     "java_string_hash": "partitioning",
     "partition_for_group": "partitioning",
-    "record_group_id": "offsets_ops",
+    "record_group_id": "offsets_records",
     "GroupCoordinatorState": "state",
 }
 
 __all__ = [
-    "OFFSETS_TOPIC",
     "FetchedOffset",
     "GroupConfig",
     "GroupCoordinatorState",
@@ -97,6 +97,6 @@ if TYPE_CHECKING:
         TransactionalRecord,
         TxnMarker,
     )
-    from .offsets_ops import record_group_id
+    from .offsets_records import record_group_id
     from .partitioning import java_string_hash, partition_for_group
     from .state import GroupCoordinatorState

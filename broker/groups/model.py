@@ -244,6 +244,12 @@ class Member:
     def matches(self, protocols: list[tuple[str, bytes]]) -> bool:
         return list(self.protocols) == list(protocols)
 
+    def schedule_heartbeat(self, now_ms: int, timeout_ms: int | None = None) -> None:
+        """Its session runs ``timeout_ms`` (default: its session timeout) from ``now_ms``."""
+        self.heartbeat_deadline_ms = now_ms + (
+            self.session_timeout_ms if timeout_ms is None else timeout_ms
+        )
+
 
 @dataclass
 class Group:
@@ -269,7 +275,7 @@ class Group:
     sync_deadline_ms: int | None = None
     offsets: dict[TopicPartition, CommittedOffset] = field(default_factory=dict)
     # Where each committed offset's record stands in the log, as a number that only
-    # grows in log order (see ``GroupCoordinatorState._position``): a transaction's
+    # grows in log order (see ``OffsetStore.next_position``): a transaction's
     # offset replaces a committed one at COMMIT only if its record is the later one,
     # as Kafka compares record offsets (a log compacted in between stays correct).
     offset_positions: dict[TopicPartition, int] = field(default_factory=dict)
@@ -278,6 +284,39 @@ class Group:
     pending_offsets: dict[int, dict[TopicPartition, PendingOffset]] = field(
         default_factory=dict
     )
+
+    def transition(self, state: GroupState, now_ms: int) -> None:
+        if self.state not in VALID_PREVIOUS_STATES[state]:
+            raise AssertionError(f"group {self.group_id}: illegal {self.state} -> {state}")
+        self.state = state
+        self.state_timestamp_ms = now_ms
+
+    def is_unused(self) -> bool:
+        """True for a group that holds nothing: no members, offsets or pending
+        offsets, never rebalanced. Such a group, created only by a request that
+        then failed or by offsets that were all aborted, must not stay behind.
+        """
+        return (
+            self.state is GroupState.EMPTY
+            and not self.members
+            and not self.pending_members
+            and not self.offsets
+            and not self.pending_offsets
+            and self.generation_id == 0
+        )
+
+    def answer_waiting(self, error: int) -> list[Reply]:
+        """``error`` for every member still waiting in JoinGroup or SyncGroup (the group
+        is being forgotten or reloaded)."""
+        replies: list[Reply] = []
+        for member in self.members.values():
+            if member.join_ticket is not None:
+                replies.append(
+                    Reply(member.join_ticket, JoinResponse(error, member_id=member.member_id))
+                )
+            if member.sync_ticket is not None:
+                replies.append(Reply(member.sync_ticket, SyncResponse(error)))
+        return replies
 
     def has_pending(self, tp: TopicPartition) -> bool:
         """Some open transaction committed an offset for ``tp``."""

@@ -256,3 +256,11 @@ def decode_group_metadata_value(data: bytes) -> GroupMetadataValue:
             )
         )
     return GroupMetadataValue(protocol_type, generation, protocol, leader, state_ts, tuple(members))
+
+
+def record_group_id(key: bytes) -> str | None:
+    """The group a ``__consumer_offsets`` record key belongs to (None if unknown)."""
+    try:
+        return decode_key(key).group_id
+    except UnsupportedRecord:
+        return None

@@ -7,7 +7,7 @@ binding or filter Kafka refuses (UNKNOWN codes, an empty name, a principal with 
 ``:``, a CLUSTER resource not named ``kafka-cluster``) gets INVALID_REQUEST with
 Kafka's message while the request's other entries go ahead. In a cluster (ACLs in
 ZooKeeper) a resource name with `/`, `.`/`..` or characters ZooKeeper paths refuse
-is INVALID_REQUEST too: it cannot be one znode (zk_store.unstorable_name).
+is INVALID_REQUEST too: it cannot be one znode (the store's ``unstorable``).
 
 A change is given ACL_CHANGE_TIMEOUT_S (waiting for the one before it included): in
 a ZooKeeper outage kazoo holds requests until it reconnects, and the request, the

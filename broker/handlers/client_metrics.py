@@ -1,10 +1,10 @@
 """ListClientMetricsResources and the CLIENT_METRICS (type 16) parts of the config APIs.
 
 ``admin_configs.py`` hands every resource of type 16 to ``describe_resource`` /
-``alter_resource`` here (a one-line hook each), so the subscriptions' rules live
-in ``broker/client_metrics.py`` and nowhere else. Kafka checks DESCRIBE_CONFIGS
-/ ALTER_CONFIGS on the cluster for these resources, and the same DESCRIBE_CONFIGS
-for the listing.
+``alter_resource`` here (a one-line hook each), so the subscriptions' rules live in
+``broker/telemetry/resources.py`` and their store in ``broker/telemetry/subscriptions.py``.
+Kafka checks DESCRIBE_CONFIGS / ALTER_CONFIGS on the cluster for these resources, and
+the same DESCRIBE_CONFIGS for the listing.
 
 GetTelemetrySubscriptions (71) and PushTelemetry (72) stay unadvertised, as a
 Kafka 4.0 broker without a metrics reporter plugin leaves them out of ApiVersions
@@ -16,19 +16,19 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from kafkette.broker.client_metrics import (
-    SubscriptionError,
-    apply_changes,
-    check_name,
-    replace_all,
-    store_of,
-)
-from kafkette.broker.client_metrics_zk import SubscriptionStoreUnavailable
+from kafkette.broker.durable_store import StoreUnavailable
 from kafkette.broker.security.authorizer.checks import (
     ALTER_CONFIGS,
     DESCRIBE_CONFIGS,
     cluster_denied,
 )
+from kafkette.broker.telemetry.resources import (
+    SubscriptionError,
+    apply_changes,
+    check_name,
+    replace_all,
+)
+from kafkette.broker.telemetry.subscriptions import SubscriptionChange, store_of
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ async def handle_list_client_metrics_resources(broker: Broker, request: Request)
         }
     try:
         names = await store_of(broker).names()
-    except SubscriptionStoreUnavailable as exc:
+    except StoreUnavailable as exc:
         log.warning("client metrics subscriptions not listed: %s", exc)
         return {
             "throttle_time_ms": 0,
@@ -81,7 +81,7 @@ async def describe_resource(broker: Broker, request: Request, resource: dict, re
         return
     try:
         configs = await store_of(broker).configs(name)
-    except SubscriptionStoreUnavailable as exc:
+    except StoreUnavailable as exc:
         log.warning("client metrics subscription %s not described: %s", name, exc)
         result["error_code"] = int(ErrorCode.UNKNOWN_SERVER_ERROR)
         result["error_message"] = str(exc)
@@ -118,8 +118,8 @@ async def alter_resource(
 
     try:
         check_name(name)
-        configs = await store_of(broker).update(
-            name, change, validate_only=request.body["validate_only"]
+        configs = await store_of(broker).apply(
+            SubscriptionChange(name, change, validate_only=request.body["validate_only"])
         )
     except SubscriptionError as exc:
         response["error_code"], response["error_message"] = int(exc.code), exc.message
@@ -129,7 +129,7 @@ async def alter_resource(
         response["error_code"] = int(ErrorCode.UNKNOWN_SERVER_ERROR)
         response["error_message"] = f"could not write the subscriptions: {exc.strerror or exc}"
         return
-    except SubscriptionStoreUnavailable as exc:  # ZooKeeper (a cluster): nothing changed
+    except StoreUnavailable as exc:  # ZooKeeper (a cluster): nothing changed
         log.warning("client metrics subscription %s not changed: %s", name, exc)
         response["error_code"] = int(ErrorCode.UNKNOWN_SERVER_ERROR)
         response["error_message"] = str(exc)

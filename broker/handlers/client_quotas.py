@@ -4,7 +4,7 @@ Checks, error codes and texts are Kafka 4.0's (compared with the reference broke
 a bad entity, key or value fails its own entry with INVALID_REQUEST (42) and the
 others still apply; a bad Describe filter fails the whole answer (42, or 35
 UNSUPPORTED_VERSION for an unknown entity type). The valid entries of an Alter are
-made durable together before the answer (broker/quotas/store.py or zk_store.py), and
+made durable together before the answer (the broker's quota store, a file or ZooKeeper), and
 are enforced from then on (broker/quotas/manager.py). Kafka checks ALTER_CONFIGS /
 DESCRIBE_CONFIGS on the CLUSTER, and so does this (through the authorizer, if any).
 """
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from kafkette.broker.durable_store import StoreUnavailable
 from kafkette.broker.quotas.entities import (
     CLIENT_ID,
     ENTITY_TYPES,
@@ -44,7 +45,7 @@ log = logging.getLogger("kafkette.quotas")
 
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 RESOLVE_TIMEOUT_S = 5.0
-STORE_TIMEOUT_S = 30.0  # a cluster's ZooKeeper that does not answer
+STORE_TIMEOUT_S = 30.0  # a store (a cluster's ZooKeeper) that does not answer
 CLUSTER_DENIED = "Cluster authorization failed."  # Kafka's default text for 31
 
 
@@ -132,8 +133,8 @@ async def handle_describe_client_quotas(broker: Broker, request: Request) -> dic
     assert broker.quota_store is not None
     try:
         with trio.fail_after(STORE_TIMEOUT_S):
-            quotas = await broker.quota_store.all()
-    except (trio.TooSlowError, OSError, RuntimeError) as exc:
+            quotas = await broker.quota_store.read()
+    except (trio.TooSlowError, OSError, StoreUnavailable) as exc:
         log.warning("DescribeClientQuotas: quotas unavailable: %s", exc)
         return {
             "error_code": ErrorCode.UNKNOWN_SERVER_ERROR,
@@ -231,7 +232,7 @@ async def handle_alter_client_quotas(broker: Broker, request: Request) -> dict:
         try:
             with trio.fail_after(STORE_TIMEOUT_S):
                 await broker.quota_store.apply(all_changes)
-        except (trio.TooSlowError, OSError, RuntimeError) as exc:
+        except (trio.TooSlowError, OSError, StoreUnavailable) as exc:
             log.warning("AlterClientQuotas: not stored (%s)", exc)
             message = "The client quotas could not be stored; the outcome is unknown."
             results = [

@@ -19,12 +19,11 @@ import weakref
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from kafkette.broker.group_coordinator import CoordinatorUnavailable
 from kafkette.broker.groups.consumer.state import (
-    GROUP_ID_NOT_FOUND,
     HeartbeatRequest,
     HeartbeatResult,
 )
+from kafkette.broker.groups.coordinator import CoordinatorUnavailable
 from kafkette.broker.handlers.groups import OPERATIONS_NOT_REQUESTED
 from kafkette.broker.security.authorizer.checks import (
     DESCRIBE,
@@ -141,7 +140,7 @@ async def handle_consumer_group_heartbeat(broker: Broker, request: Request) -> d
         ]}
     return {
         "throttle_time_ms": 0,
-        "error_code": 0,
+        "error_code": ErrorCode.NONE,
         "error_message": None,
         "member_id": result.member_id,
         "member_epoch": result.member_epoch,
@@ -161,7 +160,7 @@ def _described_assignment(broker: Broker, assignment) -> dict:
 
 def _describe_group(broker: Broker, group: ConsumerGroup, default_assignor: str) -> dict:
     return {
-        "error_code": 0,
+        "error_code": ErrorCode.NONE,
         "error_message": None,
         "group_id": group.group_id,
         "group_state": group.state,
@@ -235,11 +234,11 @@ async def handle_consumer_group_describe(broker: Broker, request: Request) -> di
                 entry["authorized_operations"] = authorized_operations(
                     broker, request, GROUP, group_id
                 )
-        elif state.classic_group_members(group_id) is not None:
-            entry["error_code"] = GROUP_ID_NOT_FOUND
+        elif state.classic.classic_group_members(group_id) is not None:
+            entry["error_code"] = ErrorCode.GROUP_ID_NOT_FOUND
             entry["error_message"] = f"Group {group_id} is not a consumer group."
         else:
-            entry["error_code"] = GROUP_ID_NOT_FOUND
+            entry["error_code"] = ErrorCode.GROUP_ID_NOT_FOUND
             entry["error_message"] = f"Group {group_id} not found."
         described.append(entry)
     return {"throttle_time_ms": 0, "groups": described}

@@ -27,14 +27,15 @@ stable offset and answers the aborted transactions overlapping the data
 returned (from the segments' abort indexes); every partition answer carries
 the LSO, for both isolation levels, as Kafka's does.
 
-In cluster mode (``broker.cluster`` set) only the leader serves a partition,
-in the client's ``current_leader_epoch`` (FENCED_LEADER_EPOCH /
-UNKNOWN_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER otherwise). A follower's fetch
-(``replica_id`` >= 0; in ``replica_state`` from v15) reads up to the log end
-offset and tells the replica manager the follower's LEO, which moves the high
-watermark; every other fetch reads only below the HW (or the LSO), so
-consumers never see a record that is not committed. On a single node the HW
-is the log end offset and none of this runs.
+Each partition is the one ``TopicRegistry.serving`` finds: in a cluster only
+the leader serves it, in the client's ``current_leader_epoch``
+(FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER
+otherwise). A follower's fetch (``replica_id`` >= 0; in ``replica_state`` from
+v15) reads up to the log end offset and tells the partition the follower's
+LEO (``Partition.follower_fetched``), which moves the high watermark; every
+other fetch reads only below the HW (or the LSO), so consumers never see a
+record that is not committed. On a single node the HW is the log end offset
+and none of this runs.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ from kafkette.broker.fetch_sessions import (
 )
 from kafkette.broker.fetch_sessions.context import SESSIONLESS
 from kafkette.broker.network.finishing import FinishingAnswer
-from kafkette.broker.partition import Partition
+from kafkette.broker.partitions import Partition
 from kafkette.broker.security.authorizer.checks import (
     CLUSTER_ACTION,
     READ,
@@ -77,7 +78,6 @@ from kafkette.wire.fetch_replica import replica_id_of
 from kafkette.wire.primitives import ZERO_UUID
 
 if TYPE_CHECKING:
-    from kafkette.broker.cluster.replica_manager import ReplicaManager
     from kafkette.broker.server import Broker
     from kafkette.wire.connection import Request
 
@@ -132,7 +132,8 @@ async def handle_fetch(broker: Broker, request: Request) -> dict:
     body = request.body
     version = request.header.api_version
     read_committed = body["isolation_level"] == READ_COMMITTED
-    replica_id = replica_id_of(body, version) if broker.cluster is not None else -1
+    # Only where partitions have followers does a fetch come from a replica.
+    replica_id = replica_id_of(body, version) if broker.topics.leadership_moves else -1
     cache = broker.fetch_sessions
     context = open_context(cache, version, body, now_ms()) if version >= 7 else SESSIONLESS
     if context.error:
@@ -212,7 +213,7 @@ async def handle_fetch(broker: Broker, request: Request) -> dict:
         session_id = 0
     fields = {"throttle_time_ms": 0, "error_code": 0, "session_id": session_id, "responses": topics}
     result = fields if on_answer is None else FinishingAnswer(fields, on_answer)
-    if version >= 16 and broker.cluster is not None:
+    if version >= 16:
         _add_leader_hints(broker, request, topics, result)
     return result
 
@@ -275,7 +276,6 @@ def _plan(
 ) -> tuple[list[dict], list[_Wanted]]:
     topics: list[dict] = []
     wanted: list[_Wanted] = []
-    replicas = broker.cluster.replicas if broker.cluster is not None else None
     # Kafka: a follower needs CLUSTER_ACTION on the cluster, a consumer READ on each
     # topic; either refusal is TOPIC_AUTHORIZATION_FAILED on the partitions.
     follower_denied = replica_id >= 0 and cluster_denied(broker, request, CLUSTER_ACTION)
@@ -308,14 +308,18 @@ def _plan(
                 "preferred_read_replica": -1,
                 "records": b"",
             }
-            if replicas is None:
-                partition = broker.topics.partition(name, fetch["partition"])
-                if partition is None:
-                    response["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                elif fetch["current_leader_epoch"] > partition.leader_epoch:
-                    response["error_code"] = int(ErrorCode.UNKNOWN_LEADER_EPOCH)
+            served = broker.topics.serving(
+                name, fetch["partition"], fetch["current_leader_epoch"]
+            )
+            replicated = False
+            if isinstance(served, ErrorCode):
+                response["error_code"] = int(served)
+                partition = None
             else:
-                partition = _cluster_partition(replicas, name, fetch, response, replica_id)
+                partition = served
+                replicated = partition.replicated
+                if replica_id >= 0:
+                    partition.follower_fetched(replica_id, fetch["fetch_offset"])
             partitions.append(response)
             wanted.append(
                 _Wanted(
@@ -325,8 +329,8 @@ def _plan(
                     fetch["partition_max_bytes"],
                     response,
                     read_committed,
-                    replicas is not None,
-                    replicas is not None and replica_id < 0,
+                    replicated,
+                    replicated and replica_id < 0,
                     replica_id >= 0,
                     replica_id < 0 and broker.count_records_out,
                 )
@@ -342,31 +346,25 @@ def _add_leader_hints(broker: Broker, request: Request, topics: list[dict], resu
     """KIP-951 (v16+): partitions answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH
     carry the leader this broker knows, and ``node_endpoints`` where to reach it (for
     the listener the request came in on), so the client need not ask Metadata first."""
-    assert broker.cluster is not None
-    metadata = broker.cluster.metadata
     leaders: set[int] = set()
     for topic in topics:
         for response in topic["partitions"]:
             if response["error_code"] not in _LEADER_MOVED:
                 continue
-            state = metadata.state(topic["topic"], response["partition_index"])
-            leader = metadata.leader_of(topic["topic"], response["partition_index"])
-            if state is None:
+            current = broker.topics.current_leader(topic["topic"], response["partition_index"])
+            if current is None:
                 continue
-            response["current_leader"] = {"leader_id": leader, "leader_epoch": state.leader_epoch}
+            leader, epoch = current
+            response["current_leader"] = {"leader_id": leader, "leader_epoch": epoch}
             if leader >= 0:
                 leaders.add(leader)
     if not leaders:
         return
-    listener = listener_of(request)
-    endpoints = []
-    for node_id in sorted(leaders):
-        info = metadata.brokers.get(node_id)
-        endpoint = info.endpoint_for(listener) if info is not None else None
-        if endpoint is not None:
-            host, port = endpoint
-            endpoints.append({"node_id": node_id, "host": host, "port": port, "rack": info.rack})
-    result["node_endpoints"] = endpoints
+    result["node_endpoints"] = [
+        {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+        for b in broker.topology.brokers(listener_of(request))
+        if b.node_id in leaders
+    ]
 
 
 def _refused(index: int, read_committed: bool, error: ErrorCode) -> dict:
@@ -380,22 +378,6 @@ def _refused(index: int, read_committed: bool, error: ErrorCode) -> dict:
         "preferred_read_replica": -1,
         "records": b"",
     }
-
-
-def _cluster_partition(
-    replicas: ReplicaManager, name: str, fetch: dict, response: dict, replica_id: int
-) -> Partition | None:
-    """The led partition (error filled in otherwise); a follower's fetch offset recorded
-    unless it is past the log end."""
-    led = replicas.leader_partition(name, fetch["partition"], fetch["current_leader_epoch"])
-    if isinstance(led, ErrorCode):
-        response["error_code"] = int(led)
-        return None
-    # Past the leader's log end the read answers OFFSET_OUT_OF_RANGE: as Kafka, only a
-    # fetch that can succeed updates the follower's state (else it would count as caught up).
-    if replica_id >= 0 and fetch["fetch_offset"] <= led.log.log_end_offset:
-        replicas.record_follower_fetch(led, replica_id, fetch["fetch_offset"])
-    return led
 
 
 async def _read(wanted: list[_Wanted], max_bytes: int) -> int:

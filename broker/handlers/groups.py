@@ -13,12 +13,14 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from kafkette.broker.group_coordinator import CoordinatorUnavailable
+from kafkette.broker.groups.coordinator import CoordinatorUnavailable
 from kafkette.broker.groups.model import (
     FetchedOffset,
     GroupListing,
+    JoinResponse,
     OffsetFetchResult,
     Outcome,
+    SyncResponse,
 )
 from kafkette.broker.security.authorizer.checks import (
     DELETE,
@@ -46,9 +48,6 @@ KEY_TYPE_TRANSACTION = 1
 # READ, DELETE and DESCRIBE: what Kafka reports for a group when everything is allowed.
 GROUP_OPERATIONS_ALL = (1 << 3) | (1 << 6) | (1 << 8)
 OPERATIONS_NOT_REQUESTED = -2147483648
-UNAVAILABLE = int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-GROUP_AUTHORIZATION_FAILED = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-TOPIC_AUTHORIZATION_FAILED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 # OffsetCommit v2-4 retention_time_ms is any int64: an expiry past this never comes anyway,
 # and it must still fit the int64 of the stored offset record.
 MAX_TIMESTAMP_MS = (1 << 63) - 1
@@ -73,7 +72,7 @@ async def handle_find_coordinator(broker: Broker, request: Request) -> dict:
     if broker.authorizer is not None:
         # Kafka: DESCRIBE on the group or transactional id, checked before anything.
         if body["key_type"] == KEY_TYPE_GROUP:
-            refused = {k: GROUP_AUTHORIZATION_FAILED for k in keys
+            refused = {k: ErrorCode.GROUP_AUTHORIZATION_FAILED for k in keys
                        if group_denied(broker, request, DESCRIBE, k)}
         elif body["key_type"] == KEY_TYPE_TRANSACTION:
             refused = {k: int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED) for k in keys
@@ -126,7 +125,7 @@ async def _find_coordinators(broker: Broker, request: Request, keys: list[str]) 
             "node_id": broker.node_id,
             "host": own.host,
             "port": own.port,
-            "error_code": 0,
+            "error_code": ErrorCode.NONE,
             "error_message": None,
         }
         if body["key_type"] == KEY_TYPE_TRANSACTION:
@@ -147,7 +146,7 @@ async def _find_coordinators(broker: Broker, request: Request, keys: list[str]) 
                 node_id=-1,
                 host="",
                 port=-1,
-                error_code=UNAVAILABLE,
+                error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
                 error_message=f"unsupported coordinator key type {body['key_type']}",
             )
         coordinators.append(entry)
@@ -171,11 +170,10 @@ async def _find_coordinator_in_cluster(
     created on the first lookup, as Kafka does; until it has leaders the answer is
     COORDINATOR_NOT_AVAILABLE and clients ask again. The coordinators load and
     unload their state as that leadership moves (docs/cluster.md, "Coordinators")."""
-    from kafkette.broker.group_coordinator import offsets_topic_configs
-    from kafkette.broker.groups import OFFSETS_TOPIC
+    from kafkette.broker.groups.coordinator import offsets_topic_configs
     from kafkette.broker.groups.partitioning import java_string_hash, kafka_abs
+    from kafkette.broker.internal_topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
     from kafkette.broker.topics import TopicError
-    from kafkette.broker.transactions import TRANSACTION_STATE_TOPIC
     from kafkette.broker.transactions.coordinator import transaction_state_configs
 
     assert broker.cluster is not None
@@ -245,7 +243,7 @@ async def handle_join_group(broker: Broker, request: Request) -> dict:
     session_timeout = body["session_timeout_ms"]
     rebalance_timeout = body["rebalance_timeout_ms"] if version >= 1 else session_timeout
     if group_denied(broker, request, READ, body["group_id"]):
-        return {"error_code": GROUP_AUTHORIZATION_FAILED, "generation_id": -1,
+        return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "generation_id": -1,
                 "member_id": "", "protocol_name": None if version >= 7 else ""}
 
     topics = _topic_view(broker)
@@ -268,36 +266,40 @@ async def handle_join_group(broker: Broker, request: Request) -> dict:
             topics=topics,
         )
 
+    def render(response: JoinResponse) -> dict:
+        log.debug(
+            "JoinGroup %s member %s: error %d generation %d leader %s",
+            body["group_id"],
+            response.member_id,
+            response.error,
+            response.generation_id,
+            response.leader,
+        )
+        return {
+            "throttle_time_ms": 0,
+            "error_code": response.error,
+            "generation_id": response.generation_id,
+            "protocol_type": response.protocol_type,
+            "protocol_name": (
+                response.protocol_name if version >= 7 else response.protocol_name or ""
+            ),
+            "leader": response.leader,
+            "skip_assignment": response.skip_assignment,
+            "member_id": response.member_id,
+            "members": [
+                {
+                    "member_id": m.member_id,
+                    "group_instance_id": m.group_instance_id,
+                    "metadata": m.metadata,
+                }
+                for m in response.members
+            ],
+        }
+
     try:
-        response = await broker.groups.wait_for_reply(call, body["group_id"])
+        return await broker.groups.wait_for_reply(call, render, body["group_id"])
     except CoordinatorUnavailable as exc:
         return {"error_code": int(exc.code), "generation_id": -1, "member_id": body["member_id"]}
-    log.debug(
-        "JoinGroup %s member %s: error %d generation %d leader %s",
-        body["group_id"],
-        response.member_id,
-        response.error,
-        response.generation_id,
-        response.leader,
-    )
-    return {
-        "throttle_time_ms": 0,
-        "error_code": response.error,
-        "generation_id": response.generation_id,
-        "protocol_type": response.protocol_type,
-        "protocol_name": response.protocol_name if version >= 7 else response.protocol_name or "",
-        "leader": response.leader,
-        "skip_assignment": response.skip_assignment,
-        "member_id": response.member_id,
-        "members": [
-            {
-                "member_id": m.member_id,
-                "group_instance_id": m.group_instance_id,
-                "metadata": m.metadata,
-            }
-            for m in response.members
-        ],
-    }
 
 
 async def handle_sync_group(broker: Broker, request: Request) -> dict:
@@ -308,7 +310,7 @@ async def handle_sync_group(broker: Broker, request: Request) -> dict:
         # Mandatory from v5; Kafka 4.0 checks this first, before the ACL.
         return {"error_code": int(ErrorCode.INCONSISTENT_GROUP_PROTOCOL), "assignment": b""}
     if group_denied(broker, request, READ, body["group_id"]):
-        return {"error_code": GROUP_AUTHORIZATION_FAILED, "assignment": b""}
+        return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "assignment": b""}
 
     topics = _topic_view(broker)
 
@@ -326,31 +328,35 @@ async def handle_sync_group(broker: Broker, request: Request) -> dict:
             topics=topics,
         )
 
+    def render(response: SyncResponse) -> dict:
+        """Called for every waiting member at once, by the request that completed the
+        sync (broker/groups/coordinator.py): the answers are ready together."""
+        log.debug(
+            "SyncGroup %s member %s generation %d: error %d, %d bytes of assignment",
+            body["group_id"],
+            body["member_id"],
+            body["generation_id"],
+            response.error,
+            len(response.assignment),
+        )
+        return {
+            "throttle_time_ms": 0,
+            "error_code": response.error,
+            "protocol_type": response.protocol_type,
+            "protocol_name": response.protocol_name,
+            "assignment": response.assignment,
+        }
+
     try:
-        response = await broker.groups.wait_for_reply(call, body["group_id"])
+        return await broker.groups.wait_for_reply(call, render, body["group_id"])
     except CoordinatorUnavailable as exc:
         return {"error_code": int(exc.code), "assignment": b""}
-    log.debug(
-        "SyncGroup %s member %s generation %d: error %d, %d bytes of assignment",
-        body["group_id"],
-        body["member_id"],
-        body["generation_id"],
-        response.error,
-        len(response.assignment),
-    )
-    return {
-        "throttle_time_ms": 0,
-        "error_code": response.error,
-        "protocol_type": response.protocol_type,
-        "protocol_name": response.protocol_name,
-        "assignment": response.assignment,
-    }
 
 
 async def handle_heartbeat(broker: Broker, request: Request) -> dict:
     body = request.body
     if group_denied(broker, request, READ, body["group_id"]):
-        return {"error_code": GROUP_AUTHORIZATION_FAILED}
+        return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
     topics = _topic_view(broker)
     try:
         outcome = await broker.groups.run(
@@ -368,7 +374,7 @@ async def handle_heartbeat(broker: Broker, request: Request) -> dict:
         if exc.code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             # Kafka answers a heartbeat blindly while the group loads: the member keeps
             # its session, and the loaded group counts its session from the load.
-            return {"throttle_time_ms": 0, "error_code": 0}
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE}
         return {"error_code": int(exc.code)}
     if outcome.result:
         log.debug(
@@ -385,7 +391,7 @@ async def handle_leave_group(broker: Broker, request: Request) -> dict:
     else:
         members = [(body["member_id"], None)]
     if group_denied(broker, request, READ, body["group_id"]):
-        return {"error_code": GROUP_AUTHORIZATION_FAILED, "members": []}
+        return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "members": []}
     try:
         outcome = await broker.groups.run(
             lambda state, now: state.leave_group(
@@ -417,7 +423,7 @@ async def handle_offset_commit(broker: Broker, request: Request) -> dict:
     body = request.body
     version = request.header.api_version
     if group_denied(broker, request, READ, body["group_id"]):
-        errors = {(t["name"], p["partition_index"]): GROUP_AUTHORIZATION_FAILED
+        errors = {(t["name"], p["partition_index"]): ErrorCode.GROUP_AUTHORIZATION_FAILED
                   for t in body["topics"] for p in t["partitions"]}
         return {"throttle_time_ms": 0, "topics": errors_by_topic(body["topics"], errors)}
     allowed, refused = topics_allowed(broker, request, READ, body["topics"])
@@ -435,7 +441,7 @@ async def handle_offset_commit(broker: Broker, request: Request) -> dict:
             if verdict:
                 return Outcome(dict.fromkeys(offsets, int(verdict)))
             consumer = verdict is not None
-            return state.commit_offsets(
+            return state.offsets.commit_offsets(
                 group_id=body["group_id"],
                 generation_id=-1 if consumer else generation,
                 member_id="" if consumer else body["member_id"],
@@ -468,7 +474,8 @@ def topics_allowed(
     for topic in topics:
         if topic_denied(broker, request, op, topic["name"]):
             for p in topic["partitions"]:
-                refused[(topic["name"], p["partition_index"])] = TOPIC_AUTHORIZATION_FAILED
+                tp = (topic["name"], p["partition_index"])
+                refused[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         else:
             allowed.append(topic)
     return allowed, refused
@@ -525,7 +532,7 @@ def _fetch_group(broker: Broker, group_id: str, topics: list[dict] | None, stabl
     partitions = None
     if topics is not None:
         partitions = [(t["name"], i) for t in topics for i in t["partition_indexes"]]
-    return broker.groups.state.fetch_offsets(group_id, partitions, stable)
+    return broker.groups.state.offsets.fetch_offsets(group_id, partitions, stable)
 
 
 class _GroupError:
@@ -586,7 +593,7 @@ def _fetch_authorized(
     if broker.authorizer is None:
         return _fetch_group(broker, group_id, topics, stable)
     if group_denied(broker, request, DESCRIBE, group_id):
-        return _GroupError(GROUP_AUTHORIZATION_FAILED)
+        return _GroupError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if topics is None:
         result = _fetch_group(broker, group_id, None, stable)
         if isinstance(result, _GroupError):
@@ -602,14 +609,14 @@ def _fetch_authorized(
             if topic not in allowed:
                 for index in topic["partition_indexes"]:
                     result.partitions[(topic["name"], index)] = FetchedOffset(
-                        -1, -1, "", TOPIC_AUTHORIZATION_FAILED
+                        -1, -1, "", ErrorCode.TOPIC_AUTHORIZATION_FAILED
                     )
     return result
 
 
 async def handle_list_groups(broker: Broker, request: Request) -> dict:
     body = request.body
-    listings = broker.groups.state.list_groups(body["states_filter"], body["types_filter"])
+    listings = broker.groups.state.classic.list_groups(body["states_filter"], body["types_filter"])
     listings = consumer_group_listings(
         broker.groups.state.consumer_groups, listings, body["states_filter"], body["types_filter"]
     )
@@ -660,7 +667,7 @@ async def handle_describe_groups(broker: Broker, request: Request) -> dict:
     refused = {g for g in names if group_denied(broker, request, DESCRIBE, g)}
     consumer = broker.groups.state.consumer_groups
     version = request.header.api_version
-    for d in broker.groups.state.describe_groups([g for g in names if g not in refused]):
+    for d in broker.groups.state.classic.describe_groups([g for g in names if g not in refused]):
         error = broker.groups.coordinator_error(d.group_id)
         if error != ErrorCode.NONE:  # a cluster: another broker's group, or loading
             groups.append(_describe_error(d.group_id, int(error), include_ops))
@@ -705,7 +712,8 @@ async def handle_describe_groups(broker: Broker, request: Request) -> dict:
     if refused:  # answered in the request's order, as Kafka does
         by_id = {g["group_id"]: g for g in groups}
         groups = [
-            by_id[g] if g in by_id else _describe_error(g, GROUP_AUTHORIZATION_FAILED, False)
+            by_id[g] if g in by_id
+            else _describe_error(g, ErrorCode.GROUP_AUTHORIZATION_FAILED, False)
             for g in names
         ]
     return {"throttle_time_ms": 0, "groups": groups}
@@ -727,7 +735,7 @@ def _describe_error(group_id: str, error: int, include_ops: bool) -> dict:
 async def handle_delete_groups(broker: Broker, request: Request) -> dict:
     names = request.body["groups_names"]
     coordinator = broker.groups
-    forbidden = {g: GROUP_AUTHORIZATION_FAILED for g in names
+    forbidden = {g: ErrorCode.GROUP_AUTHORIZATION_FAILED for g in names
                  if group_denied(broker, request, DELETE, g)}
 
     def call(state, now):
@@ -743,7 +751,7 @@ async def handle_delete_groups(broker: Broker, request: Request) -> dict:
                     refused[g] = int(verdict)
                 elif verdict is not None:
                     dropped.add(g)
-        outcome = state.delete_groups([g for g in names if g not in refused], now)
+        outcome = state.offsets.delete_groups([g for g in names if g not in refused], now)
         for g in dropped:
             if outcome.result.get(g) == ErrorCode.GROUP_ID_NOT_FOUND:
                 outcome.result[g] = 0
@@ -765,7 +773,7 @@ async def handle_delete_groups(broker: Broker, request: Request) -> dict:
 async def handle_offset_delete(broker: Broker, request: Request) -> dict:
     body = request.body
     if group_denied(broker, request, DELETE, body["group_id"]):
-        return {"error_code": GROUP_AUTHORIZATION_FAILED, "topics": []}
+        return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "topics": []}
     allowed, refused = topics_allowed(broker, request, READ, body["topics"])
     unknown = {
         (t["name"], p["partition_index"])
@@ -785,7 +793,7 @@ async def handle_offset_delete(broker: Broker, request: Request) -> dict:
         # A KIP-848 group keeps the offsets of the topics its members subscribe to.
         names = state.consumer_groups.subscribed(body["group_id"], {t for t, _ in wanted})
         subscribed.update(tp for tp in wanted if tp[0] in names)
-        return state.delete_offsets(
+        return state.offsets.delete_offsets(
             group_id=body["group_id"], partitions=[tp for tp in wanted if tp not in subscribed],
             now_ms=now,
         )

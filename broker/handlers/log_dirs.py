@@ -26,7 +26,7 @@ from kafkette.broker.security.authorizer.checks import ALTER, DESCRIBE, cluster_
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from kafkette.broker.partition import Partition
+    from kafkette.broker.partitions import Partition
     from kafkette.broker.server import Broker
     from kafkette.wire.connection import Request
 

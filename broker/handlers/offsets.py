@@ -9,12 +9,13 @@ max-timestamp query likewise answers the record that carries it.
 With one node and leader epoch 0 for ever, OffsetForLeaderEpoch's answer for
 any epoch a client can hold is the log end offset.
 
-In cluster mode (``broker.cluster`` set) only the leader answers, in the
-client's ``current_leader_epoch`` (Kafka's fencing errors otherwise);
-"latest" is the high watermark (the log's HW is explicit there) and no
-timestamp query answers an offset at or past it; OffsetForLeaderEpoch is
-answered from the partition's leader-epoch cache (Kafka's
-``LeaderEpochFileCache.endOffsetFor``), which is what followers truncate by.
+Each partition is the one ``TopicRegistry.serving`` finds: in a cluster only
+the leader answers, in the client's ``current_leader_epoch`` (Kafka's fencing
+errors otherwise); "latest" is the high watermark (the log's HW is explicit
+there) and no timestamp query answers an offset at or past it;
+OffsetForLeaderEpoch is answered by ``Partition.end_offset_for_epoch`` (the
+leader-epoch cache there, which is what followers truncate by). DeleteRecords
+moves the log start through ``Partition.delete_records_before``.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from kafkette.broker.partition import LEADER_EPOCH, Partition
+from kafkette.broker.partitions import LEADER_EPOCH, Partition
 from kafkette.broker.record_lookup import exact_record
 from kafkette.broker.security.authorizer.checks import (
     CLUSTER_ACTION,
@@ -37,7 +38,6 @@ from kafkette.broker.throttled_log import storage_errors
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from kafkette.broker.cluster.replica_manager import ReplicaManager
     from kafkette.broker.server import Broker
     from kafkette.wire.connection import Request
 
@@ -53,9 +53,7 @@ LATEST_TIERED = -5
 READ_COMMITTED = 1
 
 
-def _lookup(
-    partition: Partition, timestamp: int, isolation_level: int = 0, cluster: bool = False
-) -> tuple[int, int]:
+def _lookup(partition: Partition, timestamp: int, isolation_level: int = 0) -> tuple[int, int]:
     """Worker thread: (timestamp, offset) for one ListOffsets query."""
     log_ = partition.log
     if timestamp == LATEST:
@@ -71,7 +69,7 @@ def _lookup(
     if isolation_level == READ_COMMITTED:
         fetchable: int | None = log_.last_stable_offset
     else:
-        fetchable = log_.high_watermark if cluster else None
+        fetchable = log_.high_watermark if partition.replicated else None
     if timestamp == MAX_TIMESTAMP:
         found = log_.max_timestamp_offset()
         if found is None:
@@ -87,19 +85,8 @@ def _lookup(
     return answer
 
 
-def _partition_or_error(
-    broker: Broker, replicas: ReplicaManager | None, topic: str, index: int, epoch: int
-) -> Partition | ErrorCode:
-    """The partition to answer for: on a cluster, only if led here in the client's epoch."""
-    if replicas is not None:
-        return replicas.leader_partition(topic, index, epoch)
-    partition = broker.topics.partition(topic, index)
-    return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if partition is None else partition
-
-
 async def handle_list_offsets(broker: Broker, request: Request) -> dict:
     isolation_level = request.body.get("isolation_level", 0)
-    replicas = broker.cluster.replicas if broker.cluster is not None else None
     queries: list[tuple[Partition, int, dict]] = []
     topics = []
     for topic in request.body["topics"]:
@@ -119,12 +106,8 @@ async def handle_list_offsets(broker: Broker, request: Request) -> dict:
                 result["leader_epoch"] = -1
                 results.append(result)
                 continue
-            partition = _partition_or_error(
-                broker,
-                replicas,
-                topic["name"],
-                query["partition_index"],
-                query.get("current_leader_epoch", -1),
+            partition = broker.topics.serving(
+                topic["name"], query["partition_index"], query.get("current_leader_epoch", -1)
             )
             if isinstance(partition, ErrorCode):
                 result["error_code"] = int(partition)
@@ -139,7 +122,7 @@ async def handle_list_offsets(broker: Broker, request: Request) -> dict:
         for partition, timestamp, result in queries:
             try:
                 result["timestamp"], result["offset"] = _lookup(
-                    partition, timestamp, isolation_level, replicas is not None
+                    partition, timestamp, isolation_level
                 )
             except OSError as exc:
                 subject = f"{partition.topic}-{partition.index}"
@@ -159,33 +142,7 @@ async def handle_offset_for_leader_epoch(broker: Broker, request: Request) -> di
         refusal = _refused_epoch_queries(broker, request)
         if refusal is not None:
             return refusal
-    if broker.cluster is not None:
-        return _offsets_for_leader_epochs(broker.cluster.replicas, request.body)
-    return {"throttle_time_ms": 0, "topics": _local_epoch_answers(broker, request.body["topics"])}
-
-
-def _local_epoch_answers(broker: Broker, wanted: list[dict]) -> list[dict]:
-    topics = []
-    for topic in wanted:
-        results = []
-        for query in topic["partitions"]:
-            result = {
-                "error_code": 0,
-                "partition": query["partition"],
-                "leader_epoch": -1,
-                "end_offset": -1,
-            }
-            partition = broker.topics.partition(topic["topic"], query["partition"])
-            if partition is None:
-                result["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-            elif query["current_leader_epoch"] > LEADER_EPOCH:
-                result["error_code"] = int(ErrorCode.UNKNOWN_LEADER_EPOCH)
-            elif query["leader_epoch"] >= LEADER_EPOCH:
-                result["leader_epoch"] = LEADER_EPOCH
-                result["end_offset"] = partition.log.log_end_offset
-            results.append(result)
-        topics.append({"topic": topic["topic"], "partitions": results})
-    return topics
+    return {"throttle_time_ms": 0, "topics": _epoch_answers(broker, request.body["topics"])}
 
 
 def _refused_epoch_queries(broker: Broker, request: Request) -> dict | None:
@@ -203,10 +160,7 @@ def _refused_epoch_queries(broker: Broker, request: Request) -> dict | None:
     if not denied:
         return None
     allowed = [t for t in body["topics"] if t["topic"] not in denied]
-    if broker.cluster is not None:
-        answer = _offsets_for_leader_epochs(broker.cluster.replicas, {"topics": allowed})
-    else:
-        answer = {"throttle_time_ms": 0, "topics": _local_epoch_answers(broker, allowed)}
+    answer = {"throttle_time_ms": 0, "topics": _epoch_answers(broker, allowed)}
     for topic in body["topics"]:
         if topic["topic"] in denied:
             answer["topics"].append({
@@ -220,15 +174,11 @@ def _refused_epoch_queries(broker: Broker, request: Request) -> dict | None:
     return answer
 
 
-def _offsets_for_leader_epochs(replicas: ReplicaManager, body: dict) -> dict:
-    """Cluster mode: the end offset of the requested epoch, from the leader's epoch cache.
-
-    Kafka answers (requested epoch or the largest below it, the start of the
-    next epoch, or the LEO for the latest); (-1, -1) when the epoch predates
-    everything the cache holds.
-    """
+def _epoch_answers(broker: Broker, wanted: list[dict]) -> list[dict]:
+    """The end offset of each requested epoch (``Partition.end_offset_for_epoch``), from
+    the partition this broker serves in the client's current epoch."""
     topics = []
-    for topic in body["topics"]:
+    for topic in wanted:
         results = []
         for query in topic["partitions"]:
             result = {
@@ -237,22 +187,21 @@ def _offsets_for_leader_epochs(replicas: ReplicaManager, body: dict) -> dict:
                 "leader_epoch": -1,
                 "end_offset": -1,
             }
-            led = replicas.leader_partition(
+            partition = broker.topics.serving(
                 topic["topic"], query["partition"], query["current_leader_epoch"]
             )
-            if isinstance(led, ErrorCode):
-                result["error_code"] = int(led)
+            if isinstance(partition, ErrorCode):
+                result["error_code"] = int(partition)
             else:
-                result["leader_epoch"], result["end_offset"] = led.log.end_offset_for_epoch(
+                result["leader_epoch"], result["end_offset"] = partition.end_offset_for_epoch(
                     query["leader_epoch"]
                 )
             results.append(result)
         topics.append({"topic": topic["topic"], "partitions": results})
-    return {"throttle_time_ms": 0, "topics": topics}
+    return topics
 
 
 async def handle_delete_records(broker: Broker, request: Request) -> dict:
-    replicas = broker.cluster.replicas if broker.cluster is not None else None
     topics = []
     for topic in request.body["topics"]:
         results = []
@@ -267,9 +216,7 @@ async def handle_delete_records(broker: Broker, request: Request) -> dict:
             if refused:
                 result["error_code"] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 continue
-            partition = _partition_or_error(
-                broker, replicas, topic["name"], query["partition_index"], -1
-            )
+            partition = broker.topics.serving(topic["name"], query["partition_index"])
             if isinstance(partition, ErrorCode):
                 result["error_code"] = int(partition)
                 continue
@@ -280,10 +227,7 @@ async def handle_delete_records(broker: Broker, request: Request) -> dict:
             if offset < 0 or offset > high_watermark:
                 result["error_code"] = int(ErrorCode.OFFSET_OUT_OF_RANGE)
                 continue
-            async with partition.append_lock:
-                result["low_watermark"] = await trio.to_thread.run_sync(
-                    partition.log.delete_records_before, offset
-                )
+            result["low_watermark"] = await partition.delete_records_before(offset)
             log.info(
                 "deleted records of %s-%d before %d",
                 topic["name"],

@@ -3,11 +3,12 @@
 What ``kafka-configs.sh --alter --add-config 'SCRAM-SHA-256=[password=...]'
 --entity-type users`` and ``--describe --entity-type users`` send. The client salts and
 hashes the password itself; the broker derives StoredKey and ServerKey from the
-SaltedPassword and keeps only those (broker/security/sasl/scram_store.py). Validation
-and messages are Kafka's (ScramControlManager, ScramImage): a user named twice in one
-request is DUPLICATE_RESOURCE, iterations outside 4096..16384 UNACCEPTABLE_CREDENTIAL,
-an unknown mechanism UNSUPPORTED_SASL_MECHANISM, deleting or describing a credential
-that does not exist RESOURCE_NOT_FOUND.
+SaltedPassword and keeps only those (the broker's credential store, a file or ZooKeeper:
+broker/security/sasl/scram_store.py). Validation and messages are Kafka's
+(ScramControlManager, ScramImage): a user named twice in one request is
+DUPLICATE_RESOURCE, iterations outside 4096..16384 UNACCEPTABLE_CREDENTIAL, an unknown
+mechanism UNSUPPORTED_SASL_MECHANISM, deleting or describing a credential that does not
+exist RESOURCE_NOT_FOUND.
 
 Authorization (Kafka: ALTER on the CLUSTER for Alter, DESCRIBE on the CLUSTER for
 Describe) goes through ``checks.cluster_denied``, as every handler's cluster check.
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from kafkette.broker.durable_store import StoreUnavailable
 from kafkette.broker.security.authorizer.checks import ALTER, DESCRIBE, cluster_denied
 from kafkette.broker.security.sasl import scram_formulas as sf
 from kafkette.wire.errors import ErrorCode
@@ -83,7 +85,6 @@ def _deduplicated(
 async def handle_alter_user_scram_credentials(broker: Broker, request: Request) -> dict:
     # Here, not at module level: a broker nobody asks about SCRAM never loads the package.
     from kafkette.broker.security.sasl.broker_sasl import sasl_of
-    from kafkette.broker.security.sasl.zk_scram_store import CredentialStoreUnavailable
 
     body = request.body
     deletions = body.get("deletions") or []
@@ -114,7 +115,7 @@ async def handle_alter_user_scram_credentials(broker: Broker, request: Request) 
                 try:
                     with trio.fail_after(STORE_WRITE_TIMEOUT_S):
                         found = await store.lookup(mechanism_name, name)
-                except (CredentialStoreUnavailable, trio.TooSlowError) as exc:
+                except (StoreUnavailable, trio.TooSlowError) as exc:
                     log.warning("SCRAM credential of %s not read: %s", name, exc or "timed out")
                     error = (ErrorCode.UNKNOWN_SERVER_ERROR, STORE_READ_FAILED)
                 else:
@@ -143,11 +144,11 @@ async def handle_alter_user_scram_credentials(broker: Broker, request: Request) 
         if to_delete or to_upsert:
             try:
                 with trio.fail_after(STORE_WRITE_TIMEOUT_S):
-                    await store.apply(
-                        to_delete.items(),
-                        [(name, mech, cred) for name, (mech, cred) in to_upsert.items()],
-                    )
-            except (OSError, CredentialStoreUnavailable, trio.TooSlowError) as exc:
+                    await store.apply({
+                        **{name: {mech: None} for name, mech in to_delete.items()},
+                        **{name: {mech: cred} for name, (mech, cred) in to_upsert.items()},
+                    })
+            except (OSError, StoreUnavailable, trio.TooSlowError) as exc:
                 # Not a connection close: each user is told, the broker keeps serving.
                 why = str(exc) or f"no answer within {STORE_WRITE_TIMEOUT_S} s"
                 log.warning("SCRAM credentials not changed: the store failed: %s", why)
@@ -183,12 +184,11 @@ async def handle_describe_user_scram_credentials(broker: Broker, request: Reques
             "results": [],
         }
     from kafkette.broker.security.sasl.broker_sasl import sasl_of
-    from kafkette.broker.security.sasl.zk_scram_store import CredentialStoreUnavailable
 
     try:
         with trio.fail_after(STORE_WRITE_TIMEOUT_S):
             return await _describe(await sasl_of(broker).scram_store(), request)
-    except (CredentialStoreUnavailable, trio.TooSlowError) as exc:
+    except (StoreUnavailable, trio.TooSlowError) as exc:
         log.warning("SCRAM credentials not described: %s", exc or "the store timed out")
         return {
             "error_code": ErrorCode.UNKNOWN_SERVER_ERROR,

@@ -36,12 +36,6 @@ if TYPE_CHECKING:
 PARTITION_LIMIT = 2000
 
 
-def _topic_names(broker: Broker) -> list[str]:
-    if broker.cluster is not None:
-        return list(broker.cluster.metadata.topics)
-    return list(broker.topics.names)
-
-
 def _operations(broker: Broker, request: Request, name: str) -> int:
     """Kafka answers every topic's authorized operations, asked or not (no such flag)."""
     if broker.authorizer is None:
@@ -51,7 +45,7 @@ def _operations(broker: Broker, request: Request, name: str) -> int:
 
 async def handle_describe_topic_partitions(broker: Broker, request: Request) -> dict:
     body = request.body
-    known = set(_topic_names(broker))
+    known = set(broker.topology.topic_names())
     requested = [t["name"] for t in body["topics"]]
     if requested:
         names = sorted(set(requested))

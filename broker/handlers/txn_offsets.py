@@ -24,9 +24,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafkette.broker.group_coordinator import CoordinatorUnavailable, ProducerRejected
-from kafkette.broker.groups import OFFSETS_TOPIC, Outcome
+from kafkette.broker.groups import Outcome
+from kafkette.broker.groups.coordinator import CoordinatorUnavailable, ProducerRejected
 from kafkette.broker.handlers.groups import errors_by_topic, offset_commits, topics_allowed
+from kafkette.broker.internal_topics import OFFSETS_TOPIC
 from kafkette.broker.security.authorizer.checks import (
     READ,
     TRANSACTIONAL_ID,
@@ -126,7 +127,7 @@ async def _commit(
         if verdict:
             return Outcome(dict.fromkeys(offsets, int(verdict)))
         consumer = verdict is not None
-        return state.commit_txn_offsets(
+        return state.offsets.commit_txn_offsets(
             group_id=group_id,
             producer_id=producer_id,
             producer_epoch=producer_epoch,

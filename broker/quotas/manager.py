@@ -14,7 +14,7 @@ user with that client id, a default user quota is one rate per user, and so on (
 matched entity's types, with the request's own names). No value anywhere: no limit.
 
 ``active`` is False while no produce, fetch or request quota exists: the dispatch
-then does nothing more than read that flag (broker/connection.py). Resolutions are
+then does nothing more than read that flag (broker/network/answer.py). Resolutions are
 kept per (user, client id) until the quotas change; rates per sharing key. Past
 ``MAX_RATES`` of them the idle ones are dropped (no record within the windows: their
 rate is 0, as Kafka's quota sensors expire after inactivity); if too few are idle (a

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import trio
 
+from kafkette.broker.durable_store import StoreFileError
 from kafkette.broker.quotas.entities import ENTITY_TYPES, Entity
 from kafkette.log.checkpoint import atomic_write
 
@@ -30,11 +31,6 @@ FILE_NAME = "client-quotas.json"
 Quotas = dict[Entity, dict[str, float]]
 # entity -> quota key -> new value, or None to remove it
 Changes = Mapping[Entity, Mapping[str, float | None]]
-
-
-class QuotaFileError(ValueError):
-    """The quotas file cannot be read: the broker refuses to start rather than serve
-    clients without the limits it was given."""
 
 
 def changed(quotas: Quotas, changes: Changes) -> Quotas:
@@ -86,7 +82,9 @@ def from_document(document: object) -> Quotas:
 
 
 class FileQuotaStore:
-    """One node's quotas: in memory, and in the data dir when there is one."""
+    """One node's quotas: in memory, and in the data dir when there is one (a
+    ``DurableStore[Quotas, Changes]``; the file is read by ``load`` at start, and a
+    damaged one raises StoreFileError)."""
 
     def __init__(self, path: Path | None, quotas: Quotas | None = None) -> None:
         self.path = path  # None: in memory only
@@ -105,18 +103,18 @@ class FileQuotaStore:
         except FileNotFoundError:
             return cls(path)
         except OSError as exc:
-            raise QuotaFileError(f"cannot read client quotas {path}: {exc}") from None
+            raise StoreFileError(f"cannot read client quotas {path}: {exc}") from None
         try:
             return cls(path, from_document(json.loads(text)))
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
-            raise QuotaFileError(f"invalid client quotas file {path}: {exc}") from None
+            raise StoreFileError(f"invalid client quotas file {path}: {exc}") from None
 
     def on_change(self, listener: Callable[[Quotas], None]) -> None:
         """``listener(quotas)`` now and after every change (on the event loop)."""
         self._listeners.append(listener)
         listener(self._quotas)
 
-    async def all(self) -> Quotas:
+    async def read(self) -> Quotas:
         return self._quotas
 
     async def apply(self, changes: Changes) -> None:

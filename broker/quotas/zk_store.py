@@ -25,9 +25,10 @@ from urllib.parse import unquote
 
 import trio
 
+from kafkette.broker.durable_store import StoreUnavailable
+from kafkette.broker.durable_store.entity_znode import config_of, sanitize, update_config
 from kafkette.broker.quotas.entities import CLIENT_ID, CLIENT_KEYS, IP, IP_KEYS, USER, Entity
 from kafkette.broker.quotas.store import Changes, Quotas, value_text
-from kafkette.broker.zk_entity_config import config_of, sanitize, update_config
 
 if TYPE_CHECKING:
     from kafkette.broker.cluster.zk_session import ZkSession
@@ -41,10 +42,6 @@ DEFAULT = "<default>"
 _FOLDERS = {USER: "users", CLIENT_ID: "clients", IP: "ips"}
 THREADS = 2
 QUOTA_KEYS = set(CLIENT_KEYS) | set(IP_KEYS)
-
-
-class QuotaStoreUnavailable(RuntimeError):
-    """ZooKeeper did not answer or kept changing under us: the admin request fails."""
 
 
 def _sanitize(name: str | None) -> str:
@@ -115,7 +112,7 @@ def _write(client: Any, changes: Changes) -> None:
             for key, value in entity_changes.items()
         }
         if not update_config(client, path, texts):
-            raise QuotaStoreUnavailable(f"could not update {path}: it keeps changing")
+            raise StoreUnavailable(f"could not update {path}: it keeps changing")
         notification = json.dumps({"version": 2, "entity_path": entity_path(entity)})
         client.create(
             f"{CHANGES}/{CHANGE_PREFIX}", notification.encode(), sequence=True, makepath=True
@@ -139,6 +136,9 @@ def _expire_notifications(client: Any) -> None:
 
 
 class ZkQuotaStore:
+    """A cluster's quotas (a ``DurableStore[Quotas, Changes]``): ZooKeeper errors raise
+    StoreUnavailable."""
+
     def __init__(self, session: ZkSession) -> None:
         self._session = session
         self._threads = trio.CapacityLimiter(THREADS)
@@ -169,7 +169,7 @@ class ZkQuotaStore:
         try:
             quotas = await self._session.run(_read_all, watcher, limiter=self._threads)
         except (KazooException, KazooTimeoutError) as exc:
-            raise QuotaStoreUnavailable(f"ZooKeeper error reading quotas: {exc!r}") from None
+            raise StoreUnavailable(f"ZooKeeper error reading quotas: {exc!r}") from None
         if read < self._read_installed:
             return  # a read that started later already installed what it saw
         self._read_installed = read
@@ -207,7 +207,7 @@ class ZkQuotaStore:
         self._listeners.append(listener)
         listener(self._quotas)
 
-    async def all(self) -> Quotas:
+    async def read(self) -> Quotas:
         await self._reload(watch=False)  # the admin API reads ZooKeeper itself
         return self._quotas
 
@@ -218,5 +218,5 @@ class ZkQuotaStore:
         try:
             await self._session.run(_write, changes, limiter=self._threads)
         except (KazooException, KazooTimeoutError) as exc:
-            raise QuotaStoreUnavailable(f"ZooKeeper error writing quotas: {exc!r}") from None
+            raise StoreUnavailable(f"ZooKeeper error writing quotas: {exc!r}") from None
         await self._reload(watch=False)  # enforced here at once; the others by the watch

@@ -5,5 +5,3 @@ record layout, ``markers`` writes COMMIT/ABORT control batches, ``coordinator``
 is the trio glue the handlers call. Kept import-light: ``broker.config``
 imports ``transactions.config`` at start.
 """
-
-TRANSACTION_STATE_TOPIC = "__transaction_state"

@@ -44,18 +44,18 @@ from typing import TYPE_CHECKING
 import trio
 
 from kafkette.broker.clock import now_ms
-from kafkette.broker.groups import OFFSETS_TOPIC
 from kafkette.broker.groups.partitioning import java_string_hash, kafka_abs
 from kafkette.broker.internal_topics import (
+    OFFSETS_TOPIC,
+    TRANSACTION_STATE_TOPIC,
     append_committed,
     create_if_missing,
     partitions_in_use,
     replay_batches,
 )
-from kafkette.broker.partition import LEADER_EPOCH
+from kafkette.broker.partitions import LEADER_EPOCH
 from kafkette.broker.throttled_log import ThrottledLog, describe_error, storage_errors
 from kafkette.broker.topics import TopicError
-from kafkette.broker.transactions import TRANSACTION_STATE_TOPIC
 from kafkette.broker.transactions.log_records import (
     BadTransactionRecord,
     decode_key,
@@ -78,7 +78,7 @@ from kafkette.wire.records import Record, build_batch
 if TYPE_CHECKING:
     from kafkette.broker.cluster.metadata import ClusterMetadata
     from kafkette.broker.cluster.replica_manager import ReplicaManager
-    from kafkette.broker.partition import Partition
+    from kafkette.broker.partitions import Partition
     from kafkette.broker.server import Broker
     from kafkette.broker.transactions.remote_markers import RemoteMarkers
 

@@ -1,14 +1,15 @@
 """Writing transaction markers (COMMIT/ABORT control batches) to partitions.
 
 Used by the coordinator to finish a transaction and by WriteTxnMarkers
-(``kafka-transactions.sh abort``). A data partition gets the marker under its
-``append_lock``, after the log's own check (``check_marker``: a marker from
-an epoch older than the producer's is refused INVALID_PRODUCER_EPOCH, one from
-an older coordinator epoch TRANSACTION_COORDINATOR_FENCED), so it lands in order with
-produce appends: a transactional batch verified under the same lock is either
-before the marker or refused. A ``__consumer_offsets`` partition is the group
-coordinator's: its ``write_txn_marker`` appends the marker in order with its
-other writes and applies or drops the transaction's pending offsets.
+(``kafka-transactions.sh abort``). A data partition (the one this broker serves:
+``TopicRegistry.serving``) gets the marker through ``Partition.append_batch``,
+under its append lock, after the log's own check (``check_marker``: a marker
+from an epoch older than the producer's is refused INVALID_PRODUCER_EPOCH, one
+from an older coordinator epoch TRANSACTION_COORDINATOR_FENCED), so it lands in
+order with produce appends: a transactional batch verified under the same lock
+is either before the marker or refused. A ``__consumer_offsets`` partition is
+the group coordinator's: its ``write_txn_marker`` appends the marker in order
+with its other writes and applies or drops the transaction's pending offsets.
 """
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kafkette.broker.clock import now_ms
-from kafkette.broker.groups import OFFSETS_TOPIC
-from kafkette.broker.internal_topics import append_committed
-from kafkette.broker.partition import LEADER_EPOCH, Partition
+from kafkette.broker.internal_topics import OFFSETS_TOPIC, append_committed
+from kafkette.broker.partitions import LEADER_EPOCH, Partition
 from kafkette.broker.throttled_log import storage_errors
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.records import ControlRecordType, build_control_batch
@@ -48,11 +48,9 @@ async def write_marker(
         return await broker.groups.write_txn_marker(
             index, producer_id, producer_epoch, coordinator_epoch, committed
         )
-    partition = broker.topics.partition(topic, index)
-    if partition is None:
-        if broker.cluster is not None and broker.topics.has_partition(topic, index):
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER  # no replica here (cluster mode)
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    partition = broker.topics.serving(topic, index)  # in a cluster: led here
+    if isinstance(partition, ErrorCode):
+        return partition
     try:
         return await append_marker(
             partition,
@@ -61,7 +59,7 @@ async def write_marker(
             coordinator_epoch=coordinator_epoch,
             committed=committed,
             timestamp=now_ms(),
-            replicas=None if broker.cluster is None else broker.cluster.replicas,
+            replicas=partition.replica_manager,
         )
     except Exception as exc:  # a full disk: the caller retries
         storage_errors.failure("writing a transaction marker to", f"{topic}-{index}", exc)

@@ -427,7 +427,8 @@ def test_a_late_first_read_of_the_subscriptions_never_undoes_an_alteration(
     import trio
     import trio.testing
 
-    from kafkette.broker.client_metrics import SubscriptionStore
+    from kafkette.broker.telemetry.file_store import SubscriptionStore
+    from kafkette.broker.telemetry.subscriptions import SubscriptionChange
 
     (tmp_path / "client-metrics.json").write_text('{"version": 1, "subscriptions": {}}')
     gate = threading.Event()
@@ -447,7 +448,7 @@ def test_a_late_first_read_of_the_subscriptions_never_undoes_an_alteration(
         altered = trio.Event()
 
         async def alter() -> None:
-            await store.update("m1", lambda c: {**c, "metrics": "a"})
+            await store.apply(SubscriptionChange("m1", lambda c: {**c, "metrics": "a"}))
             altered.set()
 
         async with trio.open_nursery() as nursery:

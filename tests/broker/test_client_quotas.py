@@ -315,8 +315,8 @@ def test_concurrent_alterations_all_land(tmp_path: Path) -> None:
 
     trio.run(alter_all)
     expected = {(("user", user),): {"producer_byte_rate": 1.0} for user in users}
-    assert trio.run(store.all) == expected
-    assert trio.run(FileQuotaStore.load(tmp_path).all) == expected
+    assert trio.run(store.read) == expected
+    assert trio.run(FileQuotaStore.load(tmp_path).read) == expected
 
 
 def _limit(client, key: str, rate: int = RATE) -> str:  # type: ignore[no-untyped-def]

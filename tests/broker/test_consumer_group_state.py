@@ -7,10 +7,10 @@ import uuid
 
 from kafkette.broker.groups.config import GroupConfig
 from kafkette.broker.groups.consumer.state import (
-    FENCED_MEMBER_EPOCH,
     ConsumerGroups,
     HeartbeatRequest,
 )
+from kafkette.wire.errors import ErrorCode
 
 T = uuid.UUID(int=7)
 U = uuid.UUID(int=8)
@@ -67,8 +67,8 @@ def test_lost_answer_retry_and_fencing() -> None:
     assert moved.member_epoch == 2
     # The answer was lost: the client retries with its previous epoch, owning what it has.
     assert _beat(groups, "a", 1, 4, owned=revoke.assignment).error == 0
-    assert _beat(groups, "a", 1, 5, owned=joined.assignment).error == FENCED_MEMBER_EPOCH
-    assert _beat(groups, "a", 7, 6).error == FENCED_MEMBER_EPOCH
+    assert _beat(groups, "a", 1, 5, owned=joined.assignment).error == ErrorCode.FENCED_MEMBER_EPOCH
+    assert _beat(groups, "a", 7, 6).error == ErrorCode.FENCED_MEMBER_EPOCH
 
 
 def test_regex_subscription_follows_topics() -> None:
@@ -110,7 +110,7 @@ def test_offsets_cleanup_keeps_live_groups_and_drops_empty_ones() -> None:
 
     state = GroupCoordinatorState(CONFIG)
     assert _join(state.consumer_groups, "a", 0).error == 0
-    committed = state.commit_offsets(group_id="g", generation_id=-1, member_id="",
+    committed = state.offsets.commit_offsets(group_id="g", generation_id=-1, member_id="",
                                      group_instance_id=None, offsets={("orders", 0): (5, -1, "")},
                                      now_ms=0)
     assert committed.result == {("orders", 0): 0}
@@ -133,7 +133,8 @@ def test_lost_answer_retry_owning_a_subset() -> None:
     member.previous_epoch = 2
     some = {T: frozenset({0, 1})}
     assert _beat(groups, "a", 2, 20, owned=some).error == 0
-    assert _beat(groups, "a", 2, 30, owned={T: frozenset({0, 7})}).error == FENCED_MEMBER_EPOCH
+    fenced = _beat(groups, "a", 2, 30, owned={T: frozenset({0, 7})})
+    assert fenced.error == ErrorCode.FENCED_MEMBER_EPOCH
 
 
 def test_regex_resolved_once_per_topic_view() -> None:
@@ -255,7 +256,7 @@ def test_no_partition_is_owned_by_two_members(events) -> None:
                 topics, now,
             )
             if r.error:  # fenced: it drops everything and rejoins
-                assert r.error in (FENCED_MEMBER_EPOCH, 25), r
+                assert r.error in (ErrorCode.FENCED_MEMBER_EPOCH, 25), r
                 clients[member] = [0, {}]
                 r = groups.heartbeat(HeartbeatRequest(
                     "g", member, 0, rebalance_timeout_ms=100_000,
@@ -474,7 +475,7 @@ def test_upgrade_of_a_classic_group_mid_rebalance() -> None:
     assert broker.answers[waiting].error == 27  # REBALANCE_IN_PROGRESS
     group = broker.state.consumer_groups.groups["g"]
     assert set(group.members) == {a, newcomer, "n"}  # the newcomer with nothing yet
-    assert broker.state.classic_group_members("g") == 0
+    assert broker.state.classic.classic_group_members("g") == 0
 
 
 def test_upgrade_undone_when_the_joining_heartbeat_fails() -> None:
@@ -484,7 +485,7 @@ def test_upgrade_undone_when_the_joining_heartbeat_fails() -> None:
     got = broker.heartbeat(_consumer_join())
     assert got.error == 81, got  # GROUP_MAX_SIZE_REACHED
     assert not broker.state.consumer_groups.is_consumer_group("g")
-    assert broker.state.classic_group_members("g") == 1
+    assert broker.state.classic.classic_group_members("g") == 1
     assert broker.state.heartbeat(group_id="g", generation_id=gen, member_id=a,
                                   group_instance_id=None, now_ms=0).result == 0
 
@@ -497,7 +498,7 @@ def test_consumer_member_of_a_lost_group_is_told_to_rejoin() -> None:
     broker.stable_member()
     got = broker.heartbeat(_consumer_join(epoch=3))
     assert got.error == 25, got
-    assert broker.state.classic_group_members("g") == 1
+    assert broker.state.classic.classic_group_members("g") == 1
 
 
 def _upgraded_static(groups: ConsumerGroups) -> None:
@@ -611,7 +612,7 @@ def test_classic_leave_by_instance_id_and_downgrade() -> None:
     left = state.leave_group(group_id="g", members=[("", "i")], now_ms=0).result
     assert [r.error for r in left.members] == [0]
     assert not state.consumer_groups.is_consumer_group("g")
-    assert state.classic_group_members("g") == 1  # L, as a classic group member again
+    assert state.classic.classic_group_members("g") == 1  # L, as a classic group member again
 
 
 def test_classic_join_with_any_member_id_creates_it() -> None:
@@ -691,7 +692,7 @@ def test_downgrade_generation_and_max_size() -> None:
         assert broker.heartbeat(HeartbeatRequest("g", "n", -1)).error == 0
         assert state.consumer_groups.is_consumer_group("g") is not downgraded
         if downgraded:
-            assert state._groups["g"].generation_id == 7  # 5, n's join, n's leave
+            assert state.classic.groups["g"].generation_id == 7  # 5, n's join, n's leave
 
 
 def test_classic_join_without_a_shared_protocol_is_refused() -> None:

@@ -7,7 +7,7 @@ tests/cluster/test_coordinators_groups.py.
 from __future__ import annotations
 
 from kafkette.broker.groups import GroupConfig, GroupCoordinatorState, JoinResponse
-from kafkette.broker.groups import errors as E
+from kafkette.wire.errors import ErrorCode as E
 
 NOW = 1_000_000
 PARTITIONS = 4
@@ -31,7 +31,7 @@ def groups_on_two_partitions(state: GroupCoordinatorState) -> tuple[str, str]:
 
 
 def commit(state, group: str, offset: int, logs: dict[int, list]) -> None:
-    outcome = state.commit_offsets(
+    outcome = state.offsets.commit_offsets(
         group_id=group, generation_id=-1, member_id="", group_instance_id=None,
         offsets={("t", 0): (offset, -1, "")}, now_ms=NOW,
     )
@@ -41,7 +41,7 @@ def commit(state, group: str, offset: int, logs: dict[int, list]) -> None:
 
 
 def offset_of(state, group: str) -> int:
-    return state.fetch_offsets(group, [("t", 0)], False).partitions[("t", 0)].offset
+    return state.offsets.fetch_offsets(group, [("t", 0)], False).partitions[("t", 0)].offset
 
 
 def test_unload_forgets_only_that_partitions_groups_and_load_brings_them_back() -> None:
@@ -92,4 +92,4 @@ def test_members_waiting_in_join_get_not_coordinator_on_unload() -> None:
     assert [(r.ticket, type(r.response), r.response.error) for r in replies] == [
         (1, JoinResponse, E.NOT_COORDINATOR)
     ]
-    assert state.list_groups() == []
+    assert state.classic.list_groups() == []

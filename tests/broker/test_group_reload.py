@@ -8,7 +8,7 @@ state machine alone: what is reloaded, what is answered.
 from __future__ import annotations
 
 from kafkette.broker.groups import GroupConfig, GroupCoordinatorState, GroupState, JoinResponse
-from kafkette.broker.groups import errors as E
+from kafkette.wire.errors import ErrorCode as E
 
 NOW = 1_000_000
 
@@ -20,7 +20,7 @@ def fresh() -> GroupCoordinatorState:
 
 
 def commit(state, group: str, offset: int, log: list | None):
-    outcome = state.commit_offsets(
+    outcome = state.offsets.commit_offsets(
         group_id=group, generation_id=-1, member_id="", group_instance_id=None,
         offsets={("t", 0): (offset, -1, "")}, now_ms=NOW,
     )
@@ -30,7 +30,7 @@ def commit(state, group: str, offset: int, log: list | None):
 
 
 def offset_of(state, group: str) -> int:
-    return state.fetch_offsets(group, [("t", 0)], False).partitions[("t", 0)].offset
+    return state.offsets.fetch_offsets(group, [("t", 0)], False).partitions[("t", 0)].offset
 
 
 def test_a_commit_that_was_not_written_is_not_visible_after_reload() -> None:
@@ -51,7 +51,7 @@ def test_a_group_that_never_reached_the_log_is_forgotten() -> None:
     commit(state, "new", 3, None)
     state.reload_groups(["new"], [], NOW, E.NOT_COORDINATOR)
     assert offset_of(state, "new") == -1
-    assert [g.group_id for g in state.list_groups()] == []
+    assert [g.group_id for g in state.classic.list_groups()] == []
 
 
 def test_members_waiting_in_join_are_answered_and_the_group_is_what_the_log_says() -> None:
@@ -74,7 +74,7 @@ def test_members_waiting_in_join_are_answered_and_the_group_is_what_the_log_says
         2, group_id="g", generation_id=1, member_id=member, group_instance_id=None,
         protocol_type=None, protocol_name=None, assignments={member: b"A"}, now_ms=NOW,
     ))
-    assert state.group_state("g") is GroupState.STABLE
+    assert state.classic.group_state("g") is GroupState.STABLE
     # A second member joins: it waits in JoinGroup (ticket 3) for the first to rejoin.
     pending = state.join_group(
         3, group_id="g", member_id="", group_instance_id=None, protocol_type="consumer",
@@ -82,11 +82,12 @@ def test_members_waiting_in_join_are_answered_and_the_group_is_what_the_log_says
         now_ms=NOW, client_id="d", client_host="/h", require_known_member_id=False,
         supports_skip_assignment=False,
     )
-    assert pending.replies == [] and state.group_state("g") is GroupState.PREPARING_REBALANCE
+    assert pending.replies == []
+    assert state.classic.group_state("g") is GroupState.PREPARING_REBALANCE
     replies = state.reload_groups(["g"], log, NOW, E.NOT_COORDINATOR)
     assert [(r.ticket, r.response) for r in replies] == [
         (3, JoinResponse(E.NOT_COORDINATOR, member_id="d-1"))
     ]
-    assert state.group_state("g") is GroupState.STABLE
-    assert state.generation("g") == 1
-    assert state.member_ids("g") == [member]
+    assert state.classic.group_state("g") is GroupState.STABLE
+    assert state.classic.generation("g") == 1
+    assert state.classic.member_ids("g") == [member]

@@ -19,8 +19,8 @@ from kafkette.broker.groups import (
     JoinResponse,
     SyncResponse,
 )
-from kafkette.broker.groups import errors as E
 from kafkette.broker.groups import offsets_records as rec
+from kafkette.wire.errors import ErrorCode as E
 
 SESSION = 10_000
 REBALANCE = 30_000
@@ -110,7 +110,7 @@ class Broker:
             group_instance_id=instance, now_ms=self.now))
 
     def commit(self, offsets, *, group="g", generation=-1, member_id="", instance=None):
-        return self.absorb(self.state.commit_offsets(
+        return self.absorb(self.state.offsets.commit_offsets(
             group_id=group, generation_id=generation, member_id=member_id,
             group_instance_id=instance, offsets=offsets, now_ms=self.now))
 
@@ -148,7 +148,7 @@ class Broker:
         for mid, t in syncs.items():
             assert self.answer(t) == SyncResponse(E.NONE, "consumer", "range",
                                                   f"to-{mid}".encode())
-        assert self.state.group_state(group) is GroupState.STABLE
+        assert self.state.classic.group_state(group) is GroupState.STABLE
         return ids, gen
 
 
@@ -174,11 +174,11 @@ def test_single_member_round() -> None:
     )
     assert [m.member_id for m in a.members] == [member_id]
     assert a.members[0].metadata == consumer_subscription("t")
-    assert b.state.group_state("g") is GroupState.COMPLETING_REBALANCE
+    assert b.state.classic.group_state("g") is GroupState.COMPLETING_REBALANCE
     assert b.heartbeat(member_id, 1) == E.NONE  # allowed while awaiting sync
     s = b.sync(member_id, 1, assignments={member_id: b"A"}, ptype="consumer", pname="range")
     assert b.answer(s) == SyncResponse(E.NONE, "consumer", "range", b"A")
-    assert b.state.group_state("g") is GroupState.STABLE
+    assert b.state.classic.group_state("g") is GroupState.STABLE
     assert b.heartbeat(member_id, 1) == E.NONE
     # the completed generation was persisted
     meta = [v for k, v in b.log if isinstance(rec.decode_key(k), rec.GroupMetadataKey)]
@@ -293,7 +293,7 @@ def test_fourth_member_triggers_rebalance() -> None:
     b = Broker()
     ids, gen = b.stable_group(3)
     d_id, d_ticket = b.new_member("d")
-    assert b.state.group_state("g") is GroupState.PREPARING_REBALANCE
+    assert b.state.classic.group_state("g") is GroupState.PREPARING_REBALANCE
     assert b.answer(d_ticket) is None
     for mid in ids:
         assert b.heartbeat(mid, gen) == E.REBALANCE_IN_PROGRESS
@@ -315,11 +315,11 @@ def test_session_expiry_removes_member_and_rebalances() -> None:
     (a, c), gen = b.stable_group(2)
     b.advance(SESSION - 1)
     assert b.heartbeat(a, gen) == E.NONE
-    assert b.state.member_ids("g") == [a, c]
+    assert b.state.classic.member_ids("g") == [a, c]
     b.advance(1)
     # c never heartbeated: it was removed at its deadline
-    assert b.state.member_ids("g") == [a]
-    assert b.state.group_state("g") is GroupState.PREPARING_REBALANCE
+    assert b.state.classic.member_ids("g") == [a]
+    assert b.state.classic.group_state("g") is GroupState.PREPARING_REBALANCE
     assert b.heartbeat(a, gen) == E.REBALANCE_IN_PROGRESS
     assert b.heartbeat(c, gen) == E.UNKNOWN_MEMBER_ID
     t = b.join(a)
@@ -349,10 +349,10 @@ def test_follower_that_never_syncs_is_removed() -> None:
     s1 = b.sync(m1, 1, assignments={m1: b"1", m2: b"2"})
     assert b.answer(s1).assignment == b"1"
     b.keep_alive(REBALANCE - 1, 1, m1, m2)
-    assert b.state.member_ids("g") == [m1, m2]
+    assert b.state.classic.member_ids("g") == [m1, m2]
     b.advance(1)
-    assert b.state.member_ids("g") == [m1]
-    assert b.state.group_state("g") is GroupState.PREPARING_REBALANCE
+    assert b.state.classic.member_ids("g") == [m1]
+    assert b.state.classic.group_state("g") is GroupState.PREPARING_REBALANCE
 
 
 def test_new_member_join_waits_at_most_five_minutes() -> None:
@@ -410,8 +410,8 @@ def test_inconsistent_group_protocol(group, ptype, protocols) -> None:
         protocols=protocols, session_timeout_ms=SESSION, rebalance_timeout_ms=REBALANCE,
         now_ms=b.now))
     assert b.answer(t).error == E.INCONSISTENT_GROUP_PROTOCOL
-    assert b.state.group_state("g") is GroupState.STABLE
-    assert {x.group_id for x in b.state.list_groups()} == {"g"}  # no phantom group
+    assert b.state.classic.group_state("g") is GroupState.STABLE
+    assert {x.group_id for x in b.state.classic.list_groups()} == {"g"}  # no phantom group
 
 
 def test_empty_protocol_list_refused_even_by_new_group() -> None:
@@ -421,7 +421,7 @@ def test_empty_protocol_list_refused_even_by_new_group() -> None:
                              protocol_type="consumer", protocols=[], session_timeout_ms=SESSION,
                              rebalance_timeout_ms=REBALANCE, now_ms=b.now)
     assert out.replies[0].response.error == E.INCONSISTENT_GROUP_PROTOCOL
-    assert b.state.list_groups() == []  # no phantom group left behind
+    assert b.state.classic.list_groups() == []  # no phantom group left behind
 
 
 @pytest.mark.parametrize(
@@ -443,7 +443,7 @@ def test_group_max_size() -> None:
     b.stable_group(2)
     # checked before a member id is handed out
     assert b.answer(b.join(client="third")) == JoinResponse(E.GROUP_MAX_SIZE_REACHED)
-    assert b.state.group_state("g") is GroupState.STABLE
+    assert b.state.classic.group_state("g") is GroupState.STABLE
 
 
 def test_follower_rejoin_with_same_metadata_in_stable_gets_current_generation() -> None:
@@ -451,7 +451,7 @@ def test_follower_rejoin_with_same_metadata_in_stable_gets_current_generation() 
     (a, c), gen = b.stable_group(2)
     ans = b.answer(b.join(c))
     assert (ans.error, ans.generation_id, ans.leader, ans.members) == (E.NONE, gen, a, ())
-    assert b.state.group_state("g") is GroupState.STABLE
+    assert b.state.classic.group_state("g") is GroupState.STABLE
 
 
 def test_follower_rejoin_with_new_metadata_rebalances() -> None:
@@ -459,7 +459,7 @@ def test_follower_rejoin_with_new_metadata_rebalances() -> None:
     (_a, c), _gen = b.stable_group(2)
     t = b.join(c, protocols=[("range", consumer_subscription("t", "u"))])
     assert b.answer(t) is None
-    assert b.state.group_state("g") is GroupState.PREPARING_REBALANCE
+    assert b.state.classic.group_state("g") is GroupState.PREPARING_REBALANCE
 
 
 def test_duplicate_join_supersedes_the_waiting_one() -> None:
@@ -480,7 +480,7 @@ def test_rebalance_during_completing_answers_waiting_syncs() -> None:
     s2 = b.sync(m2, 1)
     _, t3 = b.new_member("c")
     assert b.answer(s2) == SyncResponse(E.REBALANCE_IN_PROGRESS)
-    assert b.state.group_state("g") is GroupState.PREPARING_REBALANCE
+    assert b.state.classic.group_state("g") is GroupState.PREPARING_REBALANCE
     assert b.answer(t3) is None
 
 
@@ -552,7 +552,7 @@ def static_group(b: Broker, n: int, protocols=None) -> tuple[list[str], int]:
         if mid != leader:
             b.sync(mid, gen, instance=f"inst-{ids.index(mid)}")
     b.sync(leader, gen, instance="inst-0", assignments={m: m.encode() for m in ids})
-    assert b.state.group_state("g") is GroupState.STABLE
+    assert b.state.classic.group_state("g") is GroupState.STABLE
     return ids, gen
 
 
@@ -572,7 +572,7 @@ def test_static_member_restart_rejoins_without_rebalance() -> None:
     assert ans.error == E.NONE and ans.generation_id == gen
     new_id = ans.member_id
     assert new_id != follower and ans.leader == leader and ans.members == ()
-    assert b.state.group_state("g") is GroupState.STABLE
+    assert b.state.classic.group_state("g") is GroupState.STABLE
     assert len(b.log) == records_before + 1  # the new member id is persisted
     s = b.sync(new_id, gen, instance="inst-1")
     assert b.answer(s).assignment == follower.encode()  # keeps its assignment
@@ -593,7 +593,7 @@ def test_static_leader_restart(skip) -> None:
     (leader, follower), gen = static_group(b, 2)
     ans = b.answer(b.join(client="s0", instance="inst-0", skip=skip))
     assert ans.error == E.NONE and ans.generation_id == gen
-    assert b.state.group_state("g") is GroupState.STABLE
+    assert b.state.classic.group_state("g") is GroupState.STABLE
     if skip:
         # v9+: told it is the leader, given the members, asked not to assign
         assert ans.skip_assignment and ans.leader == ans.member_id
@@ -618,13 +618,13 @@ def test_static_member_restart_with_changed_protocols(offer, rebalances) -> None
     t = b.join(client="s1", instance="inst-1", protocols=offer)
     if rebalances:
         assert b.answer(t) is None
-        assert b.state.group_state("g") is GroupState.PREPARING_REBALANCE
+        assert b.state.classic.group_state("g") is GroupState.PREPARING_REBALANCE
         b.join(leader, instance="inst-0", protocols=both)
         assert b.answer(t).protocol_name == "roundrobin"
         assert b.answer(t).generation_id == gen + 1
     else:
         assert b.answer(t).error == E.NONE and b.answer(t).generation_id == gen
-        assert b.state.group_state("g") is GroupState.STABLE
+        assert b.state.classic.group_state("g") is GroupState.STABLE
 
 
 def test_static_member_replaced_while_waiting_is_fenced() -> None:
@@ -660,7 +660,7 @@ def test_completed_sync_answers_the_leader_first() -> None:
     t1 = b.join(s1, instance="inst-1")
     b.keep_alive(REBALANCE, gen, (s0, "inst-0"))  # s0 stays (static) but never rejoins
     s2 = b.answer(t2).member_id
-    assert b.answer(t1).leader == s1 and b.state.member_ids("g") == [s0, s1, s2]
+    assert b.answer(t1).leader == s1 and b.state.classic.member_ids("g") == [s0, s1, s2]
     waiting = [b.sync(s0, gen + 1, instance="inst-0"), b.sync(s2, gen + 1, instance="inst-2")]
     leader = b.sync(s1, gen + 1, instance="inst-1", assignments={s1: b"1"})
     assert list(b.answers)[-3:] == [leader, *waiting]
@@ -676,8 +676,8 @@ def test_batched_leave() -> None:
     assert result.error == E.NONE
     assert [(m.member_id, m.error) for m in result.members] == [
         (a, E.NONE), (c, E.NONE), ("ghost", E.UNKNOWN_MEMBER_ID)]
-    assert b.state.member_ids("g") == [d]
-    assert b.state.group_state("g") is GroupState.PREPARING_REBALANCE
+    assert b.state.classic.member_ids("g") == [d]
+    assert b.state.classic.group_state("g") is GroupState.PREPARING_REBALANCE
     ans = b.answer(b.join(d))
     assert ans.generation_id == gen + 1 and ans.leader == d
 
@@ -687,8 +687,8 @@ def test_leave_by_instance_id_and_last_member_empties_group() -> None:
     (_leader,), gen = static_group(b, 1)
     result = b.leave([("", "inst-0"), ("", "inst-9")])
     assert [m.error for m in result.members] == [E.NONE, E.UNKNOWN_MEMBER_ID]
-    assert b.state.group_state("g") is GroupState.EMPTY
-    assert b.state.generation("g") == gen + 1
+    assert b.state.classic.group_state("g") is GroupState.EMPTY
+    assert b.state.classic.generation("g") == gen + 1
     value = rec.decode_group_metadata_value(b.log[-1][1])
     assert (value.generation, value.protocol, value.leader, value.members) == (
         gen + 1, None, None, ())
@@ -720,12 +720,12 @@ def test_simple_commit_to_unknown_group_creates_empty_group() -> None:
     b = Broker()
     assert b.commit({("t", 0): (10, 3, "m"), ("t", 1): (20, -1, None)}, group="simple") == {
         ("t", 0): E.NONE, ("t", 1): E.NONE}
-    assert b.state.group_state("simple") is GroupState.EMPTY
-    fetched = b.state.fetch_offsets("simple", [("t", 0), ("t", 1), ("t", 2)])
+    assert b.state.classic.group_state("simple") is GroupState.EMPTY
+    fetched = b.state.offsets.fetch_offsets("simple", [("t", 0), ("t", 1), ("t", 2)])
     assert fetched.error == E.NONE
     assert [(p.offset, p.leader_epoch, p.metadata) for p in fetched.partitions.values()] == [
         (10, 3, "m"), (20, -1, ""), (-1, -1, "")]
-    assert set(b.state.fetch_offsets("simple", None).partitions) == {("t", 0), ("t", 1)}
+    assert set(b.state.offsets.fetch_offsets("simple", None).partitions) == {("t", 0), ("t", 1)}
     keys = [rec.decode_key(k) for k, _ in b.log]
     assert keys == [rec.OffsetCommitKey("simple", "t", 0), rec.OffsetCommitKey("simple", "t", 1)]
     assert rec.decode_offset_commit_value(b.log[0][1]) == rec.OffsetCommitValue(
@@ -765,14 +765,14 @@ def test_commit_checks(case, error) -> None:
         b.join(a)
         b.join(c)
         kw["generation"] = gen + 1
-        assert b.state.group_state("g") is GroupState.COMPLETING_REBALANCE
+        assert b.state.classic.group_state("g") is GroupState.COMPLETING_REBALANCE
     elif case == "simple_to_empty_group":
         b.leave([(a, None), (c, None)])
         kw = {"generation": -1, "member_id": ""}
     elif case == "metadata_too_large":
         offsets = {("t", 0): (1, -1, "x" * 11)}
     assert b.commit(offsets, **kw) == {("t", 0): error}
-    stored = b.state.fetch_offsets(kw.get("group", "g"), [("t", 0)]).partitions[("t", 0)]
+    stored = b.state.offsets.fetch_offsets(kw.get("group", "g"), [("t", 0)]).partitions[("t", 0)]
     assert (stored.offset == 1) == (error == E.NONE)
 
 
@@ -783,15 +783,15 @@ def test_commit_resets_member_session() -> None:
         b.advance(SESSION - 1)
         assert b.commit({("t", 0): (1, -1, "")}, generation=gen, member_id=a) == {
             ("t", 0): E.NONE}
-    assert b.state.member_ids("g") == [a]
+    assert b.state.classic.member_ids("g") == [a]
 
 
 def test_fetch_unknown_group_and_all_partitions() -> None:
     b = Broker()
-    r = b.state.fetch_offsets("nope", [("t", 0)])
+    r = b.state.offsets.fetch_offsets("nope", [("t", 0)])
     assert r.error == E.NONE and r.partitions[("t", 0)].offset == -1
-    assert b.state.fetch_offsets("nope", None).partitions == {}
-    assert b.state.fetch_offsets("nope", None, require_stable=True).partitions == {}
+    assert b.state.offsets.fetch_offsets("nope", None).partitions == {}
+    assert b.state.offsets.fetch_offsets("nope", None, require_stable=True).partitions == {}
 
 
 # --- OffsetDelete / retention -----------------------------------------------------------
@@ -800,23 +800,27 @@ def test_fetch_unknown_group_and_all_partitions() -> None:
 def test_delete_offsets_of_empty_group() -> None:
     b = Broker()
     b.commit({("t", 0): (1, -1, ""), ("t", 1): (2, -1, "")}, group="s")
-    out = b.state.delete_offsets(group_id="s", partitions=[("t", 0), ("u", 9)], now_ms=b.now)
+    out = b.state.offsets.delete_offsets(
+        group_id="s", partitions=[("t", 0), ("u", 9)], now_ms=b.now
+    )
     b.absorb(out)
     assert out.result.error == E.NONE
     assert out.result.partitions == {("t", 0): E.NONE, ("u", 9): E.NONE}
     assert [(rec.decode_key(r.key), r.value) for r in out.records] == [
         (rec.OffsetCommitKey("s", "t", 0), None)]
-    assert b.state.fetch_offsets("s", [("t", 0)]).partitions[("t", 0)].offset == -1
+    assert b.state.offsets.fetch_offsets("s", [("t", 0)]).partitions[("t", 0)].offset == -1
     # deleting the last offset of a group with no metadata removes the group
-    b.absorb(b.state.delete_offsets(group_id="s", partitions=[("t", 1)], now_ms=b.now))
-    assert b.state.list_groups() == []
+    b.absorb(b.state.offsets.delete_offsets(group_id="s", partitions=[("t", 1)], now_ms=b.now))
+    assert b.state.classic.list_groups() == []
 
 
 def test_delete_offsets_of_active_consumer_group() -> None:
     b = Broker()
     (a,), gen = b.stable_group(1)  # subscribed to "t"
     b.commit({("t", 0): (1, -1, ""), ("old", 0): (2, -1, "")}, generation=gen, member_id=a)
-    out = b.state.delete_offsets(group_id="g", partitions=[("t", 0), ("old", 0)], now_ms=b.now)
+    out = b.state.offsets.delete_offsets(
+        group_id="g", partitions=[("t", 0), ("old", 0)], now_ms=b.now
+    )
     assert out.result.error == E.NONE
     assert out.result.partitions == {("t", 0): E.GROUP_SUBSCRIBED_TO_TOPIC, ("old", 0): E.NONE}
 
@@ -829,7 +833,7 @@ def test_delete_offsets_errors(group, error) -> None:
     ticket = b.join(group="connect", ptype="connect", protocols=[("default", b"")], v4=False)
     b.advance(DELAY)
     assert b.answer(ticket).error == E.NONE
-    out = b.state.delete_offsets(group_id=group, partitions=[("t", 0)], now_ms=b.now)
+    out = b.state.offsets.delete_offsets(group_id=group, partitions=[("t", 0)], now_ms=b.now)
     assert out.result.error == error and out.records == []
 
 
@@ -842,11 +846,12 @@ def test_simple_offsets_expire_after_retention_from_commit() -> None:
     assert b.absorb(b.state.expire_offsets(b.now)) == 0
     b.advance(1)
     assert b.absorb(b.state.expire_offsets(b.now)) == 1
-    assert set(b.state.fetch_offsets("s", None).partitions) == {("t", 1)}
+    assert set(b.state.offsets.fetch_offsets("s", None).partitions) == {("t", 1)}
     assert b.log[-1] == (rec.encode_offset_commit_key("s", "t", 0), None)
     b.advance(30_000)
     assert b.absorb(b.state.expire_offsets(b.now)) == 1
-    assert b.state.list_groups() == []  # empty and offset-less: gone (no metadata tombstone)
+    # empty and offset-less: gone (no metadata tombstone)
+    assert b.state.classic.list_groups() == []
     assert rec.decode_key(b.log[-1][0]) == rec.OffsetCommitKey("s", "t", 1)
 
 
@@ -857,20 +862,20 @@ def test_empty_consumer_group_offsets_expire_from_when_it_became_empty() -> None
     b.keep_alive(120_000, gen, a)
     # Stable consumer group: only the unsubscribed topic's offset expires
     assert b.absorb(b.state.expire_offsets(b.now)) == 1
-    assert set(b.state.fetch_offsets("g", None).partitions) == {("t", 0)}
+    assert set(b.state.offsets.fetch_offsets("g", None).partitions) == {("t", 0)}
     b.leave([(a, None)])
-    assert b.state.group_state("g") is GroupState.EMPTY
+    assert b.state.classic.group_state("g") is GroupState.EMPTY
     b.advance(59_999)
     assert b.absorb(b.state.expire_offsets(b.now)) == 0
     b.advance(1)
     assert b.absorb(b.state.expire_offsets(b.now)) == 1
-    assert b.state.list_groups() == []
+    assert b.state.classic.list_groups() == []
     assert b.log[-1] == (rec.encode_group_metadata_key("g"), None)  # it had metadata
 
 
 def test_explicit_expire_timestamp_wins() -> None:
     b = Broker()
-    out = b.state.commit_offsets(group_id="s", generation_id=-1, member_id="",
+    out = b.state.offsets.commit_offsets(group_id="s", generation_id=-1, member_id="",
                                  group_instance_id=None, offsets={("t", 0): (1, -1, "")},
                                  now_ms=b.now, expire_timestamp_ms=b.now + 500)
     b.absorb(out)
@@ -886,22 +891,22 @@ def test_describe_and_list() -> None:
     b = Broker()
     (a, c), _gen = b.stable_group(2)
     b.commit({("t", 0): (1, -1, "")}, group="simple")
-    d = {x.group_id: x for x in b.state.describe_groups(["g", "simple", "nope"])}
+    d = {x.group_id: x for x in b.state.classic.describe_groups(["g", "simple", "nope"])}
     assert (d["g"].state, d["g"].protocol_type, d["g"].protocol) == ("Stable", "consumer", "range")
     assert [(m.member_id, m.client_id, m.client_host, m.assignment) for m in d["g"].members] == [
         (a, "c0", "/127.0.0.1", f"to-{a}".encode()), (c, "c1", "/127.0.0.1", f"to-{c}".encode())]
     assert d["g"].members[0].metadata == consumer_subscription("t")
     assert (d["simple"].state, d["simple"].protocol_type, d["simple"].members) == ("Empty", "", ())
     assert (d["nope"].error, d["nope"].state) == (E.NONE, "Dead")
-    listed = {(x.group_id, x.protocol_type, x.state) for x in b.state.list_groups()}
+    listed = {(x.group_id, x.protocol_type, x.state) for x in b.state.classic.list_groups()}
     assert listed == {("g", "consumer", "Stable"), ("simple", "", "Empty")}
-    assert [x.group_id for x in b.state.list_groups(["empty"])] == ["simple"]
-    assert [x.group_id for x in b.state.list_groups(["Stable", "Dead"])] == ["g"]
-    assert b.state.list_groups(types_filter=["consumer"]) == []
-    assert len(b.state.list_groups(types_filter=["Classic"])) == 2
+    assert [x.group_id for x in b.state.classic.list_groups(["empty"])] == ["simple"]
+    assert [x.group_id for x in b.state.classic.list_groups(["Stable", "Dead"])] == ["g"]
+    assert b.state.classic.list_groups(types_filter=["consumer"]) == []
+    assert len(b.state.classic.list_groups(types_filter=["Classic"])) == 2
     # mid-rebalance: no protocol and no member metadata shown
     b.join(a)
-    d = b.state.describe_groups(["g"])[0]
+    d = b.state.classic.describe_groups(["g"])[0]
     assert (d.state, d.protocol) == ("PreparingRebalance", "")
     assert all(m.metadata == b"" and m.assignment == b"" for m in d.members)
 
@@ -912,7 +917,7 @@ def test_delete_groups() -> None:
     b.commit({("t", 0): (1, -1, ""), ("t", 1): (1, -1, "")}, group="simple")
     (x,), _ = b.stable_group(1, group="left")
     b.leave([(x, None)], group="left")
-    out = b.state.delete_groups(["g", "simple", "left", "nope"], b.now)
+    out = b.state.offsets.delete_groups(["g", "simple", "left", "nope"], b.now)
     b.absorb(out)
     assert out.result == {"g": E.NON_EMPTY_GROUP, "simple": E.NONE, "left": E.NONE,
                           "nope": E.GROUP_ID_NOT_FOUND}
@@ -922,7 +927,7 @@ def test_delete_groups() -> None:
         (rec.OffsetCommitKey("simple", "t", 1), None),
         (rec.GroupMetadataKey("left"), None),  # only groups that had a generation
     ]
-    assert {x.group_id for x in b.state.list_groups()} == {"g"}
+    assert {x.group_id for x in b.state.classic.list_groups()} == {"g"}
 
 
 # --- durability: records -> load() -------------------------------------------------------
@@ -942,15 +947,15 @@ def test_load_restores_offsets_and_generation() -> None:
     b.commit({("t", 0): (11, 2, "x"), ("t", 1): (12, -1, "")}, generation=gen, member_id=a)
     b.commit({("t", 0): (13, 2, "y")}, generation=gen, member_id=c)
     b.commit({("u", 0): (5, -1, "")}, group="simple")
-    b.absorb(b.state.delete_offsets(group_id="simple", partitions=[("u", 0)], now_ms=b.now))
+    b.absorb(b.state.offsets.delete_offsets(group_id="simple", partitions=[("u", 0)], now_ms=b.now))
     r = reload(b)
-    got = r.state.fetch_offsets("g", None).partitions
+    got = r.state.offsets.fetch_offsets("g", None).partitions
     assert {tp: (p.offset, p.leader_epoch, p.metadata) for tp, p in got.items()} == {
         ("t", 0): (13, 2, "y"), ("t", 1): (12, -1, "")}
-    assert r.state.list_groups(["empty"]) == []  # "simple" was deleted by its tombstone
-    assert r.state.generation("g") == gen
-    assert r.state.group_state("g") is GroupState.STABLE
-    d = r.state.describe_groups(["g"])[0]
+    assert r.state.classic.list_groups(["empty"]) == []  # "simple" was deleted by its tombstone
+    assert r.state.classic.generation("g") == gen
+    assert r.state.classic.group_state("g") is GroupState.STABLE
+    d = r.state.classic.describe_groups(["g"])[0]
     assert [(m.member_id, m.assignment) for m in d.members] == [
         (a, f"to-{a}".encode()), (c, f"to-{c}".encode())]
     # members that keep heartbeating carry on; commits check the restored generation
@@ -962,7 +967,7 @@ def test_load_restores_offsets_and_generation() -> None:
     r.advance(SESSION - 1)
     assert r.heartbeat(a, gen) == E.NONE
     r.advance(1)
-    assert r.state.member_ids("g") == [a]
+    assert r.state.classic.member_ids("g") == [a]
     assert r.heartbeat(a, gen) == E.REBALANCE_IN_PROGRESS
 
 
@@ -980,10 +985,10 @@ def test_load_restores_empty_group_generation_and_static_members() -> None:
     b2.commit({("t", 0): (1, -1, "")}, generation=gen2, member_id=x)
     b2.leave([(x, None)])
     r2 = reload(b2)
-    assert r2.state.group_state("g") is GroupState.EMPTY
-    assert r2.state.generation("g") == gen2 + 1
-    assert len(r2.state.list_groups()) == 1
-    assert r2.state.list_groups()[0].protocol_type == "consumer"
+    assert r2.state.classic.group_state("g") is GroupState.EMPTY
+    assert r2.state.classic.generation("g") == gen2 + 1
+    assert len(r2.state.classic.list_groups()) == 1
+    assert r2.state.classic.list_groups()[0].protocol_type == "consumer"
     # a new member starts generation gen2 + 2
     _, t = r2.new_member()
     r2.advance(FORM)
@@ -999,8 +1004,8 @@ def test_load_then_group_tombstone_keeps_offsets() -> None:
     oval = rec.encode_offset_commit_value(rec.OffsetCommitValue(7, -1, "", 10))
     b.state.load([(key, value), (okey, oval), (key, None),
                   (b"\x00\x03unknown-new-record-type", b"\x00\x00")], b.now)
-    assert b.state.generation("g") == 0
-    assert b.state.fetch_offsets("g", None).partitions[("t", 0)].offset == 7
+    assert b.state.classic.generation("g") == 0
+    assert b.state.offsets.fetch_offsets("g", None).partitions[("t", 0)].offset == 7
 
 
 def test_load_skips_unknown_record_versions_only() -> None:
@@ -1011,7 +1016,7 @@ def test_load_skips_unknown_record_versions_only() -> None:
 
 def test_records_go_to_the_groups_partition() -> None:
     b = Broker(offsets_topic_num_partitions=7)
-    out = b.state.commit_offsets(group_id="my-group", generation_id=-1, member_id="",
+    out = b.state.offsets.commit_offsets(group_id="my-group", generation_id=-1, member_id="",
                                  group_instance_id=None, offsets={("t", 0): (1, -1, "")},
                                  now_ms=b.now)
     # Kafka: Utils.abs("my-group".hashCode()) % 7, hashCode = -1906497762
@@ -1048,8 +1053,8 @@ def test_rebalance_waits_for_static_members_that_have_not_rejoined() -> None:
     assert b.answer(td).error == E.UNKNOWN_MEMBER_ID
     b.keep_alive(REBALANCE + SESSION, gen, (s0, "inst-0"))
     # no member rejoined: the group keeps waiting rather than dropping the static member
-    assert b.state.group_state("g") is GroupState.PREPARING_REBALANCE
-    assert b.state.member_ids("g") == [s0]
+    assert b.state.classic.group_state("g") is GroupState.PREPARING_REBALANCE
+    assert b.state.classic.member_ids("g") == [s0]
     t = b.join(s0, instance="inst-0")
     assert b.answer(t).generation_id == gen + 1
 
@@ -1059,7 +1064,7 @@ def test_pending_member_delays_rebalance_until_it_expires() -> None:
     (a,), gen = b.stable_group(1)
     pending = b.answer(b.join(client="p", session=8000))
     assert pending.error == E.MEMBER_ID_REQUIRED
-    assert b.state.group_state("g") is GroupState.STABLE  # a pending member is not a member
+    assert b.state.classic.group_state("g") is GroupState.STABLE  # a pending member is not a member
     t = b.join(a)  # the leader's rejoin would complete at once, but a member id is out
     assert b.answer(t) is None
     b.advance(7999)
@@ -1077,7 +1082,7 @@ def test_static_member_restart_during_completing_rebalance() -> None:
     s_old = b.sync(follower, 1, instance="inst-1")
     t_new = b.join(client="s1", instance="inst-1")  # restarted before the leader synced
     assert b.answer(s_old) == SyncResponse(E.FENCED_INSTANCE_ID)
-    assert b.state.group_state("g") is GroupState.PREPARING_REBALANCE
+    assert b.state.classic.group_state("g") is GroupState.PREPARING_REBALANCE
     t_lead = b.join(leader, instance="inst-0")
     assert b.answer(t_lead).generation_id == b.answer(t_new).generation_id == 2
     assert b.answer(t_new).member_id != follower
@@ -1098,7 +1103,7 @@ def test_old_member_cannot_rejoin_an_empty_group_by_id() -> None:
     b = Broker()
     (a,), gen = b.stable_group(1)
     b.leave([(a, None)])
-    assert b.state.group_state("g") is GroupState.EMPTY
+    assert b.state.classic.group_state("g") is GroupState.EMPTY
     assert b.answer(b.join(a)).error == E.UNKNOWN_MEMBER_ID
     assert b.heartbeat(a, gen + 1) == E.UNKNOWN_MEMBER_ID
 
@@ -1112,7 +1117,7 @@ CLIENTS = 4  # clients 0 and 1 are static members
 
 
 def check_invariants(b: Broker) -> None:
-    for group in b.state._groups.values():
+    for group in b.state.classic.groups.values():
         members = group.members
         assert (group.leader_id is None) == (not members)
         assert group.leader_id is None or group.leader_id in members
@@ -1206,7 +1211,7 @@ def test_random_interleavings_keep_invariants_and_answer_every_ticket(ops) -> No
     warmup += [("step", i, 0) for i in range(CLIENTS)]
     for n, (op, i, ms) in enumerate([*warmup, *ops]):
         if n == len(warmup):
-            assert b.state.group_state("g") is GroupState.STABLE
+            assert b.state.classic.group_state("g") is GroupState.STABLE
         c = clients[i]
         if op == "step":
             if c.index in waiting:
@@ -1238,14 +1243,14 @@ def test_random_interleavings_keep_invariants_and_answer_every_ticket(ops) -> No
             c.member_id, c.generation, c.must_join = "", -1, True
         settle()
         check_invariants(b)
-        b.state.describe_groups(["g"])
-        b.state.list_groups()
+        b.state.classic.describe_groups(["g"])
+        b.state.classic.list_groups()
     # everyone goes silent: every member expires and every waiting request is answered
     b.advance(10 * 60_000)
     settle()
     check_invariants(b)
     assert set(issued) == set(b.answers)
-    assert b.state.member_ids("g") == []
+    assert b.state.classic.member_ids("g") == []
 
 
 # --- contracts ---------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from kafkette.broker.telemetry import TelemetryState, identity_of
+from kafkette.broker.telemetry.instances import TelemetryState, identity_of
 from tests.broker.consumer_protocol_client import RawClient
 
 ZERO = uuid.UUID(int=0)

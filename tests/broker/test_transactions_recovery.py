@@ -21,7 +21,7 @@ from kafka.protocol.producer import InitProducerIdRequest
 from kafkette.broker.clock import now_ms
 from kafkette.broker.config import load_config
 from kafkette.broker.embedded import EmbeddedBroker
-from kafkette.broker.transactions import TRANSACTION_STATE_TOPIC
+from kafkette.broker.internal_topics import TRANSACTION_STATE_TOPIC
 from kafkette.broker.transactions.log_records import encode_key, encode_value
 from kafkette.log import DataDir
 from kafkette.wire.record_batch import read_header

@@ -23,7 +23,7 @@ from kafka.protocol.consumer import OffsetCommitRequest, OffsetFetchRequest
 from kafka.protocol.producer import TxnOffsetCommitRequest
 
 from kafkette.broker.embedded import EmbeddedBroker
-from kafkette.broker.groups import OFFSETS_TOPIC
+from kafkette.broker.internal_topics import OFFSETS_TOPIC
 from kafkette.log.cleaner_checkpoint import CLEANER_CHECKPOINT_FILE, read_cleaner_checkpoint
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.records import ControlRecordType, decode_batches, parse_control_record
@@ -289,7 +289,8 @@ def test_abort_marker_drops_pending_offsets(broker, raw_client, create_topic, un
     assert fetch(client, kept, topic, stable=True) == (3, NONE)
     assert fetch(client, vanished, topic, stable=True) == (-1, NONE)
     # A group that only ever had aborted offsets does not linger.
-    listed = broker.on_loop(lambda: [g.group_id for g in broker.broker.groups.state.list_groups()])
+    groups = broker.broker.groups
+    listed = broker.on_loop(lambda: [g.group_id for g in groups.state.classic.list_groups()])
     assert kept in listed and vanished not in listed
 
 

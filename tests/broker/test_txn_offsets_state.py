@@ -17,8 +17,8 @@ from kafkette.broker.groups import (
     TransactionalRecord,
     TxnMarker,
 )
-from kafkette.broker.groups import errors as E
 from kafkette.broker.groups import offsets_records as rec
+from kafkette.wire.errors import ErrorCode as E
 
 T0, T1 = ("t", 0), ("t", 1)
 SESSION = 10_000
@@ -47,24 +47,24 @@ class Coordinator:
 
     def txn_commit(self, offsets, *, pid=7, group="g", generation=-1, member="", instance=None):
         offsets = {tp: (o, -1, "m") if isinstance(o, int) else o for tp, o in offsets.items()}
-        return self.absorb(self.state.commit_txn_offsets(
+        return self.absorb(self.state.offsets.commit_txn_offsets(
             group_id=group, producer_id=pid, producer_epoch=0, generation_id=generation,
             member_id=member, group_instance_id=instance, offsets=offsets, now_ms=self.now))
 
     def commit(self, offsets, *, group="g", generation=-1, member=""):
         offsets = {tp: (o, -1, "") for tp, o in offsets.items()}
-        return self.absorb(self.state.commit_offsets(
+        return self.absorb(self.state.offsets.commit_offsets(
             group_id=group, generation_id=generation, member_id=member,
             group_instance_id=None, offsets=offsets, now_ms=self.now))
 
     def marker(self, committed: bool, *, pid=7, group="g") -> int:
         partition = self.state.partition_for(group)
         self.log.append(TxnMarker(partition, pid, committed))
-        return self.absorb(self.state.complete_transaction(
+        return self.absorb(self.state.offsets.complete_transaction(
             partition=partition, producer_id=pid, committed=committed))
 
     def fetch(self, group="g", partitions=None, stable=False) -> dict:
-        result = self.state.fetch_offsets(group, partitions, stable)
+        result = self.state.offsets.fetch_offsets(group, partitions, stable)
         return {tp: (p.offset, p.error) for tp, p in result.partitions.items()}
 
     def reload(self) -> Coordinator:
@@ -89,7 +89,7 @@ class Coordinator:
             "sync", group_id=group, generation_id=generation, member_id=member,
             group_instance_id=instance, protocol_type=None, protocol_name=None,
             assignments={member: b""}, now_ms=self.now))
-        assert self.state.group_state(group) is GroupState.STABLE
+        assert self.state.classic.group_state(group) is GroupState.STABLE
         return member, generation
 
 
@@ -102,10 +102,11 @@ def test_pending_offsets_are_invisible_until_commit() -> None:
     assert c.fetch(partitions=[T0, T1], stable=True) == {
         T0: (-1, E.UNSTABLE_OFFSET_COMMIT), T1: (-1, E.UNSTABLE_OFFSET_COMMIT)}
     assert c.fetch(stable=True) == {T0: (-1, E.UNSTABLE_OFFSET_COMMIT)}
-    assert c.state.has_pending_offsets("g", T0) and c.state.pending_producers("g") == [7]
+    assert c.state.offsets.has_pending_offsets("g", T0)
+    assert c.state.offsets.pending_producers("g") == [7]
     assert c.marker(True) == 2
     assert c.fetch(stable=True) == {T0: (10, E.NONE), T1: (11, E.NONE)}
-    assert not c.state.has_pending_offsets("g")
+    assert not c.state.offsets.has_pending_offsets("g")
     assert c.marker(True) == 0  # a repeated marker finds nothing
 
 
@@ -169,7 +170,8 @@ def test_reload_keeps_committed_drops_aborted_and_pending_stays_pending() -> Non
     assert r.fetch("aborted", stable=True) == {T0: (1, E.NONE)}
     assert r.fetch("pending") == {T0: (1, E.NONE)}
     assert r.fetch("pending", stable=True) == {T0: (-1, E.UNSTABLE_OFFSET_COMMIT)}
-    assert {g.group_id for g in r.state.list_groups()} == {"committed", "aborted", "pending"}
+    listed = {g.group_id for g in r.state.classic.list_groups()}
+    assert listed == {"committed", "aborted", "pending"}
     assert r.marker(True, pid=3, group="pending") == 1
     assert r.fetch("pending", stable=True) == {T0: (50, E.NONE)}
     # A group with members: its metadata records, replayed after the pending offset,
@@ -178,14 +180,14 @@ def test_reload_keeps_committed_drops_aborted_and_pending_stays_pending() -> Non
     assert r.txn_commit({T0: 7}, pid=6, group="members", generation=gen, member=member) == {
         T0: E.NONE}
     r.absorb(r.state.leave_group(group_id="members", members=[(member, None)], now_ms=r.now))
-    assert r.state.group_state("members") is GroupState.EMPTY  # metadata written again
+    assert r.state.classic.group_state("members") is GroupState.EMPTY  # metadata written again
     rr = r.reload()
     assert rr.fetch("members", [T0], stable=True) == {T0: (-1, E.UNSTABLE_OFFSET_COMMIT)}
-    assert rr.state.generation("members") == gen + 1
+    assert rr.state.classic.generation("members") == gen + 1
     assert rr.marker(True, pid=6, group="members") == 1
     # A group made only by a TxnOffsetCommit exists while its transaction is open.
     r.txn_commit({T1: 9}, pid=5, group="fresh")
-    assert "fresh" in {g.group_id for g in r.state.list_groups()}
+    assert "fresh" in {g.group_id for g in r.state.classic.list_groups()}
     assert r.reload().fetch("fresh", [T1], stable=True) == {T1: (-1, E.UNSTABLE_OFFSET_COMMIT)}
 
 
@@ -193,7 +195,7 @@ def test_group_checks_as_kafka_for_transactional_commits() -> None:
     c = Coordinator()
     assert c.txn_commit({T0: 1}, group="new", generation=1, member="m") == {
         T0: E.ILLEGAL_GENERATION}
-    assert c.state.list_groups() == []  # no phantom group
+    assert c.state.classic.list_groups() == []  # no phantom group
     member, gen = c.stable_member(instance="i1")
     assert c.txn_commit({T0: 1}, generation=gen, member=member, instance="i1") == {T0: E.NONE}
     assert c.txn_commit({T0: 1}, generation=gen + 1, member=member) == {
@@ -210,7 +212,7 @@ def test_group_checks_as_kafka_for_transactional_commits() -> None:
     assert c.txn_commit({T0: (3, -1, big), T1: 3}) == {
         T0: E.OFFSET_METADATA_TOO_LARGE, T1: E.NONE}
     # Records: one per accepted partition, carrying the producer.
-    out = c.state.commit_txn_offsets(
+    out = c.state.offsets.commit_txn_offsets(
         group_id="g", producer_id=9, producer_epoch=4, generation_id=-1, member_id="",
         group_instance_id=None, offsets={T0: (5, 2, None)}, now_ms=c.now)
     assert [(r.producer_id, r.producer_epoch) for r in out.records] == [(9, 4)]
@@ -229,7 +231,7 @@ def test_transactional_commits_allowed_during_completing_rebalance() -> None:
         "j1", group_id="g", member_id=member, group_instance_id=None, protocol_type="consumer",
         protocols=[("range", b"")], session_timeout_ms=SESSION, rebalance_timeout_ms=SESSION,
         now_ms=c.now, client_id="c"))
-    assert c.state.group_state("g") is GroupState.COMPLETING_REBALANCE
+    assert c.state.classic.group_state("g") is GroupState.COMPLETING_REBALANCE
     new_gen = c.replies["j1"].generation_id
     assert c.commit({T0: 1}, generation=new_gen, member=member) == {T0: E.REBALANCE_IN_PROGRESS}
     assert c.txn_commit({T0: 1}, generation=new_gen, member=member) == {T0: E.NONE}
@@ -239,7 +241,7 @@ def test_offset_delete_and_delete_groups_remove_pending_offsets() -> None:
     c = Coordinator()
     c.commit({T0: 1})
     c.txn_commit({T0: 2, T1: 3})
-    out = c.state.delete_offsets(group_id="g", partitions=[T1], now_ms=c.now)
+    out = c.state.offsets.delete_offsets(group_id="g", partitions=[T1], now_ms=c.now)
     c.absorb(out)
     assert out.result.partitions == {T1: E.NONE}
     assert [(rec.decode_key(r.key).partition, r.value) for r in out.records] == [(1, None)]
@@ -248,13 +250,13 @@ def test_offset_delete_and_delete_groups_remove_pending_offsets() -> None:
     assert c.fetch(stable=True) == {T0: (2, E.NONE)}
 
     c.txn_commit({T0: 4, T1: 5}, group="doomed")
-    out = c.state.delete_groups(["doomed"], c.now)
+    out = c.state.offsets.delete_groups(["doomed"], c.now)
     c.absorb(out)
     assert out.result == {"doomed": E.NONE}
     assert sorted(rec.decode_key(r.key).partition for r in out.records) == [0, 1]
     assert c.marker(True, group="doomed") == 0  # the transaction commits nothing
     assert c.fetch("doomed", [T0, T1], stable=True) == {T0: (-1, E.NONE), T1: (-1, E.NONE)}
-    assert "doomed" not in {g.group_id for g in c.reload().state.list_groups()}
+    assert "doomed" not in {g.group_id for g in c.reload().state.classic.list_groups()}
 
 
 def test_expiry_keeps_offsets_with_a_pending_transaction() -> None:
@@ -269,10 +271,10 @@ def test_expiry_keeps_offsets_with_a_pending_transaction() -> None:
     c.marker(False)
     c.commit({T1: 3}, group="txn-only")
     c.txn_commit({T1: 4}, group="txn-only")
-    c.absorb(c.state.delete_offsets(group_id="txn-only", partitions=[], now_ms=c.now))
+    c.absorb(c.state.offsets.delete_offsets(group_id="txn-only", partitions=[], now_ms=c.now))
     c.now += retention + 1
     assert c.absorb(c.state.expire_offsets(c.now)) == 1  # g's T0; txn-only's T1 waits
-    groups = {g.group_id for g in c.state.list_groups()}
+    groups = {g.group_id for g in c.state.classic.list_groups()}
     assert groups == {"txn-only"}  # a group with an open transaction is not removed
     c.marker(True, group="txn-only")
     assert c.fetch("txn-only", stable=True) == {T1: (4, E.NONE)}
@@ -285,11 +287,11 @@ def test_reload_groups_after_a_failed_write_rebuilds_pending_offsets() -> None:
     c.txn_commit({T1: 3}, pid=2)
     c.marker(True, pid=1)
     # A write the broker could not persist: memory is ahead of the log.
-    c.state.commit_txn_offsets(
+    c.state.offsets.commit_txn_offsets(
         group_id="g", producer_id=3, producer_epoch=0, generation_id=-1, member_id="",
         group_instance_id=None, offsets={T0: (99, -1, "")}, now_ms=c.now)
     c.state.reload_groups(["g"], c.log, c.now, E.NOT_COORDINATOR)
-    assert c.state.pending_producers("g") == [2]
+    assert c.state.offsets.pending_producers("g") == [2]
     assert c.fetch(partitions=[T0, T1], stable=True) == {
         T0: (2, E.NONE), T1: (-1, E.UNSTABLE_OFFSET_COMMIT)}
     assert c.marker(True, pid=2) == 1

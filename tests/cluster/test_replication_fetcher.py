@@ -20,13 +20,10 @@ from bench.harness.raw_wire import WireConnection
 from kafkette.broker.clock import now_ms
 from kafkette.broker.cluster.config import ClusterConfig
 from kafkette.broker.cluster.peer_client import PLAINTEXT_PEERS, PeerClient, PeerError
-from kafkette.broker.cluster.replica_fetcher import (
-    ReplicaFetcher,
-    split_batches,
-    truncation_step,
-)
+from kafkette.broker.cluster.replica_fetcher import ReplicaFetcher, truncation_step
 from kafkette.broker.embedded import EmbeddedBroker
-from kafkette.broker.partition import Partition
+from kafkette.broker.partitions import Partition
+from kafkette.broker.partitions.follower import split_batches
 from kafkette.log import DataDir
 from kafkette.log.config import LogConfig
 from kafkette.log.leader_epoch_cache import LeaderEpochCache

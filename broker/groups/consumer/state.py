@@ -29,7 +29,6 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kafkette.broker.groups import errors
 from kafkette.broker.groups.config import GroupConfig
 from kafkette.broker.groups.consumer.assignors import (
     ASSIGNORS,
@@ -39,6 +38,8 @@ from kafkette.broker.groups.consumer.assignors import (
     assignor_names,
 )
 from kafkette.broker.groups.consumer.regex import InvalidRegex, compile_regex, full_matches
+from kafkette.broker.internal_topics import INTERNAL_TOPICS
+from kafkette.wire.errors import ErrorCode
 
 LEAVE_EPOCH = -1
 LEAVE_STATIC_EPOCH = -2
@@ -53,20 +54,6 @@ DEAD = "Dead"
 MEMBER_STABLE = "stable"
 UNREVOKED = "unrevoked_partitions"
 UNRELEASED = "unreleased_partitions"
-
-# Internal topics are never matched by a subscription regex.
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-
-# Error codes Kafka 4.0 answers for KIP-848 (wire/errors.py has them all).
-FENCED_MEMBER_EPOCH = 110
-UNRELEASED_INSTANCE_ID = 111
-UNSUPPORTED_ASSIGNOR = 112
-STALE_MEMBER_EPOCH = 113
-INVALID_REGULAR_EXPRESSION = 128
-GROUP_ID_NOT_FOUND = 69
-INVALID_REQUEST = 42
-UNSUPPORTED_VERSION = 35
-NON_EMPTY_GROUP = 68
 
 TopicView = Mapping[str, tuple[uuid.UUID, int]]  # name -> (topic id, partition count)
 # Which of these topic names the member may DESCRIBE (an authorizer is on), else None.
@@ -223,45 +210,48 @@ class ConsumerGroups:
     def validate(self, req: HeartbeatRequest) -> HeartbeatResult | None:
         """Kafka's request checks (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR ...), or None."""
         if not req.group_id:
-            return _error(INVALID_REQUEST, "GroupId can't be empty.")
+            return _error(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
         if req.version >= 1 and not req.member_id:
-            return _error(INVALID_REQUEST, "MemberId can't be empty.")
+            return _error(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
         if req.instance_id is not None and not req.instance_id:
-            return _error(INVALID_REQUEST, "InstanceId can't be empty.")
+            return _error(ErrorCode.INVALID_REQUEST, "InstanceId can't be empty.")
         if req.rack_id is not None and not req.rack_id:
-            return _error(INVALID_REQUEST, "RackId can't be empty.")
+            return _error(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
         if req.member_epoch > 0 or req.member_epoch in (LEAVE_EPOCH, LEAVE_STATIC_EPOCH):
             if not req.member_id:
-                return _error(INVALID_REQUEST, "MemberId can't be empty.")
+                return _error(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
             if req.member_epoch == LEAVE_STATIC_EPOCH and req.instance_id is None:
-                return _error(INVALID_REQUEST, "InstanceId can't be null.")
+                return _error(ErrorCode.INVALID_REQUEST, "InstanceId can't be null.")
         elif req.member_epoch == 0:
             if req.rebalance_timeout_ms == -1:
                 return _error(
-                    INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request."
+                    ErrorCode.INVALID_REQUEST,
+                    "RebalanceTimeoutMs must be provided in first request.",
                 )
             if req.owned is None or req.owned:
-                return _error(INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining.")
+                return _error(
+                    ErrorCode.INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining."
+                )
             if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
                 return _error(
-                    INVALID_REQUEST,
+                    ErrorCode.INVALID_REQUEST,
                     "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when "
                     "(re-)joining.",
                 )
         else:
-            return _error(INVALID_REQUEST, "MemberEpoch is invalid.")
+            return _error(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
         if req.subscribed_topic_regex:
             try:
                 compile_regex(req.subscribed_topic_regex)
             except InvalidRegex as exc:
                 return _error(
-                    INVALID_REGULAR_EXPRESSION,
+                    ErrorCode.INVALID_REGULAR_EXPRESSION,
                     f"SubscribedTopicRegex `{req.subscribed_topic_regex}` is not a valid "
                     f"regular expression: {exc}.",
                 )
         if req.server_assignor is not None and req.server_assignor not in self.assignor_names:
             return _error(
-                UNSUPPORTED_ASSIGNOR,
+                ErrorCode.UNSUPPORTED_ASSIGNOR,
                 f"ServerAssignor {req.server_assignor} is not supported. Supported assignors: "
                 f"{', '.join(self.assignor_names)}.",
             )
@@ -279,7 +269,7 @@ class ConsumerGroups:
             # happen to a live member there, as Kafka persists its groups. Membership here
             # is not persisted, so after a restart a member is told to rejoin instead.
             return _error(
-                errors.UNKNOWN_MEMBER_ID,
+                ErrorCode.UNKNOWN_MEMBER_ID,
                 f"Member {req.member_id} is not a member of group {req.group_id}.",
             )
         if req.member_epoch in (LEAVE_EPOCH, LEAVE_STATIC_EPOCH):
@@ -326,7 +316,7 @@ class ConsumerGroups:
         )
         send = req.member_epoch == 0 or full or member.assigned != before
         return HeartbeatResult(
-            errors.NONE,
+            ErrorCode.NONE,
             None,
             member.member_id,
             member.member_epoch,
@@ -345,12 +335,12 @@ class ConsumerGroups:
             static_id = group.static_members.get(req.instance_id)
             if static_id is None or static_id not in group.members:
                 return _error(
-                    errors.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.",
+                    ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.",
                     req.member_id,
                 )
             if static_id != req.member_id:
                 return _error(
-                    errors.FENCED_INSTANCE_ID,
+                    ErrorCode.FENCED_INSTANCE_ID,
                     f"Static member {req.member_id} with instance id {req.instance_id} was "
                     f"fenced by member {static_id}.",
                     req.member_id,
@@ -359,7 +349,7 @@ class ConsumerGroups:
         member = group.members.get(req.member_id)
         if member is None:
             return _error(
-                errors.UNKNOWN_MEMBER_ID,
+                ErrorCode.UNKNOWN_MEMBER_ID,
                 f"Member {req.member_id} is not a member of group {req.group_id}.",
                 req.member_id,
             )
@@ -406,7 +396,7 @@ class ConsumerGroups:
             if member is not None and member.instance_id != req.instance_id:
                 # The member id names another member: never overwrite it.
                 return _error(
-                    errors.UNKNOWN_MEMBER_ID,
+                    ErrorCode.UNKNOWN_MEMBER_ID,
                     f"Member {member_id} is not a member of group {req.group_id}.",
                     member_id,
                 )
@@ -416,7 +406,7 @@ class ConsumerGroups:
                     # Only a consumer-protocol member holds its instance id against
                     # another; a classic member is replaced (Kafka's).
                     return _error(
-                        UNRELEASED_INSTANCE_ID,
+                        ErrorCode.UNRELEASED_INSTANCE_ID,
                         f"Static member {member_id} with instance id {req.instance_id} cannot "
                         f"join the group because the instance id is owned by {previous_id} "
                         "member.",
@@ -433,7 +423,7 @@ class ConsumerGroups:
         if member is None:
             if len(group.members) >= self.config.group_consumer_max_size:
                 return _error(
-                    errors.GROUP_MAX_SIZE_REACHED,
+                    ErrorCode.GROUP_MAX_SIZE_REACHED,
                     f"The consumer group has reached its maximum capacity of "
                     f"{self.config.group_consumer_max_size} members.",
                     member_id,
@@ -495,7 +485,7 @@ class ConsumerGroups:
             return None
         which = "greater" if epoch > member.member_epoch else "smaller"
         return _error(
-            FENCED_MEMBER_EPOCH,
+            ErrorCode.FENCED_MEMBER_EPOCH,
             f"The consumer group member has a {which}"
             f" member epoch ({epoch}) than the one known by the group coordinator "
             f"({member.member_epoch}). The member must abandon all its partitions and rejoin.",
@@ -668,9 +658,9 @@ class ConsumerGroups:
                 group, member, "session_deadline_ms",
                 now_ms + self.config.group_consumer_session_timeout_ms,
             )
-            return HeartbeatResult(errors.NONE, None, member.member_id, LEAVE_STATIC_EPOCH)
+            return HeartbeatResult(ErrorCode.NONE, None, member.member_id, LEAVE_STATIC_EPOCH)
         self.remove_member(group, member)
-        return HeartbeatResult(errors.NONE, None, member.member_id, LEAVE_EPOCH)
+        return HeartbeatResult(ErrorCode.NONE, None, member.member_id, LEAVE_EPOCH)
 
     def remove_member(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         self._set_partitions(group, member, {}, {})
@@ -733,33 +723,35 @@ class ConsumerGroups:
         if group is None:
             return None
         if epoch < 0 and not group.members:
-            return errors.NONE
+            return ErrorCode.NONE
         if transactional and epoch == -1 and member_id == "" and instance_id is None:
             # TxnOffsetCommit does not require member, epoch and instance id: checked
             # only when one is given (Kafka's ConsumerGroup.validateOffsetCommit).
-            return errors.NONE
+            return ErrorCode.NONE
         member = group.members.get(member_id)
         if member is None:
-            return errors.UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         if member.classic is not None:  # a classic member: its generation is its epoch
-            return errors.NONE if epoch == member.member_epoch else errors.ILLEGAL_GENERATION
+            return ErrorCode.NONE if epoch == member.member_epoch else ErrorCode.ILLEGAL_GENERATION
         if version < 9 and not transactional:
-            return UNSUPPORTED_VERSION
+            return ErrorCode.UNSUPPORTED_VERSION
         if epoch != member.member_epoch:  # Kafka 4.0: greater or smaller alike
-            return STALE_MEMBER_EPOCH
-        return errors.NONE
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, epoch: int) -> int:
         group = self.groups.get(group_id)
         if group is None or (not member_id and epoch < 0):
-            return errors.NONE
+            return ErrorCode.NONE
         member = group.members.get(member_id or "")
         if member is None:
-            return errors.UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         if epoch != member.member_epoch:
             # A classic member's epoch is its generation (Kafka's ILLEGAL_GENERATION).
-            return errors.ILLEGAL_GENERATION if member.classic is not None else STALE_MEMBER_EPOCH
-        return errors.NONE
+            if member.classic is not None:
+                return ErrorCode.ILLEGAL_GENERATION
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
 
     def subscribed(self, group_id: str, names: Iterable[str]) -> set[str]:
         """Which of ``names`` a member of the group subscribes to now (by name or regex)."""
@@ -780,9 +772,9 @@ class ConsumerGroups:
         if group is None:
             return None
         if group.members:
-            return NON_EMPTY_GROUP
+            return ErrorCode.NON_EMPTY_GROUP
         del self.groups[group_id]
-        return errors.NONE
+        return ErrorCode.NONE
 
     # --- classic members inside a consumer group (KIP-848's online upgrade) ---------------
 
@@ -862,25 +854,25 @@ class ConsumerGroups:
 
         group = self.groups[group_id]
         if not protocols:
-            return errors.INCONSISTENT_GROUP_PROTOCOL, member_id, -1, None
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id, -1, None
         try:
             names, owned_names = decode_subscription(protocols[0][1])
         except ValueError:
-            return errors.INCONSISTENT_GROUP_PROTOCOL, member_id, -1, None
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id, -1, None
         static_id = None if instance_id is None else group.static_members.get(instance_id)
         if static_id is not None and member_id and member_id != static_id:
-            return errors.FENCED_INSTANCE_ID, member_id, -1, None  # throwIfInstanceIdIsFenced
+            return ErrorCode.FENCED_INSTANCE_ID, member_id, -1, None  # throwIfInstanceIdIsFenced
         if not member_id:
             member_id = new_member_id
             if require_known_member_id and instance_id is None:
                 # Nothing is kept: Kafka creates the member when it joins with any
                 # member id it does not know (createIfNotExists), so no set of given
                 # ids grows without bound.
-                return errors.MEMBER_ID_REQUIRED, member_id, -1, None
+                return ErrorCode.MEMBER_ID_REQUIRED, member_id, -1, None
             if static_id is not None:
                 previous = group.members[static_id]
                 if previous.classic is None and previous.member_epoch != LEAVE_STATIC_EPOCH:
-                    return UNRELEASED_INSTANCE_ID, member_id, -1, None
+                    return ErrorCode.UNRELEASED_INSTANCE_ID, member_id, -1, None
                 # A restarted static member: it takes the old one's place and partitions.
                 if previous.member_epoch == LEAVE_STATIC_EPOCH:
                     previous.member_epoch = previous.previous_epoch
@@ -890,7 +882,7 @@ class ConsumerGroups:
         changed = False
         if member is None:
             if len(group.members) >= self.config.group_consumer_max_size:
-                return errors.GROUP_MAX_SIZE_REACHED, member_id, -1, None
+                return ErrorCode.GROUP_MAX_SIZE_REACHED, member_id, -1, None
             member = ConsumerMember(member_id, instance_id, None, client_id, client_host,
                                     rebalance_timeout_ms)
             group.members[member_id] = member
@@ -898,13 +890,13 @@ class ConsumerGroups:
                 group.static_members[instance_id] = member_id
             changed = True
         elif member.classic is None:
-            return errors.INCONSISTENT_GROUP_PROTOCOL, member_id, -1, None
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id, -1, None
         if not self._shares_a_classic_protocol(group, member_id, protocols):
             # Kafka's supportsClassicProtocols: a later downgrade must find one protocol
             # every classic member speaks.
             if changed:
                 self._remove_new_member(group, member)
-            return errors.INCONSISTENT_GROUP_PROTOCOL, member_id, -1, None
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id, -1, None
         member.classic = ClassicMeta(session_timeout_ms, tuple(protocols))
         member.rebalance_timeout_ms = rebalance_timeout_ms
         member.join_deadline_ms = None  # it rejoined
@@ -923,16 +915,16 @@ class ConsumerGroups:
         owned = {} if owned_names is None else self._names_to_ids(owned_names)
         self._reconcile(group, member, owned, now_ms)
         self._set_deadline(group, member, "session_deadline_ms", now_ms + session_timeout_ms)
-        return errors.NONE, member_id, member.member_epoch, protocols[0][0]
+        return ErrorCode.NONE, member_id, member.member_epoch, protocols[0][0]
 
     def _classic_member(self, group_id: str, member_id: str, generation: int):
         group = self.groups[group_id]
         member = group.members.get(member_id)
         if member is None or member.classic is None:
-            return group, None, errors.UNKNOWN_MEMBER_ID
+            return group, None, ErrorCode.UNKNOWN_MEMBER_ID
         if generation != member.member_epoch:
-            return group, member, errors.ILLEGAL_GENERATION
-        return group, member, errors.NONE
+            return group, member, ErrorCode.ILLEGAL_GENERATION
+        return group, member, ErrorCode.NONE
 
     def classic_sync(
         self, group_id: str, member_id: str, generation: int
@@ -945,7 +937,7 @@ class ConsumerGroups:
         if error or member is None or member.classic is None:
             return error, None, b""
         name = member.classic.protocols[0][0] if member.classic.protocols else None
-        return errors.NONE, name, encode_assignment(self._ids_to_names(member.assigned))
+        return ErrorCode.NONE, name, encode_assignment(self._ids_to_names(member.assigned))
 
     def classic_heartbeat(self, group_id: str, member_id: str, generation: int,
                           now_ms: int) -> int:
@@ -968,8 +960,8 @@ class ConsumerGroups:
             if member.join_deadline_ms is None:
                 self._set_deadline(group, member, "join_deadline_ms",
                                    now_ms + max(0, member.rebalance_timeout_ms))
-            return errors.REBALANCE_IN_PROGRESS
-        return errors.NONE
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
 
     @staticmethod
     def _waiting_on_unreleased(group: ConsumerGroup, member: ConsumerMember) -> bool:
@@ -989,12 +981,12 @@ class ConsumerGroups:
         if instance_id is not None:
             static_id = group.static_members.get(instance_id)
             if static_id is None:
-                return errors.UNKNOWN_MEMBER_ID
+                return ErrorCode.UNKNOWN_MEMBER_ID
             if member_id and member_id != static_id:
-                return errors.FENCED_INSTANCE_ID
+                return ErrorCode.FENCED_INSTANCE_ID
             member_id = static_id
         member = group.members.get(member_id)
         if member is None:
-            return errors.UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         self.remove_member(group, member)
-        return errors.NONE
+        return ErrorCode.NONE

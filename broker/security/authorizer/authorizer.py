@@ -12,16 +12,16 @@ allowed, and the handlers' only cost is that ``is None`` test). With one:
   (names over 249 characters are not cached; authorized-operations masks have their
   own smaller cache, so they never flush the hot decisions).
 
-Changes (CreateAcls, DeleteAcls) are made one at a time and written (store.py)
-before they are answered. A denial is logged once per cached decision, like Kafka's
-``kafka.authorizer.logger`` at INFO.
+Changes (CreateAcls, DeleteAcls) are made one at a time and written to the ACL store
+(a file on one node, ZooKeeper in a cluster: store.py) before they are answered. A
+denial is logged once per cached decision, like Kafka's ``kafka.authorizer.logger`` at
+INFO.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import trio
@@ -35,10 +35,11 @@ from kafkette.broker.security.authorizer.acl import (
     ResourceType,
 )
 from kafkette.broker.security.authorizer.matcher import AclIndex
-from kafkette.broker.security.authorizer.store import AclFileStore
+from kafkette.broker.security.authorizer.store import AclChange
 
 if TYPE_CHECKING:
     from kafkette.broker.config import BrokerConfig
+    from kafkette.broker.security.authorizer.store import AclFileStore
     from kafkette.broker.security.authorizer.zk_store import ZkAclStore
     from kafkette.broker.security.session import Session
 
@@ -120,23 +121,17 @@ class Authorizer:
         self.index = AclIndex()
         self._cache: dict[tuple, bool | object] = {}
         self._operations_cache: dict[tuple, int] = {}
-        self._store: AclFileStore | None = None
-        # In a cluster: the ZooKeeper store (zk_store.py) shares the ACLs instead.
-        self.shared_store: ZkAclStore | None = None
+        # The data dir's file on a single node, ZooKeeper in a cluster (keep_in).
+        self._store: AclFileStore | ZkAclStore | None = None
         self._changing = trio.Lock()
 
     # Start ---------------------------------------------------------------------
 
-    async def open(self, data_dir: Path) -> None:
-        """Load the ACLs stored in the data dir (single node)."""
-        self._store = AclFileStore(data_dir)
-        bindings = await trio.to_thread.run_sync(self._store.load)
-        self.replace_all(bindings)
-        log.info(
-            "authorizer: %d ACLs, super.users=%s, allow.everyone.if.no.acl.found=%s",
-            len(self.index), ",".join(sorted(self.super_users)) or "(none)",
-            str(self.allow_if_no_acl).lower(),
-        )
+    def keep_in(self, store: AclFileStore | ZkAclStore) -> None:
+        """Serve the ACLs ``store`` holds (now, and as they change) and make every change
+        there."""
+        self._store = store
+        store.on_change(self.replace_all)
 
     def replace_all(self, bindings: list[AclBinding]) -> None:
         """Make ``bindings`` the ACLs (a load, or a change seen in ZooKeeper)."""
@@ -243,41 +238,31 @@ class Authorizer:
 
     def unstorable(self, binding: AclBinding) -> str | None:
         """Why the store cannot keep ``binding`` (a ZooKeeper path rule), or None."""
-        if self.shared_store is None:
-            return None
-        from kafkette.broker.security.authorizer.zk_store import unstorable_name
-
-        return unstorable_name(binding.resource_name)
+        return None if self._store is None else self._store.unstorable(binding)
 
     def describe(self, selection: AclBindingFilter) -> list[AclBinding]:
         return [b for b in self.index if selection.matches(b)]
 
     async def create(self, bindings: list[AclBinding]) -> None:
         """Add ``bindings`` (ones already there are no change) and make them durable
-        before returning; raises AclStoreError when they cannot be."""
+        before returning; raises AclStoreError when they cannot be. The store decides
+        what is new: in a cluster ZooKeeper does (each znode is read as it is changed),
+        as the ACLs held may not have seen another broker's change yet."""
         async with self._changing:
-            if self.shared_store is not None:
-                # ZooKeeper decides what is new (each znode is read as it is changed):
-                # the ACLs held may not have seen another broker's change yet.
-                wanted = list(dict.fromkeys(bindings))
-                await self._commit([], added=wanted, removed=[])
-                return
-            new = [b for b in dict.fromkeys(bindings) if b not in self.index]
-            if not new:
-                return
-            await self._commit(list(self.index) + new, added=new, removed=[])
+            await self._commit(AclChange(added=list(dict.fromkeys(bindings)), removed=[]))
 
     async def delete(self, filters: list[AclBindingFilter]) -> list[list[AclBinding]]:
         """Remove every binding each filter matches; per filter, the ones it removed
         (a binding two filters match is reported under the first)."""
         async with self._changing:
-            if self.shared_store is not None:
-                # Match against what ZooKeeper has now, not what the last notification
-                # brought: a binding another broker just made is deleted too.
-                try:
-                    await self.shared_store.load_and_install()
-                except Exception as exc:  # ZooKeeper away: nothing changed
-                    raise AclStoreError(f"{type(exc).__name__}: {exc}") from exc
+            assert self._store is not None
+            # Match against what the store has now (in a cluster, ZooKeeper, not what
+            # the last notification brought): a binding another broker just made is
+            # deleted too. Reading installs it here.
+            try:
+                await self._store.read()
+            except Exception as exc:  # ZooKeeper away: nothing changed
+                raise AclStoreError(f"{type(exc).__name__}: {exc}") from exc
             removed: list[list[AclBinding]] = []
             gone: set[AclBinding] = set()
             for selection in filters:
@@ -285,27 +270,17 @@ class Authorizer:
                 gone.update(matched)
                 removed.append(matched)
             if gone:
-                await self._commit(
-                    [b for b in self.index if b not in gone], added=[], removed=list(gone)
-                )
+                await self._commit(AclChange(added=[], removed=list(gone)))
             return removed
 
-    async def _commit(
-        self, bindings: list[AclBinding], *, added: list[AclBinding], removed: list[AclBinding]
-    ) -> None:
-        """Make the change durable, then current. In a cluster the change goes to
-        ZooKeeper and the ACLs are read back: other brokers' changes come with them."""
+    async def _commit(self, change: AclChange) -> None:
+        """Make the change durable; the store then installs it here (``keep_in``). In a
+        cluster the ACLs are read back: other brokers' changes come with them, and once
+        stored the change is not reported failed, whatever reading it back does."""
+        assert self._store is not None
         try:
-            if self.shared_store is not None:
-                await self.shared_store.apply(added, removed)
-            elif self._store is not None:
-                await trio.to_thread.run_sync(self._store.save, bindings)
+            await self._store.apply(change)
         except AclStoreError:
             raise
         except Exception as exc:  # a full disk, ZooKeeper away: the caller answers it
             raise AclStoreError(f"{type(exc).__name__}: {exc}") from exc
-        if self.shared_store is not None:
-            # Stored: whatever reading it back does, the change is not reported failed.
-            await self.shared_store.refresh_after_change(added, removed)
-        else:
-            self.replace_all(bindings)

@@ -15,7 +15,8 @@ broker changed it meanwhile), then a change notification. Every broker watches t
 notification folders and, when one fires (or its ZooKeeper session is new), reads all
 ACLs again: they are few, and a full read cannot miss anything.
 
-As on a single node (store.py), an ACL znode that cannot be decoded is never skipped:
+As on a single node (store.py, the same ``DurableStore[list[AclBinding], AclChange]``
+interface), an ACL znode that cannot be decoded is never skipped:
 a missing DENY would open access. At start the broker refuses to start; later the
 broker logs an ERROR and keeps, for that resource only, the ACLs it held, while every
 other resource takes what ZooKeeper has: a change made through another broker (a
@@ -33,6 +34,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import defaultdict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 import trio
@@ -48,13 +50,12 @@ from kafkette.broker.security.authorizer.acl import (
     permission_name,
 )
 from kafkette.broker.security.authorizer.authorizer import AclStoreError
+from kafkette.broker.security.authorizer.store import AclChange
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
 
     from kafkette.broker.cluster.zk_session import ZkSession
-    from kafkette.broker.security.authorizer.authorizer import Authorizer
-    from kafkette.broker.server import Broker
 
 log = logging.getLogger("kafkette.authorizer")
 
@@ -137,9 +138,15 @@ def decode_acls(resource: Resource, data: bytes) -> list[AclBinding]:
 
 
 class ZkAclStore:
-    def __init__(self, session: ZkSession, authorizer: Authorizer) -> None:
+    """A cluster's ACLs: what was last installed is held (and given to the listeners),
+    ZooKeeper has the truth. Made and read by ``open_zk_acl_store``."""
+
+    origin = "from ZooKeeper"
+
+    def __init__(self, session: ZkSession) -> None:
         self.session = session
-        self.authorizer = authorizer
+        self._bindings: list[AclBinding] = []  # the ACLs last installed
+        self._listeners: list[Callable[[list[AclBinding]], None]] = []
         self._watch = session.watcher(self._changed)
         self._dirty = False
         self._reloading = False
@@ -162,12 +169,14 @@ class ZkAclStore:
             return
         self._installed = number
         if unreadable:
-            held = [b for b in self.authorizer.index if _resource_of(b) in unreadable]
+            held = [b for b in self._bindings if _resource_of(b) in unreadable]
             log.error("ACLs in ZooKeeper unreadable, keeping the %d held for those"
                       " resources (the others as ZooKeeper has them): %s",
                       len(held), "; ".join(unreadable.values()))
             bindings = bindings + held
-        self.authorizer.replace_all(bindings)
+        self._bindings = list(dict.fromkeys(bindings))
+        for listener in self._listeners:
+            listener(list(self._bindings))
 
     async def load_and_install(self, *, refuse_unreadable: bool = False) -> None:
         """Read every ACL and install them; with ``refuse_unreadable`` (at start, when
@@ -177,7 +186,7 @@ class ZkAclStore:
             raise AclZnodeError("; ".join(unreadable.values()))
         self._install(number, bindings, unreadable)
 
-    async def refresh_after_change(
+    async def _refresh_after_change(
         self, added: list[AclBinding], removed: list[AclBinding]
     ) -> None:
         """After a change is in ZooKeeper: read all ACLs back (others' changes come with
@@ -189,9 +198,10 @@ class ZkAclStore:
             log.error("ACL change stored in ZooKeeper but the ACLs could not be read"
                       " back (%s): applying it to the ACLs held, reading again later", exc)
             gone = set(removed)
-            current = self.authorizer.index
+            current = self._bindings
+            held = set(current)
             bindings = [b for b in current if b not in gone]
-            bindings += [b for b in dict.fromkeys(added) if b not in current]
+            bindings += [b for b in dict.fromkeys(added) if b not in held]
             self._reads_started += 1  # newer than any read already under way
             self._install(self._reads_started, bindings)
             self._changed()
@@ -246,12 +256,33 @@ class ZkAclStore:
         finally:
             self._reloading = False
 
-    # Writing -------------------------------------------------------------------
+    # The store's interface ------------------------------------------------------
 
-    async def apply(self, added: list[AclBinding], removed: list[AclBinding]) -> None:
-        """Store the change. Raises AclStoreError with ``outcome_unknown`` when it failed
-        after a write was sent (part of it, or all, may be in ZooKeeper)."""
+    def unstorable(self, binding: AclBinding) -> str | None:
+        """Why ``binding`` cannot be one znode (a ZooKeeper path rule), or None."""
+        return unstorable_name(binding.resource_name)
+
+    async def read(self) -> list[AclBinding]:
+        """What ZooKeeper has now (installed: the listeners hear of it too), not what
+        the last notification brought."""
+        await self.load_and_install()
+        return list(self._bindings)
+
+    def on_change(self, listener: Callable[[list[AclBinding]], None]) -> None:
+        """``listener(bindings)`` now and whenever ACLs are installed: after a change
+        made here, and after a notification of one made through any broker."""
+        self._listeners.append(listener)
+        listener(list(self._bindings))
+
+    async def apply(self, change: AclChange) -> None:
+        """Store the change, then read all ACLs back (others' changes come with them).
+        Raises AclStoreError with ``outcome_unknown`` when it failed after a write was
+        sent (part of it, or all, may be in ZooKeeper); once stored it never raises."""
+        added, removed = change.added, change.removed
         await self.session.run(self._apply, added, removed, limiter=self._limiter)
+        await self._refresh_after_change(added, removed)
+
+    # Writing -------------------------------------------------------------------
 
     def _apply(self, client: KazooClient, added: list[AclBinding],
                removed: list[AclBinding]) -> None:
@@ -334,15 +365,10 @@ def _resource_of(binding: AclBinding) -> Resource:
     return binding.pattern_type, binding.resource_type, binding.resource_name
 
 
-async def open_shared_acls(broker: Broker, authorizer: Authorizer) -> None:
-    """Cluster mode: the ACLs come from ZooKeeper and changes go there."""
-    assert broker.cluster is not None
-    session = broker.cluster.session
-    store = ZkAclStore(session, authorizer)
-    authorizer.shared_store = store
+async def open_zk_acl_store(session: ZkSession) -> ZkAclStore:
+    """Cluster mode: the ACLs come from ZooKeeper and changes go there. Raises when
+    ZooKeeper cannot be read or one ACL znode cannot be decoded: no start then."""
+    store = ZkAclStore(session)
     session.on_state(lambda state: store._changed() if state == "CONNECTED" else None)
     await store.load_and_install(refuse_unreadable=True)  # no start with one unreadable
-    log.info(
-        "authorizer: %d ACLs from ZooKeeper, super.users=%s", len(authorizer.index),
-        ",".join(sorted(authorizer.super_users)) or "(none)",
-    )
+    return store

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import trio
 
+from kafkette.broker.durable_store import StoreUnavailable
 from kafkette.broker.security.sasl import scram_formulas as sf
 from kafkette.broker.security.sasl.broker_sasl import BrokerSasl
 from kafkette.broker.security.sasl.mechanism import (
@@ -39,7 +40,6 @@ from kafkette.broker.security.sasl.mechanism import (
 from kafkette.broker.security.sasl.oauthbearer import OAuthBearerServer
 from kafkette.broker.security.sasl.plain import PlainServer
 from kafkette.broker.security.sasl.scram import ScramServer, username_in_client_first
-from kafkette.broker.security.sasl.zk_scram_store import CredentialStoreUnavailable
 from kafkette.broker.security.session import KafkaPrincipal, Session
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.connection import Request
@@ -166,7 +166,7 @@ class Authenticator:
                 found = await store.lookup(self._mechanism, user)
         except trio.TooSlowError:
             return f"no answer from the credential store within {CREDENTIAL_LOOKUP_TIMEOUT_S} s"
-        except CredentialStoreUnavailable as exc:
+        except StoreUnavailable as exc:
             return str(exc)
         self._scram_credentials[(self._mechanism, user)] = found
         return None

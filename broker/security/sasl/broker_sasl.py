@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from kafkette.broker.security.sasl.scram_store import ScramCredentialStore
+from kafkette.broker.security.sasl.scram_store import open_scram_store
 from kafkette.broker.security.sasl.settings import SaslSettings
-from kafkette.broker.security.sasl.zk_scram_store import ZkScramCredentialStore
 
 if TYPE_CHECKING:
+    from kafkette.broker.security.sasl.scram_store import ScramCredentialStore
+    from kafkette.broker.security.sasl.zk_scram_store import ZkScramCredentialStore
     from kafkette.broker.server import Broker
 
 _ATTRIBUTE = "_kafkette_sasl"
@@ -26,26 +27,18 @@ class BrokerSasl:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.settings = SaslSettings.from_config(broker.config.explicit)
-        self._store: ScramCredentialStore | None = None
-        self._zk_store: ZkScramCredentialStore | None = None
+        self._store: ScramCredentialStore | ZkScramCredentialStore | None = None
         self._loading = trio.Lock()
         # AlterUserScramCredentials: one change at a time, written then swapped in.
         self.alter_lock = trio.Lock()
 
     async def scram_store(self) -> ScramCredentialStore | ZkScramCredentialStore:
-        """The data dir's credentials on a single node; ZooKeeper's in a cluster."""
-        cluster = getattr(self.broker, "cluster", None)
-        if cluster is not None:
-            if self._zk_store is None:
-                self._zk_store = ZkScramCredentialStore(cluster.session)
-            return self._zk_store
+        """The data dir's credentials on a single node; ZooKeeper's in a cluster (opened
+        at first use by ``open_scram_store``, which makes that choice)."""
         if self._store is None:
             async with self._loading:
                 if self._store is None:
-                    data_dir = self.broker.config.data_dir
-                    self._store = await trio.to_thread.run_sync(
-                        ScramCredentialStore.load, data_dir
-                    )
+                    self._store = await open_scram_store(self.broker)
         return self._store
 
 
@@ -58,5 +51,5 @@ def sasl_of(broker: Broker) -> BrokerSasl:
 
 
 async def open_broker_sasl(broker: Broker) -> None:
-    """Load the SCRAM credentials now (raises CredentialFileError)."""
+    """Load the SCRAM credentials now (raises StoreFileError)."""
     await sasl_of(broker).scram_store()

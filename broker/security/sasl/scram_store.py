@@ -10,29 +10,33 @@ file here and a cluster's znodes.
 The file (``scram-credentials.json``, mode 0600) is replaced atomically (write, fsync,
 rename, fsync the directory): after a crash it holds the old set or the new, whole.
 Lookups read an in-memory dict (the event loop authenticates from it); a change is
-computed on the loop, written in a worker thread, then swapped in.
+computed on the loop, written in a worker thread, then swapped in. A cluster keeps the
+same texts in ZooKeeper instead (zk_scram_store.py); ``open_scram_store`` picks one.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
+from kafkette.broker.durable_store import StoreFileError
 from kafkette.broker.security.sasl import scram_formulas as sf
 from kafkette.log.checkpoint import atomic_write
+
+if TYPE_CHECKING:
+    from kafkette.broker.security.sasl.zk_scram_store import ZkScramCredentialStore
+    from kafkette.broker.server import Broker
 
 FILE_NAME = "scram-credentials.json"
 
 # user -> mechanism name -> credential
 Credentials = dict[str, dict[str, sf.ScramCredential]]
-
-
-class CredentialFileError(ValueError):
-    """The credentials file cannot be read: the broker refuses to start rather than
-    silently lose its users."""
+# user -> mechanism name -> new credential, or None to delete it
+CredentialChanges = Mapping[str, Mapping[str, sf.ScramCredential | None]]
 
 
 def credential_to_text(credential: sf.ScramCredential) -> str:
@@ -56,9 +60,12 @@ def credential_from_text(text: str) -> sf.ScramCredential:
 
 
 class ScramCredentialStore:
+    """One node's credentials: in memory, and in the data dir's file (mode 0600)."""
+
     def __init__(self, path: Path | None, credentials: Credentials | None = None) -> None:
         self.path = path  # None: in memory only (a broker without a data dir in tests)
         self._credentials: Credentials = credentials or {}
+        self._listeners: list[Callable[[Credentials], None]] = []
 
     @classmethod
     def load(cls, data_dir: Path) -> ScramCredentialStore:
@@ -69,7 +76,7 @@ class ScramCredentialStore:
         except FileNotFoundError:
             return cls(path)
         except (OSError, ValueError) as exc:
-            raise CredentialFileError(f"cannot read SCRAM credentials {path}: {exc}") from None
+            raise StoreFileError(f"cannot read SCRAM credentials {path}: {exc}") from None
         try:
             users = document["users"]
             credentials = {
@@ -81,11 +88,12 @@ class ScramCredentialStore:
                 for user, entries in users.items()
             }
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
-            raise CredentialFileError(f"invalid SCRAM credentials file {path}: {exc}") from None
+            raise StoreFileError(f"invalid SCRAM credentials file {path}: {exc}") from None
         return cls(path, credentials)
 
-    # The interface the authenticator and the admin handlers use (async: the cluster's
-    # store, zk_scram_store.py, reads ZooKeeper). --------------------------------------
+    # The store's interface (a DurableStore; lookup, users and mechanisms_of for the
+    # authenticator and the admin handlers): async, as the cluster's store reads
+    # ZooKeeper (zk_scram_store.py). ------------------------------------------------
 
     async def lookup(self, mechanism: str, user: str) -> sf.ScramCredential | None:
         """From memory: never waits, never fails."""
@@ -97,31 +105,33 @@ class ScramCredentialStore:
     async def mechanisms_of(self, user: str) -> Mapping[str, sf.ScramCredential]:
         return self._credentials.get(user, {})
 
-    async def apply(
-        self,
-        deletions: Iterable[tuple[str, str]],
-        upsertions: Iterable[tuple[str, str, sf.ScramCredential]],
-    ) -> None:
-        """Delete (user, mechanism) pairs and upsert (user, mechanism, credential): durable
-        (written in a worker thread) before anyone authenticates with them."""
-        updated = self.changed(deletions, upsertions)
+    async def read(self) -> Credentials:
+        return self._credentials
+
+    def on_change(self, listener: Callable[[Credentials], None]) -> None:
+        """``listener(credentials)`` after every change this store makes."""
+        self._listeners.append(listener)
+
+    async def apply(self, changes: CredentialChanges) -> None:
+        """Durable (written in a worker thread) before anyone authenticates with them."""
+        updated = self._changed(changes)
         await trio.to_thread.run_sync(self.write, updated)
-        self.replace(updated)
+        self._credentials = updated
+        for listener in self._listeners:
+            listener(updated)
 
     # ---------------------------------------------------------------------------------
 
-    def changed(
-        self,
-        deletions: Iterable[tuple[str, str]],
-        upsertions: Iterable[tuple[str, str, sf.ScramCredential]],
-    ) -> Credentials:
-        """The credentials after deleting (user, mechanism) pairs and upserting
-        (user, mechanism, credential): a new dict, the store unchanged."""
+    def _changed(self, changes: CredentialChanges) -> Credentials:
+        """The credentials after ``changes``: a new dict, the store unchanged."""
         updated = {user: dict(entries) for user, entries in self._credentials.items()}
-        for user, mechanism in deletions:
-            updated.get(user, {}).pop(mechanism, None)
-        for user, mechanism, credential in upsertions:
-            updated.setdefault(user, {})[mechanism] = credential
+        for user, user_changes in changes.items():
+            entries = updated.setdefault(user, {})
+            for mechanism, credential in user_changes.items():
+                if credential is None:
+                    entries.pop(mechanism, None)
+                else:
+                    entries[mechanism] = credential
         return {user: entries for user, entries in updated.items() if entries}
 
     def write(self, credentials: Credentials) -> None:
@@ -137,6 +147,14 @@ class ScramCredentialStore:
         }
         atomic_write(self.path, json.dumps(document, indent=1).encode() + b"\n", mode=0o600)
 
-    def replace(self, credentials: Credentials) -> None:
-        """Serve ``credentials`` from now on (after ``write`` made them durable)."""
-        self._credentials = credentials
+
+async def open_scram_store(broker: Broker) -> ScramCredentialStore | ZkScramCredentialStore:
+    """The broker's credential store, chosen once: ZooKeeper's ``/config/users`` in a
+    cluster, else the data dir's file (read in a worker thread; a damaged one raises
+    StoreFileError)."""
+    cluster = getattr(broker, "cluster", None)
+    if cluster is not None:
+        from kafkette.broker.security.sasl.zk_scram_store import ZkScramCredentialStore
+
+        return ZkScramCredentialStore(cluster.session)
+    return await trio.to_thread.run_sync(ScramCredentialStore.load, broker.config.data_dir)

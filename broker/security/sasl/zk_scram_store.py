@@ -17,16 +17,22 @@ memory). The copies are dropped when the ZooKeeper session is lost (its watches 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import trio
 
+from kafkette.broker.durable_store import StoreUnavailable
+from kafkette.broker.durable_store.entity_znode import config_of, sanitize, update_config
 from kafkette.broker.security.sasl import scram_formulas as sf
-from kafkette.broker.security.sasl.scram_store import credential_from_text, credential_to_text
-from kafkette.broker.zk_entity_config import config_of, sanitize, update_config
+from kafkette.broker.security.sasl.scram_store import (
+    CredentialChanges,
+    Credentials,
+    credential_from_text,
+    credential_to_text,
+)
 
 if TYPE_CHECKING:
     from kafkette.broker.cluster.zk_session import ZkSession
@@ -100,14 +106,13 @@ def _write_user(client: Any, user: str, changes: Mapping[str, str | None]) -> No
         raise NodeKeepsChanging(f"could not update {path}: it keeps changing")
 
 
-class CredentialStoreUnavailable(Exception):
-    """ZooKeeper did not answer a credential lookup (connection lost, session expired):
-    the login is refused, the connection and the broker carry on."""
-
-
 class ZkScramCredentialStore:
+    """A cluster's credentials (the file store's interface); ZooKeeper errors raise
+    StoreUnavailable: a login is refused, an admin request answered, the broker goes on."""
+
     def __init__(self, session: ZkSession) -> None:
         self._session = session
+        self._listeners: list[Callable[[Credentials], None]] = []
         # Logins and the admin APIs use ZooKeeper in their own few threads: a hung
         # ZooKeeper cannot take trio's default thread pool (the log's I/O) with it. The
         # caller bounds the wait.
@@ -128,7 +133,7 @@ class ZkScramCredentialStore:
         self._invalidations += 1
 
     async def lookup(self, mechanism: str, user: str) -> sf.ScramCredential | None:
-        """The user's credential; raises CredentialStoreUnavailable on a ZooKeeper error
+        """The user's credential; raises StoreUnavailable on a ZooKeeper error
         (the caller's deadline, trio.fail_after, covers a ZooKeeper that does not answer)."""
         known = self._known.get(user)
         if known is not None:
@@ -143,7 +148,7 @@ class ZkScramCredentialStore:
                 _read_user_watched, user, watch, limiter=self._threads
             )
         except (KazooException, KazooTimeoutError) as exc:
-            raise CredentialStoreUnavailable(
+            raise StoreUnavailable(
                 f"ZooKeeper error reading {user_path(user)}: {type(exc).__name__} {exc}"
             ) from None
         if config is None:
@@ -154,38 +159,44 @@ class ZkScramCredentialStore:
         return credentials.get(mechanism)
 
     async def users(self) -> list[str]:
-        configs = await self._read(_read_all)
-        return sorted(user for user, config in configs.items() if _scram_of(config))
+        return sorted(await self.read())
 
     async def mechanisms_of(self, user: str) -> Mapping[str, sf.ScramCredential]:
         return _scram_of(await self._read(_read_user, user))
 
     async def _read(self, fn: Any, *args: Any) -> Any:
         """``fn(client, *args)`` in a worker thread; ZooKeeper errors become
-        CredentialStoreUnavailable (the admin handlers answer them, never crash)."""
+        StoreUnavailable (the admin handlers answer them, never crash)."""
         from kazoo.exceptions import KazooException
         from kazoo.handlers.threading import KazooTimeoutError
 
         try:
             return await self._session.run(fn, *args, limiter=self._threads)
         except (KazooException, KazooTimeoutError) as exc:
-            raise CredentialStoreUnavailable(
+            raise StoreUnavailable(
                 f"ZooKeeper error reading {USERS}: {type(exc).__name__} {exc}"
             ) from None
 
-    async def apply(
-        self,
-        deletions: Iterable[tuple[str, str]],
-        upsertions: Iterable[tuple[str, str, sf.ScramCredential]],
-    ) -> None:
-        changes: dict[str, dict[str, str | None]] = {}
-        for user, mechanism in deletions:
-            changes.setdefault(user, {})[mechanism] = None
-        for user, mechanism, credential in upsertions:
-            changes.setdefault(user, {})[mechanism] = credential_to_text(credential)
+    async def read(self) -> Credentials:
+        configs = await self._read(_read_all)
+        return {user: found for user, config in configs.items() if (found := _scram_of(config))}
+
+    def on_change(self, listener: Callable[[Credentials], None]) -> None:
+        """``listener(credentials)`` after every change this broker makes (logins learn
+        of other brokers' changes through their per-user watches, not through this)."""
+        self._listeners.append(listener)
+
+    async def apply(self, changes: CredentialChanges) -> None:
+        texts = {
+            user: {
+                mechanism: None if credential is None else credential_to_text(credential)
+                for mechanism, credential in user_changes.items()
+            }
+            for user, user_changes in changes.items()
+        }
 
         def write_all(client: Any) -> None:
-            for user, user_changes in changes.items():
+            for user, user_changes in texts.items():
                 _write_user(client, user, user_changes)
 
         from kazoo.exceptions import KazooException
@@ -194,10 +205,14 @@ class ZkScramCredentialStore:
         try:
             await self._session.run(write_all, limiter=self._threads)
         except (KazooException, KazooTimeoutError, NodeKeepsChanging) as exc:
-            for user in changes:  # some may be written: read them again
+            for user in texts:  # some may be written: read them again
                 self._forget(user)
-            raise CredentialStoreUnavailable(
+            raise StoreUnavailable(
                 f"ZooKeeper error writing {USERS}: {type(exc).__name__} {exc}"
             ) from None
-        for user in changes:  # this broker's next login reads what it wrote (the watch
+        for user in texts:  # this broker's next login reads what it wrote (the watch
             self._forget(user)  # would tell it too, a moment later)
+        if self._listeners:
+            credentials = await self.read()
+            for listener in self._listeners:
+                listener(credentials)

@@ -10,7 +10,11 @@ event loop:
 - ``__consumer_offsets``: records are appended to the group's partition
   before anyone is answered (persist first), and read back on start;
 - tickets: JoinGroup and SyncGroup wait for a ``Reply`` that a later call
-  (another member's, or a timer tick) produces;
+  (another member's, or a timer tick) produces. The call that produces replies
+  renders every answer in one loop, in the state machine's order (the member whose
+  request completed the rebalance first), into each waiter's slot; the waiting
+  handlers only hand their ready answer to the connection, and the completing
+  request's own answer goes out before any other waiting task runs;
 - the timer task that calls ``tick`` at ``next_deadline_ms`` and the periodic
   offset expiry;
 - transactions: a TxnOffsetCommit's records are appended as a transactional
@@ -43,15 +47,15 @@ import trio
 
 from kafkette.broker import groups
 from kafkette.broker.clock import now_ms
-from kafkette.broker.groups import OFFSETS_TOPIC
 from kafkette.broker.groups.config import GroupConfig
 from kafkette.broker.internal_topics import (
+    OFFSETS_TOPIC,
     append_uncommitted,
     create_if_missing,
     partitions_in_use,
     replay_batches,
 )
-from kafkette.broker.partition import Partition
+from kafkette.broker.partitions import Partition
 from kafkette.broker.throttled_log import describe_error, storage_errors
 from kafkette.broker.topics import TopicError
 from kafkette.broker.transactions.markers import append_marker
@@ -111,10 +115,12 @@ class _Ownership:
 
 @dataclass(slots=True)
 class _Waiter:
-    """A JoinGroup/SyncGroup waiting for its reply."""
+    """A JoinGroup/SyncGroup waiting for its answer: ``render`` turns the state
+    machine's reply into the response body; ``answer`` is the slot it fills."""
 
+    render: Callable[[JoinResponse | SyncResponse], dict]
     done: trio.Event = field(default_factory=trio.Event)
-    response: JoinResponse | SyncResponse | None = None
+    answer: dict | None = None
 
 
 @dataclass(slots=True)
@@ -196,7 +202,7 @@ class GroupCoordinator:
         records = await trio.to_thread.run_sync(_read_all_records, partitions)
         self.state.load(records, now_ms())
         log.info("loaded %d records from %s", len(records), OFFSETS_TOPIC)
-        pending = self.state.pending_offset_count()
+        pending = self.state.offsets.pending_offset_count()
         if pending:
             log.info("%d transactional offsets wait for their transaction's marker", pending)
 
@@ -206,7 +212,7 @@ class GroupCoordinator:
         if self._state is None:
             self._state = groups.GroupCoordinatorState(self.config)
             if self.broker.cluster is not None:
-                self._state.track_unconfirmed()
+                self._state.offsets.track_unconfirmed()
         return self._state
 
     async def _offsets_partition(self, index: int) -> Partition:
@@ -437,7 +443,7 @@ class GroupCoordinator:
                 return ErrorCode.KAFKA_STORAGE_ERROR
             if verdict != ErrorCode.NONE:
                 return verdict
-            outcome = self.state.complete_transaction(
+            outcome = self.state.offsets.complete_transaction(
                 partition=partition_index, producer_id=producer_id, committed=committed
             )
             log.debug(
@@ -459,7 +465,7 @@ class GroupCoordinator:
         try:
             commits = await self._persist(outcome.records)
         except Exception as exc:
-            self.state.settle_unconfirmed(outcome.records)
+            self.state.offsets.settle_unconfirmed(outcome.records)
             failure = exc if isinstance(exc, CoordinatorUnavailable) else None
             if failure is None:  # a bug of ours: still answer, revert, and say so
                 storage_errors.failure("writing to", OFFSETS_TOPIC, exc)
@@ -471,7 +477,7 @@ class GroupCoordinator:
             raise failure from exc
         if commits:
             return outcome, commits
-        self.state.settle_unconfirmed(outcome.records)
+        self.state.offsets.settle_unconfirmed(outcome.records)
         self._deliver(outcome)
         self._rearm.set()
         return outcome, commits
@@ -500,13 +506,13 @@ class GroupCoordinator:
                     break
         finally:
             if failure is None:
-                self.state.settle_unconfirmed(outcome.records)
+                self.state.offsets.settle_unconfirmed(outcome.records)
         if failure is None:
             self._deliver(outcome)
             self._rearm.set()
             return outcome
         async with self._lock:
-            self.state.settle_unconfirmed(outcome.records)
+            self.state.offsets.settle_unconfirmed(outcome.records)
             await self._revert(outcome, failure.code)
             self._rearm.set()
         raise failure
@@ -556,21 +562,29 @@ class GroupCoordinator:
         self._deliver(groups.Outcome(None, replies))
 
     async def wait_for_reply(
-        self, call: object, group_id: str | None = None
-    ) -> JoinResponse | SyncResponse:
+        self,
+        call: object,
+        render: Callable[[JoinResponse | SyncResponse], dict],
+        group_id: str | None = None,
+    ) -> dict:
         """For JoinGroup/SyncGroup: run ``call(state, now_ms, ticket)`` and wait for its
-        reply (``group_id``: as ``run``)."""
+        reply, answered as ``render(reply)`` (``group_id``: as ``run``).
+
+        When this call itself produced the reply (it completed a rebalance, say) the
+        answer is returned without another checkpoint: the connection writes it
+        before the other members' tasks, woken by the same call, run."""
         ticket = object()
-        waiter = _Waiter()
+        waiter = _Waiter(render)
         self._waiters[ticket] = waiter
         try:
             await self.run(lambda state, now: call(state, now, ticket), group_id)  # type: ignore[operator]
-            await waiter.done.wait()
+            if not waiter.done.is_set():
+                await waiter.done.wait()
         finally:
             self._waiters.pop(ticket, None)
-        if waiter.response is None:
+        if waiter.answer is None:
             raise CoordinatorUnavailable("the broker is shutting down")
-        return waiter.response
+        return waiter.answer
 
     def release_waiters(self) -> None:
         """Shutdown: answer every waiting JoinGroup/SyncGroup (they will retry elsewhere)."""
@@ -578,10 +592,11 @@ class GroupCoordinator:
             waiter.done.set()
 
     def _deliver(self, outcome: Outcome) -> None:
+        """Every reply of one call answered in one pass, in the state machine's order."""
         for reply in outcome.replies:
             waiter = self._waiters.get(reply.ticket)
             if waiter is not None:  # None: that client went away
-                waiter.response = reply.response
+                waiter.answer = waiter.render(reply.response)
                 waiter.done.set()
 
     async def _persist(self, records: list[OffsetsRecord]) -> list[_Commit]:

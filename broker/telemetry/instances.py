@@ -1,47 +1,16 @@
-"""Client telemetry (KIP-714) as a Kafka 4.0 broker without a metrics plugin answers it.
+"""The broker's client instances (KIP-714), in memory as in Kafka: what each is asked for.
 
-A client asks GetTelemetrySubscriptions for what to collect (the metrics of every
-client-metrics subscription whose ``match`` fits it, the shortest of their push
-intervals) and then pushes them with PushTelemetry. With no ClientTelemetryReceiver
-plugin Kafka 4.0 leaves both APIs out of ApiVersions, yet still serves them: it
-assigns instance ids, computes subscription ids, throttles, checks and decompresses
-the payload, and then hands it to no one. kafkette does the same and keeps nothing
-of a payload.
-
-What a client is, per instance id, lives here in memory, as in Kafka: lost at a
-restart, and dropped when the connection that last used it closes (Kafka's
-ClientConnectionDisconnectListener) or after max(60 s, 3 push intervals) unused. The
-subscription id derives only from the metrics, the interval and the instance id, so
-after a restart a client's old id still matches and its next push is accepted (the
-first push of a fresh instance is). Every behaviour below was measured against Kafka
-4.0.0:
-
-- the subscription id is CRC32C of Java's ``HashSet.toString()`` of the requested
-  metrics followed by the push interval, XORed with the instance id's Java hash, so
-  the metrics are listed in Java's HashSet order and a client sees the ids a Kafka
-  broker gave it in the measured cases (Java breaks ties within a HashSet bucket by
-  chain order, which matches insertion order here only while no bucket is treeified
-  or resized mid-chain);
-- a subscription with ``*`` among its metrics asks for everything: the list is ``["*"]``;
-- any change to the subscriptions re-evaluates an instance at its next request (with
-  the identity recorded at its first), and that re-evaluation resets its throttling;
-- GetTelemetrySubscriptions is throttled (THROTTLING_QUOTA_EXCEEDED) until a push
-  interval has passed since the instance's last accepted get or push, even right after
-  a push that failed with UNKNOWN_SUBSCRIPTION_ID or UNSUPPORTED_COMPRESSION_TYPE
-  (Kafka 4.0's exemption for those is dead code: see ``accept_get``);
-- PushTelemetry checks, in this order: a terminating instance (INVALID_REQUEST),
-  throttling (the push timestamp is updated whenever a push may come, terminating or
-  not; a terminating push is never refused for it; a push right after a get is always
-  accepted), the subscription id (UNKNOWN_SUBSCRIPTION_ID), the compression
-  (UNSUPPORTED_COMPRESSION_TYPE), the size (TELEMETRY_TOO_LARGE), and that the payload
-  decompresses (INVALID_RECORD). Whatever the outcome, the instance's terminating flag
-  then becomes the push's (Kafka sets it in a ``finally``): a terminating push followed
-  by two plain ones answers 0, INVALID_REQUEST, then THROTTLING_QUOTA_EXCEEDED.
-  Every outcome is kept as the instance's last error (NONE after an accepted get).
+An instance is made at its first request (its identity fixed then), re-evaluated when the
+subscriptions change, tied to the connection that last used it and forgotten when that
+connection closes or after max(60 s, 3 push intervals) unused; at most MAX_INSTANCES are
+kept. A restart loses them all: a client's old subscription id still matches (it derives
+only from what it was asked for), so its next push is accepted. The throttling rules of
+both APIs are here (``accept_get``, ``accept_push``); the package doc has the rest.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 import weakref
@@ -51,13 +20,17 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from kafkette.wire.checksum import crc32c
+from kafkette.broker.durable_store import StoreUnavailable
+from kafkette.broker.telemetry.subscription_ids import java_hash_set_order, subscription_id
+from kafkette.broker.telemetry.subscriptions import store_of
 from kafkette.wire.compression import CompressionType
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
     from kafkette.broker.security.session import Session
     from kafkette.broker.server import Broker
+
+log = logging.getLogger("kafkette.telemetry")
 
 DEFAULT_INTERVAL_MS = 300_000  # interval.ms's default
 TELEMETRY_MAX_BYTES = 1_048_576  # telemetry.max.bytes's default
@@ -79,46 +52,6 @@ MIN_IDLE_MS = 60_000  # an instance unused this long (or 3 push intervals) is fo
 RESERVED_INSTANCE_IDS = frozenset({uuid.UUID(int=0), uuid.UUID(int=1)})  # Kafka's Uuid.RESERVED
 
 _LIST_SEPARATOR = re.compile(r"\s*,\s*")
-
-
-def _int32(value: int) -> int:
-    value &= 0xFFFFFFFF
-    return value - (1 << 32) if value >= 1 << 31 else value
-
-
-def _java_string_hash(text: str) -> int:
-    encoded = text.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(encoded), 2):
-        h = (31 * h + int.from_bytes(encoded[i : i + 2], "big")) & 0xFFFFFFFF
-    return h
-
-
-def java_hash_set_order(items: list[str]) -> list[str]:
-    """``items`` (distinct, in insertion order) as a ``java.util.HashSet`` built by adding
-    them one by one iterates them: by bucket of the spread String hash in a table that
-    starts at 16 and doubles past a 0.75 load, ties in insertion order."""
-    capacity = 16
-    while len(items) > capacity * 3 // 4:
-        capacity *= 2
-
-    def bucket(text: str) -> int:
-        h = _java_string_hash(text)
-        return (h ^ (h >> 16)) & (capacity - 1)
-
-    return [text for _, _, text in sorted((bucket(t), i, t) for i, t in enumerate(items))]
-
-
-def java_uuid_hash(instance_id: uuid.UUID) -> int:
-    """Kafka's ``Uuid.hashCode()``: the two halves XORed, then folded to 32 bits."""
-    h = (instance_id.int >> 64) ^ (instance_id.int & 0xFFFF_FFFF_FFFF_FFFF)
-    return _int32((h >> 32) ^ (h & 0xFFFFFFFF))
-
-
-def subscription_id(metrics: list[str], push_interval_ms: int, instance_id: uuid.UUID) -> int:
-    """The id Kafka 4.0 gives this subscription of this instance (see the module doc)."""
-    text = "[" + ", ".join(metrics) + "]" + str(push_interval_ms)
-    return _int32(crc32c(text.encode()) ^ java_uuid_hash(instance_id))
 
 
 def config_list(value: str | None) -> list[str]:
@@ -347,10 +280,19 @@ class TelemetryState:
 _states: weakref.WeakKeyDictionary[Broker, TelemetryState] = weakref.WeakKeyDictionary()
 
 
-def state_of(broker: Broker) -> TelemetryState:
-    """The broker's telemetry state, made at first use (kept beside the broker, as the
-    client metrics store is, so the broker needs no field for it)."""
+async def current_state(broker: Broker) -> TelemetryState:
+    """The broker's telemetry state (made at first use and kept beside the broker, as
+    its subscription store is), told the subscriptions as they are now.
+
+    In a cluster they are read from ZooKeeper; when it cannot be reached the
+    subscriptions last seen stand (one log line), so clients keep their answers."""
     state = _states.get(broker)
     if state is None:
         state = _states[broker] = TelemetryState()
+    try:
+        subscriptions = await store_of(broker).read()
+    except StoreUnavailable as exc:
+        log.warning("client metrics subscriptions not read (%s): the last seen stand", exc)
+        return state
+    state.note_subscriptions(subscriptions)
     return state

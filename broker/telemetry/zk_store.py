@@ -21,17 +21,15 @@ from urllib.parse import unquote
 
 import trio
 
-from kafkette.broker.zk_entity_config import ATTEMPTS, config_of, encode_config, sanitize
+from kafkette.broker.durable_store import StoreUnavailable
+from kafkette.broker.durable_store.entity_znode import ATTEMPTS, config_of, encode_config, sanitize
+from kafkette.broker.telemetry.subscriptions import SubscriptionChange, Subscriptions
 
 if TYPE_CHECKING:
     from kafkette.broker.cluster.zk_session import ZkSession
 
 ROOT = "/config/client-metrics"
 THREADS = 2
-
-
-class SubscriptionStoreUnavailable(RuntimeError):
-    """ZooKeeper did not answer, or kept changing under us: the admin request fails."""
 
 
 def _names(client: Any) -> list[str]:
@@ -74,11 +72,13 @@ def _write(client: Any, name: str, configs: dict[str, str], stat: Any) -> bool:
 
 
 class ZkSubscriptionStore:
-    """Same interface as ``client_metrics.SubscriptionStore``, kept in ZooKeeper."""
+    """Same interface as ``file_store.SubscriptionStore``, kept in ZooKeeper; its errors
+    raise StoreUnavailable."""
 
     def __init__(self, session: ZkSession) -> None:
         self._session = session
         self._threads = trio.CapacityLimiter(THREADS)
+        self._listeners: list[Callable[[Subscriptions], None]] = []
 
     async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
         from kazoo.exceptions import KazooException
@@ -87,12 +87,9 @@ class ZkSubscriptionStore:
         try:
             return await self._session.run(fn, *args, limiter=self._threads)
         except (KazooException, KazooTimeoutError) as exc:
-            raise SubscriptionStoreUnavailable(
+            raise StoreUnavailable(
                 f"ZooKeeper error on client metrics subscriptions: {exc!r}"
             ) from None
-
-    async def load(self) -> None:
-        """Nothing to read ahead: every request reads ZooKeeper."""
 
     async def names(self) -> list[str]:
         return await self._run(_names)
@@ -101,20 +98,27 @@ class ZkSubscriptionStore:
         configs, _ = await self._run(_read, name)
         return configs
 
-    async def update(
-        self,
-        name: str,
-        change: Callable[[dict[str, str]], dict[str, str]],
-        *,
-        validate_only: bool = False,
-    ) -> dict[str, str]:
+    async def read(self) -> Subscriptions:
+        return {name: await self.configs(name) for name in await self.names()}
+
+    def on_change(self, listener: Callable[[Subscriptions], None]) -> None:
+        """``listener(subscriptions)`` after every change this broker makes (nothing
+        watches other brokers' changes: every reader asks ZooKeeper)."""
+        self._listeners.append(listener)
+
+    async def apply(self, change: SubscriptionChange) -> dict[str, str]:
+        name = change.name
         for _ in range(ATTEMPTS):
             current, stat = await self._run(_read, name)
-            configs = change(dict(current))
-            if validate_only:
+            configs = change.edit(dict(current))
+            if change.validate_only:
                 return configs
             if await self._run(_write, name, dict(configs), stat):
+                if self._listeners:
+                    subscriptions = await self.read()
+                    for listener in self._listeners:
+                        listener(subscriptions)
                 return configs
-        raise SubscriptionStoreUnavailable(
+        raise StoreUnavailable(
             f"could not update client metrics subscription {name}: it keeps changing"
         )

@@ -1,0 +1,280 @@
+"""One partition as the broker sees it: the one door to its data and its role.
+
+The log itself is synchronous and lives in worker threads. Here is what the
+event loop needs around it: a ``trio.Lock`` that keeps every change of the
+log in order (produce appends and the idempotence check that precedes them,
+the broker's own batches, a follower's appends and truncations, DeleteRecords,
+role changes), and the long-polling fetches to wake when data arrives. Nothing
+outside this package takes that lock or appends to a log: they call the
+methods here (produce's multi-partition append is ``append.py``, a follower's
+copy of its leader ``follower.py``). Reads take no lock (the log publishes an
+append only once its bytes are in place), so Fetch and ListOffsets read
+``partition.log`` directly. The producer table belongs to the log (it is
+snapshotted and rebuilt with it).
+
+The leader/follower role is reachable from here too, single node and cluster
+alike: on a single node (``replica_manager`` None) this broker leads every
+partition, acks=all has nothing to wait for and the HW is the log end offset;
+in a cluster the replica manager answers (``broker/cluster/replica_manager.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+import trio
+
+from kafkette.broker.partitions.follower import FollowerCopy, copy_from_leader
+from kafkette.wire.errors import ErrorCode
+from kafkette.wire.record_batch import read_header
+
+if TYPE_CHECKING:
+    from kafkette.broker.cluster.replica_manager import ReplicaManager
+    from kafkette.log import PartitionLog
+    from kafkette.log.partition_log import AppendInfo
+    from kafkette.wire.record_batch import BatchHeader
+
+LEADER_EPOCH = 0  # one node, never re-elected: every batch carries epoch 0 (single-node mode)
+
+T = TypeVar("T")
+
+
+class Partition:
+    """A topic partition served by this broker. Not thread-safe: event loop only."""
+
+    __slots__ = (
+        "_append_lock",
+        "_hw_waiters",
+        "_waiters",
+        "bytes_in",
+        "bytes_out",
+        "index",
+        "leader_epoch",
+        "log",
+        "on_append",
+        "records_in",
+        "records_out",
+        "replica_manager",
+        "topic",
+    )
+
+    def __init__(self, topic: str, index: int, log: PartitionLog) -> None:
+        self.topic = topic
+        self.index = index
+        self.log = log
+        # The epoch this broker knows for the partition: stamped into appended batches
+        # (by the log) and checked against requests' current_leader_epoch. Always 0 on a
+        # single node; in cluster mode the replica manager sets it from ZooKeeper's state.
+        self.leader_epoch = LEADER_EPOCH
+        # Cluster mode: the replica manager that gives this partition its role (set the
+        # first time it sees the partition, with the log's explicit HW). None on a
+        # single node, where this broker leads every partition it has.
+        self.replica_manager: ReplicaManager | None = None
+        # Cluster mode, while this broker leads the partition: the replica manager's
+        # hook that moves the high watermark after any append (produce, coordinators,
+        # markers). None on a single node, where the HW is the log end offset.
+        self.on_append: Callable[[Partition], None] | None = None
+        self._append_lock = trio.Lock()
+        # Traffic since this broker opened the partition (Kafka's BrokerTopicMetrics, per
+        # partition here): plain ints bumped once per partition per request by the
+        # produce append and the fetch handler, read at scrape time by metrics and the
+        # console. In: batches appended from Produce (duplicates excluded). Out: what
+        # consumers' Fetches returned (followers' fetches excluded), records as offsets.
+        self.bytes_in = 0
+        self.records_in = 0
+        self.bytes_out = 0
+        self.records_out = 0
+        self._waiters: set[trio.Event] = set()
+        self._hw_waiters: set[trio.Event] = set()
+
+    # --- appends (the log changes only under the append lock) -------------------------
+
+    @property
+    def append_lock(self) -> trio.Lock:
+        """For ``append.py`` (produce takes several partitions' locks in one order)."""
+        return self._append_lock
+
+    async def append_batch(
+        self, batch: bytearray, check: Callable[[], ErrorCode] | None = None
+    ) -> ErrorCode:
+        """Append one batch the broker built itself (coordinators' records, markers).
+
+        In order with produce appends (under the append lock), after ``check``
+        if given (its error is returned and nothing is written), in a worker
+        thread; then long-polling fetches are woken. A storage failure raises.
+        """
+        async with self._append_lock:
+            if check is not None:
+                error = check()
+                if error != ErrorCode.NONE:
+                    return error
+            await trio.to_thread.run_sync(self._append_built, batch)
+        self.notify_appended()
+        return ErrorCode.NONE
+
+    def _append_built(self, batch: bytearray) -> None:
+        self.log.append(batch, [read_header(batch)], leader_epoch=self.leader_epoch)
+
+    def append_validated(
+        self, records: memoryview, header: BatchHeader, *, nonblocking: bool
+    ) -> AppendInfo:
+        """Worker thread (or the event loop, ``nonblocking``), append lock held by the
+        caller (``append.py``): one validated produce batch into the log, stamped
+        with the epoch it was checked in. Raises what ``PartitionLog.append`` raises."""
+        return self.log.append(
+            records, [header], leader_epoch=self.leader_epoch, nonblocking=nonblocking
+        )
+
+    async def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move the log start to ``offset``, in order with appends;
+        the new low watermark."""
+        async with self._append_lock:
+            return await trio.to_thread.run_sync(self.log.delete_records_before, offset)
+
+    async def while_appends_wait(self, work: Callable[[], T]) -> T:
+        """Run ``work`` in a worker thread with no append in progress or starting
+        (dropping the partition's files when it is no longer a replica here)."""
+        async with self._append_lock:
+            return await trio.to_thread.run_sync(work)
+
+    # --- the role ---------------------------------------------------------------------
+
+    @property
+    def replicated(self) -> bool:
+        """Cluster mode: the HW is explicit (followers move it), not the log end."""
+        return self.replica_manager is not None
+
+    def leads_in(self, leader_epoch: int) -> bool:
+        """Still the leader in ``leader_epoch``? (asked under the append lock)."""
+        replicas = self.replica_manager
+        return replicas is None or replicas.is_leader(self, leader_epoch)
+
+    def leader_tenure(self) -> int | None:
+        """The leadership tenure now (``ReplicaManager.leader_tenure``); 0 on a single
+        node, None if this broker does not lead the partition."""
+        replicas = self.replica_manager
+        return 0 if replicas is None else replicas.leader_tenure(self)
+
+    def check_min_isr(self) -> ErrorCode:
+        """acks=all: NOT_ENOUGH_REPLICAS when the ISR is below min.insync.replicas."""
+        replicas = self.replica_manager
+        return ErrorCode.NONE if replicas is None else replicas.check_min_isr(self)
+
+    def min_insync_replicas(self) -> int:
+        replicas = self.replica_manager
+        return 1 if replicas is None else replicas.min_insync_replicas(self.topic)
+
+    async def wait_for_acks(
+        self, last_offset: int, timeout_s: float, tenure: int | None
+    ) -> ErrorCode:
+        """acks=all: hold the answer until the HW passes ``last_offset``
+        (``ReplicaManager.wait_for_acks``); at once on a single node."""
+        replicas = self.replica_manager
+        if replicas is None:
+            return ErrorCode.NONE
+        return await replicas.wait_for_acks(self, last_offset, timeout_s, tenure)
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: (epoch, end offset). In a cluster from the leader-epoch
+        cache (Kafka's ``LeaderEpochFileCache.endOffsetFor``), what followers truncate
+        by; on a single node, in epoch 0 for ever, the log end for any epoch a client
+        can hold, (-1, -1) for none."""
+        if self.replica_manager is not None:
+            return self.log.end_offset_for_epoch(leader_epoch)
+        if leader_epoch >= LEADER_EPOCH:
+            return LEADER_EPOCH, self.log.log_end_offset
+        return -1, -1
+
+    def follower_fetched(self, replica_id: int, fetch_offset: int) -> None:
+        """A follower's Fetch at ``fetch_offset``: its LEO, the HW and the ISR move.
+        Past the log end the read answers OFFSET_OUT_OF_RANGE: as Kafka, only a fetch
+        that can succeed updates the follower's state (else it would count as caught up)."""
+        replicas = self.replica_manager
+        if replicas is not None and fetch_offset <= self.log.log_end_offset:
+            replicas.record_follower_fetch(self, replica_id, fetch_offset)
+
+    async def become_leader(self, leader_epoch: int, install: Callable[[], T]) -> T:
+        """Lead from ``leader_epoch``: the epoch is recorded at the log end (if newer
+        than the log's latest), then ``install`` (the replica manager's leader state)
+        runs, all with no append in between; its result is returned."""
+        async with self._append_lock:
+            self.leader_epoch = leader_epoch
+            if leader_epoch > self.log.leader_epoch_cache.latest_epoch:
+                await trio.to_thread.run_sync(self.log.assign_leader_epoch, leader_epoch)
+            return install()
+
+    async def become_follower(self, leader_epoch: int) -> None:
+        """Follow in ``leader_epoch``: no produce append straddles the change."""
+        async with self._append_lock:
+            self.leader_epoch = leader_epoch
+
+    # --- a follower's log (the replica fetcher) -----------------------------------------
+
+    async def truncate_to(self, offset: int, still_wanted: Callable[[], bool]) -> int | None:
+        """Cut the log at ``offset`` (also at or past the LEO: an epoch entry at the log
+        end goes, see ``PartitionLog.truncate_to``) unless ``still_wanted()`` says no
+        once appends are held off. The log end offset before the cut; None if skipped."""
+        async with self._append_lock:
+            if not still_wanted():
+                return None
+            leo = self.log.log_end_offset
+            await trio.to_thread.run_sync(self.log.truncate_to, max(offset, 0))
+            return leo
+
+    async def restart_at(
+        self, offset: int, fetched_at: int, still_wanted: Callable[[], bool]
+    ) -> bool:
+        """Kafka's ``truncateFullyAndStartAt``: empty the log, starting at ``offset``,
+        if it still ends at ``fetched_at`` and ``still_wanted()``; True if done."""
+        async with self._append_lock:
+            if not still_wanted() or self.log.log_end_offset != fetched_at:
+                return False
+            await trio.to_thread.run_sync(self.log.truncate_fully_and_start_at, offset)
+            return True
+
+    async def follow(
+        self,
+        fetched_at: int,
+        still_wanted: Callable[[], bool],
+        records: memoryview | bytes,
+        leader_high_watermark: int,
+        leader_log_start: int,
+    ) -> FollowerCopy | None:
+        """Apply a leader's Fetch answer (``follower.copy_from_leader``) if the log
+        still ends at ``fetched_at`` and ``still_wanted()``, with appends held off;
+        None otherwise (nothing done: the next fetch asks again). The caller wakes
+        long-polling fetches if something was appended."""
+        async with self._append_lock:
+            if not still_wanted() or self.log.log_end_offset != fetched_at:
+                return None
+            return await copy_from_leader(
+                self.log, records, leader_high_watermark, leader_log_start
+            )
+
+    # --- waiters ------------------------------------------------------------------------
+
+    def add_waiter(self, event: trio.Event, high_watermark: bool = False) -> None:
+        """Have ``event`` set at the next append (Fetch long-poll); with
+        ``high_watermark`` also when the HW moves (a cluster consumer reads below it;
+        a follower, which reads to the log end, has no use for that wake-up)."""
+        (self._hw_waiters if high_watermark else self._waiters).add(event)
+
+    def remove_waiter(self, event: trio.Event) -> None:
+        self._waiters.discard(event)
+        self._hw_waiters.discard(event)
+
+    def notify_appended(self) -> None:
+        if self.on_append is not None:
+            self.on_append(self)
+        waiters, self._waiters = self._waiters, set()
+        for event in waiters:
+            event.set()
+        if self._hw_waiters:
+            self.notify_high_watermark()
+
+    def notify_high_watermark(self) -> None:
+        """Cluster mode: the HW moved, so consumers long-polling below it may read on."""
+        waiters, self._hw_waiters = self._hw_waiters, set()
+        for event in waiters:
+            event.set()
