@@ -28,6 +28,8 @@ from pathlib import Path
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.harness.serve_process import ServeProcess
+
 POINTS = [
     (100, "none"),
     (1024, "none"),
@@ -57,21 +59,10 @@ def broker_cpu_s(pid: int) -> float:
 
 
 def start(binary: str, data_dir: Path) -> tuple[subprocess.Popen, str]:
-    process = subprocess.Popen(
-        [binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    deadline = time.monotonic() + 30
-    assert process.stdout is not None
-    for line in process.stdout:
-        if line.startswith("kafkette ready on "):
-            return process, line.split()[-1]
-        if time.monotonic() > deadline:
-            break
-    process.kill()
-    raise RuntimeError(f"{binary} did not start")
+    """``<binary> serve`` on a free port, once ready; its log inside ``data_dir``."""
+    serve = ServeProcess(["--listen", "127.0.0.1:0", "--data-dir", str(data_dir / "data")],
+                         data_dir / "broker.log", command=[binary, "serve"])
+    return serve.wait_ready(30).proc, serve.bootstrap
 
 
 def produce(bootstrap: str, topic: str, values: list[bytes], count: int, codec: str) -> float:

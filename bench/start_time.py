@@ -8,7 +8,7 @@ Starts ``kafkette serve --listen 127.0.0.1:0 --data-dir <fresh tmp>`` ``--starts
 
 * ready line: spawn (just before ``Popen``) to the line ``kafkette ready on HOST:PORT`` on
   its stdout -- the figure a tool or script that waits for the line sees;
-* first Metadata: spawn to the first Metadata a raw probe gets (``bench/probe.py``), the
+* first Metadata: spawn to the first Metadata a raw probe gets (``bench/harness/probe.py``), the
   figure the harness takes for every broker, so it compares with Kafka's;
 * CPU (user + system) the broker had used at its ready line: less swayed by other work on
   the machine than wall time (though not free of it: caches and memory bandwidth are shared);
@@ -20,7 +20,7 @@ Starts ``kafkette serve --listen 127.0.0.1:0 --data-dir <fresh tmp>`` ``--starts
 Which ``kafkette``: ``--bin NAME=PATH`` (repeatable: the builds take turns, A B A B, so
 load that comes and goes spreads over all of them), else ``$KAFKETTE_BIN``, else this
 venv's. When the reference Apache Kafka is there (``KAFKA_HOME``, else ``kafka-ref home``;
-see ``bench/brokers.py``), it is started ``--kafka-starts`` times as one KRaft node (storage
+see ``bench/harness/brokers.py``), it is started ``--kafka-starts`` times as one KRaft node (storage
 formatted before the clock starts, as the harness does) and its launch to first Metadata,
 CPU and RSS are printed beside, with the ratios. Each start is stopped (SIGTERM) before the
 next.
@@ -50,9 +50,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .brokers import HOST, READY_LINE, ApacheKafka, Kafkette
-from .probe import wait_for_metadata
-from .processes import ProcessRegistry, cpu_seconds, process_tree, rss_mb
+from .harness.brokers import HOST, READY_LINE, ApacheKafka, Kafkette
+from .harness.probe import wait_for_metadata
+from .harness.processes import ProcessRegistry, cpu_seconds, process_tree, rss_mb
 
 GOAL_MS = 250.0
 READY_TIMEOUT_S = 60.0

@@ -10,25 +10,18 @@ reference Kafka (``../shared/reference-kafka``, or ``$KAFKETTE_KAFKA_REF``) is m
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-_spec = importlib.util.spec_from_file_location(
-    "kafkette_zk_wire", Path(__file__).with_name("zk_wire.py")
-)
-assert _spec is not None and _spec.loader is not None
-zk_wire = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(zk_wire)
+from tests.cluster import zk_wire
+from tests.reference_kafka import reference_script_or_skip
 
-reference_script_or_skip = sys.modules["kafkette_test_reference_kafka"].reference_script_or_skip
 TOOL_TIMEOUT_S = 60
 
 
