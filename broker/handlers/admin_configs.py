@@ -69,7 +69,7 @@ async def handle_describe_configs(broker: Broker, request: Request) -> dict:
     for resource in body["resources"]:
         rtype, rname = resource["resource_type"], resource["resource_name"]
         result = {
-            "error_code": 0,
+            "error_code": ErrorCode.NONE,
             "error_message": None,
             "resource_type": rtype,
             "resource_name": rname,
@@ -160,7 +160,7 @@ async def _alter(broker: Broker, request: Request, new_configs) -> dict:
     for resource in body["resources"]:
         rtype, rname = resource["resource_type"], resource["resource_name"]
         response = {
-            "error_code": 0,
+            "error_code": ErrorCode.NONE,
             "error_message": None,
             "resource_type": rtype,
             "resource_name": rname,

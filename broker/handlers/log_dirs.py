@@ -95,12 +95,12 @@ async def handle_describe_log_dirs(broker: Broker, request: Request) -> dict:
     path = log_dir_path(broker)
     wanted = _wanted(broker, request.body["topics"])
     topics = await trio.to_thread.run_sync(_topic_entries, wanted)
-    result = {"error_code": 0, "log_dir": path, "topics": topics}
+    result = {"error_code": ErrorCode.NONE, "log_dir": path, "topics": topics}
     if version >= 4:  # statvfs: a system call that may block on a busy disk
         result["total_bytes"], result["usable_bytes"] = await trio.to_thread.run_sync(
             _volume_bytes, path
         )
-    return {"throttle_time_ms": 0, "error_code": 0, "results": [result]}
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "results": [result]}
 
 
 def _move_error(broker: Broker, path: str, own: str, name: str, index: int) -> ErrorCode:

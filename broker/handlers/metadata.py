@@ -227,7 +227,7 @@ async def handle_describe_cluster(broker: Broker, request: Request) -> dict:
         entry["is_fenced"] = False
     return {
         "throttle_time_ms": 0,
-        "error_code": 0,
+        "error_code": ErrorCode.NONE,
         "error_message": None,
         "endpoint_type": ENDPOINT_BROKERS,
         "cluster_id": broker.cluster_id,
