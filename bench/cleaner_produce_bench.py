@@ -24,7 +24,8 @@ both with ``log.cleaner.backoff.ms=200``, take exactly the same load:
 Latency percentiles cover the records scheduled while the cleaner ran (alter to last shrink,
 at most ``--seconds``); the cleaner-off run takes the same interval from its own alter. MB are
 10^6 bytes, as in the harness. Figures are medians over ``--rounds``, printed as the harness's
-table (``bench/report.py``) and as Markdown. A script, not a test: figures depend on the machine.
+table (``bench/harness/report.py``) and as Markdown. A script, not a test: figures depend on the
+machine.
 """
 
 from __future__ import annotations
@@ -49,11 +50,11 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from .brokers import ApacheKafka, Broker, Kafkette, RunningBroker
-from .metrics import percentile
-from .processes import ProcessRegistry, RssSampler
-from .report import markdown, print_report, summarize
-from .workloads import (
+from .harness.brokers import ApacheKafka, Broker, Kafkette, RunningBroker
+from .harness.metrics import percentile
+from .harness.processes import ProcessRegistry, RssSampler
+from .harness.report import markdown, print_report, summarize
+from .harness.workloads import (
     QUICK,
     Context,
     WorkloadError,

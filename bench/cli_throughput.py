@@ -26,21 +26,17 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from bench.harness.raw_wire import free_port
+from bench.harness.serve_process import ServeProcess, serve_args
+
 KCAT = shutil.which("kcat") or "/usr/bin/kcat"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def cpu_seconds(pid: int) -> float:
@@ -53,22 +49,11 @@ def uptime() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def start_broker(data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    bootstrap = f"127.0.0.1:{port}"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kafkette", "serve", "--listen", bootstrap,
-         "--data-dir", str(data_dir), "--log-level", "WARNING"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return proc, bootstrap
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("kafkette did not start within 60 s")
+def start_broker(data_dir: Path) -> tuple[subprocess.Popen[str], str]:
+    """``kafkette serve`` on a free port in its own session, once ready; log beside data_dir."""
+    args = [*serve_args(data_dir, f"127.0.0.1:{free_port()}"), "--log-level", "WARNING"]
+    serve = ServeProcess(args, data_dir.with_suffix(".log"), new_session=True).wait_ready(60)
+    return serve.proc, serve.bootstrap
 
 
 def timed(argv: list[str], broker_pid: int) -> dict[str, float]:

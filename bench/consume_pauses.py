@@ -18,7 +18,7 @@ the broker's CPU seconds per million records, and the same consumer's rate with 
 switched off (``fetch.queue.backoff.ms=0``, queue limits lifted): the figure the broker
 decides.
 
-The topic is filled as bench/workloads.py fills it (batches cut at a fixed record count), so
+The topic is filled as bench/harness/workloads.py fills it (batches cut at a fixed record count), so
 both brokers store and serve the same batches.
 """
 
@@ -38,7 +38,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from bench.fetch_profile import cpu_seconds, create_topic, start_kafkette
-from bench.workloads import UNPAUSED, fill_config
+from bench.harness.workloads import UNPAUSED, fill_config
 
 SIZE = 100
 KAFKA_REF = Path(__file__).resolve().parents[2] / "shared" / "reference-kafka" / "kafka-ref"

@@ -1,7 +1,7 @@
 """kill -9 series under idempotent acks=all load: counts lost and duplicated values.
 
 A script, not a test (the CI test, ``tests/broker/test_crash_idempotent.py``,
-runs a few rounds of the same load, which lives here in ``bench.crash_load``).
+runs a few rounds of the same load, which lives here in ``bench.harness.crash_load``).
 For each mode, one ``kafkette serve`` subprocess is SIGKILLed ``--rounds``
 times at seeded random points while a confluent-kafka idempotent producer
 (acks=all, 5 in flight) and a consumer group run; each time it restarts on the
@@ -19,19 +19,17 @@ restart times. Goal: zero lost, zero duplicated, in both modes.
 from __future__ import annotations
 
 import argparse
-import re
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from types import ModuleType
 
-READY = re.compile(r"^kafkette ready on (\S+)$")
+from bench.harness.raw_wire import free_port
+from bench.harness.serve_process import ServeFailed, ServeProcess
+
 MODES = {
     "default": (),
     "flush1": ("--config", "log.flush.interval.messages=1"),
@@ -40,68 +38,42 @@ TOPIC_CONFIGS = {"segment.bytes": "262144", "retention.ms": "-1"}
 
 
 def load_crash_module() -> ModuleType:
-    from bench import crash_load  # confluent-kafka: imported when a series runs
+    from bench.harness import crash_load  # confluent-kafka: imported when a series runs
 
     return crash_load
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class BrokerProcess:
     """``kafkette serve`` on a fixed port and data dir; restartable after kill -9."""
 
     def __init__(self, data_dir: Path, port: int, extra: tuple[str, ...], log_path: Path) -> None:
-        self.argv = [
-            sys.executable, "-m", "kafkette", "serve", "--listen", f"127.0.0.1:{port}",
-            "--data-dir", str(data_dir), "--config", "num.partitions=3",
-            "--config", "group.initial.rebalance.delay.ms=0", *extra,
-        ]
+        self.args = [
+            "--listen", f"127.0.0.1:{port}", "--data-dir", str(data_dir),
+            "--config", "num.partitions=3", "--config", "group.initial.rebalance.delay.ms=0",
+            *extra,
+        ]  # fmt: skip
         self.log_path = log_path
-        self.proc: subprocess.Popen[str] | None = None
+        self.serve: ServeProcess | None = None
         self.restart_seconds: list[float] = []
         self._killed_at: float | None = None
 
     def start(self) -> str:
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                self.argv, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, text=True
-            )
-        ready: list[str] = []
-        got = threading.Event()
-
-        def pump() -> None:
-            assert self.proc is not None and self.proc.stdout is not None
-            for line in self.proc.stdout:
-                match = READY.match(line.strip())
-                if match and not got.is_set():
-                    ready.append(match.group(1))
-                    got.set()
-            got.set()
-
-        threading.Thread(target=pump, daemon=True).start()
-        if not got.wait(60) or not ready:
-            raise RuntimeError(f"broker did not start; see {self.log_path}")
+        self.serve = ServeProcess(self.args, self.log_path, append_log=True).wait_ready(60)
         if self._killed_at is not None:
             self.restart_seconds.append(time.monotonic() - self._killed_at)
-        return ready[0]
+        return self.serve.bootstrap
 
     def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.kill()
-        self.proc.wait(10)
+        assert self.serve is not None
+        self.serve.kill()
         self._killed_at = time.monotonic()
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
+        if self.serve is not None and self.serve.running:
             try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+                self.serve.terminate(30)
+            except ServeFailed:
+                pass  # ignored SIGTERM: killed
 
 
 def print_restart_times(mode: str, restarts: list[float]) -> None:

@@ -23,9 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -33,6 +31,8 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from bench.harness.serve_process import ServeProcess
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -63,19 +63,15 @@ def log_layout(log_dir: str, topic: str) -> dict[str, float]:
             "stored_records_per_batch": records / batches if batches else 0.0}
 
 
-def start_kafkette(configs: list[str]) -> tuple[subprocess.Popen[bytes], str, str]:
+def start_kafkette(configs: list[str]) -> tuple[subprocess.Popen[str], str, str]:
+    """A fresh ``kafkette serve`` (``configs``: ``key=value``) once ready: its process, its
+    bootstrap and its data dir (the log is beside it, ``<data dir>.log``)."""
     data_dir = tempfile.mkdtemp(prefix="fetch-profile-")
-    argv = [sys.executable, "-m", "kafkette", "serve", "--listen", "127.0.0.1:0",
-            "--data-dir", data_dir, "--log-level", "WARNING"]
+    args = ["--listen", "127.0.0.1:0", "--data-dir", data_dir, "--log-level", "WARNING"]
     for config in configs:
-        argv += ["--config", config]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        found = re.match(rb"^kafkette ready on (\S+):(\d+)", line)
-        if found:
-            return proc, f"{found[1].decode()}:{found[2].decode()}", data_dir
-    raise SystemExit("kafkette printed no ready line")
+        args += ["--config", config]
+    serve = ServeProcess(args, Path(data_dir + ".log")).wait_ready(120)
+    return serve.proc, serve.bootstrap, data_dir
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:

@@ -42,7 +42,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.serve_process import ServeProcess
+from bench.harness.serve_process import ServeProcess, serve_args
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.client_connection import NEED_DATA, ClientConnection
 
@@ -183,7 +183,9 @@ def run_mode(mode: str, args: argparse.Namespace) -> None:
     configs = {"max.incremental.fetch.session.cache.slots": "0" if mode == "nosessions" else "1000"}
     print(f"Fetch v{args.version}", end=" ", flush=True)
     with tempfile.TemporaryDirectory(prefix="fetch-sessions-bench-") as tmp:
-        serve = ServeProcess(Path(tmp) / "data", Path(tmp) / "data.log", configs=configs)
+        serve = ServeProcess(
+            serve_args(Path(tmp) / "data", configs=configs), Path(tmp) / "data.log"
+        ).wait_ready(120)
         try:
             topic = "bench-sessions"
             admin = AdminClient({"bootstrap.servers": serve.bootstrap, "log_level": 0})
@@ -239,7 +241,7 @@ def run_mode(mode: str, args: argparse.Namespace) -> None:
             if args.java:
                 _java(serve.bootstrap, topic, total)
         finally:
-            serve.stop(timeout_s=120)
+            serve.terminate(120)
 
 
 def _java(bootstrap: str, topic: str, total: int) -> None:

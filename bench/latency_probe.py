@@ -10,7 +10,7 @@ every garbage collection longer than 1 ms is recorded, with the task's name,
 and summarised at the end. That is how the causes of the tail were found
 (docs/performance.md, "Tail latency and partition creation (issue 16)").
 
-The latency pair is the one of ``bench/workloads.py:end_to_end_latency``:
+The latency pair is the one of ``bench/harness/workloads.py:end_to_end_latency``:
 confluent-kafka producer (acks=all, linger.ms=1, 1 KiB records) -> broker ->
 confluent-kafka consumer blocked in ``poll``; latency = receive time -
 *scheduled* send time (open loop, no coordinated omission). ``--mixed`` adds

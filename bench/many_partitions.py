@@ -23,7 +23,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-from bench.serve_process import ServeProcess
+from bench.harness.serve_process import ServeProcess, serve_args
 
 # Kafka's controller writes at most 10,000 records per operation (topic + partitions).
 CREATE_STEP = 9_999
@@ -82,6 +82,22 @@ def consume_all(bootstrap: str, topic: str, sample: list[int], each: int) -> lis
     return got
 
 
+def start(data_dir: Path, log_path: Path, nofile: int) -> ServeProcess:
+    """A fresh ``kafkette serve`` on ``data_dir`` under ``ulimit -n nofile``, once ready."""
+    return ServeProcess(serve_args(data_dir), log_path, append_log=True, nofile=nofile).wait_ready(
+        300
+    )
+
+
+def clean_stop(broker: ServeProcess) -> float:
+    """SIGTERM and wait; the seconds the clean stop took. A non-zero exit ends the bench."""
+    started = time.perf_counter()
+    code = broker.terminate(300)
+    if code != 0:
+        raise SystemExit(f"broker exited with {code}")
+    return time.perf_counter() - started
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--partitions", type=int, default=10_000)
@@ -95,7 +111,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="kafkette-many-") as tmp:
         data_dir = Path(tmp) / "data"
         log_path = Path(tmp) / "broker.log"
-        broker = ServeProcess(data_dir, log_path, nofile=args.nofile, ready_timeout_s=300)
+        broker = start(data_dir, log_path, args.nofile)
         print(f"{'ulimit -n':<36}{args.nofile:>10}")
         print(f"{'start, empty (s)':<36}{broker.ready_s:>10.2f}")
         created_s = create(broker.bootstrap, topic, args.partitions)
@@ -105,23 +121,22 @@ def main() -> int:
         ok = consume(broker.bootstrap, topic, sample) == expected
         print(f"{'fds after produce+consume':<36}{broker.fds():>10}")
         print(f"{'RSS (MB)':<36}{broker.rss_mb():>10.1f}")
-        print(f"{'clean stop (s)':<36}{broker.stop():>10.2f}")
+        print(f"{'clean stop (s)':<36}{clean_stop(broker):>10.2f}")
         dirs = sum(1 for d in data_dir.iterdir() if d.name.startswith(topic + "-"))
         print(f"{'partition directories':<36}{dirs:>10}")
-        broker = ServeProcess(data_dir, log_path, nofile=args.nofile, ready_timeout_s=300)
+        broker = start(data_dir, log_path, args.nofile)
         print(f"{'restart until ready (s)':<36}{broker.ready_s:>10.2f}")
         print(f"{'fds after restart':<36}{broker.fds():>10}")
         again = consume(broker.bootstrap, topic, sample) == expected
         print(f"{'fds after consume':<36}{broker.fds():>10}")
         print(f"{'RSS after restart (MB)':<36}{broker.rss_mb():>10.1f}")
         produce(broker.bootstrap, topic, sample)
-        broker.proc.kill()
-        broker.proc.wait(60)
-        broker = ServeProcess(data_dir, log_path, nofile=args.nofile, ready_timeout_s=300)
+        broker.kill()
+        broker = start(data_dir, log_path, args.nofile)
         print(f"{'restart after kill -9 (s)':<36}{broker.ready_s:>10.2f}")
         print(f"{'fds after recovery':<36}{broker.fds():>10}")
         twice = len(consume_all(broker.bootstrap, topic, sample, 2)) == 2 * len(sample)
-        broker.stop()
+        clean_stop(broker)
         verdict = f"{ok}/{again}/{twice}"
         print(f"{'sample read back: first/clean/crash':<36}{verdict:>16}")
         return 0 if ok and again and twice and dirs == args.partitions else 1

@@ -42,6 +42,8 @@ from pathlib import Path
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.harness.serve_process import ServeProcess
+
 POINTS = [
     (100, "none"),
     (1024, "none"),
@@ -70,22 +72,17 @@ def broker_cpu_s(pid: int) -> float:
     return total / 1e9
 
 
-def start(binary: str, data_dir: Path, extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
-    process = subprocess.Popen(
-        [binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir), *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
+def start(
+    binary: str, data_dir: Path, extra: tuple[str, ...] = ()
+) -> tuple[subprocess.Popen, str]:
+    """``<binary> serve`` on a free port, once ready; its data in ``data_dir / "data"``
+    and its log inside ``data_dir``; ``extra`` are more ``serve`` arguments."""
+    serve = ServeProcess(
+        ["--listen", "127.0.0.1:0", "--data-dir", str(data_dir / "data"), *extra],
+        data_dir / "broker.log",
+        command=[binary, "serve"],
     )
-    deadline = time.monotonic() + 30
-    assert process.stdout is not None
-    for line in process.stdout:
-        if line.startswith("kafkette ready on "):
-            return process, line.split()[-1]
-        if time.monotonic() > deadline:
-            break
-    process.kill()
-    raise RuntimeError(f"{binary} did not start")
+    return serve.wait_ready(30).proc, serve.bootstrap
 
 
 def produce(bootstrap: str, topic: str, values: list[bytes], count: int, codec: str) -> float:
@@ -226,7 +223,7 @@ def perf_test_run(binary: str, home: Path, size: int, records: int) -> dict[str,
         )
         cpu = broker_cpu_s(process.pid) - cpu_before
         requests = produce_requests(metrics_port) - requests_before
-        batches = stored_batches(data_dir, PERF_TOPIC)
+        batches = stored_batches(data_dir / "data", PERF_TOPIC)
         rate = re.findall(r"(\d+) records sent, ([\d.]+) records/sec", done.stdout)
         return {
             "records_per_s": float(rate[-1][1]) if rate else 0.0,
@@ -245,7 +242,7 @@ def perf_test_run(binary: str, home: Path, size: int, records: int) -> dict[str,
 
 def perf_test_main(builds: dict[str, str], rounds: int, records_1k: int) -> int:
     """Broker CPU per Produce request and per batch under kafka-producer-perf-test."""
-    from bench.brokers import reference_kafka_home
+    from bench.harness.brokers import reference_kafka_home
 
     home = reference_kafka_home()
     if home is None:

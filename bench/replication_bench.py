@@ -15,9 +15,9 @@ then measures with one confluent-kafka producer (``linger.ms=5``) on one partiti
   expires), and the records lost (acknowledged but not readable afterwards: must be 0).
 
 Then the same four measurements on Apache Kafka 4.0 as three combined KRaft nodes
-(``bench/kafka_kraft_cluster.py``; ``broker.session.timeout.ms`` set to the same 6 s), when the
-reference distribution and java are there (``--systems kafkette`` skips it; the reason is printed
-when it cannot run). Each system runs alone: the first is stopped before the second starts.
+(``bench/harness/kafka_kraft_cluster.py``; ``broker.session.timeout.ms`` set to the same 6 s),
+when the reference distribution and java are there (``--systems kafkette`` skips it; the reason is
+printed when it cannot run). Each system runs alone: the first is stopped before the second starts.
 
 Figures are records/s from the first produce to the last acknowledgement, and seconds. A script,
 not a test: figures depend on the machine (two shared cores here: the three brokers, ZooKeeper
@@ -29,10 +29,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -42,10 +40,12 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafkette.broker.cluster.zookeeper_server import ZooKeeperServer, free_port
+from bench.harness.raw_wire import free_port
+from bench.harness.serve_process import ServeProcess, serve_args
+from kafkette.broker.cluster.zookeeper_server import ZooKeeperServer
 
 try:  # run as ``python -m bench.replication_bench``
-    from .kafka_kraft_cluster import KafkaKRaftCluster
+    from .harness.kafka_kraft_cluster import KafkaKRaftCluster
 except ImportError:  # run as a file
     from kafka_kraft_cluster import KafkaKRaftCluster  # type: ignore[no-redef]
 
@@ -57,7 +57,6 @@ REFERENCE_KAFKA = next(
     _ROOT.parent / "shared" / "reference-kafka",
 )
 
-READY = re.compile(r"^kafkette ready on ")
 SESSION_TIMEOUT_MS = 6000
 
 
@@ -66,7 +65,7 @@ class LocalCluster:
         self.root = root
         self.zookeeper = ZooKeeperServer(root / "zk", tick_time_ms=500, fsync=False)
         self.ports = {i: free_port() for i in range(1, brokers + 1)}
-        self.procs: dict[int, subprocess.Popen[str]] = {}
+        self.procs: dict[int, ServeProcess] = {}
 
     @property
     def bootstrap(self) -> str:
@@ -76,40 +75,25 @@ class LocalCluster:
         self.zookeeper.start(timeout=120)
         connect = self.zookeeper.connect_string + "/bench"
         for broker_id, port in self.ports.items():
-            self.procs[broker_id] = subprocess.Popen(
-                [
-                    sys.executable, "-m", "kafkette", "serve",
-                    "--listen", f"127.0.0.1:{port}",
-                    "--data-dir", str(self.root / f"broker-{broker_id}"),
-                    "--config", f"broker.id={broker_id}",
-                    "--config", f"zookeeper.connect={connect}",
-                    "--config", f"zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS}",
-                ],
-                stdout=subprocess.PIPE,
-                stderr=(self.root / f"broker-{broker_id}.log").open("w"),
-                text=True,
-            )
-        for proc in self.procs.values():
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                if READY.match(line):
-                    break
-            else:
-                raise RuntimeError(f"a broker exited; see {self.root}")
+            configs = {
+                "broker.id": str(broker_id), "zookeeper.connect": connect,
+                "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+            }  # fmt: skip
+            args = serve_args(self.root / f"broker-{broker_id}", f"127.0.0.1:{port}", configs)
+            self.procs[broker_id] = ServeProcess(args, self.root / f"broker-{broker_id}.log")
+        for serve in self.procs.values():
+            serve.wait_ready(60)
 
     def controller(self) -> int:
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
         return admin.describe_cluster(request_timeout=30).result(60).controller.id
 
     def kill(self, broker_id: int) -> None:
-        proc = self.procs.pop(broker_id)
-        proc.kill()
-        proc.wait(30)
+        self.procs.pop(broker_id).kill()
 
     def stop(self) -> None:
-        for proc in self.procs.values():
-            proc.kill()
-            proc.wait(30)
+        for serve in self.procs.values():
+            serve.kill()
         self.procs.clear()
         self.zookeeper.stop()
 

@@ -20,12 +20,12 @@ import argparse
 import socket
 import statistics
 import struct
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+
+from bench.harness.serve_process import ServeProcess
 
 MIB = 1024 * 1024
 
@@ -72,14 +72,13 @@ def main() -> None:
     args = parser.parse_args()
     frame_bytes = args.frame_mib * MIB - 4 - 1  # under socket.request.max.bytes
     with tempfile.TemporaryDirectory() as data_dir:
-        command = [sys.executable, "-m", "kafkette", "serve", "--listen", "127.0.0.1:0",
-                   "--data-dir", data_dir, "--log-level", "WARNING"]
+        command = ["--listen", "127.0.0.1:0", "--data-dir", str(Path(data_dir) / "data"),
+                   "--log-level", "WARNING"]
         for item in args.config:
             command += ["--config", item]
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        serve = ServeProcess(command, Path(data_dir) / "broker.log").wait_ready(60)
+        proc, port = serve.proc, serve.port
         try:
-            assert proc.stdout is not None
-            port = int(proc.stdout.readline().rsplit(":", 1)[1])
             time.sleep(0.5)
             idle_rss = memory_mb(proc.pid, "VmRSS")
             zeros = memoryview(bytes(4 * MIB))

@@ -9,7 +9,8 @@ default 200,000; ``--size`` bytes per record, default 1024; ``--rounds``, defaul
 Each broker in turn is started fresh and alone with two listeners, ``PLAINTEXT`` and ``SSL``
 (the same ``listeners`` / ``ssl.keystore.*`` lines for both: a PKCS12 keystore, no client
 authentication), kafkette with a fresh data dir, Apache Kafka from ``KAFKA_HOME`` or the
-reference distribution's ``kafka-ref home`` (one KRaft node, as ``bench.brokers`` starts it).
+reference distribution's ``kafka-ref home`` (one KRaft node, as ``bench.harness.brokers``
+starts it).
 One confluent-kafka client per measurement, one partition:
 
 - ``produce`` over each listener: ``acks=1``, ``linger.ms=5``, ``--records`` zero-filled
@@ -17,7 +18,7 @@ One confluent-kafka client per measurement, one partition:
   the first send to the last acknowledgement;
 - ``consume`` over each listener: the plaintext-produced topic read from offset 0 by an
   assigned consumer (no group); the clock starts when the first batch arrives (that batch is
-  not counted, as in ``bench.workloads``). Both reads find the data in the page cache.
+  not counted, as in ``bench.harness.workloads``). Both reads find the data in the page cache.
 
 Beside records/s and MB/s: the broker's CPU seconds per GB moved (its process tree, from
 /proc). A fetch over TLS cannot use sendfile (the bytes go through the TLS library in user
@@ -41,8 +42,9 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from .brokers import HOST, ApacheKafka, Broker, Kafkette, RunningBroker, free_port
-from .processes import CpuWindow, ProcessRegistry
+from .harness.brokers import HOST, ApacheKafka, Broker, Kafkette, RunningBroker
+from .harness.processes import CpuWindow, ProcessRegistry
+from .harness.raw_wire import free_port
 
 MB = 1_000_000
 GB = 1_000_000_000

@@ -4,7 +4,7 @@ same run (issue 14).
 Run ``python -m bench.txn_bench`` from the repository root (``--records`` per measurement,
 default 100,000; ``--rounds``, default 1; ``--brokers kafkette,kafka``; ``--json``).
 
-For each round, each broker in turn is started fresh and alone (``bench.brokers``: kafkette
+For each round, each broker in turn is started fresh and alone (``bench.harness.brokers``: kafkette
 with a fresh data dir, Apache Kafka from ``KAFKA_HOME``, else from the reference distribution's
 ``kafka-ref home``), and one confluent-kafka producer sends 1 KiB records to one partition:
 
@@ -38,8 +38,8 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from .brokers import Broker, RunningBroker, all_brokers
-from .processes import ProcessRegistry
+from .harness.brokers import Broker, RunningBroker, all_brokers
+from .harness.processes import ProcessRegistry
 
 RECORD_SIZE = 1024
 MB = 1024 * 1024

@@ -1,7 +1,7 @@
 """kill -9 series during transactions: counts transactions split, lost or wrongly committed.
 
 A script, not a test (the CI test, ``tests/broker/test_crash_transactions.py``,
-runs a few rounds of the same load, which lives here in ``bench.txn_crash_load``).
+runs a few rounds of the same load, which lives here in ``bench.harness.txn_crash_load``).
 One ``kafkette serve`` subprocess is SIGKILLed ``--rounds`` times at seeded
 random moments (some aimed at EndTxn and the markers) while two confluent-kafka
 transactional producers run numbered commit/abort transactions over five
@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 from types import ModuleType
 
-from bench.crash_series import BrokerProcess, free_port, print_restart_times, series_main
+from bench.crash_series import BrokerProcess, print_restart_times, series_main
+from bench.harness.raw_wire import free_port
 
 MODES = {
     "default": (),
@@ -34,7 +35,7 @@ EXTRA = ("--config", "transaction.state.log.segment.bytes=65536")
 
 
 def load_module() -> ModuleType:
-    from bench import txn_crash_load  # confluent-kafka: imported when a series runs
+    from bench.harness import txn_crash_load  # confluent-kafka: imported when a series runs
 
     return txn_crash_load
 

@@ -26,10 +26,8 @@ from kafkette.wire.records import Record, decode_batches
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from kafkette.broker.cluster.replica_manager import ReplicaManager
     from kafkette.broker.partitions import Partition
     from kafkette.broker.topics import TopicRegistry
-    from kafkette.log import PartitionLog
     from kafkette.wire.record_batch import BatchHeader
 
 log = logging.getLogger("kafkette.server")
@@ -72,11 +70,12 @@ async def create_if_missing(
             raise
 
 
-def replay_batches(partition_log: PartitionLog) -> Iterator[tuple[BatchHeader, list[Record]]]:
-    """Every batch of the log in order, with its records at or above the log start."""
-    start = offset = partition_log.log_start_offset
-    while offset < partition_log.log_end_offset:
-        batches = decode_batches(partition_log.read(offset, READ_CHUNK_BYTES).to_bytes())
+def replay_batches(partition: Partition) -> Iterator[tuple[BatchHeader, list[Record]]]:
+    """Every batch of the partition in order, with its records at or above the log
+    start. Blocking: worker threads only."""
+    start = offset = partition.log_start_offset
+    while offset < partition.log_end_offset:
+        batches = decode_batches(partition.read(offset, READ_CHUNK_BYTES).to_bytes())
         if not batches:
             return
         for header, records in batches:
@@ -89,22 +88,21 @@ def replay_batches(partition_log: PartitionLog) -> Iterator[tuple[BatchHeader, l
 async def append_committed(
     partition: Partition,
     batch: bytearray,
-    replicas: ReplicaManager | None,
     timeout_s: float,
     check: Callable[[], ErrorCode] | None = None,
 ) -> ErrorCode:
     """Append a batch the broker built (``Partition.append_batch``); in a cluster
-    (``replicas`` given) only while this broker leads the partition, then wait until the
-    high watermark passes it (acks=-1), at most ``timeout_s``.
+    (``partition.replicated``) only while this broker leads the partition, then wait
+    until the high watermark passes it (acks=-1), at most ``timeout_s``.
 
     NONE once committed; ``check``'s error, NOT_LEADER_OR_FOLLOWER (not the leader,
     or leadership lost while waiting), NOT_ENOUGH_REPLICAS (the ISR is smaller than
     ``min.insync.replicas``: nothing written), NOT_ENOUGH_REPLICAS_AFTER_APPEND or
     REQUEST_TIMED_OUT otherwise (the caller maps them as Kafka's coordinators do).
-    A storage failure raises, as ``append_batch`` does. On a single node
-    (``replicas`` None) this is exactly ``append_batch``.
+    A storage failure raises, as ``append_batch`` does. On a single node this is
+    exactly ``append_batch``.
     """
-    error, commit = await append_uncommitted(partition, batch, replicas, check)
+    error, commit = await append_uncommitted(partition, batch, check)
     if error != ErrorCode.NONE or commit is None:
         return error
     return await commit(timeout_s)
@@ -113,7 +111,6 @@ async def append_committed(
 async def append_uncommitted(
     partition: Partition,
     batch: bytearray,
-    replicas: ReplicaManager | None,
     check: Callable[[], ErrorCode] | None = None,
 ) -> tuple[ErrorCode, Callable[[float], Awaitable[ErrorCode]] | None]:
     """``append_committed`` in two steps, so a caller can append under its own lock
@@ -121,21 +118,20 @@ async def append_uncommitted(
 
     Answers the append's error and, in a cluster after a successful append, the wait:
     ``await commit(timeout_s)`` answers as ``append_committed`` does. On a single node
-    (``replicas`` None) this is ``append_batch`` and there is nothing to wait for (None).
+    this is ``append_batch`` and there is nothing to wait for (None).
     """
-    if replicas is None:
+    if not partition.replicated:
         return await partition.append_batch(batch, check), None
 
     tenure: int | None = None
 
     def leading_then_check() -> ErrorCode:  # under the append lock
         nonlocal tenure
-        led = replicas.leader_partition(partition.topic, partition.index)
-        if led is not partition:
+        tenure = partition.leader_tenure()
+        if tenure is None:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        tenure = replicas.leader_tenure(partition)
         # acks=-1: an ISR smaller than min.insync.replicas refuses the write up front.
-        error = replicas.check_min_isr(partition)
+        error = partition.check_min_isr()
         if error != ErrorCode.NONE:
             return error
         return ErrorCode.NONE if check is None else check()
@@ -146,6 +142,6 @@ async def append_uncommitted(
     last_offset = read_header(batch).next_offset - 1  # the log patched the base offset in
 
     async def commit(timeout_s: float) -> ErrorCode:
-        return await replicas.wait_for_acks(partition, last_offset, timeout_s, tenure)
+        return await partition.wait_for_acks(last_offset, timeout_s, tenure)
 
     return ErrorCode.NONE, commit

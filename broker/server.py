@@ -28,6 +28,7 @@ clean-shutdown marker and release the data dir's lock.
 from __future__ import annotations
 
 import errno
+import functools
 import gc
 import logging
 import socket
@@ -44,7 +45,6 @@ import trio
 from kafkette.broker.clock import now_ms
 from kafkette.broker.config import BrokerConfig, advertised_listener
 from kafkette.broker.durable_store import StoreFileError, StoreUnavailable
-from kafkette.broker.fetch_sessions.cache import FetchSessionCache
 from kafkette.broker.groups.coordinator import GroupCoordinator
 from kafkette.broker.identity import load_or_create_cluster_id
 from kafkette.broker.network.connection import serve_connection
@@ -75,6 +75,7 @@ if TYPE_CHECKING:
     from kafkette.broker.cluster.node import ClusterNode
     from kafkette.broker.cluster.peer_client import PeerSecurity
     from kafkette.broker.cluster.producer_id_blocks import ZkProducerIdAllocator
+    from kafkette.broker.fetch_sessions.cache import FetchSessionCache
     from kafkette.broker.security.authorizer.authorizer import Authorizer
     from kafkette.broker.security.tls import ListenerTls
     from kafkette.broker.topology import Topology
@@ -191,9 +192,9 @@ class Broker:
         self.data_dir: DataDir | None = None
         self._dir_lock: DirLock | None = None
         self.request_memory = RequestMemoryPool(config.request_memory_bytes)
-        # KIP-227 incremental fetch sessions (handlers/fetch.py, broker/fetch_sessions/).
-        self.fetch_sessions = FetchSessionCache(
-            int(config.value_of("max.incremental.fetch.session.cache.slots"))
+        # Read now, so a bad value stops the start; the cache itself is made on first use.
+        self._fetch_session_slots = int(
+            config.value_of("max.incremental.fetch.session.cache.slots")
         )
         self.connection_limits = ConnectionLimits(
             config.max_connections, config.max_connections_per_ip
@@ -217,6 +218,14 @@ class Broker:
         self._stop = trio.Event()
 
     # Lifecycle ---------------------------------------------------------------
+
+    @functools.cached_property
+    def fetch_sessions(self) -> FetchSessionCache:
+        """KIP-227 incremental fetch sessions (handlers/fetch.py, broker/fetch_sessions/):
+        made on the first Fetch, so a start does not load the package."""
+        from kafkette.broker.fetch_sessions.cache import FetchSessionCache
+
+        return FetchSessionCache(self._fetch_session_slots)
 
     def request_stop(self) -> None:
         """Begin graceful shutdown (call from the event loop)."""
@@ -525,7 +534,11 @@ class Broker:
         self.quota_store.on_change(self.client_quotas.update)
 
     async def _open_client_metrics(self) -> None:
-        """A damaged client-metrics.json stops the start (broker/telemetry/)."""
+        """A damaged client-metrics.json stops the start (broker/telemetry/); a single node
+        with none (no subscription ever made, the usual case) loads the package on first use."""
+        # The name is file_store.FILE_NAME (not imported: it would load the package).
+        if self.cluster is None and not (self.config.data_dir / "client-metrics.json").exists():
+            return
         from kafkette.broker.telemetry.subscriptions import open_client_metrics
 
         try:

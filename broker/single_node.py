@@ -15,10 +15,12 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from kafkette.broker.internal_topics import TRANSACTION_STATE_TOPIC
 from kafkette.broker.partitions import LEADER_EPOCH
 from kafkette.broker.topics import TopicError
 from kafkette.broker.topology import (
     BrokerEndpoint,
+    Coordinator,
     MetadataQuorum,
     PartitionKey,
     PartitionResult,
@@ -92,6 +94,20 @@ class SingleNodeTopology:
             for name, endpoint in self._broker.endpoints.items()
         )
         return MetadataQuorum(self._broker.node_id, QUORUM_EPOCH, (), listeners)
+
+    async def coordinators(self, topic: str, keys: list[str], listener: str) -> list[Coordinator]:
+        """This broker coordinates every key; ``__transaction_state`` is created on the
+        first lookup (its error answers every key), ``__consumer_offsets`` exists already."""
+        own = self._broker.endpoint_for(listener)
+        here = Coordinator(self._broker.node_id, own.host, own.port)
+        if topic != TRANSACTION_STATE_TOPIC:
+            return [here for _ in keys]
+        topic_error = await self._broker.transactions.ensure_topic() if keys else ErrorCode.NONE
+        found = []
+        for key in keys:
+            error = ErrorCode.INVALID_REQUEST if not key else topic_error
+            found.append(Coordinator(-1, "", -1, error) if error else here)
+        return found
 
     # The controller --------------------------------------------------------------
 
@@ -167,7 +183,7 @@ class SingleNodeTopology:
 
 def _partition_entry(node: int, index: int) -> dict:
     return {
-        "error_code": 0,
+        "error_code": ErrorCode.NONE,
         "partition_index": index,
         "leader_id": node,
         "leader_epoch": LEADER_EPOCH,

@@ -25,8 +25,8 @@ import trio
 
 from kafkette import __version__
 from kafkette.broker.groups.subscription import CONSUMER_PROTOCOL_TYPE
+from kafkette.broker.internal_topics import INTERNAL_TOPICS
 from kafkette.broker.record_lookup import exact_record
-from kafkette.broker.topics import INTERNAL_TOPICS
 from kafkette.log.errors import LogClosed, OffsetOutOfRange
 from kafkette.wire.record_batch import batch_size_at
 from kafkette.wire.records import decode_batch

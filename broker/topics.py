@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from kafkette.broker.config import TOPIC_CONFIGS, BrokerConfig, ConfigError, check_value
+from kafkette.broker.internal_topics import INTERNAL_TOPICS, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from kafkette.broker.partitions import Partition
 from kafkette.broker.throttled_log import describe_error, storage_errors
 from kafkette.log import TopicMetadata
@@ -59,7 +60,6 @@ MAX_PARTITIONS_PER_REQUEST = 10_000
 EXCESSIVE_BATCH_MESSAGE = "Unable to perform excessively large batch operation."
 EXCESSIVE_PARTITIONS_MESSAGE = "Excessively large number of partitions per request."
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 # How long an admin change waits for the cluster to show it when the request gives no timeout.
 DEFAULT_ADMIN_TIMEOUT_S = 30.0
 
@@ -377,7 +377,7 @@ class TopicRegistry:
             )
         if replication_factor == -1 and not assignment:
             replication_factor = await self._default_replication_factor(node, name)
-            if name == "__transaction_state":
+            if name == TRANSACTION_STATE_TOPIC:
                 min_isr = min(node.config.transaction_state_log_min_isr, replication_factor)
                 configs = {"min.insync.replicas": str(min_isr), **configs}
         replicas = await node.admin.plan_topic(name, partitions, replication_factor, assignment)
@@ -398,9 +398,9 @@ class TopicRegistry:
         if name not in INTERNAL_TOPICS:
             return node.config.default_replication_factor
         live = max(1, len(await node.admin.live_brokers()))
-        if name == "__consumer_offsets":
+        if name == OFFSETS_TOPIC:
             return min(node.config.offsets_topic_replication_factor, live)
-        if name == "__transaction_state":
+        if name == TRANSACTION_STATE_TOPIC:
             return min(node.config.transaction_state_log_replication_factor, live)
         return node.config.default_replication_factor
 

@@ -41,6 +41,20 @@ class BrokerEndpoint:
 
 
 @dataclass(frozen=True, slots=True)
+class Coordinator:
+    """FindCoordinator's answer for one key: the broker that coordinates it where clients
+    of the asking listener reach it, or the error (node -1, no host, port -1)."""
+
+    node_id: int
+    host: str
+    port: int
+    error: ErrorCode = ErrorCode.NONE
+
+
+NO_COORDINATOR = Coordinator(-1, "", -1, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+
+
+@dataclass(frozen=True, slots=True)
 class Reassignment:
     """An ongoing partition move (KIP-455): all its replicas, those being added and removed."""
 
@@ -137,6 +151,14 @@ class Topology(Protocol):
         ...
 
     def quorum(self) -> MetadataQuorum: ...
+
+    async def coordinators(self, topic: str, keys: list[str], listener: str) -> list[Coordinator]:
+        """The coordinator of each key (a group id for ``OFFSETS_TOPIC``, a transactional
+        id for ``TRANSACTION_STATE_TOPIC``), in the order of ``keys``: this broker,
+        another broker, or an error (the client asks again). The internal topic is
+        created on the first lookup, as Kafka does; an empty transactional id is
+        INVALID_REQUEST."""
+        ...
 
     @property
     def highest_coordinator_epoch(self) -> int | None:

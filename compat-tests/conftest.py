@@ -20,9 +20,13 @@ from pathlib import Path
 
 import pytest
 
+# Helpers are plain imports: this folder's ``compat_lib`` and, from the repository root, what the
+# suites share (``tests.broker.group_helpers``, ``bench.harness.serve_process``), as
+# tests/conftest.py does for tests/ (this suite also runs alone, without that conftest).
 HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
+for _path in (str(HERE), str(HERE.parent)):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
 
 from compat_lib import broker_process  # noqa: E402
 from compat_lib.family import guarded  # noqa: E402

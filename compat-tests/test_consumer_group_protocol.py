@@ -10,10 +10,8 @@ skipped without Java or the reference distribution.
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import subprocess
-import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -22,6 +20,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.broker import group_helpers as helpers
 
 HERE = Path(__file__).resolve().parent
 KAFKA_REF = Path("/work/shared/reference-kafka/kafka-ref")
@@ -33,22 +33,6 @@ PARTITIONS = 4
 WAIT = 60.0  # Kafka's default 5 s heartbeat interval: a rebalance takes a few of them
 
 
-def _helpers():
-    """tests/broker/group_helpers.py, under the name tests/broker/conftest.py gives it (one
-    copy when both suites run; this suite also runs alone, without that conftest)."""
-    name = "kafkette_broker_group_helpers"
-    if name in sys.modules:
-        return sys.modules[name]
-    path = HERE.parent / "tests" / "broker" / "group_helpers.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-helpers = _helpers()
 
 
 def _classpath() -> str:

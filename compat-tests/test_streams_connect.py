@@ -33,7 +33,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import struct
 import subprocess
 import time
@@ -46,6 +45,8 @@ from pathlib import Path
 import pytest
 from compat_lib import broker_process
 from compat_lib.build_lock import build_lock
+
+from bench.harness.raw_wire import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 BROKER_CONFIGS = {"group.initial.rebalance.delay.ms": "0", "log.cleaner.backoff.ms": "500"}
@@ -561,12 +562,6 @@ def test_streams_windowed_count_restores_from_compacted_changelog(
         raise
     finally:
         reader.close()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def rest(url: str, body: dict | None = None) -> object:

@@ -8,7 +8,6 @@ decides where a write stops short, as it would on a user's disk.
 from __future__ import annotations
 
 import errno
-import importlib.util
 import os
 import subprocess
 import sys
@@ -17,23 +16,12 @@ from pathlib import Path
 
 import pytest
 
-# tests/serve_process.py (a child `kafkette serve`, loading helper modules),
-# tests/reference_kafka.py (where the reference Kafka is), tests/wire_call.py (one request
-# through our client codec) and tests/page_cache.py (evicting a file's pages) for every test
-# package's conftest and test modules: registered
-# here, where they are loaded first.
-for _stem in ("serve_process", "reference_kafka", "wire_call", "page_cache"):
-    if f"kafkette_test_{_stem}" not in sys.modules:
-        _spec = importlib.util.spec_from_file_location(
-            f"kafkette_test_{_stem}", Path(__file__).with_name(f"{_stem}.py")
-        )
-        assert _spec is not None and _spec.loader is not None
-        _module = importlib.util.module_from_spec(_spec)
-        sys.modules[f"kafkette_test_{_stem}"] = _module
-        _spec.loader.exec_module(_module)
-
-# The repository root, for the tests that run bench's loads (the kill -9 series) and check
-# its harness: ``from bench import ...``.
+# The one way test modules reach shared helpers: the repository root on sys.path, once, here
+# (the first conftest pytest loads), and plain imports. Under ``--import-mode=importlib`` no
+# test folder is on sys.path, so helpers are named from the root: ``from tests.broker import
+# group_helpers``, ``from tests.reference_kafka import reference_script``, and bench's harness
+# for what tests share with it: ``from bench.harness.serve_process import ServeProcess`` (the
+# child ``kafkette serve``), ``from bench.harness.raw_wire import call`` (one raw request).
 REPO_ROOT = str(Path(__file__).resolve().parents[1])
 if REPO_ROOT not in sys.path:
     sys.path.insert(0, REPO_ROOT)

@@ -3,8 +3,8 @@
 ``posix_fadvise(DONTNEED)`` is a request: on a busy machine the kernel keeps a just-written
 page for a while (a tenth of a second or two, measured here) before it lets it go, and
 file systems without a disk behind their page cache (tmpfs) never do. ``evict`` asks until
-``mincore`` sees none of the file's pages cached. tests/conftest.py registers this module as
-``kafkette_test_page_cache`` in ``sys.modules``.
+``mincore`` sees none of the file's pages cached. Test modules import it:
+``from tests import page_cache``.
 """
 
 from __future__ import annotations

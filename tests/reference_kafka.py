@@ -3,8 +3,7 @@ check kafkette against Kafka's own tools (kafka-configs.sh, kafka-log-dirs.sh, .
 
 ``KAFKETTE_KAFKA_REF`` names it (the script or its folder); otherwise the shared
 ``reference-kafka`` folder beside the checkout or beside its parent (a git worktree).
-tests/conftest.py registers this module as ``kafkette_test_reference_kafka`` in
-``sys.modules`` (test modules cannot import each other under ``--import-mode=importlib``).
+Test modules import it: ``from tests.reference_kafka import reference_script_or_skip``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """Record batch compression codecs, by Kafka's codec id (attributes bits 0-2).
 
 Ids: 0 none, 1 gzip, 2 snappy, 3 lz4 (frame format), 4 zstd. All codecs go
-through ``cramjam``. Functions are pure and thread-safe; they take any
-bytes-like object, never keep a reference to it, and return new ``bytes``.
+through ``cramjam``, imported by the first call that needs a codec: a broker whose
+clients send uncompressed batches never loads it (docs/performance.md, start time).
+Functions are pure and thread-safe; they take any bytes-like object, never keep a
+reference to it, and return new ``bytes``.
 
 Choices made for what clients accept:
 
@@ -17,13 +19,12 @@ Choices made for what clients accept:
 
 from __future__ import annotations
 
+import functools
 import struct
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import IntEnum
-
-import cramjam
 
 __all__ = [
     "CompressionError",
@@ -83,6 +84,8 @@ def compress(codec: int, data: BytesLike) -> bytes:
     kind = _codec(codec)
     if kind is CompressionType.NONE:
         return bytes(data)
+    import cramjam
+
     if kind is CompressionType.GZIP:
         return bytes(cramjam.gzip.compress(data))
     if kind is CompressionType.SNAPPY:
@@ -106,6 +109,8 @@ def decompress(codec: int, data: BytesLike) -> bytes:
         return bytes(data)
     if kind is CompressionType.SNAPPY:
         return snappy_decompress(data)
+    import cramjam
+
     try:
         if kind is CompressionType.GZIP:
             return bytes(cramjam.gzip.decompress(data))
@@ -147,7 +152,9 @@ def decompressed_view(codec: int, data: BytesLike, limit: int) -> Iterator[memor
         with memoryview(whole) as out:
             yield out
         return
-    into = _DECOMPRESS_INTO[kind]
+    import cramjam
+
+    into = _decompress_into(kind)
     buffer = getattr(_thread_buffers, "buffer", None)
     _thread_buffers.buffer = None  # not shared with a nested call while in use
     wanted = min(limit, max(_FIRST_BUFFER, 4 * len(view)))
@@ -182,16 +189,23 @@ _FIRST_BUFFER = 1 << 20
 _KEEP_BUFFER = 4 << 20  # larger buffers (rare, or a bomb) are dropped after use
 
 
-_DECOMPRESS_INTO = {
-    CompressionType.GZIP: cramjam.gzip.decompress_into,
-    CompressionType.SNAPPY: cramjam.snappy.decompress_raw_into,
-    CompressionType.LZ4: cramjam.lz4.decompress_into,
-    CompressionType.ZSTD: cramjam.zstd.decompress_into,
-}
+@functools.cache
+def _decompress_into(kind: CompressionType) -> Callable[[BytesLike, bytearray], int]:
+    """cramjam's function that decompresses ``kind`` into a given buffer."""
+    import cramjam
+
+    return {
+        CompressionType.GZIP: cramjam.gzip.decompress_into,
+        CompressionType.SNAPPY: cramjam.snappy.decompress_raw_into,
+        CompressionType.LZ4: cramjam.lz4.decompress_into,
+        CompressionType.ZSTD: cramjam.zstd.decompress_into,
+    }[kind]
 
 
 def snappy_decompress(data: BytesLike) -> bytes:
     """Decompress raw snappy or a xerial-framed snappy stream."""
+    import cramjam
+
     view = memoryview(data)
     try:
         if bytes(view[: len(XERIAL_MAGIC)]) == XERIAL_MAGIC:
@@ -204,6 +218,8 @@ def snappy_decompress(data: BytesLike) -> bytes:
 def _xerial_decompress(view: memoryview) -> bytes:
     # The version/compat ints are not checked: some writers get their byte
     # order wrong, and there is only one block layout.
+    import cramjam
+
     if len(view) < XERIAL_HEADER_SIZE:
         raise CompressionError("xerial snappy stream shorter than its 16-byte header")
     out: list[bytes] = []
@@ -223,6 +239,8 @@ def _xerial_decompress(view: memoryview) -> bytes:
 
 def xerial_snappy_compress(data: BytesLike, block_size: int = XERIAL_BLOCK_SIZE) -> bytes:
     """Snappy in xerial framing (what the Java client writes); for tests and tools."""
+    import cramjam
+
     view = memoryview(data)
     parts = [XERIAL_MAGIC, _INT32.pack(1), _INT32.pack(1)]
     for start in range(0, len(view), block_size):

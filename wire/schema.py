@@ -14,13 +14,15 @@ broker never uses, and a broker's start time is a product figure.
 from __future__ import annotations
 
 import functools
-import importlib.resources
 import importlib.util
 import json
 import re
 from dataclasses import dataclass
-from importlib.resources.abc import Traversable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # importlib.resources only for a definitions folder not on disk
+    from importlib.resources.abc import Traversable
 
 SCHEMA_PACKAGE = "kafka.protocol.schemas.resources"
 
@@ -175,7 +177,9 @@ def schema_folder() -> Traversable:
         folder = Path(location).joinpath(*relative)
         if folder.is_dir():
             return folder
-    return importlib.resources.files(SCHEMA_PACKAGE)
+    from importlib.resources import files
+
+    return files(SCHEMA_PACKAGE)
 
 
 def _supplement(name: str) -> dict:

@@ -12,13 +12,17 @@ one voter, with the other live brokers observing.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from kafkette.broker.cluster.elections import elect
+from kafkette.broker.internal_topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from kafkette.broker.topology import (
+    NO_COORDINATOR,
     BrokerEndpoint,
+    Coordinator,
     MetadataQuorum,
     PartitionKey,
     PartitionResult,
@@ -29,6 +33,8 @@ from kafkette.wire.errors import ErrorCode
 if TYPE_CHECKING:
     from kafkette.broker.cluster.metadata import ClusterMetadata
     from kafkette.broker.cluster.node import ClusterNode
+
+log = logging.getLogger("kafkette.groups")
 
 
 class ClusterTopology:
@@ -123,6 +129,64 @@ class ClusterTopology:
             endpoints = info.endpoints or (("PLAINTEXT", info.host, info.port),)
             listeners = tuple((n, h, p) for n, h, p in endpoints)
         return MetadataQuorum(leader, epoch, observers, listeners)
+
+    async def coordinators(self, topic: str, keys: list[str], listener: str) -> list[Coordinator]:
+        """The coordinator of a key is the leader of its partition of the internal topic
+        (``abs(hash(key)) % partitions``, Kafka's rule). The topic is created on the
+        first lookup; until it has leaders the answer is COORDINATOR_NOT_AVAILABLE and
+        clients ask again. The coordinators load and unload their state as that
+        leadership moves (docs/cluster.md, "Coordinators")."""
+        from kafkette.broker.groups.partitioning import java_string_hash, kafka_abs
+
+        topic_error = ErrorCode.NONE
+        if keys and topic not in self._node.metadata.topics:
+            topic_error = await self._create_internal_topic(topic)
+        metadata = self._node.metadata
+        found = []
+        for key in keys:
+            error = topic_error
+            if not error and topic == TRANSACTION_STATE_TOPIC and not key:
+                error = ErrorCode.INVALID_REQUEST
+            info = metadata.topics.get(topic)
+            if not error and info is None:
+                error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            if error:
+                found.append(Coordinator(-1, "", -1, error))
+                continue
+            assert info is not None
+            index = kafka_abs(java_string_hash(key)) % len(info.replicas)
+            leader = metadata.brokers.get(metadata.leader_of(topic, index))
+            endpoint = leader.endpoint_for(listener) if leader is not None else None
+            if leader is None or endpoint is None:
+                found.append(NO_COORDINATOR)
+            else:
+                found.append(Coordinator(leader.id, endpoint[0], endpoint[1]))
+        return found
+
+    async def _create_internal_topic(self, topic: str) -> ErrorCode:
+        """Create ``topic`` with its coordinator's partitions and configs; a short wait
+        for the leaders spares the client a retry or two. COORDINATOR_NOT_AVAILABLE if
+        that fails other than by a concurrent creation or the wait running out."""
+        from kafkette.broker.groups.coordinator import offsets_topic_configs
+        from kafkette.broker.topics import TopicError
+        from kafkette.broker.transactions.coordinator import transaction_state_configs
+
+        broker = self._node.broker
+        if topic == OFFSETS_TOPIC:
+            partitions = broker.config.groups.offsets_topic_num_partitions
+            configs = offsets_topic_configs(broker.config.groups)
+        else:
+            partitions = broker.transactions.num_partitions
+            configs = transaction_state_configs(
+                broker.config.transactions.transaction_state_log_segment_bytes
+            )
+        try:
+            await broker.topics.create(topic, partitions, configs, timeout_s=5.0)
+        except TopicError as exc:
+            if exc.code not in (ErrorCode.TOPIC_ALREADY_EXISTS, ErrorCode.REQUEST_TIMED_OUT):
+                log.warning("cannot create %s: %s", topic, exc.message)
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return ErrorCode.NONE
 
     # The controller --------------------------------------------------------------
 

@@ -69,7 +69,6 @@ from kafkette.wire.records import (
 
 if TYPE_CHECKING:
     from kafkette.broker.cluster.metadata import ClusterMetadata
-    from kafkette.broker.cluster.replica_manager import ReplicaManager
     from kafkette.broker.groups import (
         GroupCoordinatorState,
         JoinResponse,
@@ -241,11 +240,6 @@ class GroupCoordinator:
 
     # Cluster mode: groups move with leadership -----------------------------------
 
-    @property
-    def _replicas(self) -> ReplicaManager | None:
-        cluster = self.broker.cluster
-        return None if cluster is None else cluster.replicas
-
     def coordinator_error(self, group_id: str) -> ErrorCode:
         """NONE if this broker coordinates ``group_id`` now; NOT_COORDINATOR if another
         broker leads its offsets partition, COORDINATOR_LOAD_IN_PROGRESS while its
@@ -272,9 +266,9 @@ class GroupCoordinator:
         """The offsets partitions whose leader this broker is, in ``metadata`` and for
         the replica manager (which took the role before this listener runs)."""
         topic = metadata.topics.get(OFFSETS_TOPIC)
-        replicas = self._replicas
+        topics = self.broker.topics
         cluster = self.broker.cluster
-        if topic is None or replicas is None or cluster is None:
+        if topic is None or not topics.leadership_moves or cluster is None:
             return set()
         me = cluster.broker_id
         led = set()
@@ -282,7 +276,7 @@ class GroupCoordinator:
             state = metadata.states.get((OFFSETS_TOPIC, index))
             if state is None or state.leader != me:
                 continue
-            if isinstance(replicas.leader_partition(OFFSETS_TOPIC, index), Partition):
+            if isinstance(topics.serving(OFFSETS_TOPIC, index), Partition):
                 led.add(index)
         return led
 
@@ -378,7 +372,7 @@ class GroupCoordinator:
             if error != ErrorCode.NONE:
                 raise ProducerRejected(error)
             partition = await self._offsets_partition(index)
-            error = partition.log.check_producer_epoch(producer_id, producer_epoch)
+            error = partition.check_producer_epoch(producer_id, producer_epoch)
             if error != ErrorCode.NONE:
                 raise ProducerRejected(error)
             outcome, commits = await self._run_locked(call)
@@ -434,7 +428,6 @@ class GroupCoordinator:
                     coordinator_epoch=coordinator_epoch,
                     committed=committed,
                     timestamp=now,
-                    replicas=self._replicas,
                     timeout_s=self.config.offsets_commit_timeout_ms / 1000,
                 )
             except Exception as exc:
@@ -628,7 +621,7 @@ class GroupCoordinator:
             try:
                 # In a cluster the wait for the followers (acks=-1, at most
                 # offsets.commit.timeout.ms) is _await_commits', without the lock.
-                error, commit = await append_uncommitted(partition, batch, self._replicas)
+                error, commit = await append_uncommitted(partition, batch)
             except Exception as exc:  # KAFKA_STORAGE_ERROR, which Kafka answers NOT_COORDINATOR
                 storage_errors.failure("writing to", f"{OFFSETS_TOPIC}-{index}", exc)
                 message = describe_error(exc)
@@ -689,7 +682,7 @@ def _read_all_records(partitions: list[Partition]) -> list[LoadedRecord]:
 
     records: list[LoadedRecord] = []
     for partition in partitions:
-        for header, batch_records in replay_batches(partition.log):
+        for header, batch_records in replay_batches(partition):
             if header.is_control:
                 for record in batch_records:
                     kind, _epoch = parse_control_record(record)

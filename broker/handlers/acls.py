@@ -89,7 +89,7 @@ async def handle_create_acls(broker: Broker, request: Request) -> dict:
             if reason is not None:
                 raise AclError(reason)
             valid.append(binding)
-            results.append({"error_code": 0, "error_message": None})
+            results.append({"error_code": ErrorCode.NONE, "error_message": None})
         except AclError as exc:
             results.append({"error_code": ErrorCode.INVALID_REQUEST, "error_message": str(exc)})
     if valid:
@@ -106,7 +106,7 @@ async def handle_create_acls(broker: Broker, request: Request) -> dict:
             message = TIMED_OUT
         if message is not None:
             failed = {"error_code": ErrorCode.UNKNOWN_SERVER_ERROR, "error_message": message}
-            results = [failed if r["error_code"] == 0 else r for r in results]
+            results = [failed if r["error_code"] == ErrorCode.NONE else r for r in results]
     return {"throttle_time_ms": 0, "results": results}
 
 
@@ -140,13 +140,13 @@ async def handle_describe_acls(broker: Broker, request: Request) -> dict:
         {"resource_type": rtype, "resource_name": name, "pattern_type": ptype, "acls": acls}
         for (rtype, name, ptype), acls in grouped.items()
     ]
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
             "resources": resources}
 
 
 def _matching_entry(acl: AclBinding) -> dict:
     return {
-        "error_code": 0,
+        "error_code": ErrorCode.NONE,
         "error_message": None,
         "resource_type": acl.resource_type,
         "resource_name": acl.resource_name,
@@ -199,7 +199,7 @@ async def handle_delete_acls(broker: Broker, request: Request) -> dict:
     for result in results:
         if result is None:
             matched = next(removed)
-            result = {"error_code": 0, "error_message": None,
+            result = {"error_code": ErrorCode.NONE, "error_message": None,
                       "matching_acls": [_matching_entry(acl) for acl in matched]}
             if matched:
                 log.info("deleted %d ACLs for %s", len(matched), request.session.principal)

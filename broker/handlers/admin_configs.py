@@ -13,7 +13,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from kafkette.broker.config import TOPIC_CONFIGS
-from kafkette.broker.handlers import client_metrics
+from kafkette.broker.handlers import client_metrics_resources as subscriptions
 from kafkette.broker.handlers.config_entries import (
     RESOURCE_BROKER,
     RESOURCE_BROKER_LOGGER,
@@ -69,15 +69,15 @@ async def handle_describe_configs(broker: Broker, request: Request) -> dict:
     for resource in body["resources"]:
         rtype, rname = resource["resource_type"], resource["resource_name"]
         result = {
-            "error_code": 0,
+            "error_code": ErrorCode.NONE,
             "error_message": None,
             "resource_type": rtype,
             "resource_name": rname,
             "configs": [],
         }
         results.append(result)
-        if rtype == client_metrics.RESOURCE_CLIENT_METRICS:  # subscriptions: their own module
-            await client_metrics.describe_resource(broker, request, resource, result)
+        if rtype == subscriptions.RESOURCE_CLIENT_METRICS:  # subscriptions: their own module
+            await subscriptions.describe_resource(broker, request, resource, result)
             continue
         if refusal := _config_refusal(broker, request, DESCRIBE_CONFIGS, rtype, rname):
             result["error_code"] = refusal
@@ -160,14 +160,14 @@ async def _alter(broker: Broker, request: Request, new_configs) -> dict:
     for resource in body["resources"]:
         rtype, rname = resource["resource_type"], resource["resource_name"]
         response = {
-            "error_code": 0,
+            "error_code": ErrorCode.NONE,
             "error_message": None,
             "resource_type": rtype,
             "resource_name": rname,
         }
         responses.append(response)
-        if rtype == client_metrics.RESOURCE_CLIENT_METRICS:  # subscriptions: their own module
-            await client_metrics.alter_resource(
+        if rtype == subscriptions.RESOURCE_CLIENT_METRICS:  # subscriptions: their own module
+            await subscriptions.alter_resource(
                 broker, request, resource, response, incremental=new_configs is _apply_each
             )
             continue

@@ -75,7 +75,7 @@ async def handle_create_topics(broker: Broker, request: Request) -> dict:
         result = {
             "name": name,
             "topic_id": ZERO_UUID,
-            "error_code": 0,
+            "error_code": ErrorCode.NONE,
             "error_message": None,
             "num_partitions": -1,
             "replication_factor": -1,
@@ -189,7 +189,7 @@ async def handle_delete_topics(broker: Broker, request: Request) -> dict:
         result = {
             "name": name,
             "topic_id": meta.topic_id if meta else ZERO_UUID,
-            "error_code": 0,
+            "error_code": ErrorCode.NONE,
             "error_message": None,
         }
         try:
@@ -221,7 +221,7 @@ async def handle_create_partitions(broker: Broker, request: Request) -> dict:
     if too_many:
         log.info("CreatePartitions refused: %s", EXCESSIVE_BATCH_MESSAGE)
     for topic in body["topics"]:
-        result = {"name": topic["name"], "error_code": 0, "error_message": None}
+        result = {"name": topic["name"], "error_code": ErrorCode.NONE, "error_message": None}
         try:
             if topic_denied(broker, request, ALTER, topic["name"]):
                 raise TopicError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")

@@ -53,9 +53,13 @@ async def handle_api_versions(broker: Broker, request: Request) -> dict:
         # KIP-714 subscriptions match on the software a connection announces.
         if isinstance(request.session, Session):
             request.session.client_software = (name, version)  # type: ignore[assignment]
-        response = {"error_code": 0, "api_keys": api_versions_entries(), "throttle_time_ms": 0}
+        response = {
+            "error_code": ErrorCode.NONE,
+            "api_keys": api_versions_entries(),
+            "throttle_time_ms": 0,
+        }
         response["supported_features"] = _SUPPORTED[min(request.header.api_version, 4)]
         response["finalized_features_epoch"] = FINALIZED_FEATURES_EPOCH
         response["finalized_features"] = _FINALIZED
         return response
-    return {"error_code": 0, "api_keys": api_versions_entries(), "throttle_time_ms": 0}
+    return {"error_code": ErrorCode.NONE, "api_keys": api_versions_entries(), "throttle_time_ms": 0}

@@ -149,7 +149,7 @@ async def handle_describe_client_quotas(broker: Broker, request: Request) -> dic
         for entity, values in sorted(quotas.items(), key=lambda item: repr(item[0]))
         if matches(entity, components, body["strict"])
     ]
-    return {"error_code": 0, "error_message": "", "entries": entries}
+    return {"error_code": ErrorCode.NONE, "error_message": "", "entries": entries}
 
 
 async def _resolvable(host: str) -> bool:

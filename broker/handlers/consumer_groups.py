@@ -24,7 +24,7 @@ from kafkette.broker.groups.consumer.state import (
     HeartbeatResult,
 )
 from kafkette.broker.groups.coordinator import CoordinatorUnavailable
-from kafkette.broker.handlers.groups import OPERATIONS_NOT_REQUESTED
+from kafkette.broker.handlers.group_admin import OPERATIONS_NOT_REQUESTED
 from kafkette.broker.security.authorizer.checks import (
     DESCRIBE,
     GROUP,

@@ -211,7 +211,12 @@ async def handle_fetch(broker: Broker, request: Request) -> dict:
     else:
         on_answer = None
         session_id = 0
-    fields = {"throttle_time_ms": 0, "error_code": 0, "session_id": session_id, "responses": topics}
+    fields = {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.NONE,
+        "session_id": session_id,
+        "responses": topics,
+    }
     result = fields if on_answer is None else FinishingAnswer(fields, on_answer)
     if version >= 16:
         _add_leader_hints(broker, request, topics, result)
@@ -300,7 +305,7 @@ def _plan(
         for fetch in fetches:
             response = {
                 "partition_index": fetch["partition"],
-                "error_code": 0,
+                "error_code": ErrorCode.NONE,
                 "high_watermark": -1,
                 "last_stable_offset": -1,
                 "log_start_offset": -1,
@@ -419,31 +424,25 @@ def _read_all(wanted: list[_Wanted], max_bytes: int) -> int:
         item.out_bytes = item.out_records = 0
         if item.read_committed:
             response["aborted_transactions"] = []
-        log = item.partition.log
+        partition = item.partition
         try:
-            # Read before the data (the LSO never passes what the read sees).
-            stable = log.last_stable_offset
-            high_watermark = log.high_watermark
-            end = log.log_end_offset
-            if item.offset == end:
-                # Caught up: nothing to read (what a session's quiet partitions mostly
+            stable, high_watermark, end, log_start, info = partition.read_for_fetch(
+                item.offset, item.max_bytes, budget, item.read_committed, item.bounded
+            )
+            if info is None:
+                # Caught up: nothing read (what a session's quiet partitions mostly
                 # are); the offsets are answered without the read's lock and snapshot.
                 response["high_watermark"] = high_watermark if item.cluster else end
                 response["last_stable_offset"] = stable
-                response["log_start_offset"] = log.log_start_offset
+                response["log_start_offset"] = log_start
                 continue
-            if item.read_committed:
-                bound: int | None = stable
-            else:
-                bound = high_watermark if item.bounded else None
-            info = log.read(item.offset, max(1, min(item.max_bytes, budget)), bound)
         except OffsetOutOfRange:
             response["error_code"] = int(ErrorCode.OFFSET_OUT_OF_RANGE)
             info = None
         except WouldBlock:
             raise  # not cached: the caller reads again in a worker thread
         except OSError as exc:  # the disk failed under us: Kafka's offline-log-dir answer
-            subject = f"{item.partition.topic}-{item.partition.index}"
+            subject = f"{partition.topic}-{partition.index}"
             storage_errors.failure("fetch from", subject, exc)
             response["error_code"] = int(ErrorCode.KAFKA_STORAGE_ERROR)
             continue
@@ -451,9 +450,9 @@ def _read_all(wanted: list[_Wanted], max_bytes: int) -> int:
             response["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             continue
         if info is None:
-            response["high_watermark"] = log.high_watermark
-            response["last_stable_offset"] = log.last_stable_offset
-            response["log_start_offset"] = log.log_start_offset
+            response["high_watermark"] = partition.high_watermark
+            response["last_stable_offset"] = partition.last_stable_offset
+            response["log_start_offset"] = partition.log_start_offset
             continue
         response["high_watermark"] = high_watermark if item.cluster else info.high_watermark
         response["last_stable_offset"] = stable
@@ -465,7 +464,7 @@ def _read_all(wanted: list[_Wanted], max_bytes: int) -> int:
         if item.read_committed:
             response["aborted_transactions"] = [
                 {"producer_id": producer_id, "first_offset": first_offset}
-                for producer_id, first_offset in log.aborted_transactions(
+                for producer_id, first_offset in partition.aborted_transactions(
                     item.offset, info.next_offset
                 )
             ]

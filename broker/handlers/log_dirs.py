@@ -47,11 +47,10 @@ def _volume_bytes(path: str) -> tuple[int, int]:
 
 
 def _partition_entry(partition: Partition) -> dict:
-    log = partition.log
     return {
         "partition_index": partition.index,
-        "partition_size": log.size_bytes,
-        "offset_lag": max(log.high_watermark - log.log_end_offset, 0),
+        "partition_size": partition.size_bytes,
+        "offset_lag": max(partition.high_watermark - partition.log_end_offset, 0),
         "is_future_key": False,
     }
 
@@ -96,12 +95,12 @@ async def handle_describe_log_dirs(broker: Broker, request: Request) -> dict:
     path = log_dir_path(broker)
     wanted = _wanted(broker, request.body["topics"])
     topics = await trio.to_thread.run_sync(_topic_entries, wanted)
-    result = {"error_code": 0, "log_dir": path, "topics": topics}
+    result = {"error_code": ErrorCode.NONE, "log_dir": path, "topics": topics}
     if version >= 4:  # statvfs: a system call that may block on a busy disk
         result["total_bytes"], result["usable_bytes"] = await trio.to_thread.run_sync(
             _volume_bytes, path
         )
-    return {"throttle_time_ms": 0, "error_code": 0, "results": [result]}
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "results": [result]}
 
 
 def _move_error(broker: Broker, path: str, own: str, name: str, index: int) -> ErrorCode:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from kafkette.broker.internal_topics import INTERNAL_TOPICS
 from kafkette.broker.partitions.append import (
     ProduceAppend,
     Verification,
@@ -39,7 +40,6 @@ from kafkette.broker.security.authorizer.checks import (
     transactional_id_denied,
 )
 from kafkette.broker.topic_ids import topic_name
-from kafkette.broker.topics import INTERNAL_TOPICS
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.record_batch import flagged_transactional
 

@@ -70,7 +70,7 @@ async def handle_get_telemetry_subscriptions(broker: Broker, request: Request) -
         return _get_error(ErrorCode.THROTTLING_QUOTA_EXCEEDED)
     return {
         "throttle_time_ms": 0,
-        "error_code": 0,
+        "error_code": ErrorCode.NONE,
         "client_instance_id": instance_id,
         "subscription_id": instance.subscription_id,
         "accepted_compression_types": list(ACCEPTED_COMPRESSION_TYPES),

@@ -12,6 +12,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from kafkette.broker.clock import now_ms
+from kafkette.broker.internal_topics import INTERNAL_TOPICS, OFFSETS_TOPIC
 from kafkette.broker.security.authorizer.checks import (
     CLUSTER_ACTION,
     DESCRIBE,
@@ -23,7 +24,6 @@ from kafkette.broker.security.authorizer.checks import (
     group_denied,
     topic_denied,
 )
-from kafkette.broker.topics import INTERNAL_TOPICS
 from kafkette.broker.transactions.markers import write_marker
 from kafkette.broker.transactions.state import STATE_BY_NAME, TxnState
 from kafkette.wire.errors import ErrorCode
@@ -153,7 +153,11 @@ async def handle_add_partitions_to_txn(broker: Broker, request: Request) -> dict
         by_transaction.append(
             {"transactional_id": txn["transactional_id"], "topic_results": results}
         )
-    return {"throttle_time_ms": 0, "error_code": 0, "results_by_transaction": by_transaction}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.NONE,
+        "results_by_transaction": by_transaction,
+    }
 
 
 # AddOffsetsToTxn, EndTxn ------------------------------------------------------
@@ -205,7 +209,7 @@ async def handle_write_txn_markers(broker: Broker, request: Request) -> dict:
             for index in topic["partition_indexes"]:
                 if refused:
                     error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-                elif topic["name"] in INTERNAL_TOPICS and topic["name"] != "__consumer_offsets":
+                elif topic["name"] in INTERNAL_TOPICS and topic["name"] != OFFSETS_TOPIC:
                     error = ErrorCode.INVALID_TOPIC_EXCEPTION
                 elif (bound := broker.topology.highest_coordinator_epoch) is not None and (
                     marker["coordinator_epoch"] > bound
@@ -267,7 +271,7 @@ async def handle_list_transactions(broker: Broker, request: Request) -> dict:
         )
     return {
         "throttle_time_ms": 0,
-        "error_code": 0,
+        "error_code": ErrorCode.NONE,
         "unknown_state_filters": unknown,
         "transaction_states": listed,
     }
@@ -302,7 +306,7 @@ async def handle_describe_transactions(broker: Broker, request: Request) -> dict
                 topics.setdefault(topic, []).append(index)
         states.append(
             {
-                "error_code": 0,
+                "error_code": ErrorCode.NONE,
                 "transactional_id": transactional_id,
                 "transaction_state": metadata.state.display_name,
                 "transaction_timeout_ms": metadata.timeout_ms,
@@ -347,12 +351,12 @@ async def handle_describe_producers(broker: Broker, request: Request) -> dict:
                     "coordinator_epoch": entry.coordinator_epoch,
                     "current_txn_start_offset": entry.current_txn_first_offset,
                 }
-                for producer_id, entry in partition.log.producer_state.table.items()
+                for producer_id, entry in partition.producers()
             ]
             partitions.append(
                 {
                     "partition_index": index,
-                    "error_code": 0,
+                    "error_code": ErrorCode.NONE,
                     "error_message": None,
                     "active_producers": producers,
                 }

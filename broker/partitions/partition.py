@@ -8,9 +8,9 @@ role changes), and the long-polling fetches to wake when data arrives. Nothing
 outside this package takes that lock or appends to a log: they call the
 methods here (produce's multi-partition append is ``append.py``, a follower's
 copy of its leader ``follower.py``). Reads take no lock (the log publishes an
-append only once its bytes are in place), so Fetch and ListOffsets read
-``partition.log`` directly. The producer table belongs to the log (it is
-snapshotted and rebuilt with it).
+append only once its bytes are in place): the read methods here forward to the
+log and nothing more, one call per partition on Fetch's hot path. The producer
+table belongs to the log (it is snapshotted and rebuilt with it).
 
 The leader/follower role is reachable from here too, single node and cluster
 alike: on a single node (``replica_manager`` None) this broker leads every
@@ -26,13 +26,16 @@ from typing import TYPE_CHECKING, TypeVar
 import trio
 
 from kafkette.broker.partitions.follower import FollowerCopy, copy_from_leader
+from kafkette.broker.partitions.offset_lookup import offset_for_timestamp
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.record_batch import read_header
 
 if TYPE_CHECKING:
     from kafkette.broker.cluster.replica_manager import ReplicaManager
     from kafkette.log import PartitionLog
+    from kafkette.log.file_region import ReadInfo
     from kafkette.log.partition_log import AppendInfo
+    from kafkette.log.producer_state import ProducerEntry
     from kafkette.wire.record_batch import BatchHeader
 
 LEADER_EPOCH = 0  # one node, never re-elected: every batch carries epoch 0 (single-node mode)
@@ -113,6 +116,18 @@ class Partition:
         self.notify_appended()
         return ErrorCode.NONE
 
+    def check_marker(
+        self, producer_id: int, producer_epoch: int, coordinator_epoch: int
+    ) -> ErrorCode:
+        """May a COMMIT/ABORT marker with these epochs be appended? (the log's producer
+        table answers; an ``append_batch`` check, so asked under the append lock)."""
+        return self.log.check_marker(producer_id, producer_epoch, coordinator_epoch)
+
+    def check_producer_epoch(self, producer_id: int, producer_epoch: int) -> ErrorCode:
+        """TxnOffsetCommit: INVALID_PRODUCER_EPOCH if this partition saw a newer epoch of
+        the producer (the log's producer table answers; under the append lock)."""
+        return self.log.check_producer_epoch(producer_id, producer_epoch)
+
     def _append_built(self, batch: bytearray) -> None:
         self.log.append(batch, [read_header(batch)], leader_epoch=self.leader_epoch)
 
@@ -137,6 +152,74 @@ class Partition:
         (dropping the partition's files when it is no longer a replica here)."""
         async with self._append_lock:
             return await trio.to_thread.run_sync(work)
+
+    # --- reads (no lock: see the module docstring) ---------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log.high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.log.last_stable_offset
+
+    @property
+    def size_bytes(self) -> int:
+        return self.log.size_bytes
+
+    def read_for_fetch(
+        self, offset: int, max_bytes: int, budget: int, read_committed: bool, bounded: bool
+    ) -> tuple[int, int, int, int, ReadInfo | None]:
+        """Fetch's read of this partition, in one call (its hot path): (last stable
+        offset, high watermark, log end offset, log start offset, the read), the offsets
+        taken before the data (the LSO never passes what the read sees).
+
+        At the log end (caught up) nothing is read: the read is None and the log start
+        is given. Otherwise the log start is -1 (the read has it); the read is at most
+        the partition's ``max_bytes`` and what is left of the response's ``budget`` (at
+        least 1: the first batch comes whole) and stops at the LSO (``read_committed``)
+        or the HW (``bounded``: a cluster consumer).
+        Raises what ``PartitionLog.read`` raises (OffsetOutOfRange, WouldBlock, ...).
+        """
+        log = self.log
+        stable = log.last_stable_offset
+        high_watermark = log.high_watermark
+        end = log.log_end_offset
+        if offset == end:
+            return stable, high_watermark, end, log.log_start_offset, None
+        if read_committed:
+            bound: int | None = stable
+        else:
+            bound = high_watermark if bounded else None
+        limit = max(1, min(max_bytes, budget))
+        return stable, high_watermark, end, -1, log.read(offset, limit, bound)
+
+    def read(self, offset: int, max_bytes: int) -> ReadInfo:
+        """Whole batches from the one holding ``offset`` (``PartitionLog.read``): the
+        coordinators' replay of their internal topic. Worker threads only."""
+        return self.log.read(offset, max_bytes)
+
+    def aborted_transactions(self, start_offset: int, upper_bound: int) -> list[tuple[int, int]]:
+        """(producer id, first offset) of the aborted transactions overlapping
+        ``[start_offset, upper_bound)`` (a read_committed Fetch's answer)."""
+        return self.log.aborted_transactions(start_offset, upper_bound)
+
+    def offset_for_timestamp(self, timestamp: int, isolation_level: int) -> tuple[int, int]:
+        """ListOffsets (``offset_lookup.py``): (timestamp, offset). Worker threads only."""
+        return offset_for_timestamp(self.log, self.replicated, timestamp, isolation_level)
+
+    def producers(self) -> list[tuple[int, ProducerEntry]]:
+        """DescribeProducers: (producer id, entry) of every producer the log knows, in
+        producer id order (``ProducerStateTable.items``)."""
+        return self.log.producer_state.table.items()
 
     # --- the role ---------------------------------------------------------------------
 

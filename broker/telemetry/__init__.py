@@ -49,6 +49,6 @@ The modules:
   (``client-metrics.json``) on a single node, zk_store.py (``/config/client-metrics``)
   in a cluster.
 
-The handlers (``handlers/telemetry.py``, ``handlers/client_metrics.py``) only decode,
+The handlers (``handlers/telemetry.py``, ``handlers/client_metrics_resources.py``) only decode,
 call these and encode.
 """

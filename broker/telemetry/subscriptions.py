@@ -60,5 +60,14 @@ async def open_client_metrics(broker: Broker) -> None:
 
 
 def store_of(broker: Broker) -> SubscriptionStore | ZkSubscriptionStore:
-    """The store ``open_client_metrics`` opened for the broker."""
-    return _stores[broker]
+    """The store ``open_client_metrics`` opened for the broker; a single node that had no
+    file at start skips the opening (so a plain start loads nothing of telemetry) and gets
+    an empty store here, on first use."""
+    store = _stores.get(broker)
+    if store is None:
+        from pathlib import Path
+
+        from kafkette.broker.telemetry.file_store import FILE_NAME, SubscriptionStore
+
+        store = _stores[broker] = SubscriptionStore(Path(broker.config.data_dir) / FILE_NAME)
+    return store

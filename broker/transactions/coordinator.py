@@ -77,7 +77,6 @@ from kafkette.wire.records import Record, build_batch
 
 if TYPE_CHECKING:
     from kafkette.broker.cluster.metadata import ClusterMetadata
-    from kafkette.broker.cluster.replica_manager import ReplicaManager
     from kafkette.broker.partitions import Partition
     from kafkette.broker.server import Broker
     from kafkette.broker.transactions.remote_markers import RemoteMarkers
@@ -218,11 +217,6 @@ class TransactionCoordinator:
 
     # Cluster mode: ids move with leadership ------------------------------------
 
-    @property
-    def _replicas(self) -> ReplicaManager | None:
-        cluster = self.broker.cluster
-        return None if cluster is None else cluster.replicas
-
     def coordinator_error(self, transactional_id: str) -> ErrorCode:
         """NONE if this broker coordinates ``transactional_id`` now; NOT_COORDINATOR
         if another broker leads its partition, COORDINATOR_LOAD_IN_PROGRESS while it
@@ -255,18 +249,18 @@ class TransactionCoordinator:
         """Load the partitions this broker now leads, forget those it lost (Kafka's
         onElection / onResignation of the transaction coordinator)."""
         cluster = self.broker.cluster
-        replicas = self._replicas
+        topics = self.broker.topics
         if self._owned is None or cluster is None:
             return
         topic = metadata.topics.get(TRANSACTION_STATE_TOPIC)
         led: dict[int, int] = {}
-        if topic is not None and replicas is not None:
+        if topic is not None and topics.leadership_moves:
             self.num_partitions = len(topic.replicas)
             for index in topic.replicas:
                 state = metadata.states.get((TRANSACTION_STATE_TOPIC, index))
                 if state is None or state.leader != cluster.broker_id:
                     continue
-                partition = replicas.leader_partition(TRANSACTION_STATE_TOPIC, index)
+                partition = topics.serving(TRANSACTION_STATE_TOPIC, index)
                 if isinstance(partition, ErrorCode):
                     continue
                 led[index] = partition.leader_epoch
@@ -557,7 +551,7 @@ class TransactionCoordinator:
         record = Record(0, 0, encode_key(transactional_id), value)
         batch = bytearray(build_batch([record], partition_leader_epoch=LEADER_EPOCH))
         try:
-            error = await append_committed(partition, batch, self._replicas, COMMIT_TIMEOUT_S)
+            error = await append_committed(partition, batch, COMMIT_TIMEOUT_S)
         except Exception as exc:  # KAFKA_STORAGE_ERROR: Kafka answers NOT_COORDINATOR
             storage_errors.failure("writing to", f"{TRANSACTION_STATE_TOPIC}-{index}", exc)
             raise _WriteFailed(ErrorCode.NOT_COORDINATOR) from exc
@@ -783,7 +777,7 @@ def _read_all_records(partitions: list[Partition]) -> list[tuple[bytes, bytes | 
     return [
         (record.key, record.value)
         for partition in partitions
-        for header, records in replay_batches(partition.log)
+        for header, records in replay_batches(partition)
         if not header.is_control
         for record in records
         if record.key is not None

@@ -24,7 +24,6 @@ from kafkette.wire.errors import ErrorCode
 from kafkette.wire.records import ControlRecordType, build_control_batch
 
 if TYPE_CHECKING:
-    from kafkette.broker.cluster.replica_manager import ReplicaManager
     from kafkette.broker.server import Broker
 
 
@@ -59,7 +58,6 @@ async def write_marker(
             coordinator_epoch=coordinator_epoch,
             committed=committed,
             timestamp=now_ms(),
-            replicas=partition.replica_manager,
         )
     except Exception as exc:  # a full disk: the caller retries
         storage_errors.failure("writing a transaction marker to", f"{topic}-{index}", exc)
@@ -75,7 +73,6 @@ async def append_marker(
     coordinator_epoch: int,
     committed: bool,
     timestamp: int,
-    replicas: ReplicaManager | None = None,
     timeout_s: float = 30.0,
 ) -> ErrorCode:
     """The one way a marker enters a partition log, for data and offsets partitions.
@@ -83,7 +80,7 @@ async def append_marker(
     Under the partition's append lock: the log's ``check_marker``, then the
     append (a storage failure raises), then long-polling fetches are woken
     (a read_committed consumer waits for exactly this: the LSO moving on).
-    In a cluster (``replicas``): only on the leader, and answered once committed
+    In a cluster (``partition.replicated``): only on the leader, and answered once committed
     (``append_committed``: Kafka writes markers with acks=-1).
     """
     batch = bytearray(
@@ -99,7 +96,6 @@ async def append_marker(
     return await append_committed(
         partition,
         batch,
-        replicas,
         timeout_s,
-        check=lambda: partition.log.check_marker(producer_id, producer_epoch, coordinator_epoch),
+        check=lambda: partition.check_marker(producer_id, producer_epoch, coordinator_epoch),
     )

@@ -28,10 +28,10 @@ the same for an empty ``topic_data``).
 
 from __future__ import annotations
 
-import socket
 import struct
 from dataclasses import dataclass
 
+from bench.harness.raw_wire import ConnectionClosed, exchange
 from kafkette.wire import primitives as p
 from kafkette.wire.codec import message_codec
 from kafkette.wire.kafka40_ranges import definition_name
@@ -117,19 +117,6 @@ def build_request(api_key: int, version: int, correlation_id: int) -> bytes:
     return bytes(out)
 
 
-def _read_exactly(sock: socket.socket, size: int) -> bytes | None:
-    data = bytearray()
-    while len(data) < size:
-        try:
-            chunk = sock.recv(size - len(data))
-        except ConnectionResetError:
-            return None
-        if not chunk:
-            return None
-        data += chunk
-    return bytes(data)
-
-
 def _skip_tagged(view: memoryview, pos: int) -> int:
     count, pos = p.read_uvarint(view, pos)
     for _ in range(count):
@@ -152,20 +139,12 @@ def decode_response(api_key: int, version: int, frame: bytes) -> dict:
 
 def send_raw(bootstrap: str, frame: bytes, timeout: float) -> tuple[str, bytes | None]:
     """One request frame on a fresh connection: (outcome, response frame or None)."""
-    host, _, port = bootstrap.rpartition(":")
-    with socket.create_connection((host, int(port)), timeout=timeout) as sock:
-        sock.settimeout(timeout)
-        sock.sendall(frame)
-        try:
-            size = _read_exactly(sock, 4)
-            if size is None:
-                return CLOSED, None
-            body = _read_exactly(sock, struct.unpack(">i", size)[0])
-        except TimeoutError:
-            return TIMEOUT, None
-        if body is None:
-            return CLOSED, None
-        return ANSWERED, body
+    try:
+        return ANSWERED, exchange(bootstrap, frame, timeout)
+    except ConnectionClosed:
+        return CLOSED, None
+    except TimeoutError:
+        return TIMEOUT, None
 
 
 def probe_pair(bootstrap: str, api_key: int, version: int, timeout: float = 10.0) -> ProbeResult:

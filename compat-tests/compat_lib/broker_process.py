@@ -1,23 +1,20 @@
 """Start kafkette for the suite, or check that an external broker answers.
 
-Contract with ``kafkette serve``: it prints exactly one line ``kafkette ready on HOST:PORT``
-on stdout once it accepts connections and stops gracefully on SIGTERM.
+The broker is ``bench.harness.serve_process``'s child ``kafkette serve`` (the one handle of
+every suite); this module adds the suite's one-line failures (``BrokerUnavailable``) and the
+reachability check of a broker it did not start.
 """
 
 from __future__ import annotations
 
 import os
-import re
-import signal
 import socket
-import subprocess
-import sys
-import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 
-READY = re.compile(r"^kafkette ready on (\S+):(\d+)\s*$")
+from bench.harness.serve_process import ServeFailed, ServeProcess, serve_args
+
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 15.0
 CONNECT_TIMEOUT_S = 3.0
@@ -27,74 +24,39 @@ class BrokerUnavailable(Exception):
     """The broker could not be started or reached; the message is the one-line reason."""
 
 
-@dataclass
-class KafketteProcess:
-    """A running ``kafkette serve`` child. ``stderr_path`` keeps its log for failure messages."""
-
-    proc: subprocess.Popen
-    host: str
-    port: int
-    stderr_path: Path
+class KafketteProcess(ServeProcess):
+    """The suite's ``kafkette serve`` child (bench.harness's handle), stopped without raising:
+    the suite records its exit code, whatever it is."""
 
     @property
-    def bootstrap(self) -> str:
-        return f"{self.host}:{self.port}"
+    def stderr_path(self) -> Path:
+        return self.log_path
 
     def stop(self) -> int | None:
         """SIGTERM, wait, then SIGKILL if it did not exit; returns the exit code."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        return self.proc.returncode
+        try:
+            return self.terminate(STOP_TIMEOUT_S)
+        except ServeFailed:  # ignored SIGTERM: killed
+            return self.proc.returncode
 
 
-def start_kafkette(data_dir: Path, configs: dict[str, str], stderr_path: Path) -> KafketteProcess:
+def start_kafkette(
+    data_dir: Path, configs: Mapping[str, str], stderr_path: Path
+) -> KafketteProcess:
     """Run ``python -m kafkette serve`` on a free port and wait for its ready line; the
-    broker's stderr (its log) goes to ``stderr_path``."""
-    cmd = [sys.executable, "-m", "kafkette", "serve", "--listen", "127.0.0.1:0"]
-    cmd += ["--data-dir", str(data_dir)]
-    for key, value in configs.items():
-        cmd += ["--config", f"{key}={value}"]
-    stderr_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(stderr_path, "wb") as err:
-        # Own session: signals aimed at the test runner's process group (a Ctrl-C, a CI
-        # runner's cleanup) do not reach the broker; stop() below is what ends it.
-        proc = subprocess.Popen(
-            cmd,
-            stdout=subprocess.PIPE,
-            stderr=err,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            start_new_session=True,
-        )
-    lines: list[str] = []
-
-    def read() -> None:
-        for line in proc.stdout:
-            lines.append(line)
-            if READY.match(line):
-                return
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    reader.join(START_TIMEOUT_S)
-    match = READY.match(lines[-1]) if lines else None
-    if match is None:
-        proc.kill()
-        proc.wait(5)
-        log_tail = tail(stderr_path)
+    broker's stderr (its log) goes to ``stderr_path``. In its own session: signals aimed at
+    the test runner's process group (a Ctrl-C, a CI runner's cleanup) do not reach the
+    broker; ``stop()`` is what ends it."""
+    process = KafketteProcess(serve_args(data_dir, configs=configs), stderr_path, new_session=True)
+    try:
+        return process.wait_ready(START_TIMEOUT_S)
+    except ServeFailed:
         raise BrokerUnavailable(
             f"kafkette did not print 'kafkette ready on HOST:PORT' within {START_TIMEOUT_S:.0f}s "
-            f"(exit code {proc.returncode}; stdout {''.join(lines)[-300:]!r}; "
-            f"stderr tail: {log_tail})"
-        )
-    # Keep draining stdout so the broker never blocks on a full pipe.
-    threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()
-    return KafketteProcess(proc, match.group(1), int(match.group(2)), stderr_path)
+            f"(exit code {process.proc.returncode}; "
+            f"stdout {chr(10).join(process.stdout_lines)[-300:]!r}; "
+            f"stderr tail: {tail(stderr_path)})"
+        ) from None
 
 
 def check_reachable(bootstrap: str) -> None:

@@ -29,8 +29,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if __package__ in (None, ""):  # run as a script: compat-tests/ and the repository root
+    sys.path[:0] = [str(parent) for parent in Path(__file__).resolve().parents[1:3]]
 
 from compat_lib import broker_process
 from compat_lib.security import (

@@ -1,5 +1,5 @@
 """``python -m kafkette``: the same CLI as the ``kafkette`` console script."""
 
-from kafkette.cli import main
+from kafkette.command import main
 
 raise SystemExit(main())

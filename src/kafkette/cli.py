@@ -14,11 +14,18 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
+import threading
 
 from kafkette import __version__
 from kafkette.broker import cli as broker_cli
 from kafkette.tools import SUBCOMMAND_MODULES
+
+# How long a tool may take to wind down after Ctrl-C (a group member commits and leaves)
+# before the process leaves anyway: the KeyboardInterrupt can be lost when it is raised
+# inside a client library's callback, and the tool would then follow its topic for ever.
+INTERRUPTED_EXIT_AFTER_S = 15.0
 
 EXAMPLES = """examples:
   kafkette serve                                   # a broker on 127.0.0.1:9092
@@ -66,6 +73,15 @@ def _subparser(parser: argparse.ArgumentParser, path: list[str]) -> argparse.Arg
     return parser
 
 
+def _interrupt_tool(signum: int, frame: object) -> None:
+    """Ctrl-C in a client tool: KeyboardInterrupt now, and leave with 130 in any case once
+    ``INTERRUPTED_EXIT_AFTER_S`` have passed."""
+    deadline = threading.Timer(INTERRUPTED_EXIT_AFTER_S, os._exit, args=(130,))
+    deadline.daemon = True
+    deadline.start()
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line ``argv`` (default: ``sys.argv[1:]``); the exit code."""
     given = argv if argv is not None else sys.argv[1:]
@@ -77,6 +93,12 @@ def main(argv: list[str] | None = None) -> int:
         # argparse would blame the top-level parser; the user typed a subcommand's flags.
         words = [w for w in given if not w.startswith("-")]
         _subparser(parser, words[:3]).error(f"unrecognized arguments: {' '.join(extras)}")
+    # The brokers shut down gracefully through trio's own Ctrl-C handling, which trio installs
+    # only over Python's default handler; a tool gets the KeyboardInterrupt plus a deadline.
+    interrupt = signal.default_int_handler if given and given[0] in BROKER_COMMANDS else (
+        _interrupt_tool
+    )
+    signal.signal(signal.SIGINT, interrupt)
     try:
         return args.run(args)
     except KeyboardInterrupt:

@@ -7,20 +7,15 @@ Fast and broker-free: the figures themselves are bench output, never timed tests
 from __future__ import annotations
 
 import stat
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench.brokers import ApacheKafka, Tansu, kafka_cluster_id  # noqa: E402
-from bench.java_perf import parse_consumer, parse_producer  # noqa: E402
-from bench.processes import ProcessRegistry  # noqa: E402
-from bench.report import summarize, versus_table  # noqa: E402
-from bench.workloads import WorkloadError  # noqa: E402
+from bench.harness.brokers import ApacheKafka, Tansu, kafka_cluster_id
+from bench.harness.java_perf import parse_consumer, parse_producer
+from bench.harness.processes import ProcessRegistry
+from bench.harness.report import summarize, versus_table
+from bench.harness.workloads import WorkloadError
 
 
 def test_cluster_ids_never_start_with_a_dash() -> None:

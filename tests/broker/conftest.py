@@ -7,7 +7,8 @@ so helpers reach them as fixtures:
 - ``broker_process``: a factory that starts ``kafkette serve`` as a subprocess and
   kills whatever is still running at teardown.
 - ``raw_client``: a factory of ``RawClient`` connections, which speak the protocol
-  with kafka-python's own message classes (an encoder independent of ours).
+  with kafka-python's own message classes (an encoder independent of ours), on
+  ``bench.harness.raw_wire.RawConnection``.
 - ``create_topic`` / ``read_all`` / ``unique_name``: topic creation and whole-topic
   reads with confluent-kafka, bounded by timeouts so that nothing can hang.
 
@@ -17,28 +18,19 @@ Every wait here has a deadline; a test that hits one fails, it never hangs.
 from __future__ import annotations
 
 import gc
-import importlib.util
-import socket
-import struct
-import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
 
+from bench.harness import raw_wire
+from bench.harness.raw_wire import RawConnection, fetch_request
+from bench.harness.serve_process import ServeProcess
+from bench.harness.topic_reader import ReadRecord, read_topic
 from kafkette.broker.embedded import EmbeddedBroker
-
-# raw_wire.py beside this file loads the other siblings (see its docstring). A
-# private copy is fine: plain functions, no state, no dataclasses.
-_spec = importlib.util.spec_from_file_location("raw_wire", Path(__file__).with_name("raw_wire.py"))
-raw_wire = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(raw_wire)
-
-
 
 # --- in-process broker -------------------------------------------------------
 
@@ -55,16 +47,10 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]
         embedded.stop(timeout=30)
 
 
-# Test helper modules beside this file, loaded once under their own names (their
-# dataclasses look their module up in sys.modules): kafkette_broker_<stem>.
-for _stem in ("group_helpers", "consumer_protocol_client"):
-    sys.modules["kafkette_test_serve_process"].register_beside(__file__, "kafkette_broker", _stem)
-
-
 # --- subprocess broker ------------------------------------------------------
 
 
-class BrokerProcess(sys.modules["kafkette_test_serve_process"].ServeProcess):
+class BrokerProcess(ServeProcess):
     """``kafkette serve`` in a child process, listening on 127.0.0.1 with a free port.
 
     ``start`` waits (bounded) for the ready line; ``stdout_lines`` holds every
@@ -147,43 +133,12 @@ class Kill9Broker:
 # --- raw protocol client --------------------------------------------------------
 
 
-class ConnectionClosed(Exception):
-    """The broker closed the connection (EOF or reset)."""
-
-
-class RawClient:
+class RawClient(RawConnection):
     """One blocking socket speaking Kafka's framing; for requests clients never send.
 
     Messages are kafka-python protocol objects (``kafka.protocol.*``); every read
     has the socket timeout, so a broker that never answers fails the test.
     """
-
-    def __init__(self, bootstrap: str, timeout: float = 10.0) -> None:
-        host, _, port = bootstrap.rpartition(":")
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
-        self._correlation_id = 0
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def next_correlation_id(self) -> int:
-        self._correlation_id += 1
-        return self._correlation_id
-
-    def send(self, message: object, version: int) -> int:
-        """Encode and send one request; returns its correlation id."""
-        correlation_id = self.next_correlation_id()
-        message.with_header(correlation_id=correlation_id, client_id="kafkette-e2e")  # type: ignore[attr-defined]
-        self.sock.sendall(message.encode(version=version, header=True, framed=True))  # type: ignore[attr-defined]
-        return correlation_id
-
-    def request(self, message: object, version: int) -> object:
-        """Send ``message`` at ``version`` and decode the answer with its response class."""
-        correlation_id = self.send(message, version)
-        response_class = message.header.get_response_class()  # type: ignore[attr-defined]
-        response = response_class.decode(self.read_frame(), version=version, header=True)
-        assert response.header.correlation_id == correlation_id
-        return response
 
     # The few requests tests build by hand ---------------------------------------
 
@@ -216,9 +171,7 @@ class RawClient:
         max_bytes: int = 1 << 20,
     ) -> object:
         """Fetch v11 from one partition; returns its partition data (``records`` is bytes)."""
-        request = raw_wire.fetch_request(
-            topic, partition, offset, max_wait_ms, min_bytes, max_bytes
-        )
+        request = fetch_request(topic, partition, offset, max_wait_ms, min_bytes, max_bytes)
         response = self.request(request, 11)
         return response.responses[0].partitions[0]  # type: ignore[attr-defined]
 
@@ -230,37 +183,6 @@ class RawClient:
         response = self.request(request, 4)
         assert response.error_code == 0, response  # type: ignore[attr-defined]
         return response.producer_id, response.producer_epoch  # type: ignore[attr-defined]
-
-    def send_bytes(self, data: bytes) -> None:
-        self.sock.sendall(data)
-
-    def _read_exactly(self, size: int) -> bytes:
-        chunks = bytearray()
-        while len(chunks) < size:
-            try:
-                chunk = self.sock.recv(size - len(chunks))
-            except ConnectionResetError as exc:
-                raise ConnectionClosed("connection reset") from exc
-            if not chunk:
-                raise ConnectionClosed(f"EOF after {len(chunks)} of {size} bytes")
-            chunks += chunk
-        return bytes(chunks)
-
-    def read_frame(self) -> bytes:
-        """The next response frame without its size prefix."""
-        (size,) = struct.unpack(">i", self._read_exactly(4))
-        return self._read_exactly(size)
-
-    def is_closed_by_peer(self, timeout: float = 5.0) -> bool:
-        """True if the broker closes the connection within ``timeout`` without answering."""
-        self.sock.settimeout(timeout)
-        try:
-            data = self.sock.recv(1)
-        except TimeoutError:
-            return False
-        except ConnectionResetError:
-            return True
-        return data == b""
 
 
 @pytest.fixture
@@ -317,18 +239,6 @@ def create_topic() -> Callable[..., str]:
 def free_port() -> int:
     """A TCP port free now on 127.0.0.1, for a broker restarted on the same port."""
     return raw_wire.free_port()
-
-
-@pytest.fixture
-def load_beside() -> Callable[[str], ModuleType]:
-    """``load_beside("crash_load.py")``: a support module of this folder, loaded by path."""
-    return raw_wire.load_beside
-
-
-from bench import topic_reader as _topic_reader  # noqa: E402 (one reader, bench's)
-
-ReadRecord = _topic_reader.ReadRecord
-read_topic = _topic_reader.read_topic
 
 
 @pytest.fixture

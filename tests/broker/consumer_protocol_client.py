@@ -7,39 +7,17 @@ test can point at the reference Kafka to compare answers).
 
 from __future__ import annotations
 
-import socket
-
-from kafkette.wire.client_connection import NEED_DATA, ClientConnection
+from bench.harness.raw_wire import WireConnection
 
 HEARTBEAT = 68
 DESCRIBE = 69
 
 
-class RawClient:
+class RawClient(WireConnection):
+    """One connection; ``request`` sends with client id ``raw`` unless told otherwise."""
+
     def __init__(self, bootstrap: str, timeout: float = 10.0) -> None:
-        host, _, port = bootstrap.rpartition(":")
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
-        self.conn = ClientConnection()
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def __enter__(self) -> RawClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def request(self, api_key: int, version: int, body: dict, client_id: str = "raw") -> dict:
-        self.sock.sendall(self.conn.send_request(api_key, version, body, client_id))
-        while True:
-            response = self.conn.next_response()
-            if response is not NEED_DATA:
-                return response.body
-            data = self.sock.recv(65536)
-            if not data:
-                raise ConnectionError("the broker closed the connection")
-            self.conn.receive_data(data)
+        super().__init__(bootstrap, "raw", timeout)
 
     def heartbeat(self, version: int = 1, **fields: object) -> dict:
         body = {"instance_id": None, "rack_id": None, "rebalance_timeout_ms": -1,

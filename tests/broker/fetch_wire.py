@@ -1,37 +1,24 @@
 """A Fetch client on our own wire codec for the fetch-session and topic-id tests.
 
-Loaded by path (``raw_wire.load_beside``). One connection, one request at a time,
-bounded by the socket timeout: a broker that does not answer fails the test.
+One connection (``bench.harness.raw_wire.WireConnection``), one request at a time, bounded by
+the socket timeout: a broker that does not answer fails the test.
 """
 
 from __future__ import annotations
 
-import socket
 import uuid
 
+from bench.harness.raw_wire import WireConnection
 from kafkette.wire.apis import ApiKey
-from kafkette.wire.client_connection import NEED_DATA, ClientConnection
 
 ZERO = uuid.UUID(int=0)
 
 
-class WireClient:
+class WireClient(WireConnection):
+    """Metadata for topic ids and Fetch bodies with every field, on one connection."""
+
     def __init__(self, bootstrap: str, client_id: str = "fetch-wire-test") -> None:
-        self.client_id = client_id
-        host, _, port = bootstrap.rpartition(":")
-        self.sock = socket.create_connection((host, int(port)), timeout=30)
-        self.conn = ClientConnection()
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def request(self, api_key: int, version: int, body: dict) -> dict:
-        self.sock.sendall(self.conn.send_request(api_key, version, body, self.client_id))
-        while (response := self.conn.next_response()) is NEED_DATA:
-            data = self.sock.recv(1 << 20)
-            assert data, "broker closed the connection"
-            self.conn.receive_data(data)
-        return response.body
+        super().__init__(bootstrap, client_id)
 
     def topic_id(self, topic: str) -> uuid.UUID:
         body = self.request(

@@ -11,8 +11,9 @@ Two halves live here:
   process), ``GroupBroker`` (``kafkette serve`` on a chosen port, restartable on
   the same data dir), and small bounded waits.
 
-Test modules load this file by path (pytest's ``--import-mode=importlib`` puts
-no test folder on ``sys.path``). Nothing here waits without a deadline.
+Test modules import it (``from tests.broker import group_helpers``); the consumer
+processes run it as a script, so the test side's imports of ``bench`` wait until a
+test uses them. Nothing here waits without a deadline.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import logging
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve()
-READY_LINE = re.compile(r"^kafkette ready on (127\.0\.0\.1):(\d+)$")
 
 # --- consumer process side ----------------------------------------------------------------------
 
@@ -201,13 +200,6 @@ def wait_until(
         time.sleep(0.05)
 
 
-def free_port() -> int:
-    """A port nothing listens on right now (for a broker that must keep it across restarts)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 # --- test side: the broker ----------------------------------------------------------------------
 
 
@@ -218,70 +210,41 @@ class GroupBroker:
     """
 
     def __init__(self, data_dir: Path, log_dir: Path, configs: dict[str, str], port: int = 0):
+        from bench.harness.raw_wire import free_port
+
         self.data_dir = data_dir
         self.log_dir = log_dir
         self.configs = configs
         self.port = port or free_port()
         self.starts = 0
-        self.proc: subprocess.Popen[str] | None = None
-        self.log_path: Path | None = None
+        self.serve = None  # the current ServeProcess
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> GroupBroker:
+        from bench.harness.serve_process import ServeProcess, serve_args
+
         self.starts += 1
-        self.log_path = self.log_dir / f"broker-{self.starts}.log"
-        args = [f"--config={k}={v}" for k, v in self.configs.items()]
-        command = [
-            sys.executable, "-m", "kafkette", "serve",
-            "--listen", self.bootstrap, "--data-dir", str(self.data_dir),
-            "--log-level", os.environ.get("KAFKETTE_E2E_LOG_LEVEL", "INFO"), *args,
-        ]  # fmt: skip
-        with self.log_path.open("wb") as log:
-            self.proc = subprocess.Popen(
-                command, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, text=True
-            )
-        ready = threading.Event()
-        lines: list[str] = []
-
-        def pump() -> None:
-            assert self.proc is not None and self.proc.stdout is not None
-            for line in self.proc.stdout:
-                lines.append(line.rstrip("\n"))
-                if READY_LINE.match(lines[-1]):
-                    ready.set()
-            ready.set()
-
-        threading.Thread(target=pump, daemon=True).start()
-        if not ready.wait(timeout) or self.proc.poll() is not None:
-            self.kill()
-            raise AssertionError(
-                f"broker did not get ready on {self.bootstrap}: stdout={lines!r}\n{self.log_text()}"
-            )
+        log_level = os.environ.get("KAFKETTE_E2E_LOG_LEVEL", "INFO")
+        args = serve_args(self.data_dir, self.bootstrap, self.configs)
+        self.serve = ServeProcess([*args, "--log-level", log_level],
+                                  self.log_dir / f"broker-{self.starts}.log")
+        self.serve.wait_ready(timeout)
         return self
 
     def terminate(self, timeout: float = 30.0) -> int:
         """SIGTERM, the graceful stop; returns the exit code."""
-        assert self.proc is not None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            raise AssertionError(f"broker ignored SIGTERM for {timeout}s") from None
+        assert self.serve is not None
+        return self.serve.terminate(timeout)
 
     def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
+        if self.serve is not None:
+            self.serve.kill()
 
     def log_text(self, last_lines: int = 60) -> str:
-        if self.log_path is None or not self.log_path.exists():
-            return ""
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-last_lines:])
+        return "" if self.serve is None else self.serve.log_tail(last_lines)
 
 
 # --- test side: consumer processes --------------------------------------------------------------

@@ -13,37 +13,26 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import struct
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from confluent_kafka import Producer
 
+from bench.harness.raw_wire import exchange
+from bench.harness.serve_process import serve_refused
 from kafkette.broker.embedded import EmbeddedBroker
 from kafkette.wire.codec import message_codec
 from kafkette.wire.primitives import ZERO_UUID
+from tests.reference_kafka import reference_script_or_skip
 
-reference_script_or_skip = sys.modules["kafkette_test_reference_kafka"].reference_script_or_skip
-serve_refused = sys.modules["kafkette_test_serve_process"].serve_refused
 TOOL_TIMEOUT_S = 120
 CLIENT_METRICS = 16
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 
 # --- raw requests with our codec ----------------------------------------------------------
-
-
-def _read_exactly(sock: socket.socket, size: int) -> bytes:
-    data = b""
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise EOFError("connection closed")
-        data += chunk
-    return data
 
 
 def wire_request(bootstrap: str, name: str, api_key: int, version: int, body: dict) -> dict:
@@ -54,11 +43,7 @@ def wire_request(bootstrap: str, name: str, api_key: int, version: int, body: di
     client_id = b"admin-apis-test"
     header = struct.pack(">hhih", api_key, version, 11, len(client_id)) + client_id
     payload = header + (b"\0" if flexible else b"") + request.encode(body)
-    host, port = bootstrap.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=15) as sock:
-        sock.sendall(struct.pack(">i", len(payload)) + payload)
-        (size,) = struct.unpack(">i", _read_exactly(sock, 4))
-        data = _read_exactly(sock, size)
+    data = exchange(bootstrap, struct.pack(">i", len(payload)) + payload, timeout=15)
     assert struct.unpack(">i", data[:4])[0] == 11
     start = 5 if flexible and api_key != 18 else 4  # ApiVersions: response header v0
     decoded, end = response.decode(memoryview(data), start)

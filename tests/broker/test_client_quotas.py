@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -25,10 +24,11 @@ from confluent_kafka import Consumer, Producer
 from kafka.protocol.admin import AlterClientQuotasRequest as Alter
 from kafka.protocol.admin import DescribeClientQuotasRequest as Describe
 
+from bench.harness.serve_process import serve_refused
 from kafkette.broker.embedded import EmbeddedBroker
+from tests.broker import fetch_wire as fw
+from tests.reference_kafka import reference_script_or_skip
 
-reference_script_or_skip = sys.modules["kafkette_test_reference_kafka"].reference_script_or_skip
-serve_refused = sys.modules["kafkette_test_serve_process"].serve_refused
 RATE = 10 * 1024  # bytes per second
 RECORDS = 40
 RECORD_BYTES = 1000
@@ -327,11 +327,10 @@ def _limit(client, key: str, rate: int = RATE) -> str:  # type: ignore[no-untype
 
 
 def test_a_replica_id_on_a_single_node_is_no_way_around_a_consumer_quota(
-    quota_broker, raw_client, load_beside
+    quota_broker, raw_client
 ) -> None:
     """Only a live broker of a cluster fetches as a follower (exempt from client quotas):
     on a single node a Fetch claiming replica_id=0 is a consumer's, and is throttled."""
-    fw = load_beside("fetch_wire.py")
     topic = f"quota-{uuid.uuid4().hex[:8]}"
     _produce(quota_broker.bootstrap, topic, f"fill-{uuid.uuid4().hex[:6]}")  # 40 KB
     client = fw.WireClient(quota_broker.bootstrap, _limit(raw_client(quota_broker.bootstrap),
@@ -345,7 +344,7 @@ def test_a_replica_id_on_a_single_node_is_no_way_around_a_consumer_quota(
 
 
 def test_a_pre_kip219_answer_waits_without_holding_request_memory(
-    quota_broker, raw_client, load_beside
+    quota_broker, raw_client
 ) -> None:
     """Produce v5 (before KIP-219) over its quota is answered after the throttle time;
     meanwhile the request's bytes are back in the pool (queued.max.request.bytes) for
@@ -354,8 +353,6 @@ def test_a_pre_kip219_answer_waits_without_holding_request_memory(
 
     from kafkette.wire.apis import ApiKey
     from kafkette.wire.records import build_batch_from_values
-
-    fw = load_beside("fetch_wire.py")
     topic = f"quota-{uuid.uuid4().hex[:8]}"
     _produce(quota_broker.bootstrap, topic, f"fill-{uuid.uuid4().hex[:6]}")  # creates it
     # 50 KB/s; a 120 KB frame (above SMALL_FRAME_BYTES: it holds pool memory while read)

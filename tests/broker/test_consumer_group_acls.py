@@ -6,7 +6,6 @@ ACL closes."""
 
 from __future__ import annotations
 
-import sys
 import uuid
 
 import pytest
@@ -21,8 +20,8 @@ from confluent_kafka.admin import (
 )
 
 from kafkette.broker.embedded import EmbeddedBroker
+from tests.broker.consumer_protocol_client import RawClient
 
-RawClient = sys.modules["kafkette_broker_consumer_protocol_client"].RawClient
 TOPIC_AUTHORIZATION_FAILED = 29
 
 

@@ -9,7 +9,6 @@ and the offsets committed by the members are read back with the admin client.
 
 from __future__ import annotations
 
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -25,7 +24,9 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic
 
-helpers = sys.modules["kafkette_broker_group_helpers"]  # tests/broker/conftest.py
+from tests.broker import group_helpers as helpers
+from tests.broker.consumer_protocol_client import RawClient
+
 ConsumerProcess = helpers.ConsumerProcess
 GroupBroker = helpers.GroupBroker
 wait_until = helpers.wait_until
@@ -154,8 +155,7 @@ def test_share_then_rebalance_on_leave_and_crash(consumers: Consumers) -> None:
 
 def _described(bootstrap: str, group: str) -> dict:
     """ConsumerGroupDescribe v1 of ``group``, raw (epochs are not in the admin API)."""
-    module = sys.modules["kafkette_broker_consumer_protocol_client"]
-    with module.RawClient(bootstrap) as client:
+    with RawClient(bootstrap) as client:
         return client.request(69, 1, {"group_ids": [group],
                                       "include_authorized_operations": False})["groups"][0]
 

@@ -8,13 +8,12 @@ where kafkette answers differently on purpose, docs/consumer-group-protocol.md s
 
 from __future__ import annotations
 
-import sys
 import uuid
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-RawClient = sys.modules["kafkette_broker_consumer_protocol_client"].RawClient
+from tests.broker.consumer_protocol_client import RawClient
 
 NONE = 0
 UNKNOWN_MEMBER_ID = 25

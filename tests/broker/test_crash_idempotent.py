@@ -19,7 +19,7 @@ More rounds, with and without ``log.flush.interval.messages=1``:
 
 from __future__ import annotations
 
-from bench import crash_load  # the load bench runs for many rounds; a few here
+from bench.harness import crash_load  # the load bench runs for many rounds; a few here
 
 ROUNDS = 4
 SEED = 20261123

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 
-from bench import txn_crash_load  # the load bench runs for many rounds; a few here
+from bench.harness import txn_crash_load  # the load bench runs for many rounds; a few here
 
 ROUNDS = int(os.environ.get("KAFKETTE_CRASH_ROUNDS", "5"))
 SEED = int(os.environ.get("KAFKETTE_CRASH_SEED", "20261123"))

@@ -6,11 +6,8 @@ has no class for this API); the broker is the module's embedded one.
 
 from __future__ import annotations
 
-import sys
-
+from bench.harness.raw_wire import call
 from kafkette.wire.apis import ApiKey
-
-call = sys.modules["kafkette_test_wire_call"].call  # one request through our client codec
 
 
 def describe(bootstrap: str, body: dict) -> dict:

@@ -10,7 +10,6 @@ could not be done at once having gone to a worker thread.
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 import uuid
@@ -21,9 +20,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kafkette.broker.handlers.fetch import READ_COUNTS
 from kafkette.log.file_region import nowait_reads_supported
+from tests import page_cache
 
 RECORDS = 3000
-page_cache = sys.modules["kafkette_test_page_cache"]
 
 
 def produce(bootstrap: str, topic: str) -> list[bytes]:

@@ -19,7 +19,6 @@ debug log in the consumers.
 
 from __future__ import annotations
 
-import sys
 import time
 import uuid
 from collections import Counter
@@ -47,8 +46,8 @@ from kafkette.broker.groups.offsets_records import (
     decode_group_metadata_value,
     decode_key,
 )
+from tests.broker import group_helpers as helpers
 
-helpers = sys.modules["kafkette_broker_group_helpers"]  # tests/broker/conftest.py
 ConsumerProcess = helpers.ConsumerProcess
 GroupBroker = helpers.GroupBroker
 wait_until = helpers.wait_until

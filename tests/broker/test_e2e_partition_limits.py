@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -15,6 +12,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+from bench.harness.serve_process import ServeProcess, serve_args
 
 EXCESSIVE_PARTITIONS = "Excessively large number of partitions per request."
 EXCESSIVE_BATCH = "Unable to perform excessively large batch operation."
@@ -79,52 +78,18 @@ def test_absurd_partition_counts_are_refused_before_any_file(broker, unique_name
     assert big not in metadata.topics and pair_a not in metadata.topics
 
 
-class LimitedBroker:
+class LimitedBroker(ServeProcess):
     """``kafkette serve`` in a child process whose RLIMIT_NOFILE is ``nofile`` (``ulimit -n``)."""
 
     def __init__(self, data_dir: Path, nofile: int, log_path: Path) -> None:
-        def lower_limit() -> None:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
-
-        self._log = log_path.open("ab")
-        self.log_path = log_path
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kafkette", "serve", "--listen", "127.0.0.1:0",
-             "--data-dir", str(data_dir)],
-            stdout=subprocess.PIPE, stderr=self._log, stdin=subprocess.DEVNULL, text=True,
-            preexec_fn=lower_limit,
-        )
-        self.bootstrap = ""
-        ready = threading.Event()
-
-        def pump() -> None:
-            assert self.proc.stdout is not None
-            for line in self.proc.stdout:
-                if line.startswith("kafkette ready on ") and not ready.is_set():
-                    self.bootstrap = line.split()[-1].strip()
-                    ready.set()
-            ready.set()
-
-        threading.Thread(target=pump, daemon=True).start()
-        if not ready.wait(120) or not self.bootstrap:
-            self.kill()
-            raise AssertionError(f"broker did not start:\n{log_path.read_text()[-3000:]}")
+        super().__init__(serve_args(data_dir), log_path, append_log=True, nofile=nofile)
+        self.wait_ready(120)
 
     def open_fds(self) -> int:
-        return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
+        return self.fds()
 
-    def terminate(self) -> int:
-        self.proc.terminate()
-        try:
-            return self.proc.wait(120)
-        finally:
-            self._log.close()
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(30)
-        self._log.close()
+    def terminate(self, timeout: float = 120.0) -> int:
+        return super().terminate(timeout)
 
 
 @pytest.fixture

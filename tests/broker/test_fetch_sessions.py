@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -24,8 +23,8 @@ from kafkette.broker.embedded import EmbeddedBroker
 from kafkette.broker.fetch_sessions import FetchSessionCache
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.errors import ErrorCode
-
-reference_script_or_skip = sys.modules["kafkette_test_reference_kafka"].reference_script_or_skip
+from tests.broker import fetch_wire as fw
+from tests.reference_kafka import reference_script_or_skip
 
 
 def _produce(bootstrap: str, topic: str, partition: int, count: int) -> None:
@@ -36,8 +35,7 @@ def _produce(bootstrap: str, topic: str, partition: int, count: int) -> None:
 
 
 @pytest.fixture
-def client(broker, load_beside):
-    fw = load_beside("fetch_wire.py")
+def client(broker):
     c = fw.WireClient(broker.bootstrap)
     yield fw, c
     c.close()
@@ -162,8 +160,7 @@ def _start(configs: dict[str, str]) -> EmbeddedBroker:
                                 configs=configs)
 
 
-def test_cache_slots_bound_sessions_and_zero_disables_them(load_beside):
-    fw = load_beside("fetch_wire.py")
+def test_cache_slots_bound_sessions_and_zero_disables_them():
     for slots, expected in (("0", [False, False]), ("2", [True, True, False])):
         embedded = _start({"max.incremental.fetch.session.cache.slots": slots})
         try:
@@ -237,12 +234,11 @@ def test_java_consumer_reads_through_incremental_fetches(broker, create_topic, t
     assert cache.incremental_fetches - before >= 3
 
 
-def test_throttled_fetches_leave_sessions_as_kafka(load_beside):
+def test_throttled_fetches_leave_sessions_as_kafka():
     """Under a consumer quota a throttled Fetch is answered empty and, as Kafka decides
     the throttle before touching the session, a throttled full fetch starts no session
     (session id 0) and a throttled incremental one leaves the session's cached high
     watermark alone: the next fetch of the session still tells the client about it."""
-    fw = load_beside("fetch_wire.py")
     embedded = _start({"quota.window.num": "2"})
     clients = []
     try:

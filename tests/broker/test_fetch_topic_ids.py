@@ -13,6 +13,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
 from kafkette.wire.errors import ErrorCode
+from tests.broker import fetch_wire as fw
 
 
 def _produce(bootstrap: str, topic: str, partitions: int, per_partition: int) -> None:
@@ -47,8 +48,7 @@ def test_confluent_consumer_fetches_by_topic_id(broker, create_topic) -> None:
     assert fetch_versions and min(fetch_versions) >= 13, fetch_versions
 
 
-def test_every_version_13_to_17_by_id(broker, create_topic, load_beside) -> None:
-    fw = load_beside("fetch_wire.py")
+def test_every_version_13_to_17_by_id(broker, create_topic) -> None:
     topic = create_topic(broker.bootstrap, partitions=2)
     _produce(broker.bootstrap, topic, 2, 3)
     c = fw.WireClient(broker.bootstrap)
@@ -77,8 +77,7 @@ def test_every_version_13_to_17_by_id(broker, create_topic, load_beside) -> None
         c.close()
 
 
-def test_unknown_topic_id_answered_per_partition(broker, create_topic, load_beside) -> None:
-    fw = load_beside("fetch_wire.py")
+def test_unknown_topic_id_answered_per_partition(broker, create_topic) -> None:
     topic = create_topic(broker.bootstrap, partitions=1)
     _produce(broker.bootstrap, topic, 1, 1)
     c = fw.WireClient(broker.bootstrap)
@@ -112,8 +111,7 @@ def test_unknown_topic_id_answered_per_partition(broker, create_topic, load_besi
         c.close()
 
 
-def test_names_still_serve_fetch_up_to_12(broker, create_topic, load_beside) -> None:
-    fw = load_beside("fetch_wire.py")
+def test_names_still_serve_fetch_up_to_12(broker, create_topic) -> None:
     topic = create_topic(broker.bootstrap, partitions=1)
     _produce(broker.bootstrap, topic, 1, 2)
     c = fw.WireClient(broker.bootstrap)

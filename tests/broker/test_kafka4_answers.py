@@ -8,7 +8,6 @@ Every expected value here was measured against the reference Apache Kafka 4.0.0
 
 from __future__ import annotations
 
-import socket
 import struct
 import uuid
 from collections.abc import Iterator
@@ -16,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.harness.raw_wire import WireConnection
 from kafkette.wire.apis import ApiKey
-from kafkette.wire.client_connection import NEED_DATA, ClientConnection
 
 NONE = 0
 ILLEGAL_GENERATION = 22
@@ -36,27 +35,11 @@ RESOURCE_BROKER = 4
 PROTOCOLS = [{"name": "range", "metadata": b"\x00\x01\x00\x00\x00\x00\xff\xff\xff\xff"}]
 
 
-class Raw:
+class Raw(WireConnection):
     """One connection speaking our codec; ``closed`` tells whether the broker hung up."""
 
     def __init__(self, bootstrap: str, timeout: float = 20.0) -> None:
-        host, _, port = bootstrap.rpartition(":")
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
-        self.conn = ClientConnection()
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def request(self, api_key: int, version: int, body: dict) -> dict:
-        self.sock.sendall(self.conn.send_request(api_key, version, body, "kafka4-answers"))
-        while True:
-            response = self.conn.next_response()
-            if response is not NEED_DATA:
-                return response.body
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise ConnectionError("closed by the broker")
-            self.conn.receive_data(chunk)
+        super().__init__(bootstrap, "kafka4-answers", timeout)
 
     def closed_after(self, frame: bytes) -> bool:
         """Send a hand-made frame; True if the broker closes without answering."""

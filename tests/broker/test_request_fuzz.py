@@ -36,6 +36,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.harness.raw_wire import connect, read_frame
 from kafkette.broker.embedded import EmbeddedBroker
 from kafkette.wire.apis import SUPPORTED, ApiKey, ApiSpec
 from kafkette.wire.codec import message_codec
@@ -293,13 +294,12 @@ class Link:
     """One raw connection; reopened whenever the broker closes it."""
 
     def __init__(self, bootstrap: str) -> None:
-        host, _, port = bootstrap.rpartition(":")
-        self.address = (host, int(port))
+        self.bootstrap = bootstrap
         self.sock: socket.socket | None = None
 
     def _connect(self) -> socket.socket:
         if self.sock is None:
-            self.sock = socket.create_connection(self.address, timeout=10)
+            self.sock = connect(self.bootstrap, timeout=10)
             self.sock.settimeout(READ_TIMEOUT)
         return self.sock
 
@@ -308,16 +308,6 @@ class Link:
             self.sock.close()
             self.sock = None
 
-    def _read_exactly(self, size: int) -> bytes:
-        assert self.sock is not None
-        data = bytearray()
-        while len(data) < size:
-            chunk = self.sock.recv(size - len(data))
-            if not chunk:
-                raise ConnectionResetError("EOF")
-            data += chunk
-        return bytes(data)
-
     def exchange(self, frame: bytes) -> str:
         """Send ``frame`` then an ApiVersions probe; "answered", "closed" or "timeout"."""
         sock = self._connect()
@@ -325,8 +315,7 @@ class Link:
         try:
             sock.sendall(frame + probe)
             while True:
-                (size,) = struct.unpack(">i", self._read_exactly(4))
-                response = self._read_exactly(size)
+                response = read_frame(sock)
                 if struct.unpack_from(">i", response)[0] == PROBE_CORRELATION_ID:
                     return "answered"
         except TimeoutError:
@@ -454,8 +443,7 @@ def test_commit_with_the_largest_retention_time_is_stored(fuzz_broker) -> None:
         assert link.exchange(encode_request(spec, 3, 5, body)) == "answered"
         assert link.sock is not None
         link.sock.sendall(fetch)
-        (size,) = struct.unpack(">i", link._read_exactly(4))
-        answer = memoryview(link._read_exactly(size))
+        answer = memoryview(read_frame(link.sock))
     finally:
         link.close()
     assert not catcher.bad, catcher.bad[0].getMessage()

@@ -9,19 +9,15 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 from pathlib import Path
 
 import pytest
 
+from bench.harness.serve_process import serve_refused as serve
 from kafkette.broker.embedded import EmbeddedBroker
 from kafkette.broker.server import StartupError
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
-
-
-# Runs ``kafkette serve`` expecting it to give up; its exit code and stderr lines.
-serve = sys.modules["kafkette_test_serve_process"].serve_refused
 
 
 def snapshot(root: Path) -> dict[str, tuple[int, int]]:

@@ -9,7 +9,6 @@ from the requested metrics in Java's HashSet order, the push interval and the in
 from __future__ import annotations
 
 import gzip
-import sys
 import time
 import uuid
 
@@ -17,6 +16,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from kafkette.broker.telemetry.instances import TelemetryState, identity_of
+from tests.broker.consumer_protocol_client import RawClient
 
 ZERO = uuid.UUID(int=0)
 FIXED = uuid.UUID("12345678-1234-1234-1234-123456789abc")
@@ -26,7 +26,6 @@ THROTTLED, UNKNOWN_SUBSCRIPTION, INVALID_REQUEST = 89, 117, 42
 UNSUPPORTED_COMPRESSION, INVALID_RECORD, TOO_LARGE = 76, 87, 118
 
 
-RawClient = sys.modules["kafkette_broker_consumer_protocol_client"].RawClient
 
 
 class Client(RawClient):

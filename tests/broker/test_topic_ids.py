@@ -9,11 +9,11 @@ codec over a real socket; what they write is read back with confluent-kafka.
 
 from __future__ import annotations
 
-import sys
 import uuid
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from bench.harness.raw_wire import call
 from kafkette.broker.embedded import EmbeddedBroker
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.records import build_batch_from_values
@@ -21,10 +21,6 @@ from kafkette.wire.records import build_batch_from_values
 UNKNOWN_TOPIC_OR_PARTITION = 3
 UNKNOWN_TOPIC_ID = 100
 TIMEOUT = 30
-
-
-# One request on a fresh connection through our client codec: the decoded answer body.
-call = sys.modules["kafkette_test_wire_call"].call
 
 
 def metadata(bootstrap: str, topics: list[dict] | None, version: int = 12) -> dict:

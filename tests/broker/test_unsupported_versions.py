@@ -11,6 +11,7 @@ import struct
 
 import pytest
 
+from bench.harness.raw_wire import ConnectionClosed, connect, read_frame
 from kafkette.broker.embedded import EmbeddedBroker
 from kafkette.wire.codec import message_codec
 from kafkette.wire.primitives import write_string, write_uvarint
@@ -24,13 +25,6 @@ def bootstrap(tmp_path_factory):
         yield broker.bootstrap
 
 
-def _connect(bootstrap: str) -> socket.socket:
-    host, port = bootstrap.rsplit(":", 1)
-    sock = socket.create_connection((host, int(port)), timeout=10)
-    sock.settimeout(10)
-    return sock
-
-
 def _frame(api_key: int, version: int, correlation_id: int, body: bytes, flexible: bool) -> bytes:
     header = bytearray(struct.pack(">hhi", api_key, version, correlation_id))
     write_string(header, "unsupported-version-test")
@@ -42,20 +36,10 @@ def _frame(api_key: int, version: int, correlation_id: int, body: bytes, flexibl
 
 def _read_frame(sock: socket.socket) -> bytes | None:
     """One response frame, or None if the broker closed the connection."""
-    data = b""
-    while len(data) < 4:
-        chunk = sock.recv(4 - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    (size,) = struct.unpack(">i", data)
-    body = b""
-    while len(body) < size:
-        chunk = sock.recv(size - len(body))
-        if not chunk:
-            return None
-        body += chunk
-    return body
+    try:
+        return read_frame(sock)
+    except ConnectionClosed:
+        return None
 
 
 def _api_versions_still_answered(sock: socket.socket) -> None:
@@ -71,7 +55,7 @@ def test_fetch_18_gets_unsupported_version_and_the_connection_stays(bootstrap) -
     request = message_codec("FetchRequest", 18).encode(
         {"max_wait_ms": 0, "min_bytes": 1, "topics": []}
     )
-    with _connect(bootstrap) as sock:
+    with connect(bootstrap) as sock:
         sock.sendall(_frame(1, 18, 7, request, flexible=True))
         answer = _read_frame(sock)
         assert answer is not None, "Fetch v18 closed the connection instead of answering 35"
@@ -94,8 +78,8 @@ def test_fetch_18_gets_unsupported_version_and_the_connection_stays(bootstrap) -
 def test_versions_that_cannot_be_answered_close_the_connection(
     bootstrap, api_key: int, version: int, why: str
 ) -> None:
-    with _connect(bootstrap) as sock:
+    with connect(bootstrap) as sock:
         sock.sendall(_frame(api_key, version, 5, b"\x00" * 16, flexible=version >= 9))
         assert _read_frame(sock) is None, f"expected a closed connection for {why}"
-    with _connect(bootstrap) as sock:  # the broker itself keeps serving
+    with connect(bootstrap) as sock:  # the broker itself keeps serving
         _api_versions_still_answered(sock)

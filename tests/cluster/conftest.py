@@ -20,9 +20,9 @@ so everything reaches them as fixtures:
   running at teardown is killed.
 - ``wait_until``: ``wait_until(predicate, timeout=30, what="...")``, a bounded poll.
 
-Helper modules: ``failover_load.py`` (the loads and checks the failover tests share)
-is registered here as the module ``kafkette_cluster_failover_load``, so a test module
-imports it by that name (``import kafkette_cluster_failover_load as fl``).
+Helper modules: ``failover_load.py`` (the loads and checks the failover tests share),
+``zk_wire.py`` (raw requests to one broker); test modules import them
+(``from tests.cluster import failover_load as fl``).
 
 Each broker logs to ``<tmp>/broker-<id>.log`` (appended across restarts); a test
 that fails gets the tail of every broker's log and of ZooKeeper's in its report.
@@ -32,14 +32,9 @@ Every wait has a deadline: a test that hits one fails, it never hangs.
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import socket
 import struct
 import subprocess
-import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -48,19 +43,14 @@ from typing import Any
 
 import pytest
 
+from bench.harness.raw_wire import exchange, free_port
+from bench.harness.serve_process import ServeProcess
 from kafkette.broker.cluster.zookeeper_server import (
     ZooKeeperNotInstalled,
     ZooKeeperServer,
     find_zookeeper,
-    free_port,
 )
 
-sys.modules["kafkette_test_serve_process"].register_beside(
-    __file__, "kafkette_cluster", "failover_load"
-)
-
-
-READY_LINE = re.compile(r"^kafkette ready on (\S+):(\d+)$")
 HOST = "127.0.0.1"
 # Short enough that a killed broker's registration vanishes within seconds, long enough
 # that a loaded two-core machine does not expire live sessions.
@@ -156,9 +146,9 @@ def _stop_kazoo(client: Any) -> None:
 class ClusterBroker:
     """One ``kafkette serve`` of a cluster: fixed id, port and data dir across restarts.
 
-    ``process`` is the current ``subprocess.Popen`` (None before the first start);
-    ``stdout_lines`` what the current process printed; ``log_path`` its stderr,
-    appended to by every start.
+    ``serve`` is the current ``ServeProcess`` (None before the first start), ``process``
+    its ``subprocess.Popen``; ``stdout_lines`` what the current process printed;
+    ``log_path`` its stderr, appended to by every start.
     """
 
     def __init__(self, broker_id: int, port: int, data_dir: Path, log_path: Path,
@@ -169,108 +159,59 @@ class ClusterBroker:
         self.data_dir = data_dir
         self.log_path = log_path
         self.args = args
-        self.process: subprocess.Popen[str] | None = None
-        self.stdout_lines: list[str] = []
-        self.frozen = False
-        self._ready = threading.Event()
-        self._stdout_done = threading.Event()
+        self.serve: ServeProcess | None = None
 
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 
     @property
+    def process(self) -> subprocess.Popen[str] | None:
+        return None if self.serve is None else self.serve.proc
+
+    @property
+    def stdout_lines(self) -> list[str]:
+        return [] if self.serve is None else self.serve.stdout_lines
+
+    @property
+    def frozen(self) -> bool:
+        return self.serve is not None and self.serve.frozen
+
+    @property
     def running(self) -> bool:
         """Alive (frozen counts as alive: the process exists, it just does not run)."""
-        return self.process is not None and self.process.poll() is None
+        return self.serve is not None and self.serve.running
 
     def launch(self) -> None:
         if self.running:
             raise AssertionError(f"broker {self.id} is already running")
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.stdout_lines = []
-        self.frozen = False
-        self._ready = threading.Event()
-        self._stdout_done = threading.Event()
-        command = [
-            sys.executable, "-m", "kafkette", "serve",
-            "--listen", self.address,
-            "--data-dir", str(self.data_dir),
-            *self.args,
-        ]
-        with self.log_path.open("a", encoding="utf-8") as log_file:
-            log_file.write(f"--- {time.strftime('%H:%M:%S')} start: {' '.join(command)}\n")
-            log_file.flush()
-            self.process = subprocess.Popen(
-                command, stdout=subprocess.PIPE, stderr=log_file, stdin=subprocess.DEVNULL,
-                text=True,
-            )
-        threading.Thread(target=self._pump_stdout, args=(self.process,), daemon=True).start()
-
-    def _pump_stdout(self, process: subprocess.Popen[str]) -> None:
-        ready, done = self._ready, self._stdout_done
-        assert process.stdout is not None
-        for line in process.stdout:
-            line = line.rstrip("\n")
-            self.stdout_lines.append(line)
-            if READY_LINE.match(line):
-                ready.set()
-        process.stdout.close()
-        done.set()
-        ready.set()  # the process ended: wake the waiter so it can report
+        args = ["--listen", self.address, "--data-dir", str(self.data_dir), *self.args]
+        self.serve = ServeProcess(args, self.log_path, append_log=True)
 
     def wait_ready(self, timeout: float = READY_TIMEOUT_SECONDS) -> None:
-        assert self.process is not None, f"broker {self.id} was never started"
-        if not self._ready.wait(timeout) or not any(READY_LINE.match(x) for x in self.stdout_lines):
-            code = self.process.poll()
-            self.kill()
-            what = (
-                f"did not print its ready line within {timeout:g}s" if code is None
-                else f"exited with code {code} before its ready line"
-            )
-            raise AssertionError(
-                f"broker {self.id} {what} (stdout {self.stdout_lines!r}); "
-                f"its log:\n{self.log_tail()}"
-            )
+        assert self.serve is not None, f"broker {self.id} was never started"
+        self.serve.wait_ready(timeout)
 
     def kill(self) -> None:
         """SIGKILL (works on a frozen process too) and reap."""
-        if self.process is None:
-            return
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait(30)
-        self.frozen = False
-        self._stdout_done.wait(5)
+        if self.serve is not None:
+            self.serve.kill()
 
     def stop(self, timeout: float = STOP_TIMEOUT_SECONDS) -> int:
         """SIGTERM and wait (a frozen broker is thawed first); returns the exit code."""
-        assert self.process is not None, f"broker {self.id} was never started"
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            if self.frozen:
-                self.thaw()
-        try:
-            code = self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            raise AssertionError(
-                f"broker {self.id} ignored SIGTERM for {timeout:g}s; its log:\n{self.log_tail()}"
-            ) from None
-        self._stdout_done.wait(5)
-        return code
+        assert self.serve is not None, f"broker {self.id} was never started"
+        return self.serve.terminate(timeout)
 
     def freeze(self) -> None:
         """SIGSTOP: the process stays, holds its sockets and sends nothing (a long GC pause)."""
         assert self.running, f"broker {self.id} is not running"
-        os.kill(self.process.pid, signal.SIGSTOP)  # type: ignore[union-attr]
-        self.frozen = True
+        self.serve.freeze()  # type: ignore[union-attr]
 
     def thaw(self) -> None:
         """SIGCONT after ``freeze``."""
         assert self.running, f"broker {self.id} is not running"
-        os.kill(self.process.pid, signal.SIGCONT)  # type: ignore[union-attr]
-        self.frozen = False
+        self.serve.thaw()  # type: ignore[union-attr]
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         try:
@@ -283,21 +224,13 @@ class ClusterBroker:
 def _brokers_listed(address: str) -> int:
     """How many brokers ``address`` lists in a Metadata v1 answer for no topics (-1 when
     it does not answer). Hand-encoded, so this works whatever client a test uses."""
-    host, _, port = address.rpartition(":")
     client_id = b"cluster-fixture"
     request = struct.pack(">hhih", 3, 1, 1, len(client_id)) + client_id + struct.pack(">i", 0)
     try:
-        with socket.create_connection((host, int(port)), timeout=5) as sock:
-            sock.sendall(struct.pack(">i", len(request)) + request)
-            answer = b""
-            while len(answer) < 12:  # size, correlation id, broker count
-                chunk = sock.recv(4096)
-                if not chunk:
-                    return -1
-                answer += chunk
-    except OSError:
+        answer = exchange(address, struct.pack(">i", len(request)) + request, timeout=5)
+    except OSError:  # refused, reset, closed before answering (ConnectionClosed), timed out
         return -1
-    return struct.unpack_from(">i", answer, 8)[0]
+    return struct.unpack_from(">i", answer, 4)[0]  # after the correlation id
 
 
 class Cluster:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
@@ -25,6 +24,8 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any
+
+from bench.harness.raw_wire import WireConnection
 
 # Long enough to ride out a leader change (session timeout + election + metadata refresh)
 # on a loaded two-core machine.
@@ -432,34 +433,13 @@ def produce_body(topic: str, acks: int, values: list[bytes], timeout_ms: int = 1
     }
 
 
-class RawConnection:
+class RawConnection(WireConnection):
     """A connection to one broker through kafkette's own sans-I/O client codec, opened
     ahead of time: a request written while the broker is frozen waits in its socket
     buffer and is the first thing it reads when it resumes."""
 
     def __init__(self, address: str) -> None:
-        from kafkette.wire.client_connection import ClientConnection
-
-        host, _, port = address.rpartition(":")
-        self.sock = socket.create_connection((host, int(port)), timeout=TIMEOUT)
-        self.conn = ClientConnection()
-
-    def send(self, api_key: int, version: int, body: dict) -> None:
-        self.sock.sendall(self.conn.send_request(api_key, version, body, "failover-test"))
-
-    def receive(self) -> Any:
-        from kafkette.wire.client_connection import NEED_DATA
-
-        while True:
-            response = self.conn.next_response()
-            if response is not NEED_DATA:
-                return response
-            data = self.sock.recv(65536)
-            assert data, "the broker closed the connection"
-            self.conn.receive_data(data)
-
-    def close(self) -> None:
-        self.sock.close()
+        super().__init__(address, "failover-test", TIMEOUT)
 
 
 def produce_raw(address: str, topic: str, acks: int, values: list[bytes]) -> dict:

@@ -8,9 +8,9 @@ through the second removes the znode. Skips when ZooKeeper is not installed.
 from __future__ import annotations
 
 import json
-import socket
 import struct
 
+from bench.harness.raw_wire import exchange
 from kafkette.wire.codec import message_codec
 
 CLIENT_METRICS = 16
@@ -21,12 +21,7 @@ def _request(bootstrap: str, name: str, api_key: int, version: int, body: dict) 
     request = message_codec(name + "Request", version)
     header = struct.pack(">hhih", api_key, version, 7, 4) + b"test"
     payload = header + (b"\0" if request.flexible else b"") + request.encode(body)
-    host, _, port = bootstrap.rpartition(":")
-    with socket.create_connection((host, int(port)), timeout=15) as sock:
-        sock.sendall(struct.pack(">i", len(payload)) + payload)
-        with sock.makefile("rb") as reader:
-            (size,) = struct.unpack(">i", reader.read(4))
-            frame = reader.read(size)
+    frame = exchange(bootstrap, struct.pack(">i", len(payload)) + payload, timeout=15)
     response = message_codec(name + "Response", version)
     return response.decode(memoryview(frame), 5 if request.flexible else 4)[0]
 

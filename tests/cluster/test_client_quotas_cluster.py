@@ -9,24 +9,17 @@ Skips when ZooKeeper is not installed.
 from __future__ import annotations
 
 import json
-import socket
-import struct
 import time
 
 from kafka.protocol.admin import AlterClientQuotasRequest as Alter
 from kafka.protocol.admin import DescribeClientQuotasRequest as Describe
 
+from bench.harness.raw_wire import raw_request
+
 
 def _request(bootstrap: str, request, version: int = 1):  # type: ignore[no-untyped-def]
     """One request on a fresh connection (kafka-python's encoder); its decoded answer."""
-    host, _, port = bootstrap.rpartition(":")
-    request.with_header(correlation_id=1, client_id="quota-test")
-    with socket.create_connection((host, int(port)), timeout=10) as sock:
-        sock.sendall(request.encode(version=version, header=True, framed=True))
-        with sock.makefile("rb") as reader:
-            (size,) = struct.unpack(">i", reader.read(4))
-            frame = reader.read(size)
-    return request.header.get_response_class().decode(frame, version=version, header=True)
+    return raw_request(bootstrap, request, version, "quota-test")
 
 
 def test_a_quota_altered_at_one_broker_is_in_zookeeper_and_at_the_other(

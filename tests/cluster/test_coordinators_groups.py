@@ -14,23 +14,17 @@ offsets committed before the kill were replicated and loaded) and none twice
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-_spec = importlib.util.spec_from_file_location(
-    "kafkette_zk_wire", Path(__file__).with_name("zk_wire.py")
-)
-assert _spec is not None and _spec.loader is not None
-zk_wire = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(zk_wire)
+from bench.harness import raw_wire
+from tests.cluster import zk_wire
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -268,13 +262,6 @@ def test_other_brokers_answer_not_coordinator(cluster) -> None:
     partition get NOT_COORDINATOR (16); the coordinator itself serves them."""
     from kafkette.wire.apis import ApiKey
 
-    _spec_wire = importlib.util.spec_from_file_location(
-        "kafkette_coord_wire", Path(__file__).with_name("coord_wire.py")
-    )
-    assert _spec_wire is not None and _spec_wire.loader is not None
-    coord_wire = importlib.util.module_from_spec(_spec_wire)
-    _spec_wire.loader.exec_module(coord_wire)
-
     built = cluster(3, configs=CONFIGS)
     topic, _values = _prepare(built)
     group = "g-" + uuid.uuid4().hex[:8]
@@ -311,7 +298,9 @@ def test_other_brokers_answer_not_coordinator(cluster) -> None:
                 }
             ],
         }
-        answer = coord_wire.request(built.brokers[broker_id].address, ApiKey.OFFSET_COMMIT, 8, body)
+        answer = raw_wire.call(
+            built.brokers[broker_id].address, ApiKey.OFFSET_COMMIT, 8, body, "coordinator-test"
+        )
         return answer["topics"][0]["partitions"][0]["error_code"]
 
     def init_producer_id(broker_id: int) -> int:
@@ -321,8 +310,8 @@ def test_other_brokers_answer_not_coordinator(cluster) -> None:
             "producer_id": -1,
             "producer_epoch": -1,
         }
-        answer = coord_wire.request(
-            built.brokers[broker_id].address, ApiKey.INIT_PRODUCER_ID, 3, body
+        answer = raw_wire.call(
+            built.brokers[broker_id].address, ApiKey.INIT_PRODUCER_ID, 3, body, "coordinator-test"
         )
         return answer["error_code"]
 

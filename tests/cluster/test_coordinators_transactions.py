@@ -13,21 +13,15 @@ every committed transaction exactly once, and nothing of an aborted one.
 
 from __future__ import annotations
 
-import importlib.util
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-_spec = importlib.util.spec_from_file_location(
-    "kafkette_zk_wire", Path(__file__).with_name("zk_wire.py")
-)
-assert _spec is not None and _spec.loader is not None
-zk_wire = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(zk_wire)
+from bench.harness import raw_wire
+from tests.cluster import zk_wire
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -165,19 +159,13 @@ def _check_stale_coordinator_fenced(built, topic: str, transactional_id: str) ->
     partition that took the new coordinator's markers."""
     from kafkette.wire.apis import ApiKey
 
-    spec = importlib.util.spec_from_file_location(
-        "kafkette_coord_wire", Path(__file__).with_name("coord_wire.py")
-    )
-    assert spec is not None and spec.loader is not None
-    coord_wire = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(coord_wire)
-
     coordinator = _coordinator(built, transactional_id)
-    described = coord_wire.request(
+    described = raw_wire.call(
         built.brokers[coordinator].address,
         ApiKey.DESCRIBE_TRANSACTIONS,
         0,
         {"transactional_ids": [transactional_id]},
+        "coordinator-test",
     )["transaction_states"][0]
     assert described["error_code"] == 0
     leader = built.wait_leader(topic, 0)
@@ -188,8 +176,9 @@ def _check_stale_coordinator_fenced(built, topic: str, transactional_id: str) ->
         "topics": [{"name": topic, "partition_indexes": [0]}],
         "coordinator_epoch": 0,  # the first coordinator's: __transaction_state's epoch 0
     }
-    answer = coord_wire.request(
-        built.brokers[leader].address, ApiKey.WRITE_TXN_MARKERS, 1, {"markers": [marker]}
+    answer = raw_wire.call(
+        built.brokers[leader].address, ApiKey.WRITE_TXN_MARKERS, 1, {"markers": [marker]},
+        "coordinator-test",
     )
     assert answer["markers"][0]["topics"][0]["partitions"][0]["error_code"] == 52
 

@@ -16,8 +16,9 @@ the controller, SIGSTOP and rolling-restart variants are in the other
 
 from __future__ import annotations
 
-import kafkette_cluster_failover_load as fl
 import pytest
+
+from tests.cluster import failover_load as fl
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

@@ -18,8 +18,9 @@ test freezes the controller (SIGSTOP) while the cluster moves on without it.
 
 from __future__ import annotations
 
-import kafkette_cluster_failover_load as fl
 import pytest
+
+from tests.cluster import failover_load as fl
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

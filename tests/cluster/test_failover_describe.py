@@ -22,8 +22,9 @@ import re
 import subprocess
 from pathlib import Path
 
-import kafkette_cluster_failover_load as fl
 import pytest
+
+from tests.cluster import failover_load as fl
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

@@ -15,10 +15,10 @@ is lost or duplicated, and the acks=1 records accepted after the fencing are gon
 
 from __future__ import annotations
 
-import kafkette_cluster_failover_load as fl
 import pytest
 
 from kafkette.wire.apis import ApiKey
+from tests.cluster import failover_load as fl
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

@@ -12,8 +12,9 @@ replicas converge.
 
 from __future__ import annotations
 
-import kafkette_cluster_failover_load as fl
 import pytest
+
+from tests.cluster import failover_load as fl
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

@@ -10,8 +10,9 @@ at the end, and the three replicas are byte-identical.
 
 from __future__ import annotations
 
-import kafkette_cluster_failover_load as fl
 import pytest
+
+from tests.cluster import failover_load as fl
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

@@ -8,19 +8,18 @@ leader itself serves the same request. Before v16 no hint is given.
 
 from __future__ import annotations
 
-import sys
 import uuid
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.harness.raw_wire import call as _call
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.errors import ErrorCode
 
 ZERO = uuid.UUID(int=0)
 
 
-_call = sys.modules["kafkette_test_wire_call"].call  # one request through our client codec
 
 
 def _fetch(address: str, version: int, topic: str, topic_id: uuid.UUID) -> dict:

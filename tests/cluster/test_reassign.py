@@ -12,7 +12,6 @@ the same cluster.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import threading
 import time
@@ -24,12 +23,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient, TopicPartition
 from kafka import errors as kafka_errors
 
-_spec = importlib.util.spec_from_file_location(
-    "kafkette_zk_wire", Path(__file__).with_name("zk_wire.py")
-)
-assert _spec is not None and _spec.loader is not None
-zk_wire = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(zk_wire)
+from tests.cluster import zk_wire
 
 RECORDS = 300
 # No preferred-leader moves behind the test's back.

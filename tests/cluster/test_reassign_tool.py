@@ -10,25 +10,18 @@ reference Kafka (``../shared/reference-kafka``, or ``$KAFKETTE_KAFKA_REF``) is m
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-_spec = importlib.util.spec_from_file_location(
-    "kafkette_zk_wire", Path(__file__).with_name("zk_wire.py")
-)
-assert _spec is not None and _spec.loader is not None
-zk_wire = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(zk_wire)
+from tests.cluster import zk_wire
+from tests.reference_kafka import reference_script_or_skip
 
-reference_script_or_skip = sys.modules["kafkette_test_reference_kafka"].reference_script_or_skip
 TOOL_TIMEOUT_S = 60
 
 
@@ -52,9 +45,11 @@ def _run(tool: list[str], *args: str) -> str:
 
 
 def _partition(built, topic: str) -> dict | None:
-    views = [zk_wire.metadata(b.address, [topic])["topics"][topic]["partitions"][0]
+    """Partition 0 as every running broker describes it, once they all agree; None before (a
+    broker may not have seen a topic the controller has just created)."""
+    views = [zk_wire.metadata(b.address, [topic])["topics"][topic]["partitions"].get(0)
              for b in built.brokers.values() if b.running and not b.frozen]
-    return views[0] if all(v == views[0] for v in views) else None
+    return views[0] if views[0] is not None and all(v == views[0] for v in views) else None
 
 
 def test_kafka_reassign_partitions_tool(cluster, wait_until, reassign_tool, tmp_path) -> None:

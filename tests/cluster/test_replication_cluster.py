@@ -9,7 +9,6 @@ leader's batches unchanged, so every replica's log is the same file content.
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 import uuid
@@ -21,8 +20,9 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.harness.raw_wire import WireConnection
 from kafkette.wire.apis import ApiKey
-from kafkette.wire.client_connection import NEED_DATA, ClientConnection, Response
+from kafkette.wire.client_connection import Response
 from kafkette.wire.records import decode_batches
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -114,23 +114,12 @@ def replicas_identical(cluster, broker_ids, topic: str, partition: int) -> bytes
 
 def raw_call(address: str, api_key: int, version: int, body: dict) -> Response:
     """One request to one broker through our own client connection."""
-    host, _, port = address.rpartition(":")
-    conn = ClientConnection()
-    with socket.create_connection((host, int(port)), timeout=30) as sock:
-        sock.sendall(conn.send_request(api_key, version, body, "replication-test"))
-        while True:
-            response = conn.next_response()
-            if response is not NEED_DATA:
-                assert isinstance(response, Response)
-                return response
-            data = sock.recv(65536)
-            assert data, f"{address} closed the connection"
-            conn.receive_data(data)
+    with WireConnection(address, "replication-test", timeout=30) as connection:
+        connection.send(api_key, version, body)
+        return connection.receive()
 
 
 def acks_0_closes(address: str, topic: str) -> bool:
-    host, _, port = address.rpartition(":")
-    conn = ClientConnection()
     body = {
         "acks": 0,
         "timeout_ms": 10000,
@@ -138,9 +127,9 @@ def acks_0_closes(address: str, topic: str) -> bool:
             {"name": topic, "partition_data": [{"index": 0, "records": one_batch([b"z"])}]}
         ],
     }
-    with socket.create_connection((host, int(port)), timeout=30) as sock:
-        sock.sendall(conn.send_request(ApiKey.PRODUCE, 8, body, "replication-test"))
-        return sock.recv(1) == b""
+    with WireConnection(address, "replication-test", timeout=30) as connection:
+        connection.send(ApiKey.PRODUCE, 8, body)
+        return connection.sock.recv(1) == b""
 
 
 def one_batch(values: list[bytes]) -> bytes:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import trio
 
+from bench.harness.raw_wire import WireConnection
 from kafkette.broker.clock import now_ms
 from kafkette.broker.cluster.config import ClusterConfig
 from kafkette.broker.cluster.peer_client import PLAINTEXT_PEERS, PeerClient, PeerError
@@ -27,7 +28,7 @@ from kafkette.log import DataDir
 from kafkette.log.config import LogConfig
 from kafkette.log.leader_epoch_cache import LeaderEpochCache
 from kafkette.wire.apis import ApiKey
-from kafkette.wire.client_connection import NEED_DATA, ClientConnection, Response
+from kafkette.wire.client_connection import Response
 from kafkette.wire.record_batch import patch_leader_epoch, read_header
 
 # ApiVersions v3+ must name the client software (Kafka refuses an empty name: 42).
@@ -47,18 +48,9 @@ def leader(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]
 
 
 def call(address: str, api_key: int, version: int, body: dict) -> Response:
-    host, _, port = address.rpartition(":")
-    conn = ClientConnection()
-    with socket.create_connection((host, int(port)), timeout=30) as sock:
-        sock.sendall(conn.send_request(api_key, version, body, "fetcher-test"))
-        while True:
-            response = conn.next_response()
-            if response is not NEED_DATA:
-                assert isinstance(response, Response)
-                return response
-            data = sock.recv(65536)
-            assert data
-            conn.receive_data(data)
+    with WireConnection(address, "fetcher-test", timeout=30) as connection:
+        connection.send(api_key, version, body)
+        return connection.receive()
 
 
 def batch(values: list[bytes], epoch: int = 0) -> bytearray:

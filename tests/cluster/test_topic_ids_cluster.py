@@ -10,20 +10,16 @@ from __future__ import annotations
 
 import base64
 import json
-import sys
 import uuid
 
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.harness.raw_wire import call
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.records import build_batch_from_values
 
 TIMEOUT = 30
-
-
-# One request on a fresh connection through our client codec: the decoded answer body.
-call = sys.modules["kafkette_test_wire_call"].call
 
 
 def produce_13(address: str, topic_id: uuid.UUID, value: bytes) -> int:

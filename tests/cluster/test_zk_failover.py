@@ -10,18 +10,11 @@ surviving broker must answer the same. (Replication itself is tested in
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-_spec = importlib.util.spec_from_file_location(
-    "kafkette_zk_wire", Path(__file__).with_name("zk_wire.py")
-)
-assert _spec is not None and _spec.loader is not None
-zk_wire = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(zk_wire)
+from tests.cluster import zk_wire
 
 # Session expiry (6 s) plus the election and watches, on a loaded machine.
 FAILOVER_TIMEOUT_S = 45

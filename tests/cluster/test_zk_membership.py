@@ -10,18 +10,12 @@ again and is part of the cluster once more.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-_spec = importlib.util.spec_from_file_location(
-    "kafkette_zk_wire", Path(__file__).with_name("zk_wire.py")
-)
-assert _spec is not None and _spec.loader is not None
-zk_wire = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(zk_wire)
+from tests.cluster import zk_wire
 
 FAILOVER_TIMEOUT_S = 45
 

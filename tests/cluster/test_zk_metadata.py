@@ -8,19 +8,12 @@ the znodes are read with kazoo and checked against Kafka's ZooKeeper layout.
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import uuid
-from pathlib import Path
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-_spec = importlib.util.spec_from_file_location(
-    "kafkette_zk_wire", Path(__file__).with_name("zk_wire.py")
-)
-assert _spec is not None and _spec.loader is not None
-zk_wire = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(zk_wire)
+from tests.cluster import zk_wire
 
 
 def _admin(bootstrap: str) -> AdminClient:

@@ -1,32 +1,22 @@
 """Raw requests to one broker of a cluster, for the ZooKeeper-side cluster tests.
 
-A plain module the test modules load by path (pytest runs with
-``--import-mode=importlib``): one request on a fresh connection to exactly the
-broker named, encoded and decoded by kafka-python's protocol classes (an
-encoder independent of ours), so a test can compare what each broker says.
+One request on a fresh connection to exactly the broker named, encoded and
+decoded by kafka-python's protocol classes (an encoder independent of ours,
+``bench.harness.raw_wire``), so a test can compare what each broker says.
 """
 
 from __future__ import annotations
 
-import socket
-import struct
-
 from kafka.protocol.metadata import MetadataRequest
 
-from bench.raw_requests import read_exactly
+from bench.harness.raw_wire import raw_request
 
 METADATA_VERSION = 12
 
 
 def request(address: str, message, version: int, client_id: str = "zk-tests"):
     """One request to the broker at ``address``; its decoded response."""
-    host, _, port = address.rpartition(":")
-    message.with_header(correlation_id=1, client_id=client_id)
-    with socket.create_connection((host, int(port)), timeout=15) as sock:
-        sock.sendall(message.encode(version=version, header=True, framed=True))
-        (size,) = struct.unpack(">i", read_exactly(sock, 4))
-        frame = read_exactly(sock, size)
-    return message.header.get_response_class().decode(frame, version=version, header=True)
+    return raw_request(address, message, version, client_id, timeout=15)
 
 
 def metadata(address: str, topics: list[str] | None = None) -> dict:

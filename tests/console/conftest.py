@@ -13,27 +13,12 @@ Every wait is bounded; a test hitting one fails, it never hangs.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
-from importlib.util import module_from_spec, spec_from_file_location
-from pathlib import Path
 
 import pytest
 
-
-def load_support():
-    name = "kafkette_console_test_support"
-    if name not in sys.modules:
-        spec = spec_from_file_location(name, Path(__file__).with_name("support.py"))
-        module = module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses look their module up there
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-support = load_support()
-ConsoleBroker = support.ConsoleBroker
-Workload = support.Workload
+from tests.console import support
+from tests.console.support import ConsoleBroker, Workload
 
 
 @pytest.fixture(scope="module")

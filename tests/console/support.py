@@ -1,13 +1,9 @@
-"""Helpers of the console tests (loaded by conftest.py and the test modules with
-``load_support`` below: pytest's importlib mode puts no test folder on sys.path)."""
+"""Helpers of the console tests: the broker with its console, a known workload, HTTP."""
 
 from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -17,7 +13,8 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-READY = re.compile(r"^kafkette ready on (127\.0\.0\.1):(\d+)$")
+from bench.harness.serve_process import ServeFailed, ServeProcess, serve_args
+
 CONSOLE_LINE = re.compile(r"console on (http://[^/\s]+/)")
 
 TOPIC = "orders"
@@ -27,66 +24,31 @@ GROUP = "billing"
 HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 
 
-class ConsoleBroker:
-    def __init__(self, tmp: Path, args: list[str]) -> None:
-        self.log_path = tmp / "broker.log"
-        self._log = self.log_path.open("wb")
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "kafkette",
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--data-dir",
-                str(tmp / "data"),
-                "--config",
-                "group.initial.rebalance.delay.ms=0",
-                *args,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            stdin=subprocess.DEVNULL,
-            text=True,
-        )
-        self.bootstrap = ""
-        self.lines: list[str] = []
-        self._ready = threading.Event()
-        threading.Thread(target=self._pump, daemon=True).start()
+class ConsoleBroker(ServeProcess):
+    """``kafkette serve --listen 127.0.0.1:0 --data-dir <tmp>/data [ARGS]``; ``url`` is the
+    console's, from its log line, once ``wait_ready`` returned."""
 
-    def _pump(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
-            match = READY.match(line.rstrip("\n"))
-            if match:
-                self.bootstrap = f"{match.group(1)}:{match.group(2)}"
-                self._ready.set()
-        self._ready.set()
+    def __init__(self, tmp: Path, args: list[str]) -> None:
+        configs = {"group.initial.rebalance.delay.ms": "0"}
+        super().__init__([*serve_args(tmp / "data", configs=configs), *args], tmp / "broker.log")
+        self.url = ""
 
     def wait_ready(self, timeout: float = 30) -> ConsoleBroker:
-        if not self._ready.wait(timeout) or not self.bootstrap:
-            raise AssertionError(f"no ready line: exit={self.proc.poll()}\n{self.log_text()}")
+        super().wait_ready(timeout)
         found = CONSOLE_LINE.search(self.log_text())
         assert found, f"no 'console on' line in the log:\n{self.log_text()}"
         self.url = found.group(1)
         return self
 
     def log_text(self) -> str:
-        if not self._log.closed:
-            self._log.flush()
-        return self.log_path.read_text(errors="replace")
+        return self.stderr_text()
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self._log.close()
+        """SIGTERM, and SIGKILL if the broker has not stopped within 20 s."""
+        try:
+            self.terminate(20)
+        except ServeFailed:
+            pass  # killed: the tests check the exit code where it matters
 
 
 # --- HTTP -----------------------------------------------------------------------

@@ -17,8 +17,8 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-# support.py, as conftest.py (loaded first) registered it: one module, one ConsoleBroker class.
-support = sys.modules["kafkette_console_test_support"]
+from tests.console import support
+
 GROUP, HOSTILE, TOPIC = support.GROUP, support.HOSTILE, support.TOPIC
 PARTITIONS = support.PARTITIONS
 ConsoleBroker, Workload, http = support.ConsoleBroker, support.Workload, support.http

@@ -9,7 +9,6 @@ Skips, with the reason, where chromium, chromedriver or selenium is missing.
 from __future__ import annotations
 
 import shutil
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,8 +17,8 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-# support.py, as conftest.py (loaded first) registered it: one module, one ConsoleBroker class.
-support = sys.modules["kafkette_console_test_support"]
+from tests.console import support
+
 GROUP, PARTITIONS, TOPIC = support.GROUP, support.PARTITIONS, support.TOPIC
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "console"

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import json
 import socket
-import sys
 from collections.abc import Callable
 
 import pytest
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-# support.py, as conftest.py (loaded first) registered it: one module, one ConsoleBroker class.
-support = sys.modules["kafkette_console_test_support"]
+from tests.console import support
+
 ConsoleBroker, http = support.ConsoleBroker, support.http
 
 WRITE_HEADERS = {"Content-Type": "application/json", "X-Kafkette-Console": "1"}

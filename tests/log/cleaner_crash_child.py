@@ -11,11 +11,11 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from compaction_data import append, clean, keyed_batch
+# Run as a script: the repository root on sys.path, for the helpers beside this file.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from kafkette.log import LogConfig, PartitionLog
+from tests.log.compaction_data import append, clean, keyed_batch
 
 KEYS = 30
 CONFIG = LogConfig(

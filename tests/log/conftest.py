@@ -1,19 +1,13 @@
-"""Fixtures for the log tests; puts this folder on sys.path for ``log_batches``.
+"""Fixtures for the log tests.
 
-``log_batches`` is a plain module (not a fixture) because the crash test's
-child process imports it too.
+The batch builders (``log_batches``, ``txn_batches``, ``compaction_data``) are plain modules,
+not fixtures, because the crash tests' child processes import them too:
+``from tests.log import log_batches``, in a test module and in a child alike.
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-
-_HERE = str(Path(__file__).parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
 
 
 class ManualClock:

@@ -11,12 +11,12 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-import log_batches
+# Run as a script: the repository root on sys.path, for the helpers beside this file.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from kafkette.log import LogConfig, PartitionLog
 from kafkette.wire.record_batch import validate_batch
+from tests.log import log_batches
 
 CONFIG = LogConfig(segment_bytes=64 * 1024, index_interval_bytes=1024, flush_interval_messages=1)
 

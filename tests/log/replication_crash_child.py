@@ -16,12 +16,12 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-import log_batches
+# Run as a script: the repository root on sys.path, for the helpers beside this file.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from kafkette.log import DataDir, LogConfig
 from kafkette.wire.record_batch import patch_base_offset, patch_leader_epoch, read_header
+from tests.log import log_batches
 
 CONFIG = LogConfig(segment_bytes=16 * 1024, index_interval_bytes=512)
 TOPIC = "r"

@@ -6,7 +6,13 @@ import threading
 from dataclasses import replace
 
 import pytest
-from compaction_data import (
+
+from kafkette.log import PartitionLog
+from kafkette.log.cleaner import CleanAborted, Throttler, clean_log
+from kafkette.log.offset_map import OffsetMap
+from kafkette.log.segment_swap import cleaned_path
+from kafkette.wire.records import decode_batches
+from tests.log.compaction_data import (
     COMPACT,
     all_records,
     append,
@@ -15,12 +21,6 @@ from compaction_data import (
     latest,
     write_rounds,
 )
-
-from kafkette.log import PartitionLog
-from kafkette.log.cleaner import CleanAborted, Throttler, clean_log
-from kafkette.log.offset_map import OffsetMap
-from kafkette.log.segment_swap import cleaned_path
-from kafkette.wire.records import decode_batches
 
 
 def test_clean_keeps_latest_value_per_key_at_original_offsets(tmp_path, clock):

@@ -10,10 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-from cleaner_crash_child import CONFIG, KEYS
-from compaction_data import all_records, latest
-
 from kafkette.log import PartitionLog
+from tests.log.cleaner_crash_child import CONFIG, KEYS
+from tests.log.compaction_data import all_records, latest
 
 CHILD = Path(__file__).parent / "cleaner_crash_child.py"
 

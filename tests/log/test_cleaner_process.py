@@ -8,11 +8,11 @@ import threading
 import time
 
 import pytest
-from compaction_data import COMPACT, all_records, clean, latest, write_rounds
 
 from kafkette.log import PartitionLog
 from kafkette.log.cleaner import CleanAborted, clean_log_with
 from kafkette.log.cleaner_process import CLEANER_NICENESS, CleanerDied, CleanerProcess
+from tests.log.compaction_data import COMPACT, all_records, clean, latest, write_rounds
 
 MAP_BYTES = 1 << 20
 UNLIMITED = 1.7976931348623157e308

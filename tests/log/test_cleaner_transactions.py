@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import threading
 
-from compaction_data import COMPACT, clean
-from txn_batches import TxnProducer, append, plain
-
 import kafkette.log.segment_swap as swap
 from kafkette.log import PartitionLog
 from kafkette.log.cleaner import Throttler, clean_log
 from kafkette.log.offset_map import OffsetMap
 from kafkette.log.transaction_index import TXN_INDEX_SUFFIX, AbortedTxn
 from kafkette.wire.records import decode_batches
+from tests.log.compaction_data import COMPACT, clean
+from tests.log.txn_batches import TxnProducer, append, plain
 
 KEYS = [b"k0", b"k1", b"k2"]
 

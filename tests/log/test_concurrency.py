@@ -5,10 +5,9 @@ from __future__ import annotations
 import itertools
 import threading
 
-import log_batches
-
 from kafkette.log import LogConfig, OffsetOutOfRange, PartitionLog
 from kafkette.wire.record_batch import iter_batches, validate_batch
+from tests.log import log_batches
 
 
 def test_reads_see_only_whole_batches_while_appending_and_deleting(tmp_path, clock):

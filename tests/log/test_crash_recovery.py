@@ -15,12 +15,9 @@ CHILD = Path(__file__).with_name("crash_child.py")
 
 
 def _load_child_module():
-    import importlib.util
+    from tests.log import crash_child
 
-    spec = importlib.util.spec_from_file_location("kafkette_log_crash_child", CHILD)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return crash_child
 
 
 def run_child_until_killed(directory: Path, first: int, acks_wanted: int) -> tuple[int, list]:

@@ -7,7 +7,6 @@ import os
 import threading
 import uuid
 
-import log_batches
 import pytest
 
 from kafkette.log import (
@@ -19,6 +18,7 @@ from kafkette.log import (
 from kafkette.log.data_dir import CLEAN_SHUTDOWN_FILE, TOPICS_FILE, parse_partition_dir_name
 from kafkette.log.segment import segment_file_name
 from kafkette.wire.record_batch import validate_batch
+from tests.log import log_batches
 
 
 def append(data_dir: DataDir, topic: str, partition: int, records: int = 2):

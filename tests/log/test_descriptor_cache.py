@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import threading
 
-import log_batches
 import pytest
 
 from kafkette.log import DataDir, LogConfig
 from kafkette.log.file_region import DESCRIPTORS, SegmentFile, default_budget
 from kafkette.log.segment import LogSegment
 from kafkette.wire.record_batch import validate_batch
+from tests.log import log_batches
 
 
 def open_fds() -> int:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import errno
 
-import log_batches
 import pytest
 
 from kafkette.log import DataDir, LogConfig, PartitionLog
 from kafkette.log.checkpoint import TEMP_SUFFIX, OffsetsCheckpoint, atomic_write
 from kafkette.log.segment import segment_file_name
 from kafkette.wire.record_batch import iter_batches, validate_batch
+from tests.log import log_batches
 
 PAGE = 4096
 

@@ -8,10 +8,9 @@ stamps every leader append.
 
 from __future__ import annotations
 
-import log_batches
-
 from kafkette.log import LogConfig, PartitionLog
 from kafkette.wire.record_batch import iter_batches, patch_leader_epoch, validate_batch
+from tests.log import log_batches
 
 
 def batch_stamped(seed: int, epoch: int) -> bytearray:

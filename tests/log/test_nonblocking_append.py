@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import threading
 
-import log_batches
 import pytest
 
 from kafkette.log import LogConfig, PartitionLog
 from kafkette.log.partition_log import AppendWouldBlock
 from kafkette.wire.record_batch import iter_batches, validate_batch
+from tests.log import log_batches
 
 
 def batch_of(seed: int, records: int = 3) -> bytearray:

@@ -12,11 +12,9 @@ saying so.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
-from log_batches import build_sized_batch
 
 from kafkette.log.config import LogConfig
 from kafkette.log.file_region import (
@@ -27,8 +25,9 @@ from kafkette.log.file_region import (
 )
 from kafkette.log.partition_log import PartitionLog
 from kafkette.wire.record_batch import read_header, validate_batch
+from tests import page_cache
+from tests.log.log_batches import build_sized_batch
 
-page_cache = sys.modules["kafkette_test_page_cache"]
 evict, EVICTION_DEADLINE_S = page_cache.evict, page_cache.EVICTION_DEADLINE_S
 
 pytestmark = pytest.mark.skipif(

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import log_batches
 import pytest
 
 from kafkette.log import LogConfig, OffsetOutOfRange, PartitionLog, RecordBatchTooLarge
 from kafkette.log.segment import segment_file_name
 from kafkette.wire.record_batch import iter_batches, validate_batch
+from tests.log import log_batches
 
 BASE_TS = 1_700_000_000_000
 

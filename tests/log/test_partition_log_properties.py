@@ -13,13 +13,13 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import log_batches
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from kafkette.log import LogConfig, PartitionLog
 from kafkette.wire.record_batch import iter_batches
+from tests.log import log_batches
 
 START_MS = 1_700_000_000_000
 

@@ -15,7 +15,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import log_batches
 import pytest
 
 from kafkette.log import LogConfig, PartitionLog
@@ -33,6 +32,7 @@ from kafkette.log.producer_state import ProducerStateTable
 from kafkette.log.producer_state_manager import SNAPSHOTS_KEPT
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.record_batch import iter_batches, validate_batch
+from tests.log import log_batches
 
 CONFIG = dict(segment_bytes=1024, index_interval_bytes=128)
 CHILD = Path(__file__).with_name("producer_crash_child.py")

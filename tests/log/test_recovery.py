@@ -6,13 +6,13 @@ import os
 import shutil
 from pathlib import Path
 
-import log_batches
 import pytest
 
 from kafkette.log import LogConfig, PartitionLog
 from kafkette.log.checkpoint import CHECKPOINT_FILE_NAME
 from kafkette.log.segment import segment_file_name
 from kafkette.wire.record_batch import iter_batches, validate_batch
+from tests.log import log_batches
 
 CONFIG = LogConfig(segment_bytes=1500, index_interval_bytes=60)
 

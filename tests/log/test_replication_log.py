@@ -12,9 +12,6 @@ import itertools
 import logging
 
 import pytest
-from compaction_data import COMPACT, all_records, clean, write_rounds
-from log_batches import build_batch, build_idempotent_batch, build_sized_batch
-from txn_batches import TxnProducer, plain
 
 from kafkette.log import DataDir, LogConfig, OffsetOutOfRange, PartitionLog
 from kafkette.log.checkpoint import CHECKPOINT_FILE_NAME
@@ -29,6 +26,9 @@ from kafkette.wire.record_batch import (
     patch_leader_epoch,
     read_header,
 )
+from tests.log.compaction_data import COMPACT, all_records, clean, write_rounds
+from tests.log.log_batches import build_batch, build_idempotent_batch, build_sized_batch
+from tests.log.txn_batches import TxnProducer, plain
 
 SMALL = LogConfig(segment_bytes=4096, index_interval_bytes=256)
 

@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from txn_batches import TxnProducer, append, plain
 
 from kafkette.log import LogConfig, PartitionLog
 from kafkette.log.producer_snapshot import SNAPSHOT_SUFFIX
@@ -29,6 +28,7 @@ from kafkette.log.transaction_index import (
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.record_batch import iter_batches, validate_batch
 from kafkette.wire.records import ControlRecordType, decode_batches
+from tests.log.txn_batches import TxnProducer, append, plain
 
 CONFIG = LogConfig(segment_bytes=1024, index_interval_bytes=128)
 

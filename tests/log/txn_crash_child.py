@@ -14,11 +14,11 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from txn_batches import TxnProducer, append
+# Run as a script: the repository root on sys.path, for the helpers beside this file.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from kafkette.log import LogConfig, PartitionLog
+from tests.log.txn_batches import TxnProducer, append
 
 CONFIG = LogConfig(segment_bytes=2048, index_interval_bytes=256)
 PRODUCERS = (21, 22, 23)

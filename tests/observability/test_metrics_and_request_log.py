@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 import uuid
@@ -27,54 +25,27 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
-reference_script_or_skip = sys.modules["kafkette_test_reference_kafka"].reference_script_or_skip
-READY = re.compile(r"^kafkette ready on (\S+)$")
+from bench.harness.serve_process import ServeFailed, ServeProcess
+from tests.reference_kafka import reference_script_or_skip
+
 METRICS_URL = re.compile(r"metrics on (http://\S+/metrics)")
 RECORDS = 100
 VALUE = b"v" * 100
 
 
-class Served:
+class Served(ServeProcess):
     """A ``kafkette serve`` child with its stderr in a file; bounded waits only."""
 
     def __init__(self, tmp: Path, *args: str) -> None:
-        self.log_path = tmp / "broker.log"
-        self._stderr = self.log_path.open("wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kafkette", "serve", "--listen", "127.0.0.1:0",
-             "--data-dir", str(tmp / "data"), *args],
-            stdout=subprocess.PIPE, stderr=self._stderr, stdin=subprocess.DEVNULL, text=True,
-        )  # fmt: skip
-        self.bootstrap = ""
-        ready = threading.Event()
-
-        def pump() -> None:
-            assert self.proc.stdout is not None
-            for line in self.proc.stdout:
-                match = READY.match(line.strip())
-                if match:
-                    self.bootstrap = match.group(1)
-                    ready.set()
-            ready.set()
-
-        threading.Thread(target=pump, daemon=True).start()
-        if not ready.wait(30) or not self.bootstrap:
-            self.stop()
-            raise AssertionError(f"no ready line; stderr:\n{self.stderr_text()}")
-
-    def stderr_text(self) -> str:
-        self._stderr.flush()
-        return self.log_path.read_text(errors="replace")
+        super().__init__(["--listen", "127.0.0.1:0", "--data-dir", str(tmp / "data"), *args],
+                         tmp / "broker.log")
+        self.wait_ready(30)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self._stderr.close()
+        try:
+            self.terminate(30)
+        except ServeFailed:
+            pass  # ignored SIGTERM: killed
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,6 @@ Not a test: it needs the reference Kafka, and each run makes new random names.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 import time
@@ -41,11 +40,10 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-_spec = importlib.util.spec_from_file_location(
-    "acl_support", Path(__file__).with_name("acl_support.py")
-)
-support = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(support)
+# Run as a script: the repository root on sys.path, for the helpers beside this file.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.security import acl_support as support
 
 DENY = AclPermissionType.DENY
 PREFIXED = ResourcePatternType.PREFIXED

@@ -7,7 +7,6 @@ authorizer with ACLs for that principal (or for others, to see ANONYMOUS refused
 
 from __future__ import annotations
 
-import socket
 import uuid
 from pathlib import Path
 
@@ -119,14 +118,3 @@ def produce_one(conf: dict, topic: str) -> KafkaError | None:
     producer.flush(TIMEOUT)
     assert outcome, "no delivery report"
     return outcome[0]
-
-
-def read_exactly(sock: socket.socket, size: int) -> bytes:
-    """``size`` bytes from a raw Kafka connection; ConnectionError if the broker closes it."""
-    data = b""
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise ConnectionError("the broker closed the connection")
-        data += chunk
-    return data

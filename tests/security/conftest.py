@@ -26,9 +26,8 @@ of it is reached through fixtures:
 - ``zookeeper`` (module): a real ZooKeeper for the cluster tests (skips when none is
   installed); tests keep apart by chroot.
 
-The helper modules beside this file, ``acl_support.py`` and ``sasl_support.py``, are
-loaded once here and registered as ``kafkette_security_<stem>`` in ``sys.modules``; test
-modules take them from there (``support = sys.modules["kafkette_security_acl_support"]``).
+The helper modules beside this file are imported as modules
+(``from tests.security import acl_support as support``, ``... sasl_support as sasl``).
 
 Every wait has a deadline; a test that hits one fails, it never hangs.
 """
@@ -37,25 +36,20 @@ from __future__ import annotations
 
 import re
 import ssl
-import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from bench.harness.serve_process import ServeProcess
 from kafkette.broker.cluster.zookeeper_server import (
     ZooKeeperNotInstalled,
     ZooKeeperServer,
     find_zookeeper,
 )
 from kafkette.testing_tls import TlsMaterial, make_tls_material
-
-ServeProcess = sys.modules["kafkette_test_serve_process"].ServeProcess
-for _stem in ("acl_support", "sasl_support"):
-    sys.modules["kafkette_test_serve_process"].register_beside(
-        __file__, "kafkette_security", _stem
-    )
+from tests.reference_kafka import reference_script
 
 # server.py logs one line per listener: "listening on NAME://HOST:PORT, advertising H:P".
 LISTENING_LINE = re.compile(r"listening on ([A-Z0-9_-]+)://(\S+):(\d+), advertising (\S+)")
@@ -226,4 +220,4 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperSer
 
 @pytest.fixture(scope="session")
 def kafka_ref() -> Path | None:
-    return sys.modules["kafkette_test_reference_kafka"].reference_script()
+    return reference_script()

@@ -12,7 +12,6 @@ import hashlib
 import hmac
 import json
 import os
-import socket
 import struct
 import time
 import uuid
@@ -26,6 +25,8 @@ from confluent_kafka.admin import (
     ScramMechanism,
     UserScramCredentialUpsertion,
 )
+
+from bench.harness.raw_wire import RawConnection
 
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
@@ -194,46 +195,12 @@ def unsecured_token(principal: str, lifetime_s: int = 3600, **claims: object) ->
     return f"{part({'alg': 'none'})}.{part(body)}."
 
 
-class RawSasl:
+class RawSasl(RawConnection):
     """One blocking socket speaking Kafka's framing with kafka-python's message classes
     (an encoder independent of the broker's); every read has a deadline."""
 
     def __init__(self, bootstrap: str, timeout: float = 10.0) -> None:
-        host, _, port = bootstrap.rpartition(":")
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
-        self._correlation_id = 0
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def __enter__(self) -> RawSasl:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _read_exactly(self, size: int) -> bytes:
-        data = bytearray()
-        while len(data) < size:
-            chunk = self.sock.recv(size - len(data))
-            if not chunk:
-                raise ConnectionError(f"closed by the broker after {len(data)} of {size} bytes")
-            data += chunk
-        return bytes(data)
-
-    def read_frame(self) -> bytes:
-        (size,) = struct.unpack(">i", self._read_exactly(4))
-        return self._read_exactly(size)
-
-    def send(self, message: object, version: int) -> None:
-        self._correlation_id += 1
-        message.with_header(correlation_id=self._correlation_id, client_id="sasl-test")  # type: ignore[attr-defined]
-        self.sock.sendall(message.encode(version=version, header=True, framed=True))  # type: ignore[attr-defined]
-
-    def request(self, message: object, version: int) -> object:
-        self.send(message, version)
-        response_class = message.header.get_response_class()  # type: ignore[attr-defined]
-        return response_class.decode(self.read_frame(), version=version, header=True)
+        super().__init__(bootstrap, timeout, client_id="sasl-test")
 
     def send_raw_token(self, token: bytes) -> None:
         self.sock.sendall(struct.pack(">i", len(token)) + token)

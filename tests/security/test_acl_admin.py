@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,8 +27,7 @@ from kafka.admin import (
 from kafka.errors import SecurityDisabledError
 
 from kafkette.broker.embedded import EmbeddedBroker
-
-support = sys.modules["kafkette_security_acl_support"]  # registered by conftest.py
+from tests.security import acl_support as support
 
 TOPIC = ResourceType.TOPIC
 GROUP = ResourceType.GROUP

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import socket
 import struct
-import sys
 import time
 from pathlib import Path
 
@@ -26,9 +25,9 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from bench.harness.raw_wire import read_exactly
 from kafkette.broker.embedded import EmbeddedBroker
-
-support = sys.modules["kafkette_security_acl_support"]  # registered by conftest.py
+from tests.security import acl_support as support
 
 TOPIC = ResourceType.TOPIC
 GROUP = ResourceType.GROUP
@@ -244,8 +243,8 @@ def _init_producer_id_error(broker: EmbeddedBroker) -> int:
     host, port = broker.bootstrap.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=TIMEOUT) as sock:
         sock.sendall(struct.pack(">i", len(request)) + request)
-        size = struct.unpack(">i", support.read_exactly(sock, 4))[0]
-        response = support.read_exactly(sock, size)
+        size = struct.unpack(">i", read_exactly(sock, 4))[0]
+        response = read_exactly(sock, size)
     # correlation id, throttle_time_ms, then the error code
     return struct.unpack(">h", response[8:10])[0]
 
@@ -282,8 +281,8 @@ def test_an_acks_0_produce_refused_closes_the_connection(open_broker: EmbeddedBr
         metadata = MetadataRequest(topics=None, allow_auto_topic_creation=False)
         metadata.with_header(correlation_id=2, client_id="acks0")
         sock.sendall(metadata.encode(version=9, header=True, framed=True))
-        size = struct.unpack(">i", support.read_exactly(sock, 4))[0]
-        assert len(support.read_exactly(sock, size)) == size  # still open, answering
+        size = struct.unpack(">i", read_exactly(sock, 4))[0]
+        assert len(read_exactly(sock, size)) == size  # still open, answering
     with socket.create_connection((host, int(port)), timeout=TIMEOUT) as sock:
         produce_acks_0(sock, refused)
         assert sock.recv(1) == b""  # closed by the broker

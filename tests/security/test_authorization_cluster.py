@@ -12,16 +12,15 @@ Skips when ZooKeeper is not installed.
 
 from __future__ import annotations
 
-import sys
 import time
 import uuid
 
 from confluent_kafka.admin import AclOperation, NewTopic, ResourceType
 
+from bench.harness.raw_wire import read_exactly
 from kafkette.broker.embedded import EmbeddedBroker
-
-support = sys.modules["kafkette_security_acl_support"]  # registered by conftest.py
-sasl = sys.modules["kafkette_security_sasl_support"]
+from tests.security import acl_support as support
+from tests.security import sasl_support as sasl
 
 TIMEOUT = 30
 
@@ -46,8 +45,8 @@ def _follower_fetch_error(bootstrap: str, topic: str) -> int:
     host, port = bootstrap.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=TIMEOUT) as sock:
         sock.sendall(request.encode(version=11, header=True, framed=True))
-        (size,) = struct.unpack(">i", support.read_exactly(sock, 4))
-        frame = support.read_exactly(sock, size)
+        (size,) = struct.unpack(">i", read_exactly(sock, 4))
+        frame = read_exactly(sock, size)
     response = request.header.get_response_class().decode(frame, version=11, header=True)
     return response.responses[0].partitions[0].error_code
 

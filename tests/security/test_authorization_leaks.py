@@ -8,28 +8,23 @@ User:ANONYMOUS (PLAINTEXT listener).
 
 from __future__ import annotations
 
-import sys
 import uuid
 from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AclOperation, AclPermissionType, NewTopic, ResourceType
 
+from bench.harness.raw_wire import call as request
 from kafkette.broker.embedded import EmbeddedBroker
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.primitives import ZERO_UUID
 from kafkette.wire.records import build_batch_from_values
-
-support = sys.modules["kafkette_security_acl_support"]  # registered by conftest.py
+from tests.security import acl_support as support
 
 DENY = AclPermissionType.DENY
 TOPIC_AUTHORIZATION_FAILED = 29
 CLUSTER_AUTHORIZATION_FAILED = 31
 UNKNOWN_TOPIC_OR_PARTITION = 3
-
-
-# One request on a fresh connection through our client codec: the decoded answer body.
-request = sys.modules["kafkette_test_wire_call"].call
 
 
 def create_topics(bootstrap: str, *names: str) -> None:

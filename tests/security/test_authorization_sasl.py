@@ -9,7 +9,6 @@ then refused exactly where Kafka's StandardAuthorizer refuses, with real clients
 
 from __future__ import annotations
 
-import sys
 import time
 
 import pytest
@@ -28,8 +27,7 @@ from kafka.admin import (
 from kafka.errors import ClusterAuthorizationFailedError
 
 from kafkette.broker.embedded import EmbeddedBroker
-
-support = sys.modules["kafkette_security_acl_support"]  # registered by conftest.py
+from tests.security import acl_support as support
 
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}

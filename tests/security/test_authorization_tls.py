@@ -9,13 +9,12 @@ TLS may produce there, an anonymous PLAINTEXT client may not.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import AclOperation, NewTopic, ResourceType
 
-support = sys.modules["kafkette_security_acl_support"]  # registered by conftest.py
+from tests.security import acl_support as support
 
 CLIENT = "User:CN=client,OU=test,O=kafkette"
 TIMEOUT = 20

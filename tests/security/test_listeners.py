@@ -18,6 +18,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
+from bench.harness.raw_wire import read_exactly
+
 TIMEOUT_S = 20
 
 
@@ -38,8 +40,8 @@ def find_coordinator(bootstrap: str, group: str) -> tuple[str, int]:
     frame = header + body
     with socket.create_connection((host, int(port)), timeout=TIMEOUT_S) as sock:
         sock.sendall(struct.pack(">i", len(frame)) + frame)
-        size = struct.unpack(">i", _read_exactly(sock, 4))[0]
-        answer = _read_exactly(sock, size)
+        size = struct.unpack(">i", read_exactly(sock, 4))[0]
+        answer = read_exactly(sock, size)
     # correlation id, throttle_time_ms, error_code, error_message (nullable), node_id, host, port
     position = 4 + 4
     error = struct.unpack_from(">h", answer, position)[0]
@@ -54,15 +56,6 @@ def find_coordinator(bootstrap: str, group: str) -> tuple[str, int]:
     coordinator_port = struct.unpack_from(">i", answer, position)[0]
     assert error == 0, error
     return coordinator_host, coordinator_port
-
-
-def _read_exactly(sock: socket.socket, size: int) -> bytes:
-    data = b""
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        assert chunk, "connection closed early"
-        data += chunk
-    return data
 
 
 def test_each_listener_advertises_itself(secure_broker) -> None:

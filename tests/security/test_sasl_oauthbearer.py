@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import sys
 import time
 from collections.abc import Iterator
 
@@ -23,8 +22,8 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.abc import AbstractTokenProvider
 
 from kafkette.broker.embedded import EmbeddedBroker
+from tests.security import sasl_support as sasl
 
-sasl = sys.modules["kafkette_security_sasl_support"]  # registered by conftest.py
 no_internal_errors = sasl.no_internal_errors  # autouse: no connection closed by a bug
 
 

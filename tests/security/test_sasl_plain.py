@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
-import sys
 import time
 from collections.abc import Iterator
 
@@ -26,8 +25,8 @@ from kafka import KafkaProducer
 
 from kafkette.broker.config import ConfigError
 from kafkette.broker.embedded import EmbeddedBroker
+from tests.security import sasl_support as sasl
 
-sasl = sys.modules["kafkette_security_sasl_support"]  # registered by conftest.py
 no_internal_errors = sasl.no_internal_errors  # autouse: no connection closed by a bug
 
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}

@@ -11,7 +11,6 @@ Lifetimes are short (2 s) and every wait is generous: nothing depends on tight t
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from collections.abc import Iterator
 
@@ -19,8 +18,8 @@ import pytest
 from confluent_kafka import Producer
 
 from kafkette.broker.embedded import EmbeddedBroker
+from tests.security import sasl_support as sasl
 
-sasl = sys.modules["kafkette_security_sasl_support"]  # registered by conftest.py
 no_internal_errors = sasl.no_internal_errors  # autouse: no connection closed by a bug
 
 LIFETIME_MS = 2000

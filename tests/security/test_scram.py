@@ -17,7 +17,6 @@ import logging
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,8 +34,8 @@ from kafka import KafkaProducer
 
 from kafkette.broker.embedded import EmbeddedBroker
 from kafkette.broker.server import StartupError
+from tests.security import sasl_support as sasl
 
-sasl = sys.modules["kafkette_security_sasl_support"]  # registered by conftest.py
 no_internal_errors = sasl.no_internal_errors  # autouse: no connection closed by a bug
 
 MECHANISMS = "SCRAM-SHA-256,SCRAM-SHA-512"

@@ -15,7 +15,6 @@ import hashlib
 import hmac
 import json
 import logging
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -23,8 +22,8 @@ from pathlib import Path
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkette.broker.embedded import EmbeddedBroker
+from tests.security import sasl_support as sasl
 
-sasl = sys.modules["kafkette_security_sasl_support"]  # registered by conftest.py
 no_internal_errors = sasl.no_internal_errors  # autouse: no connection closed by a bug
 
 

@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from bench.harness.raw_wire import free_port
 from kafkette.broker.embedded import EmbeddedBroker
+from tests.reference_kafka import reference_script
 
-# ``kafka-ref`` of the reference distribution, or None (test_dump_log imports it from here).
-reference_script = sys.modules["kafkette_test_reference_kafka"].reference_script
 CLI_TIMEOUT_S = 120
 
 
@@ -40,9 +40,7 @@ def kafkette_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
 def _free_port_pair() -> int:
     """A port P with P and P+1 free a moment ago (kafka-ref puts its controller on P+1)."""
     for _ in range(50):
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
+        port = free_port()
         with socket.socket() as other:
             try:
                 other.bind(("127.0.0.1", port + 1))

@@ -20,8 +20,7 @@ from pathlib import Path
 import pytest
 
 from kafkette.broker.embedded import EmbeddedBroker
-
-from .conftest import reference_script
+from tests.reference_kafka import reference_script
 
 SEGMENT = "00000000000000000000"
 T0 = 1_700_000_000_000

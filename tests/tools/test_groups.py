@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-reference_script_or_skip = sys.modules["kafkette_test_reference_kafka"].reference_script_or_skip
+from tests.reference_kafka import reference_script_or_skip
+
 DEADLINE_S = 30
 
 

@@ -222,7 +222,7 @@ class Authenticator:
             self._server = await self._new_server(mechanism)
             self._mechanism = mechanism
             self._state = "raw" if self._raw else "authenticate"
-        return Verdict(response={"error_code": 0, "mechanisms": offered})
+        return Verdict(response={"error_code": ErrorCode.NONE, "mechanisms": offered})
 
     async def _new_server(self, mechanism: str) -> ServerMechanism:
         jaas = self._listener.jaas.get(mechanism)
@@ -256,7 +256,11 @@ class Authenticator:
             if raw:
                 return Verdict(raw=reply)
             return Verdict(
-                response={"error_code": 0, "auth_bytes": reply, "session_lifetime_ms": 0}
+                response={
+                    "error_code": ErrorCode.NONE,
+                    "auth_bytes": reply,
+                    "session_lifetime_ms": 0,
+                }
             )
         principal = KafkaPrincipal("User", server.principal_name)
         if self._reauthenticating and principal != self._session.principal:
@@ -285,7 +289,11 @@ class Authenticator:
         if raw:
             return Verdict(raw=reply)
         return Verdict(
-            response={"error_code": 0, "auth_bytes": reply, "session_lifetime_ms": lifetime_ms}
+            response={
+                "error_code": ErrorCode.NONE,
+                "auth_bytes": reply,
+                "session_lifetime_ms": lifetime_ms,
+            }
         )
 
     def _expires_by_config(self, server: ServerMechanism) -> bool:

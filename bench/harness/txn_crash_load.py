@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from bench.raw_requests import fetch_request, raw_request
+from bench.harness.raw_wire import fetch_request, raw_request
 from kafkette.wire.records import ControlRecordType, decode_batches, parse_control_record
 
 QUIET = 2  # librdkafka log level: no line per refused reconnect

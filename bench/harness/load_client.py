@@ -1,4 +1,5 @@
-"""One load-generating client in its own process: ``python -m bench.load_client produce|consume``.
+"""One load-generating client in its own process:
+``python -m bench.harness.load_client produce|consume``.
 
 Why a process per client: confluent-kafka's produce()/consume() loops hold the GIL, so several
 clients (or a full-speed background producer beside a latency probe) in the harness's process
@@ -122,9 +123,9 @@ class ClientGroup:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         for args in self._args:
             self._procs.append(subprocess.Popen(
-                [sys.executable, "-m", "bench.load_client", *args], stdin=subprocess.PIPE,
+                [sys.executable, "-m", "bench.harness.load_client", *args], stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
-                cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                 start_new_session=True,
             ))
         for index, line in enumerate(self._read_lines(timeout_s)):
@@ -179,7 +180,7 @@ class ClientGroup:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.load_client")
+    parser = argparse.ArgumentParser(prog="python -m bench.harness.load_client")
     sub = parser.add_subparsers(dest="mode", required=True)
     producer = sub.add_parser("produce")
     producer.add_argument("--partitions", type=int, default=1)

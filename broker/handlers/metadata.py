@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from kafkette.broker.internal_topics import INTERNAL_TOPICS
 from kafkette.broker.security.authorizer.checks import (
     CLUSTER,
     CREATE,
@@ -32,7 +33,7 @@ from kafkette.broker.security.authorizer.checks import (
 )
 from kafkette.broker.security.session import listener_of
 from kafkette.broker.topic_ids import topic_name
-from kafkette.broker.topics import INTERNAL_TOPICS, TopicError, topic_name_problem
+from kafkette.broker.topics import TopicError, topic_name_problem
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.primitives import ZERO_UUID
 
@@ -226,7 +227,7 @@ async def handle_describe_cluster(broker: Broker, request: Request) -> dict:
         entry["is_fenced"] = False
     return {
         "throttle_time_ms": 0,
-        "error_code": 0,
+        "error_code": ErrorCode.NONE,
         "error_message": None,
         "endpoint_type": ENDPOINT_BROKERS,
         "cluster_id": broker.cluster_id,

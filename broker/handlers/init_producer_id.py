@@ -68,7 +68,12 @@ async def handle_init_producer_id(broker: Broker, request: Request) -> dict:
             "producer_id": -1,
             "producer_epoch": -1,
         }
-    return {"throttle_time_ms": 0, "error_code": 0, "producer_id": producer_id, "producer_epoch": 0}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.NONE,
+        "producer_id": producer_id,
+        "producer_epoch": 0,
+    }
 
 
 def _refusal(broker: Broker, request: Request) -> ErrorCode:

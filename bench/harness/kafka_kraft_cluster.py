@@ -24,7 +24,7 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
-from kafkette.broker.cluster.zookeeper_server import free_port
+from bench.harness.raw_wire import free_port
 
 HOST = "127.0.0.1"
 

@@ -2,11 +2,11 @@
 
 ``scaling``: for 1, 4 and 16 concurrent producers, then as many consumers, over topics of 1, 16
 and 256 partitions (nine cells per broker, each a few seconds). Every client is its own process
-(bench.load_client), so the harness's GIL is not what is measured. Producers write 100 B records,
-acks=1, linger.ms=5, record i to partition i mod P; consumers read what the producers wrote, the
-partitions dealt out round-robin (with fewer partitions than consumers each partition has
-several readers, as several consumer groups would). Figures: aggregate records/s of each phase
-and the broker's CPU seconds per million records produced.
+(bench.harness.load_client), so the harness's GIL is not what is measured. Producers write
+100 B records, acks=1, linger.ms=5, record i to partition i mod P; consumers read what the
+producers wrote, the partitions dealt out round-robin (with fewer partitions than consumers
+each partition has several readers, as several consumer groups would). Figures: aggregate
+records/s of each phase and the broker's CPU seconds per million records produced.
 
 ``idle-partitions``: 10,000 partitions (quick: 2,000) in topics of 1,000, then idle: creation time,
 RSS, the broker's CPU use while nothing happens (per-partition timers and scans show here), and

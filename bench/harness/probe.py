@@ -16,6 +16,8 @@ import struct
 import time
 from collections.abc import Callable
 
+from .raw_wire import read_exactly
+
 API_VERSIONS = 18
 METADATA = 3
 CLIENT_ID = b"kafkette-bench"
@@ -32,23 +34,13 @@ def _request(api_key: int, api_version: int, correlation_id: int, body: bytes) -
     return struct.pack(">i", len(payload)) + payload
 
 
-def _recv_exact(sock: socket.socket, size: int) -> bytes:
-    chunks = bytearray()
-    while len(chunks) < size:
-        chunk = sock.recv(size - len(chunks))
-        if not chunk:
-            raise ProbeError("connection closed mid-response")
-        chunks += chunk
-    return bytes(chunks)
-
-
 def _round_trip(sock: socket.socket, request: bytes, correlation_id: int) -> bytes:
     """Send one framed request; return the response body after the correlation id."""
     sock.sendall(request)
-    (size,) = struct.unpack(">i", _recv_exact(sock, 4))
+    (size,) = struct.unpack(">i", read_exactly(sock, 4))
     if size < 4 or size > 64 * 1024 * 1024:
         raise ProbeError(f"implausible response size {size}")
-    frame = _recv_exact(sock, size)
+    frame = read_exactly(sock, size)
     (got_id,) = struct.unpack_from(">i", frame)
     if got_id != correlation_id:
         raise ProbeError(f"correlation id {got_id} != {correlation_id}")

@@ -63,7 +63,7 @@ def _error_answer(topics: list[dict], code: ErrorCode, message: str) -> dict:
     """Every partition the request names gets ``code`` (Kafka's partition-level error
     response), no nodes."""
     return {
-        "error_code": 0,
+        "error_code": ErrorCode.NONE,
         "error_message": "",
         "topics": [
             {
@@ -115,7 +115,7 @@ async def handle_describe_quorum(broker: Broker, request: Request) -> dict:
     ]
     partition = {
         "partition_index": 0,
-        "error_code": 0,
+        "error_code": ErrorCode.NONE,
         "error_message": "",
         "leader_id": leader,
         "leader_epoch": quorum.epoch,
@@ -124,7 +124,7 @@ async def handle_describe_quorum(broker: Broker, request: Request) -> dict:
         "observers": observer_entries,
     }
     return {
-        "error_code": 0,
+        "error_code": ErrorCode.NONE,
         "error_message": "",
         "topics": [{"topic_name": METADATA_TOPIC, "partitions": [partition]}],
         "nodes": _nodes(quorum),

@@ -26,7 +26,11 @@ from typing import TYPE_CHECKING
 
 from kafkette.broker.groups import Outcome
 from kafkette.broker.groups.coordinator import CoordinatorUnavailable, ProducerRejected
-from kafkette.broker.handlers.groups import errors_by_topic, offset_commits, topics_allowed
+from kafkette.broker.handlers.offset_commit_fetch import (
+    errors_by_topic,
+    offset_commits,
+    topics_allowed,
+)
 from kafkette.broker.internal_topics import OFFSETS_TOPIC
 from kafkette.broker.security.authorizer.checks import (
     READ,

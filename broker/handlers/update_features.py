@@ -28,7 +28,12 @@ async def handle_update_features(broker: Broker, request: Request) -> dict:
     body = request.body
     version = request.header.api_version
     updates = body["feature_updates"]
-    response: dict = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "results": []}
+    response: dict = {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.NONE,
+        "error_message": None,
+        "results": [],
+    }
     if cluster_denied(broker, request, ALTER):
         response["error_code"] = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         return response
@@ -50,6 +55,7 @@ async def handle_update_features(broker: Broker, request: Request) -> dict:
             return response
     if version < 2:
         response["results"] = [
-            {"feature": u["feature"], "error_code": 0, "error_message": None} for u in updates
+            {"feature": u["feature"], "error_code": ErrorCode.NONE, "error_message": None}
+            for u in updates
         ]
     return response

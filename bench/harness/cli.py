@@ -41,7 +41,7 @@ from .workloads import (
     fill_config,
 )
 
-DEFAULT_RESULTS = Path(__file__).resolve().parent / "results"
+DEFAULT_RESULTS = Path(__file__).resolve().parents[1] / "results"
 IDLE_SETTLE_S = 1.0
 
 

@@ -166,7 +166,7 @@ async def handle_alter_user_scram_credentials(broker: Broker, request: Request) 
                 ),
             )
     results = [
-        {"user": name, "error_code": 0, "error_message": None}
+        {"user": name, "error_code": ErrorCode.NONE, "error_message": None}
         for name in [*to_delete, *to_upsert]
     ]
     results += [
@@ -227,11 +227,11 @@ async def _describe(store: Any, request: Request) -> dict:
             continue
         results.append({
             "user": name,
-            "error_code": 0,
+            "error_code": ErrorCode.NONE,
             "error_message": None,
             "credential_infos": [
                 {"mechanism": sf.MECHANISMS[mech][1], "iterations": cred.iterations}
                 for mech, cred in sorted(entries.items())
             ],
         })
-    return {"error_code": 0, "error_message": None, "results": results}
+    return {"error_code": ErrorCode.NONE, "error_message": None, "results": results}

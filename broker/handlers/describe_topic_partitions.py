@@ -19,14 +19,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafkette.broker.handlers.cluster import TOPIC_OPERATIONS_ALL, topic_entry
+from kafkette.broker.handlers.metadata import TOPIC_OPERATIONS_ALL, topic_entry
+from kafkette.broker.internal_topics import INTERNAL_TOPICS
 from kafkette.broker.security.authorizer.checks import (
     DESCRIBE,
     TOPIC,
     authorized_operations,
     topic_denied,
 )
-from kafkette.broker.topics import INTERNAL_TOPICS
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:

@@ -60,7 +60,7 @@ async def handle_list_client_metrics_resources(broker: Broker, request: Request)
         }
     return {
         "throttle_time_ms": 0,
-        "error_code": 0,
+        "error_code": ErrorCode.NONE,
         "config_resources": [
             {"resource_name": name, "resource_type": RESOURCE_CLIENT_METRICS} for name in names
         ],

@@ -1,6 +1,6 @@
 """Read a whole topic with confluent-kafka, bounded by a deadline.
 
-The kill -9 series' check (``bench.crash_load``) and the broker tests' reader
+The kill -9 series' check (``bench.harness.crash_load``) and the broker tests' reader
 (``tests/broker/conftest.py``): one copy, in bench (tests may import bench, never the reverse).
 """
 

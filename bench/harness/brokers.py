@@ -13,7 +13,6 @@ import importlib.util
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -24,6 +23,7 @@ from pathlib import Path
 
 from .probe import wait_for_metadata
 from .processes import ProcessRegistry, rss_mb
+from .raw_wire import free_port
 
 HOST = "127.0.0.1"
 READY_LINE = re.compile(rb"^kafkette ready on (\S+):(\d+)\s*$", re.MULTILINE)
@@ -64,13 +64,6 @@ def tail(path: Path, lines: int = 15) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return ""
-
-
-def free_port() -> int:
-    """A port that was free on 127.0.0.1 a moment ago (for brokers that cannot take port 0)."""
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
 
 
 class Broker:

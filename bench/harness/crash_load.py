@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from bench import topic_reader
-from bench.raw_requests import raw_request
+from bench.harness import topic_reader
+from bench.harness.raw_wire import raw_request
 
 PARTITIONS = 3
 GROUP = "crash-series"
