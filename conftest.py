@@ -44,6 +44,14 @@ import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests check what the code does, never how fast: hypothesis' default per-example
+# deadline (200 ms) and its too-slow health check fail a correct test whenever a busy machine
+# deschedules the worker (seen: a uint16 round-trip on a 2-core machine running the suite).
+# Speed is bench/'s business. Tests that set their own deadline (a hang guard) keep it.
+settings.register_profile("kafkette", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("kafkette")
 
 SHORT_RUN_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djava.awt.headless=true"
 REPO = Path(__file__).resolve().parent
