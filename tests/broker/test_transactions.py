@@ -190,8 +190,14 @@ def test_a_transaction_past_its_timeout_is_aborted(txn_broker, create_topic):
     assert [m[0] for m in _markers(txn_broker, topic, 0)] == [int(ControlRecordType.ABORT)]
     with pytest.raises(KafkaException):
         producer.commit_transaction(TIMEOUT)
-    metadata = txn_broker.broker.transactions.get(transactional_id)
-    assert metadata is not None and metadata.state.display_name == "CompleteAbort"
+
+    # The coordinator completes the abort once its markers are written: a moment after the
+    # marker is readable (PrepareAbort until then, as in Kafka).
+    def completed() -> bool:
+        metadata = txn_broker.broker.transactions.get(transactional_id)
+        return metadata is not None and metadata.state.display_name == "CompleteAbort"
+
+    _wait_for(completed, "the transaction's CompleteAbort")
 
 
 def test_transactional_produce_to_a_partition_not_in_the_transaction_is_refused(
