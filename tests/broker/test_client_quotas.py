@@ -26,6 +26,7 @@ from kafka.protocol.admin import DescribeClientQuotasRequest as Describe
 
 from bench.harness.serve_process import serve_refused
 from kafkette.broker.embedded import EmbeddedBroker
+from kafkette.wire.client_connection import NEED_DATA
 from tests.broker import fetch_wire as fw
 from tests.reference_kafka import reference_script_or_skip
 
@@ -371,13 +372,20 @@ def test_a_pre_kip219_answer_waits_without_holding_request_memory(
         client.sock.sendall(frame[:100])
         time.sleep(0.3)
         client.sock.sendall(frame[100:])
-        while (response := client.conn.next_response()) is fw.NEED_DATA:
+        while (response := client.conn.next_response()) is NEED_DATA:
             data = client.sock.recv(1 << 20)
             assert data, "broker closed the connection"
             client.conn.receive_data(data)
         answer.update(response.body)
 
-    sender = threading.Thread(target=send)
+    def send_or_keep_the_error() -> None:
+        try:
+            send()
+        except BaseException as exc:  # the thread's failure is the test's (re-raised below)
+            failed.append(exc)
+
+    failed: list[BaseException] = []
+    sender = threading.Thread(target=send_or_keep_the_error)
     pool = quota_broker.broker.request_memory
     try:
         sender.start()
@@ -390,6 +398,8 @@ def test_a_pre_kip219_answer_waits_without_holding_request_memory(
         sender.join(5)
     finally:
         client.close()
+    if failed:
+        raise failed[0]
     assert answer["throttle_time_ms"] > 0
     partition = answer["responses"][0]["partition_responses"][0]
     assert partition["error_code"] == 0
