@@ -53,26 +53,12 @@ from hypothesis import HealthCheck, settings
 settings.register_profile("kafkette", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("kafkette")
 
-SHORT_RUN_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djava.awt.headless=true"
 REPO = Path(__file__).resolve().parent
+if str(REPO) not in sys.path:  # tests' helpers, as tests/conftest.py reaches them
+    sys.path.insert(0, str(REPO))
+from tests.reference_kafka import reference_script  # noqa: E402
 
-
-def _kafka_ref() -> Path | None:
-    """The reference Kafka's ``kafka-ref`` (same search as tests/reference_kafka.py)."""
-    given = os.environ.get("KAFKETTE_KAFKA_REF")
-    bases = (
-        [Path(given)]
-        if given
-        else [
-            REPO.parent / "shared" / "reference-kafka",
-            REPO.parent.parent / "shared" / "reference-kafka",
-        ]
-    )
-    for base in bases:
-        script = base if base.name == "kafka-ref" else base / "kafka-ref"
-        if script.is_file():
-            return script
-    return None
+SHORT_RUN_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djava.awt.headless=true"
 
 
 def _class_archive_path() -> Path | None:
@@ -80,7 +66,7 @@ def _class_archive_path() -> Path | None:
     no reference Kafka). Named after the java binary and Kafka's libs, so a new build of
     either gets a new archive."""
     java = shutil.which("java")
-    if java is None or _kafka_ref() is None:
+    if java is None or reference_script() is None:
         return None
     java_real = Path(java).resolve()
     base = Path(os.environ.get("KAFKA_REF_DIR", Path.home() / ".cache" / "kafkette-ref"))
@@ -95,7 +81,7 @@ def _class_archive_path() -> Path | None:
 def _dump_class_archive(archive: Path) -> None:
     """Run one admin tool against a throwaway kafkette with ``ArchiveClassesAtExit``, then
     move the archive into place (JVMs starting meanwhile never see half a file)."""
-    ref = _kafka_ref()
+    ref = reference_script()
     assert ref is not None
     home = subprocess.run([ref, "home"], capture_output=True, text=True, timeout=300)
     if home.returncode != 0:

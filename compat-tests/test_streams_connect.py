@@ -47,6 +47,7 @@ from compat_lib import broker_process
 from compat_lib.build_lock import build_lock
 
 from bench.harness.raw_wire import free_port
+from tests.reference_kafka import reference_script
 
 REPO = Path(__file__).resolve().parents[1]
 BROKER_CONFIGS = {"group.initial.rebalance.delay.ms": "0", "log.cleaner.backoff.ms": "500"}
@@ -78,23 +79,15 @@ RESTORED = re.compile(
 )
 
 
-def _reference_script() -> Path:
-    """``kafka-ref``: from ``$KAFKETTE_KAFKA_REF`` (its dir or the script), else the
-    ``shared/reference-kafka`` checked out beside the repo (as in CI)."""
-    given = os.environ.get("KAFKETTE_KAFKA_REF")
-    base = Path(given) if given else REPO.parent / "shared" / "reference-kafka"
-    return base if base.name == "kafka-ref" else base / "kafka-ref"
-
-
 @pytest.fixture(scope="module")
 def kafka_home() -> Path:
     """KAFKA_HOME of the reference Kafka 4.0 (``kafka-ref home`` extracts it on first use)."""
     if shutil.which("java") is None:
         pytest.skip("java is not installed (Kafka Streams/Connect run on the JVM)")
-    script = _reference_script()
-    if not script.is_file():
+    script = reference_script()
+    if script is None:
         pytest.skip(
-            f"reference Kafka not found at {script}: "
+            "reference Kafka not found (../shared/reference-kafka): "
             "set KAFKETTE_KAFKA_REF to the reference-kafka dir"
         )
     done = subprocess.run(

@@ -53,6 +53,7 @@ from compat_lib.security import (
     plain_jaas,
     security_properties,
 )
+from tests.reference_kafka import reference_script
 
 HERE = Path(__file__).resolve().parent.parent  # compat-tests/
 REPO = HERE.parent
@@ -137,20 +138,6 @@ def free_ports(count: int) -> list[int]:
     finally:
         for sock in socks:
             sock.close()
-
-
-def reference_script() -> Path | None:
-    """``kafka-ref``: ``$KAFKETTE_KAFKA_REF`` (its dir or the script), else ``shared/
-    reference-kafka`` beside the checkout or beside its parent (a worktree)."""
-    given = os.environ.get("KAFKETTE_KAFKA_REF")
-    bases = [Path(given)] if given else []
-    bases += [REPO.parent / "shared" / "reference-kafka", REPO.parent.parent / "shared" /
-              "reference-kafka"]
-    for base in bases:
-        script = base if base.name == "kafka-ref" else base / "kafka-ref"
-        if script.is_file():
-            return script
-    return None
 
 
 def kafka_home() -> Path | str:
