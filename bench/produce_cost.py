@@ -26,6 +26,7 @@ work is timed and the figure barely moves with the machine's load.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import random
 import re
@@ -37,11 +38,13 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.harness.raw_wire import free_port, read_frame
 from bench.harness.serve_process import ServeProcess
 
 POINTS = [
@@ -72,17 +75,26 @@ def broker_cpu_s(pid: int) -> float:
     return total / 1e9
 
 
-def start(
-    binary: str, data_dir: Path, extra: tuple[str, ...] = ()
-) -> tuple[subprocess.Popen, str]:
-    """``<binary> serve`` on a free port, once ready; its data in ``data_dir / "data"``
-    and its log inside ``data_dir``; ``extra`` are more ``serve`` arguments."""
+@contextlib.contextmanager
+def fresh_broker(
+    binary: str, extra: tuple[str, ...] = ()
+) -> Iterator[tuple[int, str, Path]]:
+    """``<binary> serve`` on a free port in a temporary data dir, once ready: (its pid, its
+    bootstrap, its data dir); stopped and its data removed on the way out. ``extra``: more ``serve``
+    arguments."""
+    data_dir = Path(tempfile.mkdtemp(prefix="kafkette-cost-"))
     serve = ServeProcess(
         ["--listen", "127.0.0.1:0", "--data-dir", str(data_dir / "data"), *extra],
         data_dir / "broker.log",
         command=[binary, "serve"],
     )
-    return serve.wait_ready(30).proc, serve.bootstrap
+    try:
+        serve.wait_ready(30)
+        yield serve.proc.pid, serve.bootstrap, data_dir / "data"
+    finally:
+        if serve.proc.poll() is None:
+            serve.terminate(10)
+        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def produce(bootstrap: str, topic: str, values: list[bytes], count: int, codec: str) -> float:
@@ -125,9 +137,7 @@ def _fail_to(failures: list[object]) -> object:
 
 def one_run(binary: str, size: int, codec: str, megabytes: float) -> tuple[float, float]:
     """(records/s, broker CPU ms per MB) for one fresh broker."""
-    data_dir = Path(tempfile.mkdtemp(prefix="kafkette-cost-"))
-    process, bootstrap = start(binary, data_dir)
-    try:
+    with fresh_broker(binary) as (pid, bootstrap, _):
         admin = AdminClient({"bootstrap.servers": bootstrap})
         admin.create_topics([NewTopic("cost", 1, 1)])["cost"].result(15)
         rnd = random.Random(size)
@@ -135,29 +145,16 @@ def one_run(binary: str, size: int, codec: str, megabytes: float) -> tuple[float
         values = [rnd.randbytes(size // 2) + text[: size - size // 2] for _ in range(256)]
         produce(bootstrap, "cost", values, 2000, codec)  # warm-up
         count = int(megabytes * 1e6) // size
-        cpu_before = broker_cpu_s(process.pid)
+        cpu_before = broker_cpu_s(pid)
         seconds = produce(bootstrap, "cost", values, count, codec)
-        cpu = broker_cpu_s(process.pid) - cpu_before
+        cpu = broker_cpu_s(pid) - cpu_before
         return count / seconds, cpu * 1000 / (count * size / 1e6)
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 PERF_TOPIC = "perf-cost"
 PRODUCE_REQUESTS = re.compile(
     r'^kafka_network_requestmetrics_requests_total\{request="Produce",[^}]*\} ([\d.e+]+)$', re.M
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def produce_requests(metrics_port: int) -> int:
@@ -185,21 +182,23 @@ def stored_batches(data_dir: Path, topic: str) -> int:
 
 def perf_test_run(binary: str, home: Path, size: int, records: int) -> dict[str, float]:
     """One fresh broker, one ``kafka-producer-perf-test.sh`` run with its defaults (acks=1)."""
-    data_dir = Path(tempfile.mkdtemp(prefix="kafkette-cost-"))
-    metrics_port = _free_port()
-    process, bootstrap = start(binary, data_dir, ("--metrics-listen", f"127.0.0.1:{metrics_port}"))
+    metrics_port = free_port()
     tool = home / "bin" / "kafka-producer-perf-test.sh"
-    env = {
-        "KAFKA_HOME": str(home),
-        "LOG_DIR": str(data_dir / "tool-logs"),
-        "KAFKA_HEAP_OPTS": "-Xmx512m",
-        "PATH": "/usr/bin:/bin",
-    }
-    try:
+    metrics = ("--metrics-listen", f"127.0.0.1:{metrics_port}")
+    with (
+        fresh_broker(binary, metrics) as (pid, bootstrap, data),
+        tempfile.TemporaryDirectory() as logs,
+    ):
+        env = {
+            "KAFKA_HOME": str(home),
+            "LOG_DIR": logs,
+            "KAFKA_HEAP_OPTS": "-Xmx512m",
+            "PATH": "/usr/bin:/bin",
+        }
         admin = AdminClient({"bootstrap.servers": bootstrap})
         admin.create_topics([NewTopic(PERF_TOPIC, 3, 1)])[PERF_TOPIC].result(15)
         requests_before = produce_requests(metrics_port)
-        cpu_before = broker_cpu_s(process.pid)
+        cpu_before = broker_cpu_s(pid)
         done = subprocess.run(
             [
                 str(tool),
@@ -221,9 +220,9 @@ def perf_test_run(binary: str, home: Path, size: int, records: int) -> dict[str,
             timeout=600,
             check=True,
         )
-        cpu = broker_cpu_s(process.pid) - cpu_before
+        cpu = broker_cpu_s(pid) - cpu_before
         requests = produce_requests(metrics_port) - requests_before
-        batches = stored_batches(data_dir / "data", PERF_TOPIC)
+        batches = stored_batches(data, PERF_TOPIC)
         rate = re.findall(r"(\d+) records sent, ([\d.]+) records/sec", done.stdout)
         return {
             "records_per_s": float(rate[-1][1]) if rate else 0.0,
@@ -231,13 +230,6 @@ def perf_test_run(binary: str, home: Path, size: int, records: int) -> dict[str,
             "us_per_batch": cpu * 1e6 / max(batches, 1),
             "batches_per_request": batches / max(requests, 1),
         }
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def perf_test_main(builds: dict[str, str], rounds: int, records_1k: int) -> int:
@@ -306,16 +298,6 @@ def _produce_frame(correlation_id: int, batch: bytes) -> bytes:
     return struct.pack(">i", len(message)) + message
 
 
-def _read_exactly(sock: socket.socket, size: int) -> bytes:
-    data = bytearray()
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise ConnectionError(f"EOF after {len(data)} of {size} bytes")
-        data += chunk
-    return bytes(data)
-
-
 def _pipeline(sock: socket.socket, frames: list[bytes]) -> None:
     """Send ``frames`` with RAW_IN_FLIGHT unanswered at most; read every answer."""
     sent = answered = 0
@@ -323,8 +305,7 @@ def _pipeline(sock: socket.socket, frames: list[bytes]) -> None:
         while sent - answered < RAW_IN_FLIGHT and sent < len(frames):
             sock.sendall(frames[sent])
             sent += 1
-        (size,) = struct.unpack(">i", _read_exactly(sock, 4))
-        _read_exactly(sock, size)
+        read_frame(sock)
         answered += 1
 
 
@@ -332,9 +313,7 @@ def raw_run(binary: str, size: int, per_batch: int, requests: int) -> dict[str, 
     """One fresh broker: CPU per request and per batch for ``requests`` pipelined Produces."""
     from kafkette.wire.records import build_batch_from_values
 
-    data_dir = Path(tempfile.mkdtemp(prefix="kafkette-cost-"))
-    process, bootstrap = start(binary, data_dir)
-    try:
+    with fresh_broker(binary) as (pid, bootstrap, _):
         admin = AdminClient({"bootstrap.servers": bootstrap})
         admin.create_topics([NewTopic(PERF_TOPIC, RAW_PARTITIONS, 1)])[PERF_TOPIC].result(15)
         batch = build_batch_from_values([(None, b"x" * size)] * per_batch)
@@ -342,23 +321,16 @@ def raw_run(binary: str, size: int, per_batch: int, requests: int) -> dict[str, 
         host, _, port = bootstrap.rpartition(":")
         with socket.create_connection((host, int(port)), timeout=30) as sock:
             _pipeline(sock, frames[: requests // 10])  # warm-up
-            cpu_before = broker_cpu_s(process.pid)
+            cpu_before = broker_cpu_s(pid)
             started = time.perf_counter()
             _pipeline(sock, frames)
             seconds = time.perf_counter() - started
-            cpu = broker_cpu_s(process.pid) - cpu_before
+            cpu = broker_cpu_s(pid) - cpu_before
         return {
             "requests_per_s": requests / seconds,
             "us_per_request": cpu * 1e6 / requests,
             "us_per_batch": cpu * 1e6 / (requests * RAW_PARTITIONS),
         }
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def raw_main(builds: dict[str, str], rounds: int, requests: int) -> int:
