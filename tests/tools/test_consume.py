@@ -26,8 +26,11 @@ RECORDS = [  # (partition, key, value, headers, timestamp ms)
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
+    """A topic that keeps every record: RECORDS carry 1970 timestamps, which time retention
+    (7 days by default) would delete at the broker's next check, every 5 minutes."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(timeout=30)
+    new = NewTopic(topic, partitions, 1, config={"retention.ms": "-1"})
+    admin.create_topics([new])[topic].result(timeout=30)
 
 
 def produce(bootstrap: str, topic: str, records: list[tuple[Any, ...]],

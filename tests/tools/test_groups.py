@@ -204,7 +204,11 @@ def test_reset_offsets_dry_run_then_execute(cli, any_bootstrap, unique_topic):
 def test_reset_offsets_scenarios(cli, kafkette_bootstrap, unique_topic):
     topic, group = unique_topic("scen"), unique_topic("scen-group")
     b = ("-b", kafkette_bootstrap)
-    create_topic(cli, kafkette_bootstrap, topic, 2)
+    # Records from 2001: a topic without time retention, or the broker's next retention
+    # check (every 5 minutes) deletes them mid-test.
+    done = cli("topics", "create", topic, "--partitions", "2", "--config", "retention.ms=-1",
+               *b)
+    assert done.returncode == 0, done.stderr
     now = int(time.time() * 1000)
     old = 1_000_000_000_000  # 2001-09-09T01:46:40Z
     produce(kafkette_bootstrap, topic, {0: [old + i * 1000 for i in range(5)],
