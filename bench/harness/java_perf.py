@@ -2,8 +2,9 @@
 
 ``kafka-producer-perf-test.sh`` then ``kafka-consumer-perf-test.sh`` from the Kafka distribution
 (``KAFKA_HOME``, else the reference one via ``kafka-ref home``), the way issue 16 states them:
-1 KiB records, a 3-partition topic, acks=1, 1M records (quick: 200k), a group consumer (the tool
-subscribes with a fresh group; both brokers run with group.initial.rebalance.delay.ms=0). The
+1 KiB records (``java-perf``; ``java-perf-100b``: 100 B records, issue 30's second size), a
+3-partition topic, acks=1, 1M records (quick: 200k), a group consumer (the tool subscribes with a
+fresh group; both brokers run with group.initial.rebalance.delay.ms=0). The
 Java clients are the other half of the Kafka ecosystem: their fetch sessions, batching and
 request pipelining differ from librdkafka's. The tools' own figures are reported as printed;
 the broker's CPU seconds per million records are read from /proc beside them.
@@ -21,7 +22,6 @@ from .workloads import Context, WorkloadError, create_topic
 
 TOPIC = "java-perf"
 PARTITIONS = 3
-RECORD_SIZE = 1024
 PRODUCER_LINE = re.compile(
     r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
     r"([\d.]+) ms max latency"
@@ -72,6 +72,16 @@ def _run_tool(home: Path, workdir: Path, argv: list[str], timeout_s: float) -> s
 
 
 def java_perf(ctx: Context) -> dict[str, float]:
+    """Both tools with 1 KiB records; figures named ``java-perf.*``."""
+    return _java_perf(ctx, 1024, "java-perf")
+
+
+def java_perf_100b(ctx: Context) -> dict[str, float]:
+    """Both tools with 100 B records: more records per batch, so more per-record work."""
+    return _java_perf(ctx, 100, "java-perf-100b")
+
+
+def _java_perf(ctx: Context, record_size: int, name: str) -> dict[str, float]:
     home = reference_kafka_home()
     if home is None or not (home / "bin" / "kafka-producer-perf-test.sh").is_file():
         raise WorkloadError("Kafka's perf tools need KAFKA_HOME (or the reference distribution)")
@@ -79,12 +89,12 @@ def java_perf(ctx: Context) -> dict[str, float]:
     workdir = ctx.broker.log_path.parent
     create_topic(ctx, TOPIC, partitions=PARTITIONS)
     timeout_s = max(120.0, 4 * ctx.sizes.cap_s)
-    ctx.note(f"kafka-producer-perf-test.sh {records:,} x 1 KiB")
+    ctx.note(f"kafka-producer-perf-test.sh {records:,} x {record_size} B")
     window = CpuWindow(ctx.broker.proc.pid)
     window.start()
     produced = parse_producer(_run_tool(home, workdir, [
         "kafka-producer-perf-test.sh", "--topic", TOPIC, "--num-records", str(records),
-        "--record-size", str(RECORD_SIZE), "--throughput", "-1", "--producer-props",
+        "--record-size", str(record_size), "--throughput", "-1", "--producer-props",
         f"bootstrap.servers={ctx.broker.bootstrap}", "acks=1",
     ], timeout_s))
     window.stop()
@@ -106,11 +116,11 @@ def java_perf(ctx: Context) -> dict[str, float]:
         )
     million = records / 1e6
     return {
-        "java-perf.produce.records_per_s": produced["records_per_s"],
-        "java-perf.produce.avg_ms": produced["avg_ms"],
-        "java-perf.produce.broker_cpu_s_per_m": produce_cpu / million,
-        "java-perf.consume.records_per_s": consumed["nMsg.sec"],
-        "java-perf.consume.fetch_records_per_s": consumed["fetch.nMsg.sec"],
-        "java-perf.consume.rebalance_ms": consumed["rebalance.time.ms"],
-        "java-perf.consume.broker_cpu_s_per_m": window.broker_s / million,
+        f"{name}.produce.records_per_s": produced["records_per_s"],
+        f"{name}.produce.avg_ms": produced["avg_ms"],
+        f"{name}.produce.broker_cpu_s_per_m": produce_cpu / million,
+        f"{name}.consume.records_per_s": consumed["nMsg.sec"],
+        f"{name}.consume.fetch_records_per_s": consumed["fetch.nMsg.sec"],
+        f"{name}.consume.rebalance_ms": consumed["rebalance.time.ms"],
+        f"{name}.consume.broker_cpu_s_per_m": window.broker_s / million,
     }

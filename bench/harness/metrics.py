@@ -100,22 +100,26 @@ def _catalogue() -> list[Metric]:
         Metric("connections.produce_p99_ms", "produce latency p99, 1,000 idle connections", "ms",
                False),
     ]
-    metrics += [  # bench/java_perf.py: Kafka's own perf tools
-        Metric("java-perf.produce.records_per_s",
-               "kafka-producer-perf-test 1 KiB, 3 partitions, acks=1", "rec/s", True),
-        Metric("java-perf.produce.avg_ms", "kafka-producer-perf-test average latency", "ms",
-               False),
-        Metric("java-perf.produce.broker_cpu_s_per_m",
-               "kafka-producer-perf-test: broker CPU s per million records", "CPU s", False),
-        Metric("java-perf.consume.records_per_s",
-               "kafka-consumer-perf-test 1 KiB, group consumer (nMsg.sec)", "rec/s", True),
-        Metric("java-perf.consume.fetch_records_per_s",
-               "kafka-consumer-perf-test without the group join (fetch.nMsg.sec)", "rec/s", True),
-        Metric("java-perf.consume.rebalance_ms", "kafka-consumer-perf-test group join", "ms",
-               False),
-        Metric("java-perf.consume.broker_cpu_s_per_m",
-               "kafka-consumer-perf-test: broker CPU s per million records", "CPU s", False),
-    ]
+    for name, size in (("java-perf", "1 KiB"), ("java-perf-100b", "100 B")):
+        metrics += [  # bench/harness/java_perf.py: Kafka's own perf tools
+            Metric(f"{name}.produce.records_per_s",
+                   f"kafka-producer-perf-test {size}, 3 partitions, acks=1", "rec/s", True),
+            Metric(f"{name}.produce.avg_ms", f"kafka-producer-perf-test {size} average latency",
+                   "ms", False),
+            Metric(f"{name}.produce.broker_cpu_s_per_m",
+                   f"kafka-producer-perf-test {size}: broker CPU s per million records", "CPU s",
+                   False),
+            Metric(f"{name}.consume.records_per_s",
+                   f"kafka-consumer-perf-test {size}, group consumer (nMsg.sec)", "rec/s", True),
+            Metric(f"{name}.consume.fetch_records_per_s",
+                   f"kafka-consumer-perf-test {size} without the group join (fetch.nMsg.sec)",
+                   "rec/s", True),
+            Metric(f"{name}.consume.rebalance_ms", f"kafka-consumer-perf-test {size} group join",
+                   "ms", False),
+            Metric(f"{name}.consume.broker_cpu_s_per_m",
+                   f"kafka-consumer-perf-test {size}: broker CPU s per million records", "CPU s",
+                   False),
+        ]
     for partitions in (1, 16, 256):  # bench/scaling.py
         for clients in (1, 4, 16):
             where = f"{clients} clients x {partitions} partitions"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .java_perf import java_perf
+from .java_perf import java_perf, java_perf_100b
 from .scaling import idle_partitions, scaling
 from .workloads import WORKLOADS as BASIC
 from .workloads import Context
@@ -16,6 +16,7 @@ from .workloads import Context
 WORKLOADS: dict[str, Callable[[Context], dict[str, float]]] = {
     **BASIC,
     "java-perf": java_perf,
+    "java-perf-100b": java_perf_100b,
     "scaling": scaling,
     "idle-partitions": idle_partitions,
 }
