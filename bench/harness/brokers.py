@@ -164,6 +164,27 @@ class Kafkette(Broker):
         return []
 
 
+class KafketteBefore(Kafkette):
+    """An earlier kafkette build, ``$KAFKETTE_BEFORE_BIN`` (its venv's ``kafkette`` script),
+    for before/after figures in one run: ``KAFKETTE_BEFORE_BIN=/venv-old/bin/kafkette
+    python -m bench --brokers kafkette-before,kafkette,kafka``."""
+
+    name = "kafkette-before"
+    label = "kafkette (before)"
+
+    def unavailable_reason(self) -> str | None:
+        script = os.environ.get("KAFKETTE_BEFORE_BIN")
+        if not script:
+            return "set KAFKETTE_BEFORE_BIN to the earlier build's kafkette script"
+        return None if Path(script).is_file() else f"{script} does not exist"
+
+    def version(self) -> str:
+        return "before"
+
+    def _command(self) -> list[str]:
+        return [os.environ["KAFKETTE_BEFORE_BIN"]]
+
+
 class KafketteObserved(Kafkette):
     """kafkette with ``--metrics-listen`` (and ``--ui-listen`` where the console is built)
     on free ports, and a thread scraping ``/metrics`` once a second while it runs: the
@@ -424,6 +445,7 @@ class ApacheKafka(Broker):
 def all_brokers(kafkette_configs: list[str] | None = None) -> dict[str, Broker]:
     return {
         "kafkette": Kafkette(kafkette_configs),
+        "kafkette-before": KafketteBefore(kafkette_configs),
         "kafkette-observed": KafketteObserved(kafkette_configs),
         "tansu": Tansu(),
         "kafka": ApacheKafka(),

@@ -55,7 +55,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=None,
                         help="rounds per broker and workload (default 3, or 1 with --quick)")
     parser.add_argument("--brokers", default="kafkette,tansu,kafka",
-                        help="comma-separated, from: kafkette, kafkette-observed, tansu, kafka")
+                        help="comma-separated, from: kafkette, kafkette-before "
+                             "($KAFKETTE_BEFORE_BIN), kafkette-observed, tansu, kafka")
     parser.add_argument("--workloads", default=",".join(DEFAULT_WORKLOADS),
                         help=f"comma-separated, from: {', '.join(WORKLOADS)} (default: all but "
                              "scaling and idle-partitions)")

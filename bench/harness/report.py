@@ -201,9 +201,13 @@ def write_json(path: Path, document: dict) -> None:
 def write_chart(path: Path, summary: Summary, brokers: list[str], labels: dict[str, str]) -> bool:
     """One small bar chart per figure (median, whiskers min..max), one bar per broker.
 
-    Returns False (and writes nothing) when there is no figure to draw.
+    Returns False (and writes nothing) when there is no figure to draw, or no matplotlib
+    (the ``bench`` extra): the JSON and Markdown results are written before and stand alone.
     """
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        return False
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
