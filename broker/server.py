@@ -707,9 +707,7 @@ def _run_log_jobs(partitions: list[Partition], retention: bool) -> None:
     """Worker thread: retention (when due) and the flush check on every partition."""
     for partition in partitions:
         try:
-            if retention:
-                partition.log.apply_retention()
-            partition.log.maybe_flush()
+            partition.housekeeping(retention)
         except Exception as exc:  # a full disk fails every checkpoint: one line a minute
             storage_errors.failure("housekeeping of", f"{partition.topic}-{partition.index}", exc)
 

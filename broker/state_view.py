@@ -26,7 +26,6 @@ import trio
 from kafkette import __version__
 from kafkette.broker.groups.subscription import CONSUMER_PROTOCOL_TYPE
 from kafkette.broker.internal_topics import INTERNAL_TOPICS
-from kafkette.broker.record_lookup import exact_record
 from kafkette.log.errors import LogClosed, OffsetOutOfRange
 from kafkette.wire.record_batch import batch_size_at
 from kafkette.wire.records import decode_batch
@@ -34,7 +33,6 @@ from kafkette.wire.records import decode_batch
 if TYPE_CHECKING:
     from kafkette.broker.partitions import Partition
     from kafkette.broker.server import Broker
-    from kafkette.log.partition_log import PartitionLog
 
 # How many bytes one look at a partition reads at most (the browser shows a page).
 READ_CHUNK_BYTES = 1024 * 1024
@@ -208,7 +206,6 @@ class BrokerStateView:
         return [self._partition(p) for p in self._broker.topics.all_partitions()]
 
     def _partition(self, partition: Partition) -> PartitionSummary:
-        log = partition.log
         node = self._broker.node_id
         leader, replicas, isr = node, (node,), (node,)
         cluster = self._broker.cluster
@@ -222,16 +219,16 @@ class BrokerStateView:
         return PartitionSummary(
             topic=partition.topic,
             partition=partition.index,
-            log_start_offset=log.log_start_offset,
-            log_end_offset=log.log_end_offset,
-            high_watermark=log.high_watermark,
-            last_stable_offset=log.last_stable_offset,
-            size_bytes=log.size_bytes,
-            segments=len(log.segment_base_offsets),
+            log_start_offset=partition.log_start_offset,
+            log_end_offset=partition.log_end_offset,
+            high_watermark=partition.high_watermark,
+            last_stable_offset=partition.last_stable_offset,
+            size_bytes=partition.size_bytes,
+            segments=partition.segment_count,
             leader=leader,
             replicas=replicas,
             isr=isr,
-            producers=len(log.producer_state.table),
+            producers=partition.producer_count,
             bytes_in=partition.bytes_in,
             records_in=partition.records_in,
             bytes_out=partition.bytes_out,
@@ -249,22 +246,13 @@ class BrokerStateView:
         limiter: trio.CapacityLimiter | None = None,
     ) -> int:
         """The first offset whose record has a timestamp at or after ``timestamp_ms``
-        (the log end offset when none has), as ListOffsets by timestamp finds it: the
-        log finds the batch, then that batch is decoded (in a worker thread) for the
-        exact record. Raises UnknownPartition."""
-        log = self._log(topic, partition)
-
-        def find() -> int:
-            found = log.offset_for_timestamp(timestamp_ms)
-            if found is None:
-                return log.log_end_offset
-            try:
-                return exact_record(log, found[0], timestamp_ms, at_least=True)[1]
-            except OffsetOutOfRange:
-                return log.log_start_offset  # retention moved the start under us
-
+        (the log end offset when none has), as ListOffsets by timestamp finds it
+        (``Partition.first_offset_since``, in a worker thread). Raises UnknownPartition."""
+        hosted = self._hosted(topic, partition)
         try:
-            return await trio.to_thread.run_sync(find, limiter=limiter)
+            return await trio.to_thread.run_sync(
+                hosted.first_offset_since, timestamp_ms, limiter=limiter
+            )
         except LogClosed:
             raise UnknownPartition(f"{topic}-{partition} is not on this broker") from None
 
@@ -283,17 +271,17 @@ class BrokerStateView:
         no more than about ``max_bytes`` of keys, values and headers (at least one
         record). Control records (transaction markers) are left out. Raises
         UnknownPartition (also when the log is closed under the read)."""
-        log = self._log(topic, partition)
+        hosted = self._hosted(topic, partition)
         limit = max(1, min(max_records, MAX_RECORDS))
 
         def read() -> list[RecordView]:
-            start = min(max(offset, log.log_start_offset), log.high_watermark)
+            start = min(max(offset, hosted.log_start_offset), hosted.high_watermark)
             found: list[RecordView] = []
             budget = max_bytes
             position = start
-            while len(found) < limit and budget > 0 and position < log.high_watermark:
+            while len(found) < limit and budget > 0 and position < hosted.high_watermark:
                 try:
-                    data = log.read(position, READ_CHUNK_BYTES, log.high_watermark).to_bytes()
+                    data = hosted.read(position, READ_CHUNK_BYTES, hosted.high_watermark).to_bytes()
                 except OffsetOutOfRange:
                     break  # retention moved the start under us: show what we have
                 if not data:
@@ -337,11 +325,11 @@ class BrokerStateView:
         except LogClosed:
             raise UnknownPartition(f"{topic}-{partition} is not on this broker") from None
 
-    def _log(self, topic: str, partition: int) -> PartitionLog:
+    def _hosted(self, topic: str, partition: int) -> Partition:
         found = self._broker.topics.partition(topic, partition)
         if found is None:
             raise UnknownPartition(f"{topic}-{partition} is not on this broker")
-        return found.log
+        return found
 
     # Groups ------------------------------------------------------------------------
 
@@ -387,7 +375,7 @@ class BrokerStateView:
         rows = []
         for topic, index in sorted(set(committed) | set(owner)):
             found = self._broker.topics.partition(topic, index)
-            end = found.log.high_watermark if found is not None else None
+            end = found.high_watermark if found is not None else None
             offset = committed.get((topic, index))
             member = owner.get((topic, index))
             rows.append(

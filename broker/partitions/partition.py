@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, TypeVar
 import trio
 
 from kafkette.broker.partitions.follower import FollowerCopy, copy_from_leader
-from kafkette.broker.partitions.offset_lookup import offset_for_timestamp
+from kafkette.broker.partitions.offset_lookup import first_offset_since, offset_for_timestamp
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.record_batch import read_header
 
@@ -147,6 +147,13 @@ class Partition:
         async with self._append_lock:
             return await trio.to_thread.run_sync(self.log.delete_records_before, offset)
 
+    def housekeeping(self, retention_due: bool) -> None:
+        """Worker thread, the broker's periodic log jobs: retention (when due), then the
+        flush check (``log.flush.interval.ms``). Raises what the log raises."""
+        if retention_due:
+            self.log.apply_retention()
+        self.log.maybe_flush()
+
     async def while_appends_wait(self, work: Callable[[], T]) -> T:
         """Run ``work`` in a worker thread with no append in progress or starting
         (dropping the partition's files when it is no longer a replica here)."""
@@ -175,6 +182,26 @@ class Partition:
     def size_bytes(self) -> int:
         return self.log.size_bytes
 
+    @property
+    def segment_count(self) -> int:
+        return len(self.log.segment_base_offsets)
+
+    @property
+    def producer_count(self) -> int:
+        """Producers the log's producer table knows (the console's summary)."""
+        return len(self.log.producer_state.table)
+
+    @property
+    def latest_epoch(self) -> int:
+        """The latest leader epoch recorded in the log (-1: none yet): where a follower
+        starts its OffsetForLeaderEpoch questions."""
+        return self.log.leader_epoch_cache.latest_epoch
+
+    @property
+    def is_closed(self) -> bool:
+        """The log was closed (the partition was dropped or deleted here)."""
+        return self.log.is_closed
+
     def read_for_fetch(
         self, offset: int, max_bytes: int, budget: int, read_committed: bool, bounded: bool
     ) -> tuple[int, int, int, int, ReadInfo | None]:
@@ -202,10 +229,11 @@ class Partition:
         limit = max(1, min(max_bytes, budget))
         return stable, high_watermark, end, -1, log.read(offset, limit, bound)
 
-    def read(self, offset: int, max_bytes: int) -> ReadInfo:
-        """Whole batches from the one holding ``offset`` (``PartitionLog.read``): the
-        coordinators' replay of their internal topic. Worker threads only."""
-        return self.log.read(offset, max_bytes)
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None) -> ReadInfo:
+        """Whole batches from the one holding ``offset`` (``PartitionLog.read``), only
+        those starting below ``max_offset`` if given: the coordinators' replay of their
+        internal topic, the console's look at records. Worker threads only."""
+        return self.log.read(offset, max_bytes, max_offset)
 
     def aborted_transactions(self, start_offset: int, upper_bound: int) -> list[tuple[int, int]]:
         """(producer id, first offset) of the aborted transactions overlapping
@@ -215,6 +243,12 @@ class Partition:
     def offset_for_timestamp(self, timestamp: int, isolation_level: int) -> tuple[int, int]:
         """ListOffsets (``offset_lookup.py``): (timestamp, offset). Worker threads only."""
         return offset_for_timestamp(self.log, self.replicated, timestamp, isolation_level)
+
+    def first_offset_since(self, timestamp: int) -> int:
+        """The console's "from timestamp" (``offset_lookup.first_offset_since``): the
+        first offset whose record is stamped at or after ``timestamp``, else the log
+        end. Worker threads only."""
+        return first_offset_since(self.log, timestamp)
 
     def producers(self) -> list[tuple[int, ProducerEntry]]:
         """DescribeProducers: (producer id, entry) of every producer the log knows, in
@@ -258,6 +292,18 @@ class Partition:
             return ErrorCode.NONE
         return await replicas.wait_for_acks(self, last_offset, timeout_s, tenure)
 
+    def start_replication(self, replica_manager: ReplicaManager, high_watermark: int) -> None:
+        """Cluster mode, the first time ``replica_manager`` sees this partition: the HW
+        becomes explicit, starting at ``high_watermark`` (the checkpoint, clamped to the
+        log), and the role is the manager's from now on."""
+        self.log.enable_replication(high_watermark)
+        self.replica_manager = replica_manager
+
+    def set_high_watermark(self, offset: int) -> None:
+        """Cluster mode: the leader's replica manager moves the HW (clamped to the log,
+        ``PartitionLog.set_high_watermark``)."""
+        self.log.set_high_watermark(offset)
+
     def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: (epoch, end offset). In a cluster from the leader-epoch
         cache (Kafka's ``LeaderEpochFileCache.endOffsetFor``), what followers truncate
@@ -283,7 +329,7 @@ class Partition:
         runs, all with no append in between; its result is returned."""
         async with self._append_lock:
             self.leader_epoch = leader_epoch
-            if leader_epoch > self.log.leader_epoch_cache.latest_epoch:
+            if leader_epoch > self.latest_epoch:
                 await trio.to_thread.run_sync(self.log.assign_leader_epoch, leader_epoch)
             return install()
 
