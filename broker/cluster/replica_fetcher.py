@@ -192,11 +192,11 @@ class ReplicaFetcher:
         again: list[FollowerPartition] = []
         asks: dict[tuple[str, int], tuple[FollowerPartition, int]] = {}
         for state in states:
-            log_ = state.partition.log
-            latest = log_.leader_epoch_cache.latest_epoch
+            partition = state.partition
+            latest = partition.latest_epoch
             if latest < 0:
                 # No epoch recorded (an empty log): Kafka's fallback is the high watermark.
-                await self._truncate_to(state, state.leader_epoch, log_.high_watermark)
+                await self._truncate_to(state, state.leader_epoch, partition.high_watermark)
                 state.truncated = True
             else:
                 asks[state.key] = (state, latest)
@@ -240,25 +240,25 @@ class ReplicaFetcher:
                         error.name,
                     )
                     continue
-                log_ = state.partition.log
+                partition = state.partition
                 done = True
                 if answer["end_offset"] < 0:
-                    target = log_.high_watermark
+                    target = partition.high_watermark
                 else:
-                    own_epoch, own_end = log_.end_offset_for_epoch(answer["leader_epoch"])
+                    own_epoch, own_end = partition.end_offset_for_epoch(answer["leader_epoch"])
                     target, done = truncation_step(
                         answer["leader_epoch"],
                         answer["end_offset"],
                         own_epoch,
                         own_end,
-                        log_.log_end_offset,
+                        partition.log_end_offset,
                     )
                 await self._truncate_to(state, state.leader_epoch, target)
                 if self._current(key, epochs) is not state:
                     continue
                 if done:
                     state.truncated = True
-                elif log_.leader_epoch_cache.latest_epoch < asks[key][1]:
+                elif partition.latest_epoch < asks[key][1]:
                     again.append(state)  # an older epoch to ask about now
                 # else no progress (cannot happen with a sound leader): the loop retries
                 # after its backoff.
@@ -311,17 +311,17 @@ class ReplicaFetcher:
         offsets: dict[tuple[str, int], int] = {}
         epochs: dict[tuple[str, int], int] = {}
         for state in states:
-            log_ = state.partition.log
-            leo = log_.log_end_offset
+            partition = state.partition
+            leo = partition.log_end_offset
             offsets[state.key] = leo
             epochs[state.key] = state.leader_epoch
-            topics.setdefault(state.partition.topic, []).append(
+            topics.setdefault(partition.topic, []).append(
                 {
-                    "partition": state.partition.index,
+                    "partition": partition.index,
                     "current_leader_epoch": state.leader_epoch,
                     "fetch_offset": leo,
-                    "last_fetched_epoch": log_.leader_epoch_cache.latest_epoch,
-                    "log_start_offset": log_.log_start_offset,
+                    "last_fetched_epoch": partition.latest_epoch,
+                    "log_start_offset": partition.log_start_offset,
                     "partition_max_bytes": config.replica_fetch_max_bytes,
                 }
             )

@@ -17,7 +17,7 @@ holds this broker, makes it a leader, a follower or neither:
 - **Neither** (no leader, or not a replica): nothing runs for it; requests get
   NOT_LEADER_OR_FOLLOWER.
 
-High watermarks are explicit in cluster mode (``PartitionLog.enable_replication``)
+High watermarks are explicit in cluster mode (``Partition.start_replication``)
 and checkpointed to ``replication-offset-checkpoint`` every
 ``replica.high.watermark.checkpoint.interval.ms`` and at stop.
 
@@ -45,7 +45,6 @@ if TYPE_CHECKING:
     from kafkette.broker.cluster.metadata import BrokerInfo, ClusterMetadata, PartitionState
     from kafkette.broker.cluster.node import ClusterNode
     from kafkette.broker.server import Broker
-    from kafkette.log.partition_log import PartitionLog
 
 log = logging.getLogger("kafkette.replication")
 
@@ -100,7 +99,7 @@ class ReplicaManager:
         self._leading: dict[Key, LeaderState] = {}
         self._following: dict[Key, int] = {}  # partition -> leader broker id
         self._fetchers: dict[int, _FetcherTask] = {}
-        self._replicated: dict[Key, PartitionLog] = {}  # logs whose HW is explicit
+        self._replicated: dict[Key, Partition] = {}  # partitions whose HW is explicit
         self._checkpointed_hws: dict[Key, int] = {}
         self._metadata_lock = trio.Lock()
         self._nursery: trio.Nursery | None = None
@@ -185,13 +184,12 @@ class ReplicaManager:
             log.exception("role change of %s-%d failed", key[0], key[1])
 
     def _ensure_replicated(self, key: Key, partition: Partition) -> None:
-        """Make the log's HW explicit (from the checkpoint) the first time we see it."""
-        if self._replicated.get(key) is partition.log:
+        """Make the HW explicit (from the checkpoint) the first time we see the partition
+        (a new ``Partition`` comes with a new log: the topics never wrap one log twice)."""
+        if self._replicated.get(key) is partition:
             return
-        high_watermark = self._checkpointed_hws.pop(key, 0)
-        partition.log.enable_replication(high_watermark)
-        partition.replica_manager = self
-        self._replicated[key] = partition.log
+        partition.start_replication(self, self._checkpointed_hws.pop(key, 0))
+        self._replicated[key] = partition
 
     async def _become_leader(
         self, key: Key, partition: Partition, replicas: tuple[int, ...], state: PartitionState
@@ -211,7 +209,6 @@ class ReplicaManager:
                 current.notify()
             return
         self._stop_following(key)
-        log_ = partition.log
 
         def install() -> tuple[LeaderState, LeaderState | None, int]:
             # Under the partition's append lock: the log end is where the epoch starts.
@@ -221,14 +218,14 @@ class ReplicaManager:
             else:
                 self._tenures += 1
                 tenure = self._tenures
-            leo = log_.log_end_offset
+            leo = partition.log_end_offset
             replication = LeaderReplication(
                 self.broker_id,
                 replicas,
                 state.isr,
                 state.leader_epoch,
                 leo,
-                log_.high_watermark,
+                partition.high_watermark,
                 _now_ms(),
             )
             lead = LeaderState(partition, replication, state, tenure)
@@ -246,7 +243,7 @@ class ReplicaManager:
             state.leader_epoch,
             list(state.isr),
             leo,
-            log_.high_watermark,
+            partition.high_watermark,
         )
         self._advance_high_watermark(lead)
 
@@ -270,7 +267,7 @@ class ReplicaManager:
                 key[1],
                 state.leader_epoch,
                 leader.id,
-                partition.log.log_end_offset,
+                partition.log_end_offset,
             )
         fetcher.assign(partition, state.leader_epoch)
         self._following[key] = leader.id
@@ -419,7 +416,7 @@ class ReplicaManager:
         if lead is None or lead.partition is not partition:
             return
         replication = lead.replication
-        replication.record_fetch(replica_id, fetch_offset, partition.log.log_end_offset, _now_ms())
+        replication.record_fetch(replica_id, fetch_offset, partition.log_end_offset, _now_ms())
         self._advance_high_watermark(lead)
         if not lead.isr_update_pending:
             joining = replication.expand_candidates()
@@ -429,10 +426,10 @@ class ReplicaManager:
     # --- HW and ISR ----------------------------------------------------------------------
 
     def _advance_high_watermark(self, lead: LeaderState) -> None:
-        log_ = lead.partition.log
-        if lead.replication.advance_high_watermark(log_.log_end_offset):
-            log_.set_high_watermark(lead.replication.high_watermark)
-            lead.partition.notify_high_watermark()  # consumers long-polling below it
+        partition = lead.partition
+        if lead.replication.advance_high_watermark(partition.log_end_offset):
+            partition.set_high_watermark(lead.replication.high_watermark)
+            partition.notify_high_watermark()  # consumers long-polling below it
             lead.notify()
 
     def _change_isr(
@@ -532,7 +529,9 @@ class ReplicaManager:
         if data_dir is None:
             return
         hws = {
-            key: log_.high_watermark for key, log_ in self._replicated.items() if not log_.is_closed
+            key: partition.high_watermark
+            for key, partition in self._replicated.items()
+            if not partition.is_closed
         }
         try:
             await trio.to_thread.run_sync(data_dir.checkpoint_high_watermarks, hws)

@@ -42,7 +42,7 @@ async def drop_stray_replicas(broker: Broker, metadata: ClusterMetadata, broker_
         partition = broker.topics.partition(name, p)
         if partition is None:
             continue  # not hosted here: nothing to drop
-        end = partition.log.log_end_offset if not partition.log.is_closed else -1
+        end = partition.log_end_offset if not partition.is_closed else -1
         try:
             dropped = await broker.topics.drop_local_partition(name, p)
         except (OSError, ValueError) as exc:
