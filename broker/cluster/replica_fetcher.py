@@ -245,7 +245,7 @@ class ReplicaFetcher:
                 if answer["end_offset"] < 0:
                     target = partition.high_watermark
                 else:
-                    own_epoch, own_end = partition.end_offset_for_epoch(answer["leader_epoch"])
+                    own_epoch, own_end = partition.own_end_offset_for_epoch(answer["leader_epoch"])
                     target, done = truncation_step(
                         answer["leader_epoch"],
                         answer["end_offset"],

@@ -340,6 +340,12 @@ class Partition:
 
     # --- a follower's log (the replica fetcher) -----------------------------------------
 
+    def own_end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
+        """A follower's own side of the truncation (KIP-279): (epoch, end offset) from
+        the log's leader-epoch cache, whatever the role (``end_offset_for_epoch`` is
+        the answer to OffsetForLeaderEpoch requests, single node included)."""
+        return self.log.end_offset_for_epoch(leader_epoch)
+
     async def truncate_to(self, offset: int, still_wanted: Callable[[], bool]) -> int | None:
         """Cut the log at ``offset`` (also at or past the LEO: an epoch entry at the log
         end goes, see ``PartitionLog.truncate_to``) unless ``still_wanted()`` says no
