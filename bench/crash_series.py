@@ -24,12 +24,14 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
 from bench.harness.raw_wire import free_port
-from bench.harness.serve_process import ServeFailed, ServeProcess
+from bench.harness.serve_process import RestartedServe
 
+BROKER_ARGS = ("--config", "num.partitions=3", "--config", "group.initial.rebalance.delay.ms=0")
 MODES = {
     "default": (),
     "flush1": ("--config", "log.flush.interval.messages=1"),
@@ -43,37 +45,11 @@ def load_crash_module() -> ModuleType:
     return crash_load
 
 
-class BrokerProcess:
-    """``kafkette serve`` on a fixed port and data dir; restartable after kill -9."""
-
-    def __init__(self, data_dir: Path, port: int, extra: tuple[str, ...], log_path: Path) -> None:
-        self.args = [
-            "--listen", f"127.0.0.1:{port}", "--data-dir", str(data_dir),
-            "--config", "num.partitions=3", "--config", "group.initial.rebalance.delay.ms=0",
-            *extra,
-        ]  # fmt: skip
-        self.log_path = log_path
-        self.serve: ServeProcess | None = None
-        self.restart_seconds: list[float] = []
-        self._killed_at: float | None = None
-
-    def start(self) -> str:
-        self.serve = ServeProcess(self.args, self.log_path, append_log=True).wait_ready(60)
-        if self._killed_at is not None:
-            self.restart_seconds.append(time.monotonic() - self._killed_at)
-        return self.serve.bootstrap
-
-    def kill(self) -> None:
-        assert self.serve is not None
-        self.serve.kill()
-        self._killed_at = time.monotonic()
-
-    def stop(self) -> None:
-        if self.serve is not None and self.serve.running:
-            try:
-                self.serve.terminate(30)
-            except ServeFailed:
-                pass  # ignored SIGTERM: killed
+def series_broker(workdir: Path, mode: str, extra: Sequence[str]) -> RestartedServe:
+    """The broker of one mode's series (both series): its own data dir and log under
+    ``workdir``, a free port kept across restarts."""
+    data_dir, log_path = workdir / f"data-{mode}", workdir / f"broker-{mode}.log"
+    return RestartedServe(data_dir, free_port(), [*BROKER_ARGS, *extra], log_path)
 
 
 def print_restart_times(mode: str, restarts: list[float]) -> None:
@@ -86,8 +62,7 @@ def print_restart_times(mode: str, restarts: list[float]) -> None:
 
 
 def run_mode(crash_load, mode: str, rounds: int, seed: int, workdir: Path) -> bool:
-    data_dir = workdir / f"data-{mode}"
-    broker = BrokerProcess(data_dir, free_port(), MODES[mode], workdir / f"broker-{mode}.log")
+    broker = series_broker(workdir, mode, MODES[mode])
     started = time.monotonic()
     try:
         result = crash_load.run_series(

@@ -23,8 +23,7 @@ import time
 from pathlib import Path
 from types import ModuleType
 
-from bench.crash_series import BrokerProcess, print_restart_times, series_main
-from bench.harness.raw_wire import free_port
+from bench.crash_series import print_restart_times, series_broker, series_main
 
 MODES = {
     "default": (),
@@ -41,10 +40,7 @@ def load_module() -> ModuleType:
 
 
 def run_mode(load, mode: str, rounds: int, seed: int, workdir: Path) -> bool:
-    data_dir = workdir / f"data-{mode}"
-    broker = BrokerProcess(
-        data_dir, free_port(), (*MODES[mode], *EXTRA), workdir / f"broker-{mode}.log"
-    )
+    broker = series_broker(workdir, mode, (*MODES[mode], *EXTRA))
     started = time.monotonic()
     try:
         result = load.run_series(

@@ -6,8 +6,9 @@ stdout line (a reader thread, so the child never blocks on a full pipe), writes 
 file, and reads ``/proc`` for the figures bench scripts print (descriptors, RSS, CPU).
 
 One handle is one process: a broker restarted on the same port and data dir (kill -9 series,
-clusters) is a new ``ServeProcess`` each time, appending to the same log if asked. Every wait
-has a deadline; a start that misses it raises ``ServeFailed`` with the broker's log, never hangs.
+clusters) is a new ``ServeProcess`` each time, appending to the same log if asked;
+``RestartedServe`` is that for the kill -9 series of the tests and bench. Every wait has a
+deadline; a start that misses it raises ``ServeFailed`` with the broker's log, never hangs.
 """
 
 from __future__ import annotations
@@ -231,3 +232,61 @@ class ServeProcess:
         with open(f"/proc/{self.proc.pid}/stat") as stat:
             fields = stat.read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class RestartedServe:
+    """``kafkette serve`` on one data dir and port, started again after each kill -9: the
+    broker of a crash series (``crash_load.run_series`` and ``txn_crash_load.run_series``
+    take its ``start`` and ``kill``).
+
+    Every start is a new ``ServeProcess`` (``serve``: the current one) appending to the one
+    log at ``log_path``; ``alternate`` is added to every other start (the 2nd, 4th, ...), e.g.
+    ``log.flush.interval.messages=1``, so one series sees both settings. ``kill`` checks that
+    no clean-shutdown marker was left, so each restart really recovers; ``restart_seconds``
+    holds the kill-to-ready time of each restart.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path,
+        port: int,
+        args: Sequence[str],
+        log_path: Path,
+        *,
+        alternate: Sequence[str] = (),
+    ) -> None:
+        self.data_dir = data_dir
+        self.port = port
+        self.args = [*serve_args(data_dir, f"127.0.0.1:{port}"), *args]
+        self.alternate = tuple(alternate)
+        self.log_path = log_path
+        self.serve: ServeProcess | None = None
+        self.starts = 0
+        self.restart_seconds: list[float] = []
+        self._killed_at: float | None = None
+
+    def start(self, timeout: float = 60.0) -> str:
+        """Start (again) and wait for the ready line; the bootstrap address."""
+        extra = self.alternate if self.starts % 2 else ()
+        self.starts += 1
+        self.serve = ServeProcess([*self.args, *extra], self.log_path, append_log=True)
+        self.serve.wait_ready(timeout)
+        assert self.serve.port == self.port, (self.serve.port, self.port)
+        if self._killed_at is not None:
+            self.restart_seconds.append(time.monotonic() - self._killed_at)
+        return self.serve.bootstrap
+
+    def kill(self) -> None:
+        """SIGKILL the current process: the crash."""
+        assert self.serve is not None, "start() first"
+        self.serve.kill()
+        self._killed_at = time.monotonic()
+        assert not (self.data_dir / ".kafka_cleanshutdown").exists()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """The end of a series: SIGTERM if still running (killed if it ignores it)."""
+        if self.serve is not None and self.serve.running:
+            try:
+                self.serve.terminate(timeout)
+            except ServeFailed:
+                pass  # ignored SIGTERM: killed

@@ -28,7 +28,7 @@ from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
 
 from bench.harness import raw_wire
 from bench.harness.raw_wire import RawConnection, fetch_request
-from bench.harness.serve_process import ServeProcess
+from bench.harness.serve_process import RestartedServe, ServeProcess
 from bench.harness.topic_reader import ReadRecord, read_topic
 from kafkette.broker.embedded import EmbeddedBroker
 
@@ -84,50 +84,30 @@ def broker_process(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
         process.kill()
 
 
+# Every other start of a kill -9 series fsyncs each append: its answers leave later, so
+# more batches are written but unanswered when the kill lands (and PrepareCommit and its
+# markers lie further apart); the others run with Kafka's defaults.
+FLUSH_EACH_APPEND = ("--config", "log.flush.interval.messages=1")
+
+
 @pytest.fixture
-def kill_9_broker(
-    broker_process: Callable[..., BrokerProcess], free_port: int
-) -> Callable[..., Kill9Broker]:
-    """Factory: ``kill_9_broker(data_dir, "--config", "k=v")`` -> ``Kill9Broker`` on a
+def kill_9_broker(tmp_path: Path, free_port: int) -> Iterator[Callable[..., RestartedServe]]:
+    """Factory: ``kill_9_broker(data_dir, "--config", "k=v")`` -> a ``RestartedServe`` on a
     fixed free port, for the kill -9 series (``crash_load.run_series`` and
-    ``txn_crash_load.run_series`` take its ``start`` and ``kill``)."""
+    ``txn_crash_load.run_series`` take its ``start`` and ``kill``); every other start with
+    ``FLUSH_EACH_APPEND``. Whatever still runs is killed at teardown."""
+    made: list[RestartedServe] = []
 
-    def make(data_dir: Path, *args: str) -> Kill9Broker:
-        return Kill9Broker(broker_process, data_dir, free_port, args)
+    def make(data_dir: Path, *args: str) -> RestartedServe:
+        log_path = tmp_path / f"kill-9-broker-{len(made)}.log"
+        broker = RestartedServe(data_dir, free_port, args, log_path, alternate=FLUSH_EACH_APPEND)
+        made.append(broker)
+        return broker
 
-    return make
-
-
-class Kill9Broker:
-    """``kafkette serve`` restarted on the same data dir and port after each kill -9.
-
-    Every other broker fsyncs each append (``log.flush.interval.messages=1``): its
-    answers leave later, so more batches are written but unanswered when the kill
-    lands (and PrepareCommit and its markers lie further apart); the others run
-    with Kafka's defaults. ``kill`` also checks that no clean-shutdown marker was
-    left, so the restart really recovers.
-    """
-
-    def __init__(
-        self, broker_process: Callable[..., BrokerProcess], data_dir: Path, port: int,
-        args: tuple[str, ...],
-    ) -> None:
-        self._broker_process = broker_process
-        self.data_dir = data_dir
-        self.port = port
-        self.args = ("--listen", f"127.0.0.1:{port}", *args)
-        self.running: list[BrokerProcess] = []
-
-    def start(self) -> str:
-        flush = ("--config", "log.flush.interval.messages=1") if len(self.running) % 2 else ()
-        process = self._broker_process(self.data_dir, *self.args, *flush)
-        assert process.port == self.port
-        self.running.append(process)
-        return process.bootstrap
-
-    def kill(self) -> None:
-        self.running[-1].kill()
-        assert not (self.data_dir / ".kafka_cleanshutdown").exists()
+    yield make
+    for broker in made:
+        if broker.serve is not None:
+            broker.serve.kill()
 
 
 # --- raw protocol client --------------------------------------------------------

@@ -51,4 +51,4 @@ def test_kill_9_under_idempotent_load_stores_each_value_once(
     assert result.stored == result.produced == result.acked, result.summary()
     assert not result.commit_regressions, result.commit_regressions
     assert not result.producer_id_reuse, result.producer_id_reuse
-    assert broker.running[-1].terminate() == 0
+    assert broker.serve.terminate() == 0

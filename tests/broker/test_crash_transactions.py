@@ -56,4 +56,4 @@ def test_kill_9_during_transactions_commits_or_aborts_each_whole(
     assert result.acked_commits >= ROUNDS and result.acked_aborts >= ROUNDS, result.summary()
     assert result.committed_in_log >= result.acked_commits, result.summary()
     assert result.records_visible > 0, result.summary()
-    assert broker.running[-1].terminate() == 0
+    assert broker.serve.terminate() == 0
