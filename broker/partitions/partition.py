@@ -10,7 +10,10 @@ methods here (produce's multi-partition append is ``append.py``, a follower's
 copy of its leader ``follower.py``). Reads take no lock (the log publishes an
 append only once its bytes are in place): the read methods here forward to the
 log and nothing more, one call per partition on Fetch's hot path. The producer
-table belongs to the log (it is snapshotted and rebuilt with it).
+table belongs to the log (it is snapshotted and rebuilt with it). The rest of the
+broker asks here too, never the log: the replica manager and fetcher (HW, epochs),
+the console's state view (summaries, reads), the periodic log jobs
+(``housekeeping``); only the log cleaner is handed the logs themselves.
 
 The leader/follower role is reachable from here too, single node and cluster
 alike: on a single node (``replica_manager`` None) this broker leads every
