@@ -104,6 +104,8 @@ class StartupError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
+    """A host and port: one to listen on, or one advertised to clients."""
+
     host: str
     port: int
 
