@@ -33,6 +33,8 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class ConfigDef:
+    """One broker config Kafka defines: its type, default, doc and validator."""
+
     name: str
     type: str  # Kafka's ConfigType names: BOOLEAN STRING INT SHORT LONG DOUBLE LIST CLASS PASSWORD
     default: str | None

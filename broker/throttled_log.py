@@ -21,7 +21,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
 
 DEFAULT_INTERVAL_S = 60.0
 
@@ -41,10 +40,15 @@ def error_kind(operation: str, exc: BaseException) -> tuple[str, object]:
     return operation, type(exc).__name__
 
 
-@dataclass(slots=True)
 class _Kind:
-    last_logged: float
-    held_back: int = 0
+    """One kind's budget: when its last line went out, how many were held back since.
+    A plain class, not a dataclass: each dataclass made at import costs a start ~1 ms."""
+
+    __slots__ = ("held_back", "last_logged")
+
+    def __init__(self, last_logged: float) -> None:
+        self.last_logged = last_logged
+        self.held_back = 0
 
 
 class ThrottledLog:

@@ -38,6 +38,8 @@ NEED_DATA = _NeedData()
 
 @dataclass(frozen=True, slots=True)
 class RequestHeader:
+    """A request's header fields; ``flexible``: it and its response use tagged fields."""
+
     api_key: int
     api_version: int
     correlation_id: int

@@ -40,7 +40,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import trio
@@ -103,32 +103,42 @@ def offsets_topic_configs(config: GroupConfig) -> dict[str, str]:
     }
 
 
-@dataclass(slots=True)
+# The three records below are plain classes, not dataclasses: every dataclass made at
+# import costs a start ~1 ms (issue 30), and these need neither equality nor a repr.
+
+
 class _Ownership:
     """Cluster mode: an offsets partition this broker leads (``token`` tells one
     leadership from the next; ``loaded`` once its groups are in memory)."""
 
-    token: int
-    loaded: bool = False
+    __slots__ = ("loaded", "token")
+
+    def __init__(self, token: int, loaded: bool = False) -> None:
+        self.token = token
+        self.loaded = loaded
 
 
-@dataclass(slots=True)
 class _Waiter:
     """A JoinGroup/SyncGroup waiting for its answer: ``render`` turns the state
     machine's reply into the response body; ``answer`` is the slot it fills."""
 
-    render: Callable[[JoinResponse | SyncResponse], dict]
-    done: trio.Event = field(default_factory=trio.Event)
-    answer: dict | None = None
+    __slots__ = ("answer", "done", "render")
+
+    def __init__(self, render: Callable[[JoinResponse | SyncResponse], dict]) -> None:
+        self.render = render
+        self.done = trio.Event()
+        self.answer: dict | None = None
 
 
-@dataclass(slots=True)
 class _Commit:
     """Cluster mode: a batch appended to offsets partition ``index``; ``wait(timeout_s)``
     answers once the high watermark passed it (``append_uncommitted``)."""
 
-    index: int
-    wait: Callable[[float], Awaitable[ErrorCode]]
+    __slots__ = ("index", "wait")
+
+    def __init__(self, index: int, wait: Callable[[float], Awaitable[ErrorCode]]) -> None:
+        self.index = index
+        self.wait = wait
 
 
 class CoordinatorUnavailable(Exception):
