@@ -93,12 +93,18 @@ def generate_page_views(
 
 
 def ensure_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 30.0) -> None:
-    """Create ``topic`` with ``partitions`` partitions unless it already exists."""
+    """Create ``topic`` with ``partitions`` partitions unless it already exists.
+
+    A topic made here keeps its records whatever their age (``retention.ms=-1``): the events
+    are dated from 2024-01-01, which a broker's default time retention (7 days) deletes at its
+    next retention check, within minutes. An existing topic is left as it is.
+    """
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    future = admin.create_topics([NewTopic(topic, partitions, 1)])[topic]
+    new = NewTopic(topic, partitions, 1, config={"retention.ms": "-1"})
+    future = admin.create_topics([new])[topic]
     try:
         future.result(timeout)
     except KafkaException as exc:

@@ -67,6 +67,11 @@ def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     stderr_path = data_dir.parent / "kafkette.stderr"
     command = [sys.executable, "-m", "kafkette", "serve", "--listen", "127.0.0.1:0"]
     command += ["--data-dir", str(data_dir), "--config", f"num.partitions={PARTITIONS}"]
+    # The clickstream's events are dated from 2024-01-01, older than Kafka's default time
+    # retention (7 days): the broker's retention check, every 5 minutes of this session-long
+    # broker, would delete a topic's records mid-test (a job then reads 0 records). Seen on
+    # CI: an --available-now job that started after a check had nothing to read.
+    command += ["--config", "log.retention.ms=-1"]
     with open(stderr_path, "wb") as stderr:
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True)
     try:

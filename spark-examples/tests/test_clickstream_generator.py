@@ -51,3 +51,19 @@ def test_cli_produces_the_events_keyed_by_user(bootstrap, topic_name, read_topic
         partitions_of_user.setdefault(key, set()).add(partition)
     assert all(len(parts) == 1 for parts in partitions_of_user.values())
     assert {p for parts in partitions_of_user.values() for p in parts} == {0, 1, 2}
+
+
+def test_a_topic_the_generator_creates_keeps_its_2024_records(bootstrap, topic_name):
+    """The events are dated 2024: a topic with Kafka's default time retention (7 days) would
+    lose them at the broker's next retention check, so the generator's topics have none."""
+    from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
+
+    topic = topic_name()
+    main(["--bootstrap-server", bootstrap, "--topic", topic, "--count", "5"])
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    configs = admin.describe_configs([resource])[resource].result(timeout=30)
+    # The topic's own setting (this session's broker has log.retention.ms=-1 as well).
+    assert configs["retention.ms"].value == "-1"
+    assert configs["retention.ms"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
