@@ -64,11 +64,7 @@ async def handle_alter_partition_reassignments(broker: Broker, request: Request)
     response = {
         "throttle_time_ms": 0,
         "error_code": int(top_error),
-        "error_message": (
-            "This is not the correct controller for this cluster."
-            if top_error == ErrorCode.NOT_CONTROLLER
-            else None
-        ),
+        "error_message": _top_message(top_error),
         "responses": [{"name": t, "partitions": parts} for t, parts in by_topic.items()],
     }
     if version >= 1:
@@ -101,10 +97,13 @@ async def handle_list_partition_reassignments(broker: Broker, request: Request) 
     return {
         "throttle_time_ms": 0,
         "error_code": int(top_error),
-        "error_message": (
-            "This is not the correct controller for this cluster."
-            if top_error == ErrorCode.NOT_CONTROLLER
-            else None
-        ),
+        "error_message": _top_message(top_error),
         "topics": [{"name": name, "partitions": parts} for name, parts in listed.items()],
     }
+
+
+def _top_message(top_error: ErrorCode) -> str | None:
+    """Kafka's top-level message: only NOT_CONTROLLER carries one."""
+    if top_error == ErrorCode.NOT_CONTROLLER:
+        return "This is not the correct controller for this cluster."
+    return None

@@ -48,8 +48,11 @@ def commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> N
         consumer.close()
 
 
-def create_topic(cli, bootstrap: str, topic: str, partitions: int) -> None:
-    done = cli("topics", "create", topic, "--partitions", str(partitions), "-b", bootstrap)
+def create_topic(cli, bootstrap: str, topic: str, partitions: int, *configs: str) -> None:
+    """``kafkette topics create``; ``configs`` are ``KEY=VALUE`` topic configs."""
+    flags = [flag for config in configs for flag in ("--config", config)]
+    done = cli("topics", "create", topic, "--partitions", str(partitions), *flags, "-b",
+               bootstrap)
     assert done.returncode == 0, done.stderr
 
 
@@ -206,9 +209,7 @@ def test_reset_offsets_scenarios(cli, kafkette_bootstrap, unique_topic):
     b = ("-b", kafkette_bootstrap)
     # Records from 2001: a topic without time retention, or the broker's next retention
     # check (every 5 minutes) deletes them mid-test.
-    done = cli("topics", "create", topic, "--partitions", "2", "--config", "retention.ms=-1",
-               *b)
-    assert done.returncode == 0, done.stderr
+    create_topic(cli, kafkette_bootstrap, topic, 2, "retention.ms=-1")
     now = int(time.time() * 1000)
     old = 1_000_000_000_000  # 2001-09-09T01:46:40Z
     produce(kafkette_bootstrap, topic, {0: [old + i * 1000 for i in range(5)],
