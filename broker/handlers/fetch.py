@@ -116,10 +116,9 @@ class _Wanted:
     max_bytes: int
     response: dict
     read_committed: bool
-    # Cluster mode: the answer's HW is the log's; a consumer (not a follower) reads below it.
-    cluster: bool = False
-    bounded: bool = False
-    follower: bool = False  # a replica's fetch: not counted as traffic out
+    # A replica's fetch: reads to the log end (a consumer's stops at the HW of a replicated
+    # partition, Partition.read_for_fetch) and is not counted as traffic out.
+    follower: bool = False
     # Count records out (a scan of the answer's batch headers): only while metrics or the
     # console read them (Broker.count_records_out), never for a follower.
     count_records: bool = False
@@ -157,12 +156,12 @@ async def handle_fetch(broker: Broker, request: Request) -> dict:
     deadline = trio.current_time() + max_wait
     min_bytes = body["min_bytes"]
     partitions = [w.partition for w in wanted if w.partition is not None]
-    bounded = [w.bounded for w in wanted if w.partition is not None]
+    follower = replica_id >= 0
     while True:
         # Register before reading, so an append that lands during the read wakes us.
         appended = trio.Event()
-        for partition, below_hw in zip(partitions, bounded, strict=True):
-            partition.add_waiter(appended, below_hw)
+        for partition in partitions:
+            partition.add_waiter(appended, follower)
         try:
             total = await _read(wanted, body["max_bytes"])
             if (
@@ -316,13 +315,11 @@ def _plan(
             served = broker.topics.serving(
                 name, fetch["partition"], fetch["current_leader_epoch"]
             )
-            replicated = False
             if isinstance(served, ErrorCode):
                 response["error_code"] = int(served)
                 partition = None
             else:
                 partition = served
-                replicated = partition.replicated
                 if replica_id >= 0:
                     partition.follower_fetched(replica_id, fetch["fetch_offset"])
             partitions.append(response)
@@ -334,8 +331,6 @@ def _plan(
                     fetch["partition_max_bytes"],
                     response,
                     read_committed,
-                    replicated,
-                    replicated and replica_id < 0,
                     replica_id >= 0,
                     replica_id < 0 and broker.count_records_out,
                 )
@@ -426,13 +421,13 @@ def _read_all(wanted: list[_Wanted], max_bytes: int) -> int:
             response["aborted_transactions"] = []
         partition = item.partition
         try:
-            stable, high_watermark, end, log_start, info = partition.read_for_fetch(
-                item.offset, item.max_bytes, budget, item.read_committed, item.bounded
+            stable, high_watermark, log_start, info = partition.read_for_fetch(
+                item.offset, item.max_bytes, budget, item.read_committed, item.follower
             )
             if info is None:
                 # Caught up: nothing read (what a session's quiet partitions mostly
                 # are); the offsets are answered without the read's lock and snapshot.
-                response["high_watermark"] = high_watermark if item.cluster else end
+                response["high_watermark"] = high_watermark
                 response["last_stable_offset"] = stable
                 response["log_start_offset"] = log_start
                 continue
@@ -454,7 +449,7 @@ def _read_all(wanted: list[_Wanted], max_bytes: int) -> int:
             response["last_stable_offset"] = partition.last_stable_offset
             response["log_start_offset"] = partition.log_start_offset
             continue
-        response["high_watermark"] = high_watermark if item.cluster else info.high_watermark
+        response["high_watermark"] = high_watermark
         response["last_stable_offset"] = stable
         response["log_start_offset"] = info.log_start_offset
         size = info.size

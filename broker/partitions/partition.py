@@ -206,31 +206,33 @@ class Partition:
         return self.log.is_closed
 
     def read_for_fetch(
-        self, offset: int, max_bytes: int, budget: int, read_committed: bool, bounded: bool
-    ) -> tuple[int, int, int, int, ReadInfo | None]:
+        self, offset: int, max_bytes: int, budget: int, read_committed: bool, follower: bool
+    ) -> tuple[int, int, int, ReadInfo | None]:
         """Fetch's read of this partition, in one call (its hot path): (last stable
-        offset, high watermark, log end offset, log start offset, the read), the offsets
+        offset, the high watermark to answer, log start offset, the read), the offsets
         taken before the data (the LSO never passes what the read sees).
 
         At the log end (caught up) nothing is read: the read is None and the log start
         is given. Otherwise the log start is -1 (the read has it); the read is at most
         the partition's ``max_bytes`` and what is left of the response's ``budget`` (at
         least 1: the first batch comes whole) and stops at the LSO (``read_committed``)
-        or the HW (``bounded``: a cluster consumer).
+        or, for a consumer of a replicated partition, at the HW taken before it (a
+        ``follower`` reads to the log end). On a single node the HW is the log end, and
+        the answer's is the read's own.
         Raises what ``PartitionLog.read`` raises (OffsetOutOfRange, WouldBlock, ...).
         """
         log = self.log
         stable = log.last_stable_offset
         high_watermark = log.high_watermark
-        end = log.log_end_offset
-        if offset == end:
-            return stable, high_watermark, end, log.log_start_offset, None
+        if offset == log.log_end_offset:
+            return stable, high_watermark, log.log_start_offset, None
+        replicated = self.replica_manager is not None
         if read_committed:
             bound: int | None = stable
         else:
-            bound = high_watermark if bounded else None
-        limit = max(1, min(max_bytes, budget))
-        return stable, high_watermark, end, -1, log.read(offset, limit, bound)
+            bound = high_watermark if replicated and not follower else None
+        info = log.read(offset, max(1, min(max_bytes, budget)), bound)
+        return stable, high_watermark if replicated else info.high_watermark, -1, info
 
     def read(self, offset: int, max_bytes: int, max_offset: int | None = None) -> ReadInfo:
         """Whole batches from the one holding ``offset`` (``PartitionLog.read``), only
@@ -392,11 +394,12 @@ class Partition:
 
     # --- waiters ------------------------------------------------------------------------
 
-    def add_waiter(self, event: trio.Event, high_watermark: bool = False) -> None:
-        """Have ``event`` set at the next append (Fetch long-poll); with
-        ``high_watermark`` also when the HW moves (a cluster consumer reads below it;
-        a follower, which reads to the log end, has no use for that wake-up)."""
-        (self._hw_waiters if high_watermark else self._waiters).add(event)
+    def add_waiter(self, event: trio.Event, follower: bool = False) -> None:
+        """Have ``event`` set at the next append (Fetch long-poll) and, unless it is a
+        ``follower``'s (which reads to the log end), also when the HW moves: a consumer
+        of a replicated partition reads below it (on a single node nothing else moves
+        the HW, so the append's wake-up is the one that comes)."""
+        (self._waiters if follower else self._hw_waiters).add(event)
 
     def remove_waiter(self, event: trio.Event) -> None:
         self._waiters.discard(event)
