@@ -5,6 +5,8 @@ whole test files, the slowest first.
 - Folders whose files share an expensive session fixture are one unit each, on one worker:
   the Spark tests share one SparkSession (a JVM, seconds and a GiB), the tools' tests one
   reference Apache Kafka broker; spread over the workers, each would start its own.
+- A file of long, CPU-bound tests that share nothing (``SPLIT_BY_FUNCTION``) is one unit per
+  test function instead, so that it spreads over the workers.
 - Files start in the order of ``SLOWEST_FIRST`` (folders whose files take minutes: Spark,
   Kafka Streams, clusters), so that the last minutes are spent on short files that fill the
   gaps, not on one long file while the other workers wait. The order only decides when a file
@@ -138,6 +140,7 @@ SLOWEST_FIRST = (
     "tests/tools/",
     "compat-tests/",
     "tests/cluster/",
+    "tests/wire/test_codec.py",
     "tests/security/",
     "tests/broker/",
     "tests/console/",
@@ -148,6 +151,10 @@ SLOWEST_FIRST = (
 )
 # Folders run as one unit of work (see the module's docstring).
 SHARED_SESSION_UNITS = ("spark-examples/", "tests/tools/")
+# Files run as one unit per test function: the codec's property tests are a minute and a
+# half of CPU in four functions; as one unit, started last among the quick files, they were
+# the run's last minute, with the other workers done.
+SPLIT_BY_FUNCTION = ("tests/wire/test_codec.py",)
 
 
 def _rank(nodeid: str) -> int:
@@ -164,7 +171,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):  # log: xdist's Producer
-    """Whole files to a worker, the shared-session folders whole (see the module's docstring)."""
+    """Whole files to a worker, the shared-session folders whole, the split files by
+    function (see the module's docstring and SPLIT_BY_FUNCTION)."""
     from xdist.scheduler import LoadFileScheduling
 
     class FilesAndSharedFolders(LoadFileScheduling):
@@ -172,6 +180,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):  # log: xdist's Pro
             for folder in SHARED_SESSION_UNITS:
                 if nodeid.startswith(folder):
                     return folder
+            if nodeid.startswith(SPLIT_BY_FUNCTION):
+                return nodeid.split("[", 1)[0]
             return super()._split_scope(nodeid)
 
     # xdist would otherwise queue the files by how many tests they hold (--loadscope-reorder):
