@@ -14,6 +14,11 @@ whole test files, the slowest first.
 
 ``pytest -n 0`` runs everything in one process, in the same order.
 
+Every worker collects every test file, and on a clean clone each would rewrite the asserts of
+all ~200 of them (pytest caches the result in ``__pycache__``; ~8 s of CPU a worker, four
+times over on two cores). So when most of that cache is missing, the controller first has two
+``--collect-only`` processes fill it, each for half the files, before the workers start.
+
 The suite starts hundreds of child processes (``kafkette serve``, the CLI, Kafka's tools), so
 what each start costs is set here, for every child:
 
@@ -131,6 +136,63 @@ if "KAFKA_JVM_PERFORMANCE_OPTS" not in os.environ:
     # variable and find the archive once it is there.
     if _archive is not None and not _archive.exists() and "PYTEST_XDIST_WORKER" not in os.environ:
         threading.Thread(target=_dump_class_archive, args=(_archive,), daemon=True).start()
+
+# Warm the assertion-rewrite cache first when at least this many test modules lack it.
+COLD_MODULES_WORTH_WARMING = 40
+WARMING_TIMEOUT_S = 120.0
+
+
+def _rewrite_cache_missing(module: Path) -> bool:
+    """No cached rewrite of ``module`` (pytest's own name for it: ``<stem>.<cache tag>-pytest-
+    <version>.pyc`` in ``__pycache__``); a stale one pytest redoes itself."""
+    tag = f"{sys.implementation.cache_tag}-pytest-{pytest.__version__}"
+    return not (module.parent / "__pycache__" / f"{module.stem}.{tag}.pyc").exists()
+
+
+def _test_modules(config: pytest.Config) -> list[Path]:
+    """The test modules and conftests under this run's paths (``testpaths`` or the arguments)."""
+    found: set[Path] = set()
+    for arg in config.args:
+        path = Path(arg.split("::", 1)[0])
+        if path.is_file():
+            found.add(path.resolve())
+        elif path.is_dir():
+            for pattern in ("test_*.py", "*_test.py", "conftest.py"):
+                found.update(p.resolve() for p in path.rglob(pattern) if ".venv" not in p.parts)
+    return sorted(found)
+
+
+def _warm_rewrite_cache(config: pytest.Config) -> None:
+    """Fill the assertion-rewrite cache in two processes before the workers start (see the
+    module's docstring); a warm cache, or a run of a few files, skips this."""
+    modules = _test_modules(config)
+    cold = [m for m in modules if m.name != "conftest.py" and _rewrite_cache_missing(m)]
+    if len(cold) < COLD_MODULES_WORTH_WARMING:
+        return
+    command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0",
+               "-p", "no:cacheprovider", "--rootdir", str(config.rootpath)]  # fmt: skip
+    warmers = [
+        subprocess.Popen(
+            [*command, *map(str, half)],
+            cwd=config.rootpath,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for half in (cold[0::2], cold[1::2])
+    ]
+    for warmer in warmers:
+        try:
+            warmer.wait(timeout=WARMING_TIMEOUT_S)
+        except subprocess.TimeoutExpired:  # only a head start: the workers rewrite what is left
+            warmer.kill()
+            warmer.wait()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    numprocesses = config.getoption("numprocesses", None)
+    if numprocesses and not hasattr(config, "workerinput") and not config.option.collectonly:
+        _warm_rewrite_cache(config)
+
 
 # Folder prefixes (from the repository root), slowest first; what matches none comes last,
 # in collection order.

@@ -653,7 +653,7 @@ class Broker:
         manager = self.cleaner
         backoff = self.config.cleaner.backoff_ms / 1000
         while True:
-            logs = [(p.topic, p.index, p.log) for p in self.topics.all_partitions()]
+            logs = [p.cleaner_entry() for p in self.topics.all_partitions()]
             try:
                 stats = await _abortable_in_thread(manager.clean_one, logs)
             except CleanAborted:

@@ -157,6 +157,13 @@ class Partition:
             self.log.apply_retention()
         self.log.maybe_flush()
 
+    def cleaner_entry(self) -> tuple[str, int, PartitionLog]:
+        """What the log cleaner works on (``LogCleanerManager.clean_one``, run by
+        ``Broker._run_cleaner``): this partition's log, named. Compaction is the log's own
+        job (log/cleaner.py): it reads closed segments and swaps the cleaned ones under the
+        log's write lock, so appends here never wait on it."""
+        return self.topic, self.index, self.log
+
     async def while_appends_wait(self, work: Callable[[], T]) -> T:
         """Run ``work`` in a worker thread with no append in progress or starting
         (dropping the partition's files when it is no longer a replica here)."""
