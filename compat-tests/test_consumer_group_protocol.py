@@ -69,8 +69,8 @@ class JavaConsumers:
     def start(self, name: str, instance_id: str = ""):
         stderr = (self.logs / f"java-{name}.log").open("ab")
         proc = subprocess.Popen(
-            ["java", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-cp", self.classpath,
-             "Consume848",
+            ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto",
+             "-cp", self.classpath, "Consume848",
              self.bootstrap, self.group, self.topic, instance_id],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True,
         )

@@ -52,6 +52,10 @@ from tests.reference_kafka import reference_script
 REPO = Path(__file__).resolve().parents[1]
 BROKER_CONFIGS = {"group.initial.rebalance.delay.ms": "0", "log.cleaner.backoff.ms": "500"}
 JVM_ENV = {"KAFKA_HEAP_OPTS": "-Xmx512m"}
+# Our own apps' JVMs, like Kafka's tools in this suite (the root conftest.py): the client
+# compiler and the serial collector, as these JVMs live seconds and process a few thousand
+# records (the server compiler and G1 cost more CPU than the work).
+SHORT_RUN_JVM = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 INPUT, OUTPUT = "streams-plaintext-input", "streams-wordcount-output"
 APP_ID = "ci-wordcount"
 CHANGELOG = f"{APP_ID}-KSTREAM-AGGREGATE-STATE-STORE-0000000003-changelog"
@@ -132,7 +136,8 @@ class Jvms:
     ) -> subprocess.Popen:
         """Run ``java -cp classpath main args`` (our own apps, compiled at test time)."""
         heap = JVM_ENV["KAFKA_HEAP_OPTS"].split()
-        return self._spawn(name, ["java", *heap, *jvm_opts, "-cp", classpath, main, *args], None)
+        argv = ["java", *heap, *SHORT_RUN_JVM, *jvm_opts, "-cp", classpath, main, *args]
+        return self._spawn(name, argv, None)
 
     def _spawn(
         self, name: str, argv: list[str], env: dict[str, str] | None

@@ -121,7 +121,8 @@ class JavaFamily(Family):
     def _start(self) -> None:
         log = open(HERE / ".build" / "java-agent.stderr.log", "ab")
         self._proc = subprocess.Popen(
-            ["java", "-Xshare:auto", "-cp", self._classpath, "CompatAgent", self.bootstrap],
+            ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto", "-cp",
+             self._classpath, "CompatAgent", self.bootstrap],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=log,
