@@ -150,14 +150,14 @@ def _rewrite_cache_missing(module: Path) -> bool:
 
 
 def _test_modules(config: pytest.Config) -> list[Path]:
-    """The test modules and conftests under this run's paths (``testpaths`` or the arguments)."""
+    """The test modules under this run's paths (``testpaths`` or the arguments)."""
     found: set[Path] = set()
     for arg in config.args:
         path = Path(arg.split("::", 1)[0])
         if path.is_file():
             found.add(path.resolve())
         elif path.is_dir():
-            for pattern in ("test_*.py", "*_test.py", "conftest.py"):
+            for pattern in ("test_*.py", "*_test.py"):
                 found.update(p.resolve() for p in path.rglob(pattern) if ".venv" not in p.parts)
     return sorted(found)
 
@@ -165,8 +165,7 @@ def _test_modules(config: pytest.Config) -> list[Path]:
 def _warm_rewrite_cache(config: pytest.Config) -> None:
     """Fill the assertion-rewrite cache in two processes before the workers start (see the
     module's docstring); a warm cache, or a run of a few files, skips this."""
-    modules = _test_modules(config)
-    cold = [m for m in modules if m.name != "conftest.py" and _rewrite_cache_missing(m)]
+    cold = [module for module in _test_modules(config) if _rewrite_cache_missing(module)]
     if len(cold) < COLD_MODULES_WORTH_WARMING:
         return
     command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0",
@@ -189,6 +188,7 @@ def _warm_rewrite_cache(config: pytest.Config) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """The xdist controller (``-n`` > 0; workers have ``workerinput``) warms the cache."""
     numprocesses = config.getoption("numprocesses", None)
     if numprocesses and not hasattr(config, "workerinput") and not config.option.collectonly:
         _warm_rewrite_cache(config)
