@@ -63,9 +63,10 @@ settings.load_profile("kafkette")
 REPO = Path(__file__).resolve().parent
 if str(REPO) not in sys.path:  # tests' helpers, as tests/conftest.py reaches them
     sys.path.insert(0, str(REPO))
+from tests.jvm_options import SHORT_RUN_JVM  # noqa: E402
 from tests.reference_kafka import reference_script  # noqa: E402
 
-SHORT_RUN_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djava.awt.headless=true"
+TOOL_JVM_OPTS = " ".join((*SHORT_RUN_JVM, "-Djava.awt.headless=true"))
 
 
 def _class_archive_path() -> Path | None:
@@ -108,7 +109,7 @@ def _dump_class_archive(archive: Path) -> None:
             if not (serve.stdout and serve.stdout.readline().startswith("kafkette ready")):
                 return
             partial = Path(work) / "tools.jsa"
-            env = dict(os.environ, KAFKA_JVM_PERFORMANCE_OPTS=SHORT_RUN_JVM,
+            env = dict(os.environ, KAFKA_JVM_PERFORMANCE_OPTS=TOOL_JVM_OPTS,
                        KAFKA_OPTS=f"-XX:ArchiveClassesAtExit={partial} -Xlog:cds*=off")  # fmt: skip
             subprocess.run(
                 [kafka_home / "bin" / "kafka-topics.sh", "--bootstrap-server",
@@ -128,9 +129,9 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 if "KAFKA_JVM_PERFORMANCE_OPTS" not in os.environ:
     _archive = _class_archive_path()
     os.environ["KAFKA_JVM_PERFORMANCE_OPTS"] = (
-        SHORT_RUN_JVM
+        TOOL_JVM_OPTS
         if _archive is None
-        else f"{SHORT_RUN_JVM} -XX:SharedArchiveFile={_archive} -Xlog:cds*=off"
+        else f"{TOOL_JVM_OPTS} -XX:SharedArchiveFile={_archive} -Xlog:cds*=off"
     )
     # The controller (or the only process, -n 0) dumps it once; xdist's workers inherit the
     # variable and find the archive once it is there.

@@ -22,6 +22,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartiti
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.broker import group_helpers as helpers
+from tests.jvm_options import SHORT_RUN_JVM
 
 HERE = Path(__file__).resolve().parent
 KAFKA_REF = Path("/work/shared/reference-kafka/kafka-ref")
@@ -69,8 +70,7 @@ class JavaConsumers:
     def start(self, name: str, instance_id: str = ""):
         stderr = (self.logs / f"java-{name}.log").open("ab")
         proc = subprocess.Popen(
-            ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto",
-             "-cp", self.classpath, "Consume848",
+            ["java", *SHORT_RUN_JVM, "-Xshare:auto", "-cp", self.classpath, "Consume848",
              self.bootstrap, self.group, self.topic, instance_id],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True,
         )

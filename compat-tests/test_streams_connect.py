@@ -47,15 +47,12 @@ from compat_lib import broker_process
 from compat_lib.build_lock import build_lock
 
 from bench.harness.raw_wire import free_port
+from tests.jvm_options import SHORT_RUN_JVM
 from tests.reference_kafka import reference_script
 
 REPO = Path(__file__).resolve().parents[1]
 BROKER_CONFIGS = {"group.initial.rebalance.delay.ms": "0", "log.cleaner.backoff.ms": "500"}
 JVM_ENV = {"KAFKA_HEAP_OPTS": "-Xmx512m"}
-# Our own apps' JVMs, like Kafka's tools in this suite (the root conftest.py): the client
-# compiler and the serial collector, as these JVMs live seconds and process a few thousand
-# records (the server compiler and G1 cost more CPU than the work).
-SHORT_RUN_JVM = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 INPUT, OUTPUT = "streams-plaintext-input", "streams-wordcount-output"
 APP_ID = "ci-wordcount"
 CHANGELOG = f"{APP_ID}-KSTREAM-AGGREGATE-STATE-STORE-0000000003-changelog"

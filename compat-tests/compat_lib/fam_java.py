@@ -28,6 +28,7 @@ from compat_lib.family import (
     Family,
 )
 from compat_lib.model import Got, GroupInfo, Rec, Start
+from tests.jvm_options import SHORT_RUN_JVM
 
 HERE = Path(__file__).resolve().parent.parent
 SOURCES = HERE / "java"
@@ -121,8 +122,8 @@ class JavaFamily(Family):
     def _start(self) -> None:
         log = open(HERE / ".build" / "java-agent.stderr.log", "ab")
         self._proc = subprocess.Popen(
-            ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto", "-cp",
-             self._classpath, "CompatAgent", self.bootstrap],
+            ["java", *SHORT_RUN_JVM, "-Xshare:auto", "-cp", self._classpath, "CompatAgent",
+             self.bootstrap],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=log,

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.jvm_options import SHORT_RUN_JVM
+
 EXAMPLES_DIR = Path(__file__).resolve().parents[1]
 if str(EXAMPLES_DIR) not in sys.path:
     sys.path.insert(0, str(EXAMPLES_DIR))  # the examples are scripts, not an installed package
@@ -28,11 +30,10 @@ STARTUP_TIMEOUT = 30.0
 PARTITIONS = 3
 
 # Spark's JVMs here (the tests' session and the command-line job each test starts) run
-# seconds of small jobs: the client compiler alone and the serial collector do that on half
+# seconds of small jobs: on the suite's short-run options (tests/jvm_options.py) they take half
 # the CPU of Spark's defaults (measured: 155 -> 75 s of CPU for the two streaming pipeline
-# tests), which the rest of the suite running beside them gets back. spark-submit hands
-# SPARK_SUBMIT_OPTS to the driver JVM; a caller's own setting is kept.
-os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+# tests). spark-submit hands SPARK_SUBMIT_OPTS to the driver JVM; a caller's own setting is kept.
+os.environ.setdefault("SPARK_SUBMIT_OPTS", " ".join(SHORT_RUN_JVM))
 
 
 def _wait_for_ready_line(proc: subprocess.Popen, timeout: float) -> str:
