@@ -17,6 +17,7 @@ when the kafkette codec is used.
 
 from __future__ import annotations
 
+import random
 import socket
 import struct
 from typing import Any
@@ -26,8 +27,35 @@ class ConnectionClosed(ConnectionError):
     """The broker closed the connection (EOF or reset) before a whole frame arrived."""
 
 
+# Ports are picked below the kernel's ephemeral range (``ip_local_port_range``), from here up.
+LOWEST_PORT = 10_000
+
+
+def _ephemeral_low() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as ports:
+            return int(ports.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768  # Linux's default
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port free right now on ``host``, for a broker that restarts on the same port."""
+    """A TCP port free right now on ``host``, for a broker that restarts on the same port.
+
+    Below the ephemeral range: a port from that range can be taken, while the broker is down
+    after a kill -9, as the source port of any outgoing connection on the machine, and the
+    restart then fails with "address already in use" (seen in a cluster test). Falls back to
+    a kernel-chosen port if no random pick below the range is free."""
+    low = _ephemeral_low()
+    picker = random.Random()
+    for _ in range(100):
+        port = picker.randrange(LOWEST_PORT, low) if low > LOWEST_PORT else 0
+        with socket.socket() as sock:
+            try:
+                sock.bind((host, port))
+            except OSError:
+                continue
+            return sock.getsockname()[1]
     with socket.socket() as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
