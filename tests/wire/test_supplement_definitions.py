@@ -39,10 +39,23 @@ SUPPLEMENT_APIS = frozenset(
         "ConsumerGroupDescribe",
         "GetTelemetrySubscriptions",  # telemetry
         "PushTelemetry",
+        "ShareGroupHeartbeat",  # share_groups
+        "ShareGroupDescribe",
+        "ShareFetch",
+        "ShareAcknowledge",
+        "InitializeShareGroupState",
+        "ReadShareGroupState",
+        "WriteShareGroupState",
+        "DeleteShareGroupState",
+        "ReadShareGroupStateSummary",
+        "DescribeShareGroupOffsets",
+        "AlterShareGroupOffsets",
+        "DeleteShareGroupOffsets",
     }
 )
 
-# Every valid version (a definition may start above 0: Kafka 4.0 removed some v0s).
+# Every valid version: some start above 0 (Kafka 4.1 removed the share-group APIs'
+# early-access v0).
 MESSAGES = [
     (name, version)
     for name in sorted(supplement.names())
