@@ -51,11 +51,20 @@ SUPPLEMENT_APIS = frozenset(
         "DescribeShareGroupOffsets",
         "AlterShareGroupOffsets",
         "DeleteShareGroupOffsets",
+        "StreamsGroupHeartbeat",  # streams_groups
+        "StreamsGroupDescribe",
+        "CreateDelegationToken",  # delegation_tokens
+        "RenewDelegationToken",
+        "ExpireDelegationToken",
+        "DescribeDelegationToken",
+        "UnregisterBroker",  # kraft_admin
+        "AddRaftVoter",
+        "RemoveRaftVoter",
     }
 )
 
-# Every valid version: some start above 0 (Kafka 4.1 removed the share-group APIs'
-# early-access v0).
+# Every valid version: some start above 0 (Kafka 4.0 removed the delegation tokens' v0,
+# Kafka 4.1 the share-group APIs' early-access v0).
 MESSAGES = [
     (name, version)
     for name in sorted(supplement.names())
