@@ -22,18 +22,55 @@ from kafkette.wire.schema import FieldSpec, in_range, load_message, schema_folde
 _KIO_TYPES = {
     "int8": {"int8"},
     "int16": {"int16", "error_code"},
+    "uint16": {"uint16"},
     "int32": {"int32", "timedelta_i32"},
     "int64": {"int64", "timedelta_i64", "datetime_i64"},
     "string": {"string"},
     "bool": {"bool"},
     "uuid": {"uuid"},
     "bytes": {"bytes"},
+    "records": {"records"},
 }
 
+# The APIs the supplement defines, request and response each: those kafka-python lacks.
+SUPPLEMENT_APIS = frozenset(
+    {
+        "ConsumerGroupHeartbeat",  # consumer_groups
+        "ConsumerGroupDescribe",
+        "GetTelemetrySubscriptions",  # telemetry
+        "PushTelemetry",
+        "ShareGroupHeartbeat",  # share_groups
+        "ShareGroupDescribe",
+        "ShareFetch",
+        "ShareAcknowledge",
+        "InitializeShareGroupState",
+        "ReadShareGroupState",
+        "WriteShareGroupState",
+        "DeleteShareGroupState",
+        "ReadShareGroupStateSummary",
+        "DescribeShareGroupOffsets",
+        "AlterShareGroupOffsets",
+        "DeleteShareGroupOffsets",
+        "StreamsGroupHeartbeat",  # streams_groups
+        "StreamsGroupDescribe",
+        "CreateDelegationToken",  # delegation_tokens
+        "RenewDelegationToken",
+        "ExpireDelegationToken",
+        "DescribeDelegationToken",
+        "UnregisterBroker",  # kraft_admin
+        "AddRaftVoter",
+        "RemoveRaftVoter",
+    }
+)
+
+# Every valid version: some start above 0 (Kafka 4.0 removed the delegation tokens' v0,
+# Kafka 4.1 the share-group APIs' early-access v0).
 MESSAGES = [
     (name, version)
     for name in sorted(supplement.names())
-    for version in range(load_message(name).valid_versions[1] + 1)
+    for version in range(
+        load_message(name).valid_versions[0], load_message(name).valid_versions[1] + 1
+    )
 ]
 
 
@@ -65,15 +102,23 @@ def _kio_default(kf: dataclasses.Field) -> object:
     return value if value is None else int(value) if isinstance(value, int) else value
 
 
+# kio types milliseconds as timedeltas or datetimes and drops the name's ``_ms`` then
+# (``throttle_time_ms`` -> ``throttle_time``); the wire type stays Kafka's int.
+_KIO_TIME_TYPES = frozenset({"timedelta_i32", "timedelta_i64", "datetime_i64"})
+
+
+def _kio_name(f: FieldSpec, kf: dataclasses.Field) -> str:
+    if f.name.endswith("_ms") and kf.metadata.get("kafka_type") in _KIO_TIME_TYPES:
+        return f.name[: -len("_ms")]
+    return f.name
+
+
 def _compare(fields: tuple[FieldSpec, ...], cls: type, version: int, where: str) -> int:
     present = [f for f in fields if in_range(version, f.versions)]
     kio_fields = dataclasses.fields(cls)
+    assert len(kio_fields) == len(present), (where, [kf.name for kf in kio_fields])
     assert [kf.name for kf in kio_fields] == [
-        "throttle_time" if f.name == "throttle_time_ms" else
-        "rebalance_timeout" if f.name == "rebalance_timeout_ms" else
-        "heartbeat_interval" if f.name == "heartbeat_interval_ms" else
-        "push_interval" if f.name == "push_interval_ms" else f.name
-        for f in present
+        _kio_name(f, kf) for f, kf in zip(present, kio_fields, strict=True)
     ], where
     checked = 0
     for f, kf in zip(present, kio_fields, strict=True):
@@ -124,17 +169,20 @@ def test_supplement_only_fills_gaps() -> None:
     """kafka-python's own file wins: the supplement is consulted only for missing files."""
     for name in supplement.names():
         assert not schema_folder().joinpath(name + ".json").is_file(), name
-    assert {name[:-len("Request")] for name in supplement.names() if name.endswith("Request")} >= {
-        "ConsumerGroupHeartbeat", "ConsumerGroupDescribe", "GetTelemetrySubscriptions",
-        "PushTelemetry",
+    assert supplement.names() == {
+        api + kind for api in SUPPLEMENT_APIS for kind in ("Request", "Response")
     }
 
 
 def test_supplement_versions_match_kio() -> None:
+    """kio has a class for the first and last valid version and none just outside them."""
     for name in supplement.names():
         spec = load_message(name)
         low, high = spec.valid_versions
+        _kio_class(name, low)
         _kio_class(name, high)
         with pytest.raises(Exception):  # noqa: B017 - kio has no class past the last version
             _kio_class(name, high + 1)
-        assert low == 0
+        if low > 0:
+            with pytest.raises(Exception):  # noqa: B017 - nor below the first (a removed v0)
+                _kio_class(name, low - 1)

@@ -4,7 +4,8 @@
 and consults this package only when that file is missing, so a future kafka-python
 that ships the message wins. The facts (fields, types, versions, nullability, defaults)
 are those of the published Kafka protocol (KIP-848 for the consumer group APIs, KIP-714
-for the telemetry APIs); the notation is ours:
+for the telemetry APIs, Kafka 4.3's definitions for KIP-932's share groups, KIP-1071's
+streams groups, KIP-48's delegation tokens and the KRaft admin APIs); the notation is ours:
 
     <MessageName> <request|response> api=<key> valid=<versions> flexible=<versions>
     <FieldName> <type> <versions> [null=<versions>] [default=<value>] [tag=<n>]
@@ -21,9 +22,23 @@ from __future__ import annotations
 
 import functools
 
-from kafkette.wire.supplement import consumer_groups, telemetry
+from kafkette.wire.supplement import (
+    consumer_groups,
+    delegation_tokens,
+    kraft_admin,
+    share_groups,
+    streams_groups,
+    telemetry,
+)
 
-_SOURCES: tuple[str, ...] = (consumer_groups.DEFINITIONS, telemetry.DEFINITIONS)
+_SOURCES: tuple[str, ...] = (
+    consumer_groups.DEFINITIONS,
+    telemetry.DEFINITIONS,
+    share_groups.DEFINITIONS,
+    streams_groups.DEFINITIONS,
+    delegation_tokens.DEFINITIONS,
+    kraft_admin.DEFINITIONS,
+)
 
 
 def _parse_field(words: list[str]) -> dict:
