@@ -42,6 +42,8 @@ class ConfigDef:
     effective: bool = True  # False: accepted for compatibility, no effect on one node
     at_least: int | None = None  # Kafka's ConfigDef.Range.atLeast, where Kafka has one
     choices: tuple[str, ...] | None = None  # Kafka's ValidString / ValidList
+    at_most: int | None = None  # with at_least: Kafka's ConfigDef.Range.between
+
 
 
 def _d(
@@ -53,8 +55,13 @@ def _d(
     *,
     at_least: int | None = None,
     choices: tuple[str, ...] | None = None,
+    at_most: int | None = None,
 ) -> ConfigDef:
-    return ConfigDef(name, type_, default, doc, effective, at_least, choices)
+    return ConfigDef(name, type_, default, doc, effective, at_least, choices, at_most)
+
+
+def _between(name: str, default: int, low: int, high: int, doc: str) -> ConfigDef:
+    return _d(name, "INT", str(default), doc, at_least=low, at_most=high)
 
 
 BROKER_CONFIGS: dict[str, ConfigDef] = {
@@ -223,6 +230,43 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "Classic <-> consumer group conversion.",
             choices=("disabled", "upgrade", "downgrade", "bidirectional"),
         ),
+        # KIP-932 share groups (broker/share_groups, docs/share-groups.md): Kafka 4.3's
+        # names, defaults and ranges.
+        _between("group.share.session.timeout.ms", 45000, 1, INT_MAX,
+                 "Session timeout of share-group members."),
+        _between("group.share.min.session.timeout.ms", 45000, 1, INT_MAX,
+                 "Smallest share.session.timeout.ms a group may set."),
+        _between("group.share.max.session.timeout.ms", 60000, 1, INT_MAX,
+                 "Largest share.session.timeout.ms a group may set."),
+        _between("group.share.heartbeat.interval.ms", 5000, 1, INT_MAX,
+                 "Heartbeat interval given to share-group members."),
+        _between("group.share.min.heartbeat.interval.ms", 5000, 1, INT_MAX,
+                 "Smallest share.heartbeat.interval.ms a group may set."),
+        _between("group.share.max.heartbeat.interval.ms", 15000, 1, INT_MAX,
+                 "Largest share.heartbeat.interval.ms a group may set."),
+        _between("group.share.max.size", 200, 1, 1000, "Largest share group."),
+        _d("group.share.assignors", "LIST", "simple", "Share-group assignors (only simple).",
+           choices=("simple",)),
+        _between("group.share.record.lock.duration.ms", 30000, 1000, 3600000,
+                 "How long a share-group member holds an acquired record."),
+        _between("group.share.min.record.lock.duration.ms", 15000, 1000, 30000,
+                 "Smallest share.record.lock.duration.ms a group may set."),
+        _between("group.share.max.record.lock.duration.ms", 60000, 30000, 3600000,
+                 "Largest share.record.lock.duration.ms a group may set."),
+        _between("group.share.delivery.count.limit", 5, 2, 10,
+                 "Deliveries of a record before it is archived."),
+        _between("group.share.min.delivery.count.limit", 2, 2, 5,
+                 "Smallest share.delivery.count.limit a group may set."),
+        _between("group.share.max.delivery.count.limit", 10, 5, 25,
+                 "Largest share.delivery.count.limit a group may set."),
+        _between("group.share.partition.max.record.locks", 2000, 100, 10000,
+                 "In-flight records of one share partition."),
+        _between("group.share.min.partition.max.record.locks", 100, 100, 2000,
+                 "Smallest share.partition.max.record.locks a group may set."),
+        _between("group.share.max.partition.max.record.locks", 4000, 2000, 10000,
+                 "Largest share.partition.max.record.locks a group may set."),
+        _between("group.share.max.share.sessions", 2000, 1, INT_MAX,
+                 "Share sessions a broker keeps (ShareFetch)."),
         _d("offset.metadata.max.bytes", "INT", "4096", "Longest metadata of a commit."),
         _d(
             "transaction.state.log.replication.factor", "SHORT", "3",
@@ -541,6 +585,14 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             at_least=1,
         ),
         _d("share.coordinator.state.topic.min.isr", "SHORT", "2", "Ignored.", False, at_least=1),
+        _d(
+            "share.coordinator.state.topic.num.partitions", "INT", "50",
+            "Partitions of __share_group_state (at its creation).", at_least=1,
+        ),
+        _d(
+            "share.coordinator.state.topic.segment.bytes", "INT", "104857600",
+            "Segment size of __share_group_state.", at_least=1,
+        ),
     )
 }
 
@@ -759,6 +811,11 @@ def _check_validator(definition: ConfigDef, raw: str) -> None:
                 f"invalid value {value} for configuration {definition.name}: "
                 f"value must be at least {definition.at_least}"
             )
+        if definition.at_most is not None and value > definition.at_most:
+            raise ConfigError(
+                f"invalid value {value} for configuration {definition.name}: "
+                f"value must be no more than {definition.at_most}"
+            )
     if definition.choices is not None:
         items = [item.strip() for item in raw.split(",")] if definition.type == "LIST" else [raw]
         for item in items:
@@ -851,6 +908,34 @@ def _check_combinations(config: BrokerConfig) -> None:
             "connections.max.idle.ms must be above 100 "
             "(connection.failed.authentication.delay.ms), or negative to never close idle ones"
         )
+    _check_share_group_bounds(config.groups)
+
+
+# Share-group settings Kafka keeps between a min and a max broker config.
+_SHARE_BOUNDED = (
+    "session.timeout.ms", "heartbeat.interval.ms", "record.lock.duration.ms",
+    "delivery.count.limit", "partition.max.record.locks",
+)
+
+
+def _check_share_group_bounds(groups: GroupConfig) -> None:
+    """Kafka's GroupCoordinatorConfig/ShareGroupConfig checks: each ``group.share.X``
+    between ``group.share.min.X`` and ``group.share.max.X``, the heartbeat below the
+    session timeout."""
+    for suffix in _SHARE_BOUNDED:
+        field_of = suffix.replace(".", "_")
+        value = getattr(groups, f"group_share_{field_of}")
+        low = getattr(groups, f"group_share_min_{field_of}")
+        high = getattr(groups, f"group_share_max_{field_of}")
+        if value < low:
+            raise ConfigError(f"group.share.{suffix} must be greater than or equal to "
+                              f"group.share.min.{suffix}")
+        if value > high:
+            raise ConfigError(f"group.share.{suffix} must be less than or equal to "
+                              f"group.share.max.{suffix}")
+    if groups.group_share_heartbeat_interval_ms >= groups.group_share_session_timeout_ms:
+        raise ConfigError("group.share.heartbeat.interval.ms must be less than "
+                          "group.share.session.timeout.ms")
 
 
 LISTENER_PREFIX = "listener.name."

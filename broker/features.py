@@ -43,6 +43,7 @@ FEATURES: tuple[Feature, ...] = (
     Feature("group.version", 1, 1, 1),
     Feature("transaction.version", 0, 0, 0),
     Feature("eligible.leader.replicas.version", 0, 0, 0),
+    Feature("share.version", 1, 1, 1),  # KIP-932 share groups (Kafka 4.2+ finalizes 1)
 )
 BY_NAME = {f.name: f for f in FEATURES}
 

@@ -78,6 +78,7 @@ if TYPE_CHECKING:
     from kafkette.broker.fetch_sessions.cache import FetchSessionCache
     from kafkette.broker.security.authorizer.authorizer import Authorizer
     from kafkette.broker.security.tls import ListenerTls
+    from kafkette.broker.share_groups.manager import SharePartitionManager
     from kafkette.broker.topology import Topology
     from kafkette.log.cleaner import CleanStats
     from kafkette.log.partition_log import PartitionLog
@@ -214,6 +215,8 @@ class Broker:
         self.topics: TopicRegistry
         self.groups: GroupCoordinator
         self.transactions: TransactionCoordinator
+        # The nursery of the broker's background tasks while it serves (None before).
+        self.background_nursery: trio.Nursery | None = None
         self.producer_ids: ProducerIdAllocator | ZkProducerIdAllocator
         self.cleaner: LogCleanerManager
         # Cluster mode (zookeeper.connect): this broker's part in the cluster; None on one node.
@@ -237,6 +240,19 @@ class Broker:
         from kafkette.broker.fetch_sessions.cache import FetchSessionCache
 
         return FetchSessionCache(self._fetch_session_slots)
+
+    @functools.cached_property
+    def share_partitions(self) -> SharePartitionManager:
+        """KIP-932 share partitions (broker/share_groups/manager.py): made on the first
+        ShareFetch, so a start does not load the package."""
+        from kafkette.broker.share_groups.manager import SharePartitionManager
+
+        return SharePartitionManager(self)
+
+    @property
+    def share_partitions_started(self) -> SharePartitionManager | None:
+        """The share partition manager if a share fetch made it, else None."""
+        return self.__dict__.get("share_partitions")
 
     def request_stop(self) -> None:
         """Begin graceful shutdown (call from the event loop)."""
@@ -343,6 +359,7 @@ class Broker:
                 if self.config.cleaner.enable:
                     for _ in range(self.config.cleaner.threads):
                         background.start_soon(self._run_cleaner)
+                self.background_nursery = background
                 await self.groups.start(background)
                 await self.transactions.start(background)
                 task_status.started(Endpoint(self.listen.host, listeners[0].port))

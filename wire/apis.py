@@ -70,6 +70,10 @@ class ApiKey(IntEnum):
     PUSH_TELEMETRY = 72
     LIST_CLIENT_METRICS_RESOURCES = 74
     DESCRIBE_TOPIC_PARTITIONS = 75
+    SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +226,16 @@ SUPPORTED: dict[ApiKey, ApiSpec] = {
         _api(ApiKey.LIST_TRANSACTIONS, "ListTransactions", 0, 1, note="2 is Kafka 4.1's"),
         _api(ApiKey.CONSUMER_GROUP_HEARTBEAT, "ConsumerGroupHeartbeat", 0, 1),
         _api(ApiKey.CONSUMER_GROUP_DESCRIBE, "ConsumerGroupDescribe", 0, 1),
+        _api(
+            ApiKey.SHARE_GROUP_HEARTBEAT,
+            "ShareGroupHeartbeat",
+            1,
+            1,
+            note="KIP-932 share groups, Kafka 4.3's range (v0 was the early-access version)",
+        ),
+        _api(ApiKey.SHARE_GROUP_DESCRIBE, "ShareGroupDescribe", 1, 1),
+        _api(ApiKey.SHARE_FETCH, "ShareFetch", 1, 2, note="2 adds KIP-1222's renew"),
+        _api(ApiKey.SHARE_ACKNOWLEDGE, "ShareAcknowledge", 1, 2, note="2 adds KIP-1222's renew"),
         _api(
             ApiKey.GET_TELEMETRY_SUBSCRIPTIONS,
             "GetTelemetrySubscriptions",

@@ -61,13 +61,13 @@ def _row(api: ApiSpec) -> str:
 # becomes served simply stops showing; a missing pair without an entry says so.
 UNSERVED_REASONS: dict[int, str] = {
     26: "5 is transaction.version 2 (KIP-890 part 2), not served",
-    38: "delegation tokens (KIP-48): no token authentication; kafka-python ships no definition",
-    39: "delegation tokens (KIP-48): no token authentication; kafka-python ships no definition",
-    40: "delegation tokens (KIP-48): no token authentication; kafka-python ships no definition",
-    41: "delegation tokens (KIP-48): no token authentication; kafka-python ships no definition",
-    64: "KRaft broker registration: no controller quorum; kafka-python ships no definition",
-    80: "KRaft voters (KIP-853): no controller quorum; kafka-python ships no definition",
-    81: "KRaft voters (KIP-853): no controller quorum; kafka-python ships no definition",
+    38: "delegation tokens (KIP-48): no token authentication",
+    39: "delegation tokens (KIP-48): no token authentication",
+    40: "delegation tokens (KIP-48): no token authentication",
+    41: "delegation tokens (KIP-48): no token authentication",
+    64: "KRaft broker registration: no controller quorum",
+    80: "KRaft voters (KIP-853): no controller quorum",
+    81: "KRaft voters (KIP-853): no controller quorum",
 }
 
 # Where kafkette advertises more than Kafka 4.0 does, and why.
@@ -76,6 +76,10 @@ EXTRA_REASONS: dict[int, str] = {
     8: "10 names topics by id: Kafka 4.1's (docs/topic-ids.md)",
     9: "10 names topics by id: Kafka 4.1's (docs/topic-ids.md)",
     45: "1 (allow_replication_factor_change, KIP-860) is Kafka 4.1's",
+    76: "KIP-932 share groups (Kafka 4.2+, docs/share-groups.md)",
+    77: "KIP-932 share groups (Kafka 4.2+, docs/share-groups.md)",
+    78: "KIP-932 share groups (Kafka 4.2+, docs/share-groups.md)",
+    79: "KIP-932 share groups (Kafka 4.2+, docs/share-groups.md)",
 }
 
 # Answers measured against Kafka 4.0.0 that still differ (not visible in the ranges).

@@ -4,6 +4,7 @@ Composed, as Kafka's group coordinator is (``GroupMetadataManager`` dispatching 
 group type, offsets in their own ``OffsetMetadataManager``), of parts that share
 one ``GroupsContext``: ``classic`` (``ClassicGroups``: the classic protocol),
 ``consumer_groups`` (``ConsumerGroups``: KIP-848, built on first use),
+``share_groups`` (``ShareGroups``: KIP-932 membership, built on first use),
 ``migration`` (upgrade and downgrade between the two) and ``offsets``
 (``OffsetStore``). This class routes the group calls by the group's type and does
 what spans the parts: timers, expiry, loading a partition's groups from the log.
@@ -77,6 +78,7 @@ class GroupCoordinatorState:
         self.offsets = OffsetStore(self._ctx)
         self.migration = Migration(self._ctx, self.classic)
         self._consumer_groups = None  # KIP-848 groups (broker/groups/consumer), on first use
+        self._share_groups = None  # KIP-932 share groups (broker/share_groups), on first use
 
     @property
     def config(self) -> GroupConfig:
@@ -96,6 +98,19 @@ class GroupCoordinatorState:
             self._consumer_groups = ConsumerGroups(self.config)
         self._consumer_groups.config = self.config
         return self._consumer_groups
+
+    @property
+    def share_groups(self):  # -> share_groups.membership.ShareGroups
+        """The KIP-932 share groups' membership (built on first use)."""
+        if self._share_groups is None:
+            from kafkette.broker.share_groups.membership import ShareGroups
+
+            self._share_groups = ShareGroups(self.config)
+        self._share_groups.config = self.config
+        return self._share_groups
+
+    def is_share_group(self, group_id: str) -> bool:
+        return self._share_groups is not None and self._share_groups.is_share_group(group_id)
 
     def partition_for(self, group_id: str) -> int:
         """``__consumer_offsets`` partition holding ``group_id``'s records."""
@@ -131,6 +146,9 @@ class GroupCoordinatorState:
         protocols = [(name, bytes(meta)) for name, meta in protocols]
         if not group_id:
             self._ctx.join_error(ticket, member_id, ErrorCode.INVALID_GROUP_ID)
+            return self._ctx.done(None)
+        if self.is_share_group(group_id):
+            self._ctx.join_error(ticket, "", ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
             return self._ctx.done(None)
         consumer = self._consumer_groups
         refused = consumer is not None and consumer.classic_join_refused(group_id)
@@ -287,6 +305,10 @@ class GroupCoordinatorState:
         if invalid is not None:
             return invalid
         group_id = req.group_id
+        if self.is_share_group(group_id):
+            return HeartbeatResult(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
+            )
         if not consumer.is_consumer_group(group_id):
             classic = self.classic.classic_group_members(group_id)
             policy = self._ctx.config.group_consumer_migration_policy
@@ -316,6 +338,26 @@ class GroupCoordinatorState:
             self.migration.maybe_downgrade(consumer, group_id, now_ms)
         return result
 
+    def share_heartbeat(self, req, topics, now_ms: int):
+        """One ShareGroupHeartbeat (a share_groups.membership.ShareHeartbeat); a group id
+        that names a classic or consumer group is GROUP_ID_NOT_FOUND, as in Kafka."""
+        from kafkette.broker.share_groups.membership import ShareHeartbeatResult
+
+        share = self.share_groups
+        invalid = share.validate(req)
+        if invalid is not None:
+            return invalid
+        group_id = req.group_id
+        if not share.is_share_group(group_id) and (
+            self.classic.classic_group_members(group_id) is not None
+            or (self._consumer_groups is not None
+                and self._consumer_groups.is_consumer_group(group_id))
+        ):
+            return ShareHeartbeatResult(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
+            )
+        return share.heartbeat(req, topics, now_ms)
+
     # --- what spans the parts ----------------------------------------------------------------
 
     def next_deadline_ms(self) -> int | None:
@@ -325,6 +367,10 @@ class GroupCoordinatorState:
             consumer = self._consumer_groups.next_deadline_ms()
             if consumer is not None and (best is None or consumer < best):
                 best = consumer
+        if self._share_groups is not None:
+            share = self._share_groups.next_deadline_ms()
+            if share is not None and (best is None or share < best):
+                best = share
         return best
 
     def tick(self, now_ms: int) -> Outcome[None]:
@@ -335,6 +381,8 @@ class GroupCoordinatorState:
         if consumer is not None:
             for group_id in {g for g, _m in consumer.tick(now_ms)}:
                 self.migration.maybe_downgrade(consumer, group_id, now_ms)
+        if self._share_groups is not None:
+            self._share_groups.tick(now_ms)
         return self.classic.tick(now_ms)
 
     def expire_offsets(self, now_ms: int, retention_ms: int | None = None) -> Outcome[int]:

@@ -51,6 +51,10 @@ HANDLER_LOCATIONS: dict[ApiKey, str] = {
     ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: "telemetry.handle_get_telemetry_subscriptions",
     ApiKey.PUSH_TELEMETRY: "telemetry.handle_push_telemetry",
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: "describe_topic_partitions.handle_describe_topic_partitions",
+    ApiKey.SHARE_GROUP_HEARTBEAT: "share_groups.handle_share_group_heartbeat",
+    ApiKey.SHARE_GROUP_DESCRIBE: "share_groups.handle_share_group_describe",
+    ApiKey.SHARE_FETCH: "share_fetch.handle_share_fetch",
+    ApiKey.SHARE_ACKNOWLEDGE: "share_fetch.handle_share_acknowledge",
     ApiKey.ELECT_LEADERS: "elect_leaders.handle_elect_leaders",
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (
         "partition_reassignments.handle_alter_partition_reassignments"

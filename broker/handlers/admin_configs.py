@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkette.configs")
 
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
+RESOURCE_GROUP = 32  # share groups' configs (group_config_resources.py)
 
 
 def _config_refusal(broker: Broker, request: Request, op, rtype: int, rname: str) -> int:
@@ -78,6 +79,16 @@ async def handle_describe_configs(broker: Broker, request: Request) -> dict:
         results.append(result)
         if rtype == subscriptions.RESOURCE_CLIENT_METRICS:  # subscriptions: their own module
             await subscriptions.describe_resource(broker, request, resource, result)
+            continue
+        if rtype == RESOURCE_GROUP:  # share groups' configs: their own module
+            from kafkette.broker.handlers.group_config_resources import describe_group_resource
+
+            if not describe_group_resource(broker, request, resource, result):
+                keys = resource["configuration_keys"]
+                result["configs"] = [
+                    _project(e, version, body["include_synonyms"], body["include_documentation"])
+                    for e in result["configs"] if not keys or e["name"] in keys
+                ]
             continue
         if refusal := _config_refusal(broker, request, DESCRIBE_CONFIGS, rtype, rname):
             result["error_code"] = refusal
@@ -170,6 +181,12 @@ async def _alter(broker: Broker, request: Request, new_configs) -> dict:
             await subscriptions.alter_resource(
                 broker, request, resource, response, incremental=new_configs is _apply_each
             )
+            continue
+        if rtype == RESOURCE_GROUP:
+            from kafkette.broker.handlers.group_config_resources import alter_group_resource
+
+            await alter_group_resource(broker, request, resource, response,
+                                       new_configs is _apply_each, body["validate_only"])
             continue
         if refusal := _config_refusal(broker, request, ALTER_CONFIGS, rtype, rname):
             response["error_code"] = refusal

@@ -234,7 +234,8 @@ async def handle_consumer_group_describe(broker: Broker, request: Request) -> di
                 entry["authorized_operations"] = authorized_operations(
                     broker, request, GROUP, group_id
                 )
-        elif state.classic.classic_group_members(group_id) is not None:
+        elif (state.classic.classic_group_members(group_id) is not None
+              or state.is_share_group(group_id)):
             entry["error_code"] = ErrorCode.GROUP_ID_NOT_FOUND
             entry["error_message"] = f"Group {group_id} is not a consumer group."
         else:

@@ -1,7 +1,8 @@
 """ListGroups, DescribeGroups, DeleteGroups and OffsetDelete, for groups of every type.
 
-Classic and consumer (KIP-848) groups are listed, described and deleted through the same
-calls on ``GroupCoordinatorState``; the answer's shape per version is decided here.
+Classic, consumer (KIP-848) and share (KIP-932) groups are listed, described and deleted
+through the same calls on ``GroupCoordinatorState``; the answer's shape per version is
+decided here.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ async def handle_list_groups(broker: Broker, request: Request) -> dict:
     listings = consumer_group_listings(
         broker.groups.state.consumer_groups, listings, body["states_filter"], body["types_filter"]
     )
+    listings += share_group_listings(broker.groups.state, body["states_filter"],
+                                     body["types_filter"])
     if broker.authorizer is not None and cluster_denied(broker, request, DESCRIBE, quiet=True):
         # Kafka: without DESCRIBE on the cluster, the groups the principal may describe.
         listings = [
@@ -82,6 +85,21 @@ def consumer_group_listings(consumer, listings: list, states_filter, types_filte
     return out
 
 
+def share_group_listings(state, states_filter, types_filter) -> list:
+    """ListGroups' share groups: type "share", protocol type "share", as Kafka lists them."""
+    if state._share_groups is None:
+        return []
+    states = {s.lower() for s in states_filter or ()}
+    types = {t.lower() for t in types_filter or ()}
+    if types and "share" not in types:
+        return []
+    return [
+        GroupListing(g.group_id, "share", g.state, "share")
+        for g in state.share_groups.groups.values()
+        if not states or g.state.lower() in states
+    ]
+
+
 async def handle_describe_groups(broker: Broker, request: Request) -> dict:
     body = request.body
     include_ops = body["include_authorized_operations"]
@@ -95,7 +113,9 @@ async def handle_describe_groups(broker: Broker, request: Request) -> dict:
         if error != ErrorCode.NONE:  # a cluster: another broker's group, or loading
             groups.append(_describe_error(d.group_id, int(error), include_ops))
             continue
-        not_classic = consumer.is_consumer_group(d.group_id)
+        not_classic = consumer.is_consumer_group(d.group_id) or (
+            broker.groups.state.is_share_group(d.group_id)
+        )
         if not_classic or (version >= 6 and d.state == "Dead"):
             # Kafka 4.0: Dead; from v6 GROUP_ID_NOT_FOUND with a message (KIP-1043).
             entry = _describe_error(d.group_id, 0, include_ops)
@@ -169,7 +189,8 @@ async def handle_delete_groups(broker: Broker, request: Request) -> dict:
         dropped = set()
         for g in names:
             if g not in refused:
-                verdict = state.consumer_groups.delete(g)
+                verdict = (state.share_groups.delete(g) if state.is_share_group(g)
+                           else state.consumer_groups.delete(g))
                 if verdict:
                     refused[g] = int(verdict)
                 elif verdict is not None:
@@ -187,6 +208,9 @@ async def handle_delete_groups(broker: Broker, request: Request) -> dict:
     except CoordinatorUnavailable as exc:
         results = dict.fromkeys(names, int(exc.code))
         results.update(forbidden)
+    deleted = [g for g in names if results.get(g, 0) == 0]
+    if deleted and broker.share_partitions_started is not None:
+        await broker.share_partitions_started.forget_groups(deleted)
     return {
         "throttle_time_ms": 0,
         "results": [{"group_id": g, "error_code": int(results.get(g, 0))} for g in names],

@@ -1,0 +1,173 @@
+"""KIP-932's ShareGroupHeartbeat (76) and ShareGroupDescribe (77).
+
+Thin: a heartbeat becomes one call on the share groups' membership
+(``broker/share_groups/membership.py``), run under the group coordinator's lock like
+every group call; describe reads it. Share groups live in the group coordinator's one
+namespace with classic and consumer groups (docs/share-groups.md).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from kafkette.broker.groups.coordinator import CoordinatorUnavailable
+from kafkette.broker.handlers.consumer_groups import _host, _topic_view
+from kafkette.broker.handlers.group_admin import OPERATIONS_NOT_REQUESTED
+from kafkette.broker.security.authorizer.checks import (
+    DESCRIBE,
+    GROUP,
+    READ,
+    authorized_operations,
+    group_denied,
+    topic_denied,
+)
+from kafkette.broker.share_groups.membership import ShareHeartbeat
+from kafkette.wire.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from kafkette.broker.server import Broker
+    from kafkette.broker.share_groups.membership import ShareGroup
+    from kafkette.wire.connection import Request
+
+log = logging.getLogger("kafkette.groups")
+
+
+def _heartbeat_error(code: int, message: str | None) -> dict:
+    return {"throttle_time_ms": 0, "error_code": int(code), "error_message": message,
+            "member_id": None, "member_epoch": 0, "heartbeat_interval_ms": 0,
+            "assignment": None}
+
+
+async def handle_share_group_heartbeat(broker: Broker, request: Request) -> dict:
+    body = request.body
+    group_id = body["group_id"]
+    if group_denied(broker, request, READ, group_id):
+        return _heartbeat_error(ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
+    names = body["subscribed_topic_names"]
+    if names and broker.authorizer is not None and any(
+        topic_denied(broker, request, DESCRIBE, n) for n in set(names)
+    ):
+        return _heartbeat_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
+    req = ShareHeartbeat(
+        group_id=group_id,
+        member_id=body["member_id"],
+        member_epoch=body["member_epoch"],
+        rack_id=body["rack_id"],
+        subscribed_topic_names=names,
+        client_id=request.header.client_id or "",
+        client_host=_host(request),
+    )
+    topics = _topic_view(broker)
+
+    def call(state, now):
+        return state.outcome(state.share_heartbeat(req, topics, now))
+
+    try:
+        outcome = await broker.groups.run(call, group_id)
+    except CoordinatorUnavailable as exc:
+        return _heartbeat_error(exc.code, None)
+    result = outcome.result
+    if result.error != ErrorCode.NONE:
+        log.debug("ShareGroupHeartbeat %s member %s: %s", group_id, req.member_id,
+                  result.message)
+        return _heartbeat_error(result.error, result.message)
+    assignment = None
+    if result.assignment is not None:
+        assignment = {"topic_partitions": [
+            {"topic_id": tid, "partitions": sorted(parts)}
+            for tid, parts in sorted(result.assignment.items(), key=lambda kv: str(kv[0]))
+        ]}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.NONE,
+        "error_message": None,
+        "member_id": result.member_id,
+        "member_epoch": result.member_epoch,
+        "heartbeat_interval_ms": result.heartbeat_interval_ms,
+        "assignment": assignment,
+    }
+
+
+def _described_assignment(broker: Broker, assignment) -> dict:
+    parts = []
+    for tid, partitions in sorted(assignment.items(), key=lambda kv: str(kv[0])):
+        meta = broker.topics.by_id(tid)
+        parts.append({"topic_id": tid, "topic_name": meta.name if meta else "",
+                      "partitions": sorted(partitions)})
+    return {"topic_partitions": parts}
+
+
+def describe_share_group(broker: Broker, group: ShareGroup, assignor: str) -> dict:
+    return {
+        "error_code": ErrorCode.NONE,
+        "error_message": None,
+        "group_id": group.group_id,
+        "group_state": group.state,
+        "group_epoch": group.group_epoch,
+        "assignment_epoch": group.assignment_epoch,
+        "assignor_name": assignor,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "rack_id": m.rack_id,
+                "member_epoch": m.member_epoch,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "subscribed_topic_names": list(m.subscribed_names),
+                "assignment": _described_assignment(broker, m.assigned),
+            }
+            for m in group.members.values()
+        ],
+        "authorized_operations": OPERATIONS_NOT_REQUESTED,
+    }
+
+
+def _failed(group_id: str, code: int, message: str | None) -> dict:
+    return {"error_code": int(code), "error_message": message, "group_id": group_id,
+            "group_state": "", "group_epoch": 0, "assignment_epoch": 0,
+            "assignor_name": "", "members": [],
+            "authorized_operations": OPERATIONS_NOT_REQUESTED}
+
+
+async def handle_share_group_describe(broker: Broker, request: Request) -> dict:
+    body = request.body
+    described = []
+    state = broker.groups.state
+    for group_id in body["group_ids"]:
+        if group_denied(broker, request, DESCRIBE, group_id):
+            described.append(_failed(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, None))
+            continue
+        coordinator_error = broker.groups.coordinator_error(group_id)
+        if coordinator_error != ErrorCode.NONE:
+            described.append(_failed(group_id, coordinator_error, None))
+            continue
+        group = state.share_groups.groups.get(group_id) if state.is_share_group(group_id) \
+            else None
+        if group is None:
+            if state.classic.classic_group_members(group_id) is not None or (
+                state.consumer_groups.is_consumer_group(group_id)
+            ):
+                message = f"Group {group_id} is not a share group."
+            else:
+                message = f"Group {group_id} not found."
+            described.append(_failed(group_id, ErrorCode.GROUP_ID_NOT_FOUND, message))
+            continue
+        answer = describe_share_group(broker, group, state.share_groups.assignor_name)
+        if broker.authorizer is not None and any(
+            topic_denied(broker, request, DESCRIBE, t["topic_name"], quiet=True)
+            for m in answer["members"] for t in m["assignment"]["topic_partitions"]
+        ):
+            described.append(_failed(
+                group_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                "The group has described topic(s) that the client is not authorized to "
+                "describe.",
+            ))
+            continue
+        if body["include_authorized_operations"]:
+            answer["authorized_operations"] = authorized_operations(
+                broker, request, GROUP, group_id
+            )
+        described.append(answer)
+    return {"throttle_time_ms": 0, "groups": described}
+

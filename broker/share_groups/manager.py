@@ -1,0 +1,368 @@
+"""The share partitions this broker leads: sessions, delivery state, locks, long polls.
+
+Kafka keeps a share partition's delivery state where the partition's leader is (its
+``SharePartitionManager``), not at the group coordinator: ShareFetch and
+ShareAcknowledge go to the leader, as Fetch does. This is that manager, on the event
+loop. The delivery states are pure (``delivery_state.py``); around them:
+
+- one ``trio.Lock`` orders every change of the states and sessions; log reads run in
+  a worker thread, outside it;
+- a per-share-partition write lock orders its state writes to ``__share_group_state``
+  (``persister.py``): an acknowledgement is answered only once the share partition's
+  new snapshot is written (committed, in a cluster), as Kafka's share coordinator
+  answers after its write;
+- a timer task releases records whose acquisition lock expired; a closed share session
+  or connection releases what its member held (Kafka 4.2+: the delivery count stays).
+
+A share partition starts on its first fetch: from its persisted state if
+``__share_group_state`` has one (read once, when the first share partition is needed
+after a start), else at the offset the group's ``share.auto.offset.reset`` names.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import trio
+
+from kafkette.broker.clock import now_ms
+from kafkette.broker.share_groups import state_records as rec
+from kafkette.broker.share_groups.batches import fetched_batches
+from kafkette.broker.share_groups.delivery_state import (
+    AckBatch,
+    DeliveryConfig,
+    SharePartitionDelivery,
+    StateBatch,
+)
+from kafkette.broker.share_groups.group_configs import ShareGroupSettings
+from kafkette.broker.share_groups.persister import PersistError, SharePersister
+from kafkette.broker.share_groups.sessions import SessionKey, ShareSessions
+from kafkette.log.errors import OffsetOutOfRange
+from kafkette.wire.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from kafkette.broker.partitions import Partition
+    from kafkette.broker.server import Broker
+
+log = logging.getLogger("kafkette.share")
+
+ShareKey = tuple[str, uuid.UUID, int]  # (group id, topic id, partition)
+Acks = Sequence[tuple[int, int, Sequence[int]]]  # (first offset, last offset, types)
+
+
+@dataclass(slots=True)
+class Acquired:
+    """One partition's share fetch answer: the stored batches and what was acquired."""
+
+    records: bytes | None = None
+    acquired: list[tuple[int, int, int]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _SharePartition:
+    delivery: SharePartitionDelivery
+    write_lock: trio.Lock = field(default_factory=trio.Lock)
+    created_ms: int = 0
+    snapshot_epoch: int = 0
+
+
+class SharePartitionManager:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.config = broker.config.groups
+        self.sessions = ShareSessions(self.config.group_share_max_share_sessions)
+        self.persister = SharePersister(broker)
+        self._partitions: dict[ShareKey, _SharePartition] = {}
+        self._persisted: dict[ShareKey, rec.ShareState] | None = None
+        self._lock = trio.Lock()
+        self._rearm = trio.Event()
+        self._timer_started = False
+        self._waiters: set[trio.Event] = set()
+        self._watched: set[int] = set()  # id() of the connections with a close listener
+
+    # Settings ----------------------------------------------------------------------
+
+    def settings(self, group_id: str) -> ShareGroupSettings:
+        return ShareGroupSettings.of(self.broker, group_id)
+
+    def lock_duration_ms(self, group_id: str) -> int:
+        return self.settings(group_id).record_lock_duration_ms
+
+    @staticmethod
+    def _delivery_config(settings: ShareGroupSettings) -> DeliveryConfig:
+        return DeliveryConfig(
+            record_lock_duration_ms=settings.record_lock_duration_ms,
+            delivery_count_limit=settings.delivery_count_limit,
+            partition_max_record_locks=settings.partition_max_record_locks,
+            renew_acknowledge_enabled=settings.renew_acknowledge_enabled,
+        )
+
+    # State --------------------------------------------------------------------------
+
+    def _ensure_timer(self) -> None:
+        if not self._timer_started and self.broker.background_nursery is not None:
+            self._timer_started = True
+            self.broker.background_nursery.start_soon(self._timer)
+
+    async def _persisted_states(self) -> dict[ShareKey, rec.ShareState]:
+        if self._persisted is None:
+            loaded = await self.persister.load()
+            if self._persisted is None:
+                self._persisted = loaded
+        return self._persisted
+
+    async def _share_partition(self, key: ShareKey, partition: Partition) -> _SharePartition:
+        share = self._partitions.get(key)
+        settings = self.settings(key[0])
+        if share is None:
+            persisted = (await self._persisted_states()).get(key)
+            start = None
+            if persisted is None:
+                start = await trio.to_thread.run_sync(settings.start_offset, partition)
+            share = self._partitions.get(key)  # another task may have made it meanwhile
+            if share is None:
+                config = self._delivery_config(settings)
+                if persisted is not None:
+                    delivery = SharePartitionDelivery.restore(
+                        persisted.start_offset,
+                        [StateBatch(*b) for b in persisted.batches],
+                        config,
+                        state_epoch=persisted.state_epoch,
+                    )
+                    share = _SharePartition(delivery, created_ms=persisted.create_ms,
+                                            snapshot_epoch=persisted.snapshot_epoch)
+                else:
+                    assert start is not None
+                    share = _SharePartition(SharePartitionDelivery(start, config),
+                                            created_ms=int(time.time() * 1000))
+                self._partitions[key] = share
+        else:
+            share.delivery.config = self._delivery_config(settings)
+        share.delivery.log_start_moved(partition.log_start_offset)
+        return share
+
+    def deliveries_of(self, group_id: str) -> dict[tuple[uuid.UUID, int], SharePartitionDelivery]:
+        return {(k[1], k[2]): s.delivery for k, s in self._partitions.items() if k[0] == group_id}
+
+    async def _persist(self, key: ShareKey, share: _SharePartition) -> None:
+        """Write the share partition's snapshot; the caller holds its write lock."""
+        delivery = share.delivery
+        share.snapshot_epoch += 1
+        state = rec.ShareState(
+            rec.SNAPSHOT, share.snapshot_epoch, delivery.state_epoch, 0,
+            delivery.start_offset,
+            tuple((b.first_offset, b.last_offset, int(b.delivery_state), b.delivery_count)
+                  for b in delivery.state_batches()),
+            share.created_ms, int(time.time() * 1000), delivery.delivery_complete_count,
+        )
+        await self.persister.write(key, state)
+
+    # Requests -----------------------------------------------------------------------
+
+    async def acknowledge(
+        self, group_id: str, member_id: str, tid: uuid.UUID, index: int, acks: Acks
+    ) -> tuple[int, str | None]:
+        """Apply one partition's acknowledgement batches, persisted before the answer:
+        Kafka's (error code, message)."""
+        key = (group_id, tid, index)
+        share = self._partitions.get(key)
+        if share is None:
+            return ErrorCode.INVALID_RECORD_STATE, "No records were acquired from this partition."
+        async with share.write_lock:
+            async with self._lock:
+                result = share.delivery.acknowledge(
+                    member_id, [AckBatch(f, last, types) for f, last, types in acks], now_ms()
+                )
+            self._released()
+            if result.error != ErrorCode.NONE:
+                return result.error, result.message
+            try:
+                await self._persist(key, share)
+            except PersistError as exc:
+                log.warning("share state of %s not written: %s", key, exc)
+                return exc.code, str(exc)
+        return ErrorCode.NONE, None
+
+    async def acquire(
+        self,
+        group_id: str,
+        member_id: str,
+        tid: uuid.UUID,
+        partition: Partition,
+        max_bytes: int,
+        max_records: int,
+        batch_size: int | None = None,
+    ) -> Acquired:
+        """Read from the partition's next fetch offset and acquire what can be."""
+        self._ensure_timer()
+        key = (group_id, tid, partition.index)
+        share = await self._share_partition(key, partition)
+        delivery = share.delivery
+        if not delivery.can_acquire():
+            return Acquired()
+        read_committed = self.settings(group_id).read_committed
+        async with self._lock:
+            offset = delivery.next_fetch_offset()
+        if offset >= partition.high_watermark:
+            return Acquired()
+        try:
+            data, aborted = await trio.to_thread.run_sync(
+                _read, partition, offset, max_bytes, read_committed
+            )
+        except OffsetOutOfRange:
+            async with self._lock:
+                delivery.log_start_moved(partition.log_start_offset)
+            return Acquired()
+        located = fetched_batches(data) if data else []
+        if not located:
+            return Acquired()
+        async with self._lock:
+            if delivery.next_fetch_offset() != offset:
+                return Acquired()  # another fetch acquired from there meanwhile
+            result = delivery.acquire(
+                member_id,
+                [b for b, _s, _e in located],
+                max_records,
+                now_ms(),
+                fetch_offset=offset,
+                batch_size=batch_size,
+                aborted_transactions=aborted if read_committed else None,
+            )
+        if not result.records:
+            return Acquired()
+        self._rearm.set()
+        first, last = result.records[0].first_offset, result.records[-1].last_offset
+        used = [(s, e) for b, s, e in located if b.last_offset >= first and b.base_offset <= last]
+        return Acquired(
+            bytes(memoryview(data)[used[0][0]:used[-1][1]]),
+            [(r.first_offset, r.last_offset, r.delivery_count) for r in result.records],
+        )
+
+    async def release_member(self, group_id: str, member_id: str,
+                             partitions: Iterable[tuple[uuid.UUID, int]] | None = None) -> None:
+        """A member's session closed: what it holds goes back (or is archived)."""
+        wanted = None if partitions is None else set(partitions)
+        for key, share in list(self._partitions.items()):
+            if key[0] != group_id or (wanted is not None and (key[1], key[2]) not in wanted):
+                continue
+            async with share.write_lock:
+                async with self._lock:
+                    changed = share.delivery.release_member(member_id)
+                if changed:
+                    await self._persist_quietly(key, share)
+        self._released()
+
+    async def _persist_quietly(self, key: ShareKey, share: _SharePartition) -> None:
+        """A write nobody waits for (a release, an expiry): a failure is logged; the next
+        write carries the state."""
+        try:
+            await self._persist(key, share)
+        except PersistError as exc:
+            log.warning("share state of %s not written: %s", key, exc)
+
+    async def close_session(self, key: SessionKey) -> None:
+        session = self.sessions.close(key)
+        if session is not None:
+            await self.release_member(key[0], key[1], set(session.partitions))
+
+    def watch_connection(self, connection) -> None:
+        """Kafka ends a share session with its connection: once per connection (a
+        security Session), a close listener that releases its sessions' records."""
+        if id(connection) in self._watched:
+            return
+        self._watched.add(id(connection))
+
+        def closed() -> None:
+            self._watched.discard(id(connection))
+            nursery = self.broker.background_nursery
+            for session in self.sessions.closed_connection(connection):
+                if nursery is not None:
+                    nursery.start_soon(self.release_member, session.key[0], session.key[1],
+                                       set(session.partitions))
+
+        connection.on_close.append(closed)
+
+    async def forget_groups(self, group_ids: Iterable[str]) -> None:
+        """DeleteGroups: the groups' share partitions go with them, tombstoned."""
+        gone = set(group_ids)
+        persisted = await self._persisted_states()
+        keys = {k for k in self._partitions if k[0] in gone} | {
+            k for k in persisted if k[0] in gone
+        }
+        for key in keys:
+            self._partitions.pop(key, None)
+            persisted.pop(key, None)
+            try:
+                await self.persister.write(key, None)
+            except PersistError as exc:
+                log.warning("share state of %s not deleted: %s", key, exc)
+
+    # Waiting ------------------------------------------------------------------------
+
+    async def wait_for_records(self, partitions: list[Partition], deadline: float) -> None:
+        """A share fetch that acquired nothing: until new records are appended to one
+        of ``partitions``, records are released here, or ``deadline`` (trio time)."""
+        event = trio.Event()
+        for partition in partitions:
+            partition.add_waiter(event)
+        self._waiters.add(event)
+        try:
+            with trio.move_on_at(deadline):
+                await event.wait()
+        finally:
+            for partition in partitions:
+                partition.remove_waiter(event)
+            self._waiters.discard(event)
+
+    def _released(self) -> None:
+        for event in self._waiters:
+            event.set()
+        self._waiters.clear()
+        self._rearm.set()
+
+    # Timer --------------------------------------------------------------------------
+
+    async def _timer(self) -> None:
+        while True:
+            deadlines = [d for s in self._partitions.values()
+                         if (d := s.delivery.next_deadline_ms()) is not None]
+            deadline = min(deadlines) if deadlines else None
+            self._rearm = trio.Event()
+            delay = math.inf if deadline is None else max(0.0, (deadline - now_ms()) / 1000)
+            with trio.move_on_after(delay):
+                await self._rearm.wait()
+                continue
+            now = now_ms()
+            for key, share in list(self._partitions.items()):
+                due = share.delivery.next_deadline_ms()
+                if due is None or due > now:
+                    continue
+                async with share.write_lock:
+                    async with self._lock:
+                        changed = share.delivery.expire_locks(now_ms())
+                    if changed:
+                        log.debug("acquisition locks expired on %s", key)
+                        await self._persist_quietly(key, share)
+            self._released()
+
+
+def _read(partition: Partition, offset: int, max_bytes: int, read_committed: bool):
+    """Worker thread: the stored batches from ``offset`` and, for read_committed, the
+    aborted transactions they overlap."""
+    _stable, _hw, _start, info = partition.read_for_fetch(
+        offset, max_bytes, max_bytes, read_committed, False
+    )
+    if info is None or not info.regions:
+        return b"", []
+    data = info.to_bytes()
+    aborted: list[tuple[int, int]] = []
+    if read_committed:
+        upper = info.next_offset if info.next_offset >= 0 else partition.last_stable_offset
+        aborted = partition.aborted_transactions(offset, upper)
+    return data, aborted
