@@ -546,12 +546,24 @@ class Broker:
         # markers this coordinator (re)writes for prepared transactions at start.
         self.transactions = TransactionCoordinator(self)
         await self.transactions.load()
+        await self._load_share_groups()
         log.info(
             "data dir %s open: %d topics in %.3fs",
             self.config.data_dir,
             len(self.topics.names),
             time.perf_counter() - started,
         )
+
+    async def _load_share_groups(self) -> None:
+        """A single node whose share groups left state in ``__share_group_state`` knows
+        those groups again (empty) after a restart, as Kafka does; nothing is read (nor
+        the package loaded) when no share group was ever used."""
+        from kafkette.broker.internal_topics import SHARE_STATE_TOPIC
+
+        if self.cluster is not None or self.topics.metadata(SHARE_STATE_TOPIC) is None:
+            return
+        for group_id in await self.share_partitions.load():
+            self.groups.state.share_groups.ensure(group_id)
 
     async def _open_client_quotas(self) -> None:
         """The data dir's quotas (a damaged file stops the start), or a cluster's."""

@@ -74,6 +74,9 @@ class ApiKey(IntEnum):
     SHARE_GROUP_DESCRIBE = 77
     SHARE_FETCH = 78
     SHARE_ACKNOWLEDGE = 79
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +239,9 @@ SUPPORTED: dict[ApiKey, ApiSpec] = {
         _api(ApiKey.SHARE_GROUP_DESCRIBE, "ShareGroupDescribe", 1, 1),
         _api(ApiKey.SHARE_FETCH, "ShareFetch", 1, 2, note="2 adds KIP-1222's renew"),
         _api(ApiKey.SHARE_ACKNOWLEDGE, "ShareAcknowledge", 1, 2, note="2 adds KIP-1222's renew"),
+        _api(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, "DescribeShareGroupOffsets", 0, 1),
+        _api(ApiKey.ALTER_SHARE_GROUP_OFFSETS, "AlterShareGroupOffsets", 0, 0),
+        _api(ApiKey.DELETE_SHARE_GROUP_OFFSETS, "DeleteShareGroupOffsets", 0, 0),
         _api(
             ApiKey.GET_TELEMETRY_SUBSCRIPTIONS,
             "GetTelemetrySubscriptions",

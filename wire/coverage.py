@@ -80,6 +80,9 @@ EXTRA_REASONS: dict[int, str] = {
     77: "KIP-932 share groups (Kafka 4.2+, docs/share-groups.md)",
     78: "KIP-932 share groups (Kafka 4.2+, docs/share-groups.md)",
     79: "KIP-932 share groups (Kafka 4.2+, docs/share-groups.md)",
+    90: "KIP-932 share groups (Kafka 4.2+, docs/share-groups.md)",
+    91: "KIP-932 share groups (Kafka 4.2+, docs/share-groups.md)",
+    92: "KIP-932 share groups (Kafka 4.2+, docs/share-groups.md)",
 }
 
 # Answers measured against Kafka 4.0.0 that still differ (not visible in the ranges).

@@ -55,6 +55,11 @@ HANDLER_LOCATIONS: dict[ApiKey, str] = {
     ApiKey.SHARE_GROUP_DESCRIBE: "share_groups.handle_share_group_describe",
     ApiKey.SHARE_FETCH: "share_fetch.handle_share_fetch",
     ApiKey.SHARE_ACKNOWLEDGE: "share_fetch.handle_share_acknowledge",
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (
+        "share_group_offsets.handle_describe_share_group_offsets"
+    ),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: "share_group_offsets.handle_alter_share_group_offsets",
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: "share_group_offsets.handle_delete_share_group_offsets",
     ApiKey.ELECT_LEADERS: "elect_leaders.handle_elect_leaders",
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (
         "partition_reassignments.handle_alter_partition_reassignments"

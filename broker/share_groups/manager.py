@@ -303,6 +303,61 @@ class SharePartitionManager:
             except PersistError as exc:
                 log.warning("share state of %s not deleted: %s", key, exc)
 
+    # Administration (Describe/Alter/DeleteShareGroupOffsets) ------------------------
+
+    async def load(self) -> set[str]:
+        """Read ``__share_group_state`` (if it exists): the groups with share partitions,
+        which exist after a restart as Kafka's do, members or not."""
+        return {key[0] for key in await self._persisted_states()} | {
+            key[0] for key in self._partitions
+        }
+
+    async def start_offsets(self, group_id: str) -> dict[tuple[uuid.UUID, int], tuple[int, int]]:
+        """(topic id, partition) -> (start offset, delivery complete count or -1) of every
+        share partition the group has, live or persisted."""
+        out = {}
+        for key, state in (await self._persisted_states()).items():
+            if key[0] == group_id:
+                out[(key[1], key[2])] = (state.start_offset, state.delivery_complete_count)
+        for key, share in self._partitions.items():
+            if key[0] == group_id:
+                delivery = share.delivery
+                out[(key[1], key[2])] = (delivery.start_offset, delivery.delivery_complete_count)
+        return out
+
+    async def alter_start_offset(self, group_id: str, tid: uuid.UUID, index: int,
+                                 offset: int) -> None:
+        """AlterShareGroupOffsets (the group has no members): start over at ``offset``
+        with nothing in flight, under a new state epoch; persisted. Raises PersistError."""
+        key = (group_id, tid, index)
+        persisted = (await self._persisted_states()).get(key)
+        share = self._partitions.get(key)
+        if share is None:
+            settings = self.settings(group_id)
+            epoch = persisted.state_epoch if persisted is not None else 0
+            share = _SharePartition(
+                SharePartitionDelivery(offset, self._delivery_config(settings),
+                                       state_epoch=epoch),
+                created_ms=int(time.time() * 1000),
+            )
+            self._partitions[key] = share
+        async with share.write_lock:
+            async with self._lock:
+                share.delivery.alter_start_offset(offset)
+            await self._persist(key, share)
+
+    async def forget_partitions(self, group_id: str, topic_ids: set[uuid.UUID]) -> None:
+        """DeleteShareGroupOffsets: the group's share partitions of those topics go
+        (tombstoned); a later fetch starts them again from share.auto.offset.reset."""
+        persisted = await self._persisted_states()
+        keys = {k for k in self._partitions if k[0] == group_id and k[1] in topic_ids} | {
+            k for k in persisted if k[0] == group_id and k[1] in topic_ids
+        }
+        for key in keys:
+            self._partitions.pop(key, None)
+            persisted.pop(key, None)
+            await self.persister.write(key, None)
+
     # Waiting ------------------------------------------------------------------------
 
     async def wait_for_records(self, partitions: list[Partition], deadline: float) -> None:

@@ -278,6 +278,14 @@ class ShareGroups:
     def is_share_group(self, group_id: str) -> bool:
         return group_id in self.groups
 
+    def ensure(self, group_id: str) -> ShareGroup:
+        """The group, made empty if it does not exist: a group whose share partitions
+        survived a restart, or one AlterShareGroupOffsets creates (as Kafka does)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self.groups[group_id] = ShareGroup(group_id)
+        return group
+
     def delete(self, group_id: str) -> int | None:
         """DeleteGroups: None if ``group_id`` is not a share group, else the error code
         (NONE: deleted; NON_EMPTY_GROUP while it has members)."""

@@ -1,0 +1,193 @@
+"""DescribeShareGroupOffsets (90), AlterShareGroupOffsets (91), DeleteShareGroupOffsets (92).
+
+What ``kafka-share-groups.sh --describe/--reset-offsets/--delete-offsets`` and the Admin
+client's ``listShareGroupOffsets``/``alterShareGroupOffsets``/``deleteShareGroupOffsets``
+send. A share group's "offset" is its share-partition start offset (SPSO); its lag is
+Kafka's: log end offset - start offset - records already delivered past it. Altering or
+deleting needs a group without members (NON_EMPTY_GROUP otherwise); altering creates the
+group, as Kafka does. Authorization as Kafka: DESCRIBE on the group and on each topic to
+describe, READ on both to alter, DELETE on the group and READ on the topics to delete.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from kafkette.broker.security.authorizer.checks import (
+    DELETE,
+    DESCRIBE,
+    READ,
+    group_denied,
+    topic_denied,
+)
+from kafkette.broker.share_groups.persister import PersistError
+from kafkette.wire.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from kafkette.broker.server import Broker
+    from kafkette.wire.connection import Request
+
+log = logging.getLogger("kafkette.share")
+
+UNINITIALIZED = -1
+
+
+def _group_state(broker: Broker, group_id: str) -> tuple[int, str | None]:
+    """NONE, or why ``group_id`` is not a share group here."""
+    coordinator_error = broker.groups.coordinator_error(group_id)
+    if coordinator_error != ErrorCode.NONE:
+        return coordinator_error, None
+    state = broker.groups.state
+    if state.is_share_group(group_id):
+        return ErrorCode.NONE, None
+    if state.classic.classic_group_members(group_id) is not None or (
+        state.consumer_groups.is_consumer_group(group_id)
+    ):
+        return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
+    return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+
+
+async def handle_describe_share_group_offsets(broker: Broker, request: Request) -> dict:
+    version = request.header.api_version
+    manager = broker.share_partitions
+    groups = []
+    for wanted in request.body["groups"]:
+        group_id = wanted["group_id"]
+        entry = {"group_id": group_id, "topics": [], "error_code": 0, "error_message": None}
+        groups.append(entry)
+        if group_denied(broker, request, DESCRIBE, group_id):
+            entry["error_code"] = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+            continue
+        error, message = _group_state(broker, group_id)
+        if error != ErrorCode.NONE:
+            entry["error_code"], entry["error_message"] = int(error), message
+            continue
+        states = await manager.start_offsets(group_id)
+        if wanted["topics"] is None:  # every topic the group has state for
+            names: dict[str, list[int] | None] = {}
+            for tid, _index in states:
+                meta = broker.topics.by_id(tid)
+                if meta is not None:
+                    names[meta.name] = None
+        else:
+            names = {t["topic_name"]: t["partitions"] for t in wanted["topics"]}
+        for name, partitions in sorted(names.items()):
+            if topic_denied(broker, request, DESCRIBE, name, quiet=True):
+                continue  # Kafka leaves out the topics the client may not describe
+            meta = broker.topics.metadata(name)
+            if meta is None:
+                entry["topics"].append({"topic_name": name, "topic_id": None, "partitions": [
+                    {"partition_index": p, "start_offset": UNINITIALIZED, "leader_epoch": -1,
+                     "lag": -1, "error_code": int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+                     "error_message": "This server does not host this topic-partition."}
+                    for p in partitions or []
+                ]})
+                continue
+            indexes = partitions if partitions is not None else sorted(
+                p for tid, p in states if tid == meta.topic_id
+            )
+            rows = []
+            for index in indexes:
+                start, complete = states.get((meta.topic_id, index), (UNINITIALIZED, -1))
+                partition = broker.topics.partition(name, index)
+                lag = -1
+                if version >= 1 and start != UNINITIALIZED and complete >= 0 and partition:
+                    lag = max(0, partition.high_watermark - start - complete)
+                rows.append({"partition_index": index, "start_offset": start,
+                             "leader_epoch": 0 if start != UNINITIALIZED else -1,
+                             "lag": lag, "error_code": 0, "error_message": None})
+            entry["topics"].append({"topic_name": name, "topic_id": meta.topic_id,
+                                    "partitions": rows})
+    return {"throttle_time_ms": 0, "groups": groups}
+
+
+def _top(code: int, message: str | None = None) -> dict:
+    return {"throttle_time_ms": 0, "error_code": int(code), "error_message": message,
+            "responses": []}
+
+
+async def handle_alter_share_group_offsets(broker: Broker, request: Request) -> dict:
+    body = request.body
+    group_id = body["group_id"]
+    if not group_id:
+        return _top(ErrorCode.INVALID_GROUP_ID)
+    if group_denied(broker, request, READ, group_id):
+        return _top(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    error = broker.groups.coordinator_error(group_id)
+    if error != ErrorCode.NONE:
+        return _top(error)
+    state = broker.groups.state
+    if not state.is_share_group(group_id) and _group_state(broker, group_id)[1] != (
+        f"Group {group_id} not found."
+    ):
+        return _top(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+
+    def ensure_empty(state, now):
+        group = state.share_groups.ensure(group_id)
+        return state.outcome(len(group.members))
+
+    members = (await broker.groups.run(ensure_empty, group_id)).result
+    if members:
+        return _top(ErrorCode.NON_EMPTY_GROUP, "The group is not empty.")
+    manager = broker.share_partitions
+    responses = []
+    for topic in body["topics"]:
+        name = topic["topic_name"]
+        meta = broker.topics.metadata(name)
+        rows = []
+        responses.append({"topic_name": name, "topic_id": meta.topic_id if meta else None,
+                          "partitions": rows})
+        for part in topic["partitions"]:
+            index = part["partition_index"]
+            row = {"partition_index": index, "error_code": 0, "error_message": None}
+            rows.append(row)
+            if topic_denied(broker, request, READ, name):
+                row["error_code"] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            elif meta is None or not 0 <= index < meta.partitions:
+                row["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                row["error_message"] = "This server does not host this topic-partition."
+            else:
+                try:
+                    await manager.alter_start_offset(group_id, meta.topic_id, index,
+                                                     part["start_offset"])
+                except PersistError as exc:
+                    row["error_code"], row["error_message"] = int(exc.code), str(exc)
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
+            "responses": responses}
+
+
+async def handle_delete_share_group_offsets(broker: Broker, request: Request) -> dict:
+    body = request.body
+    group_id = body["group_id"]
+    if not group_id:
+        return _top(ErrorCode.INVALID_GROUP_ID)
+    if group_denied(broker, request, DELETE, group_id):
+        return _top(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    error, message = _group_state(broker, group_id)
+    if error != ErrorCode.NONE:
+        return _top(error, message)
+    if broker.groups.state.share_groups.groups[group_id].members:
+        return _top(ErrorCode.NON_EMPTY_GROUP, "The group is not empty.")
+    manager = broker.share_partitions
+    responses = []
+    gone = set()
+    for topic in body["topics"]:
+        name = topic["topic_name"]
+        meta = broker.topics.metadata(name)
+        row = {"topic_name": name, "topic_id": meta.topic_id if meta else None,
+               "error_code": 0, "error_message": None}
+        responses.append(row)
+        if topic_denied(broker, request, READ, name):
+            row["error_code"] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        elif meta is None:
+            row["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            row["error_message"] = "This server does not host this topic-partition."
+        else:
+            gone.add(meta.topic_id)
+    try:
+        await manager.forget_partitions(group_id, gone)
+    except PersistError as exc:
+        return _top(exc.code, str(exc))
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
+            "responses": responses}
