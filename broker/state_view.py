@@ -399,6 +399,12 @@ class BrokerStateView:
             lag=tuple(rows),
         )
 
+    def share_delivery_totals(self) -> dict[str, int] | None:
+        """The share partitions' delivery counters summed (``SharePartitionManager.
+        counter_totals``), or None while no share group was served (nothing to report)."""
+        manager = self._broker.share_partitions_started
+        return None if manager is None else manager.counter_totals()
+
 
 def _decoded_size(
     key: bytes | None, value: bytes | None, headers: tuple[tuple[str, bytes | None], ...]

@@ -221,6 +221,41 @@ class GroupCollector:
         yield from (members, state, current, lag, lag_sum)
 
 
+class ShareGroupCollector:
+    """Share groups' record deliveries (KIP-932): Kafka's share-group-metrics
+    record-acknowledgement count by ack type, and kafkette's own counts of records
+    acquired, redelivered, freed by an expired acquisition lock or a closed session, and
+    archived at the delivery count limit. Nothing until a share group is served."""
+
+    def __init__(self, view: BrokerStateView) -> None:
+        self._view = view
+
+    def collect(self) -> Iterator[Metric]:
+        totals = self._view.share_delivery_totals()
+        if totals is None:
+            return
+        acknowledged = CounterMetricFamily(
+            "kafka_server_share_group_metrics_record_acknowledgement",
+            "Records acknowledged by share consumers, by acknowledgement type "
+            "(Kafka: share-group-metrics record-acknowledgement-count{ack-type}).",
+            labels=["ack_type"],
+        )
+        for name, value in sorted(totals.items()):
+            if name.startswith("ack_"):
+                acknowledged.add_metric([name[4:].capitalize()], value)
+        yield acknowledged
+        for name, help_text in (
+            ("acquired", "Records acquired by share consumers (each delivery counts)."),
+            ("redelivered", "Records acquired again after a release or an expired lock."),
+            ("locks_expired", "Acquired records freed because their acquisition lock expired."),
+            ("released_on_close", "Acquired records freed by a closed share session."),
+            ("archived_at_limit", "Records archived at share.delivery.count.limit."),
+        ):
+            family = CounterMetricFamily(f"kafkette_share_records_{name}", help_text)
+            family.add_metric([], totals.get(name, 0))
+            yield family
+
+
 def _histogram(name: str, help_text: str, per_api: dict) -> HistogramMetricFamily:
     family = HistogramMetricFamily(name, help_text, labels=["request"])
     for api, histogram in sorted(per_api.items()):

@@ -25,6 +25,7 @@ from kafkette.broker.observability.collectors import (
     GroupCollector,
     LogCollector,
     RequestCollector,
+    ShareGroupCollector,
 )
 from kafkette.broker.server import Endpoint, StartupError
 
@@ -49,6 +50,7 @@ def metrics_registry(broker: Broker, view: BrokerStateView) -> CollectorRegistry
     registry.register(RequestCollector(stats, view))
     registry.register(LogCollector(view))
     registry.register(GroupCollector(view))
+    registry.register(ShareGroupCollector(view))
     return registry
 
 

@@ -85,6 +85,9 @@ class SharePartitionManager:
         self._timer_started = False
         self._waiters: set[trio.Event] = set()
         self._watched: set[int] = set()  # id() of the connections with a close listener
+        # Counters of share partitions forgotten (deleted groups and offsets), so the
+        # totals the metrics read never go down.
+        self._retired: dict[str, int] = {}
 
     # Settings ----------------------------------------------------------------------
 
@@ -296,12 +299,30 @@ class SharePartitionManager:
             k for k in persisted if k[0] in gone
         }
         for key in keys:
-            self._partitions.pop(key, None)
+            self._retire(key)
             persisted.pop(key, None)
             try:
                 await self.persister.write(key, None)
             except PersistError as exc:
                 log.warning("share state of %s not deleted: %s", key, exc)
+
+    # Metrics ------------------------------------------------------------------------
+
+    def counter_totals(self) -> dict[str, int]:
+        """Every share partition's delivery counters summed, since the start: records
+        acquired, redelivered, acknowledged by type (``ack_accept``, ...), locks
+        expired, released by a closed session, archived at the delivery limit."""
+        totals = dict(self._retired)
+        for share in self._partitions.values():
+            for name, value in _counter_items(share.delivery):
+                totals[name] = totals.get(name, 0) + value
+        return totals
+
+    def _retire(self, key: ShareKey) -> None:
+        share = self._partitions.pop(key, None)
+        if share is not None:
+            for name, value in _counter_items(share.delivery):
+                self._retired[name] = self._retired.get(name, 0) + value
 
     # Administration (Describe/Alter/DeleteShareGroupOffsets) ------------------------
 
@@ -354,7 +375,7 @@ class SharePartitionManager:
             k for k in persisted if k[0] == group_id and k[1] in topic_ids
         }
         for key in keys:
-            self._partitions.pop(key, None)
+            self._retire(key)
             persisted.pop(key, None)
             await self.persister.write(key, None)
 
@@ -405,6 +426,19 @@ class SharePartitionManager:
                         log.debug("acquisition locks expired on %s", key)
                         await self._persist_quietly(key, share)
             self._released()
+
+
+def _counter_items(delivery: SharePartitionDelivery) -> list[tuple[str, int]]:
+    c = delivery.counters
+    items = [
+        ("acquired", c.acquired),
+        ("redelivered", c.redelivered),
+        ("locks_expired", c.locks_expired),
+        ("released_on_close", c.released_on_close),
+        ("archived_at_limit", c.archived_at_limit),
+    ]
+    items += [(f"ack_{kind.name.lower()}", count) for kind, count in c.acknowledged.items()]
+    return items
 
 
 def _read(partition: Partition, offset: int, max_bytes: int, read_committed: bool):
