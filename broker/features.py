@@ -48,8 +48,12 @@ FEATURES: tuple[Feature, ...] = (
 BY_NAME = {f.name: f for f in FEATURES}
 
 
-def supported_features(api_version: int = 4) -> list[dict]:
-    """ApiVersions v3+ ``supported_features``.
+SHARE_VERSION = "share.version"
+
+
+def supported_features(api_version: int = 4, share_groups: bool = True) -> list[dict]:
+    """ApiVersions v3+ ``supported_features`` (``share.version`` only with
+    ``share_groups``: where the topology serves them).
 
     Before ApiVersions v4 a feature whose minimum supported level is 0 is left out,
     as Kafka 4.0 does (KAFKA-17011): older clients (the Java client before 3.9)
@@ -57,16 +61,16 @@ def supported_features(api_version: int = 4) -> list[dict]:
     return [
         {"name": f.name, "min_version": f.min_version, "max_version": f.max_version}
         for f in FEATURES
-        if api_version >= 4 or f.min_version > 0
+        if (api_version >= 4 or f.min_version > 0) and (share_groups or f.name != SHARE_VERSION)
     ]
 
 
-def finalized_features() -> list[dict]:
+def finalized_features(share_groups: bool = True) -> list[dict]:
     """ApiVersions v3+ ``finalized_features``: those above level 0, as Kafka lists them."""
     return [
         {"name": f.name, "max_version_level": f.finalized, "min_version_level": f.finalized}
         for f in FEATURES
-        if f.finalized > 0
+        if f.finalized > 0 and (share_groups or f.name != SHARE_VERSION)
     ]
 
 

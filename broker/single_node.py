@@ -51,6 +51,10 @@ class SingleNodeTopology:
         return True
 
     @property
+    def serves_share_groups(self) -> bool:
+        return True
+
+    @property
     def highest_coordinator_epoch(self) -> int | None:
         # No coordinator has a higher epoch than this node's own: a marker with one would
         # be remembered by the partition and fence every later marker of the real one.

@@ -90,6 +90,14 @@ class Topology(Protocol):
         """Does this broker answer the controller's requests (elections, reassignments)?"""
         ...
 
+    @property
+    def serves_share_groups(self) -> bool:
+        """Are KIP-932 share groups served (their APIs advertised, ``share.version``
+        finalized)? Not yet in a cluster: a share partition's state lives with the leader
+        of its ``__share_group_state`` partition, reached through the inter-broker share
+        state APIs, which are not served yet (docs/share-groups.md)."""
+        ...
+
     def brokers(self, listener: str) -> list[BrokerEndpoint]:
         """The live brokers, by id, at their endpoints for ``listener``; a broker without
         that listener is left out, as in Kafka."""

@@ -269,10 +269,19 @@ def api_spec(api_key: int) -> ApiSpec | None:
         return None
 
 
-def api_versions_entries() -> list[dict]:
-    """The ``api_keys`` array of an ApiVersions response: the advertised APIs only."""
+# KIP-932's client APIs: advertised only where share groups are served.
+SHARE_GROUP_APIS = frozenset({
+    ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_DESCRIBE, ApiKey.SHARE_FETCH,
+    ApiKey.SHARE_ACKNOWLEDGE, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS, ApiKey.DELETE_SHARE_GROUP_OFFSETS,
+})
+
+
+def api_versions_entries(share_groups: bool = True) -> list[dict]:
+    """The ``api_keys`` array of an ApiVersions response: the advertised APIs only (the
+    share-group ones only with ``share_groups``)."""
     return [
         {"api_key": int(spec.key), "min_version": spec.min_version, "max_version": spec.max_version}
         for spec in SUPPORTED.values()
-        if spec.advertised
+        if spec.advertised and (share_groups or spec.key not in SHARE_GROUP_APIS)
     ]

@@ -53,6 +53,10 @@ class ClusterTopology:
         return self._node.controller.active
 
     @property
+    def serves_share_groups(self) -> bool:
+        return False  # the share coordinator's inter-broker state APIs come next
+
+    @property
     def highest_coordinator_epoch(self) -> int | None:
         return None
 

@@ -28,9 +28,14 @@ if TYPE_CHECKING:
     from kafkette.broker.server import Broker
     from kafkette.wire.connection import Request
 
-# Per request version: v3 leaves out the features supported from level 0.
-_SUPPORTED = {3: supported_features(3), 4: supported_features(4)}
-_FINALIZED = finalized_features()
+# Per (request version, share groups served): v3 leaves out the features supported
+# from level 0; share.version is there only where share groups are served.
+_SUPPORTED = {
+    (version, share): supported_features(version, share)
+    for version in (3, 4) for share in (True, False)
+}
+_FINALIZED = {share: finalized_features(share) for share in (True, False)}
+_API_KEYS = {share: api_versions_entries(share) for share in (True, False)}
 # Kafka's ApiVersionsRequest.isValid for client_software_name/_version (v3+).
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
@@ -53,13 +58,15 @@ async def handle_api_versions(broker: Broker, request: Request) -> dict:
         # KIP-714 subscriptions match on the software a connection announces.
         if isinstance(request.session, Session):
             request.session.client_software = (name, version)  # type: ignore[assignment]
+        share = broker.topology.serves_share_groups
         response = {
             "error_code": ErrorCode.NONE,
-            "api_keys": api_versions_entries(),
+            "api_keys": _API_KEYS[share],
             "throttle_time_ms": 0,
         }
-        response["supported_features"] = _SUPPORTED[min(request.header.api_version, 4)]
+        response["supported_features"] = _SUPPORTED[(min(request.header.api_version, 4), share)]
         response["finalized_features_epoch"] = FINALIZED_FEATURES_EPOCH
-        response["finalized_features"] = _FINALIZED
+        response["finalized_features"] = _FINALIZED[share]
         return response
-    return {"error_code": ErrorCode.NONE, "api_keys": api_versions_entries(), "throttle_time_ms": 0}
+    share = broker.topology.serves_share_groups
+    return {"error_code": ErrorCode.NONE, "api_keys": _API_KEYS[share], "throttle_time_ms": 0}

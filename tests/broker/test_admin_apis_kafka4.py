@@ -66,7 +66,9 @@ def test_api_versions_v3_reports_the_features_kafkette_serves(broker) -> None:
         )
         supported = {f["name"]: (f["min_version"], f["max_version"])
                      for f in answer["supported_features"]}
-        expected = {"metadata.version": (25, 25), "group.version": (1, 1)}
+        # share.version: KIP-932 share groups, served (Kafka 4.2+ finalizes level 1)
+        expected = {"metadata.version": (25, 25), "group.version": (1, 1),
+                    "share.version": (1, 1)}
         if version >= 4:
             expected |= {
                 "kraft.version": (0, 0),
@@ -79,7 +81,8 @@ def test_api_versions_v3_reports_the_features_kafkette_serves(broker) -> None:
         finalized = {f["name"]: (f["min_version_level"], f["max_version_level"])
                      for f in answer["finalized_features"]}
         # Level-0 features are left out of the finalized list, as Kafka does.
-        assert finalized == {"metadata.version": (25, 25), "group.version": (1, 1)}
+        assert finalized == {"metadata.version": (25, 25), "group.version": (1, 1),
+                             "share.version": (1, 1)}
         assert answer["finalized_features_epoch"] == 0
         advertised = {k["api_key"]: (k["min_version"], k["max_version"])
                       for k in answer["api_keys"]}
@@ -87,6 +90,7 @@ def test_api_versions_v3_reports_the_features_kafkette_serves(broker) -> None:
         assert advertised[55] == (0, 2) and advertised[57] == (0, 2)
         assert advertised[60] == (0, 2) and advertised[74] == (0, 0)
         assert 71 not in advertised and 72 not in advertised  # no metrics plugin
+        assert advertised[76] == (1, 1) and advertised[78] == (1, 2)  # share groups
     old = wire_request(broker.bootstrap, "ApiVersions", 18, 2, {})
     assert old["supported_features"] == [] and old["finalized_features_epoch"] == -1  # defaults
 
@@ -598,6 +602,8 @@ def test_reference_tools_describe_kafkette(broker, create_topic) -> None:
         "FinalizedVersionLevel: 0\tEpoch: 0",
         "Feature: metadata.version\tSupportedMinVersion: 4.0-IV3\t"
         "SupportedMaxVersion: 4.0-IV3\tFinalizedVersionLevel: 4.0-IV3\tEpoch: 0",
+        "Feature: share.version\tSupportedMinVersion: 1\tSupportedMaxVersion: 1\t"
+        "FinalizedVersionLevel: 1\tEpoch: 0",
         "Feature: transaction.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 0\t"
         "FinalizedVersionLevel: 0\tEpoch: 0",
     ]
