@@ -134,7 +134,10 @@ SUPPORTED: dict[ApiKey, ApiSpec] = {
             3,
             "0-2 advertised for librdkafka, refused; 13 names topics by id (Kafka 4.1)",
         ),
-        _api(ApiKey.FETCH, "Fetch", 4, 17),
+        _api(
+            ApiKey.FETCH, "Fetch", 4, 18,
+            note="18's follower HighWatermark (KIP-1166, Kafka 4.2) is read and ignored",
+        ),
         _api(ApiKey.LIST_OFFSETS, "ListOffsets", 1, 10),
         _api(ApiKey.METADATA, "Metadata", 0, 13),
         _api(ApiKey.OFFSET_COMMIT, "OffsetCommit", 2, 10, note="10 names topics by id (Kafka 4.1)"),
@@ -185,7 +188,13 @@ SUPPORTED: dict[ApiKey, ApiSpec] = {
         _api(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, "AlterUserScramCredentials", 0, 0),
         _api(ApiKey.DESCRIBE_CLUSTER, "DescribeCluster", 0, 2),
         _api(ApiKey.ALTER_REPLICA_LOG_DIRS, "AlterReplicaLogDirs", 1, 2, note="one log dir"),
-        _api(ApiKey.DESCRIBE_LOG_DIRS, "DescribeLogDirs", 1, 4, note="5 is Kafka 4.1's"),
+        _api(
+            ApiKey.DESCRIBE_LOG_DIRS,
+            "DescribeLogDirs",
+            1,
+            5,
+            note="5's IsCordoned is always false (one log dir, never cordoned)",
+        ),
         _api(
             ApiKey.DESCRIBE_QUORUM,
             "DescribeQuorum",

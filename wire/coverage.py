@@ -13,6 +13,7 @@ from pathlib import Path
 
 from kafkette.wire.apis import SUPPORTED, ApiSpec
 from kafkette.wire.kafka40_ranges import KAFKA_40_ADVERTISED
+from kafkette.wire.kafka43_ranges import KAFKA_43_DEFINED
 from kafkette.wire.schema import ALWAYS, MessageSpec, load_message
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent.parent / "docs" / "protocol-coverage.md"
@@ -75,6 +76,8 @@ EXTRA_REASONS: dict[int, str] = {
     0: "13 names topics by id: Kafka 4.1's (docs/topic-ids.md)",
     8: "10 names topics by id: Kafka 4.1's (docs/topic-ids.md)",
     9: "10 names topics by id: Kafka 4.1's (docs/topic-ids.md)",
+    1: "18 (a follower's HighWatermark, KIP-1166) is Kafka 4.2's; read and ignored",
+    35: "5 (IsCordoned, KIP-1066) is Kafka 4.2's; always false here",
     45: "1 (allow_replication_factor_change, KIP-860) is Kafka 4.1's",
     76: "KIP-932 share groups (Kafka 4.2+, docs/share-groups.md)",
     77: "KIP-932 share groups (Kafka 4.2+, docs/share-groups.md)",
@@ -94,6 +97,63 @@ BEHAVIOUR_DIFFERENCES: tuple[str, ...] = (
     " Kafka 4.0 refuses the request while parsing it and closes the connection;"
     " kafkette answers (SECURITY_DISABLED without an authorizer).",
 )
+
+
+# Why a (API, version) pair Kafka 4.3's definitions know is not advertised here. An
+# entry stops showing once its versions are served; a gap without one says so.
+KAFKA_43_REASONS: dict[int, str] = {
+    2: "11 lists by earliest pending upload (KIP-1023): tiered storage, not served",
+    11: "0-1 removed from brokers in Kafka 4.0 (KIP-896); Kafka 4.x advertises 2-9",
+    22: "6 (KIP-939 two-phase commit) is flagged unstable in 4.3, not advertised by Kafka",
+    26: "5 is transaction.version 2 (KIP-890 part 2), not served",
+    27: "2 is transaction.version 2 (KIP-890 part 2), not served",
+    38: "delegation tokens (KIP-48): no token authentication",
+    39: "delegation tokens (KIP-48): no token authentication",
+    40: "delegation tokens (KIP-48): no token authentication",
+    41: "delegation tokens (KIP-48): no token authentication",
+    64: "KRaft broker registration: no controller quorum",
+    66: "2 filters by a transactional id pattern (KIP-1152): not served yet",
+    74: "1 lists every config resource type (KIP-1142): not served yet",
+    80: "KRaft voters (KIP-853): no controller quorum",
+    81: "KRaft voters (KIP-853): no controller quorum",
+    83: "the share coordinator's inter-broker state API: not served (single-node share "
+        "groups keep their state locally; docs/share-groups.md)",
+    84: "the share coordinator's inter-broker state API: not served (docs/share-groups.md)",
+    85: "the share coordinator's inter-broker state API: not served (docs/share-groups.md)",
+    86: "the share coordinator's inter-broker state API: not served (docs/share-groups.md)",
+    87: "the share coordinator's inter-broker state API: not served (docs/share-groups.md)",
+    88: "streams groups (KIP-1071): not served; Kafka Streams uses the classic protocol",
+    89: "streams groups (KIP-1071): not served; Kafka Streams uses the classic protocol",
+}
+
+
+def kafka_43_gaps() -> list[tuple[int, str, str, str]]:
+    """(api key, name, versions, reason) of what Kafka 4.3's definitions offer to
+    clients that kafkette does not advertise."""
+    rows = []
+    for key, (name, low, high) in sorted(KAFKA_43_DEFINED.items()):
+        ours = next((a for a in SUPPORTED.values() if int(a.key) == key), None)
+        served = _pairs(ours.min_version, ours.max_version) if ours and ours.advertised else set()
+        if ours is not None and not ours.advertised:
+            served = _pairs(ours.min_version, ours.max_version)  # answered (KIP-714 APIs)
+        if missing := _pairs(low, high) - served:
+            rows.append((key, name, _ranges(missing),
+                         KAFKA_43_REASONS.get(key, "not served yet")))
+    return rows
+
+
+def _kafka_43_section() -> list[str]:
+    gaps = kafka_43_gaps()
+    pairs = sum(high - low + 1 for _, low, high in KAFKA_43_DEFINED.values())
+    lines = [
+        "## Kafka 4.3's client APIs",
+        "",
+        f"Kafka 4.3.0's definitions offer {len(KAFKA_43_DEFINED)} APIs ({pairs} (API, version)",
+        "pairs) to clients of a broker (recorded in `wire/kafka43_ranges.py`); the codec",
+        "knows every one of them (kafka-python's definitions and `wire/supplement/`).",
+        f"kafkette serves all but {sum(_count(v) for _, _, v, _ in gaps)} pairs:",
+    ]
+    return [*lines, *_differences_table("Known to Kafka 4.3, not served", gaps), ""]
 
 
 def _pairs(low: int, high: int) -> set[int]:
@@ -195,6 +255,7 @@ def render() -> str:
     lines.append(f"{len(SUPPORTED)} APIs.")
     lines.append("")
     lines.extend(_differences_section())
+    lines.extend(_kafka_43_section())
     return "\n".join(lines)
 
 
