@@ -1,15 +1,20 @@
 """``__transaction_state`` records in Kafka's TransactionLogKey/TransactionLogValue layout.
 
 Key: int16 version 0, then the transactional id as an int16-length string.
-Value: int16 version, then (version 0, what Kafka 4.0 writes for clients of
-protocol v1) ProducerId int64, ProducerEpoch int16, TransactionTimeoutMs
-int32, TransactionStatus int8, TransactionPartitions (nullable int32-counted
-array of {Topic string, PartitionIds int32-counted int32s}; null when Empty),
+Value: int16 version, then ProducerId int64, ProducerEpoch int16,
+TransactionTimeoutMs int32, TransactionStatus int8, TransactionPartitions
+(nullable array of {Topic string, PartitionIds int32s}; null when Empty),
 TransactionLastUpdateTimestampMs int64, TransactionStartTimestampMs int64.
-Version 1 (flexible: compact strings/arrays and tagged fields, written by
-Kafka for transaction.version 2 clients) is read too, so a data dir written
-by either layout loads. A transactional id that expired is a tombstone
-(null value), which compaction eventually removes.
+
+Version 1 is what Kafka writes once ``transaction.version`` 1 or more is
+finalized, and so what kafkette writes (it finalizes 2): flexible (compact
+strings and arrays, a tag buffer after each partition entry and at the end),
+with the tagged fields PreviousProducerId (tag 0, int64), NextProducerId (tag 1,
+int64) and ClientTransactionVersion (tag 2, int16), each written only when it
+differs from its default (-1, -1, 0), as Kafka's generated code does. Version 0
+(fixed-width, int16 strings, int32 counts; kafkette before transaction.version
+2) is read too, so a data dir written by either layout loads. A transactional
+id that expired is a tombstone (null value), which compaction eventually removes.
 
 Keeping Kafka's layout lets Kafka's own tools decode the topic and keeps the
 meaning of every stored byte documented by Kafka's message definitions.
@@ -20,10 +25,19 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable
 
-from kafkette.broker.transactions.state import TransactionMetadata, TxnState
+from kafkette.broker.transactions.state import (
+    NO_PRODUCER_ID,
+    TV_0,
+    TransactionMetadata,
+    TxnState,
+)
 
 KEY_VERSION = 0
-VALUE_VERSION = 0
+VALUE_VERSION = 1
+# TransactionLogValue v1's tagged fields.
+TAG_PREVIOUS_PRODUCER_ID = 0
+TAG_NEXT_PRODUCER_ID = 1
+TAG_CLIENT_TRANSACTION_VERSION = 2
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -64,9 +78,57 @@ def _grouped(partitions: Iterable[tuple[str, int]]) -> dict[str, list[int]]:
     return topics
 
 
-def encode_value(metadata: TransactionMetadata) -> bytes:
-    """Version 0 value of ``metadata`` (Empty writes a null partition list, as Kafka)."""
-    out = bytearray(_I16.pack(VALUE_VERSION))
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _compact_string(text: str) -> bytes:
+    data = text.encode()
+    return _uvarint(len(data) + 1) + data
+
+
+def encode_value(metadata: TransactionMetadata, version: int = VALUE_VERSION) -> bytes:
+    """The value of ``metadata`` in ``version`` (1 unless asked; Empty writes a null
+    partition list, as Kafka)."""
+    if version == 0:
+        return _encode_v0(metadata)
+    out = bytearray(_I16.pack(version))
+    out += _VALUE_HEAD.pack(
+        metadata.producer_id, metadata.producer_epoch, metadata.timeout_ms, int(metadata.state)
+    )
+    if metadata.state == TxnState.EMPTY:
+        out += _uvarint(0)  # null
+    else:
+        topics = _grouped(metadata.partitions)
+        out += _uvarint(len(topics) + 1)
+        for topic, indexes in topics.items():
+            out += _compact_string(topic)
+            out += _uvarint(len(indexes) + 1)
+            for index in indexes:
+                out += _I32.pack(index)
+            out += _uvarint(0)  # the entry's tag buffer
+    out += _TIMES.pack(metadata.last_update_ms, metadata.start_ms)
+    tags: list[tuple[int, bytes]] = []
+    if metadata.last_producer_id != NO_PRODUCER_ID:
+        tags.append((TAG_PREVIOUS_PRODUCER_ID, _I64.pack(metadata.last_producer_id)))
+    if metadata.next_producer_id != NO_PRODUCER_ID:
+        tags.append((TAG_NEXT_PRODUCER_ID, _I64.pack(metadata.next_producer_id)))
+    if metadata.client_tv != TV_0:
+        tags.append((TAG_CLIENT_TRANSACTION_VERSION, _I16.pack(metadata.client_tv)))
+    out += _uvarint(len(tags))
+    for tag, data in tags:
+        out += _uvarint(tag) + _uvarint(len(data)) + data
+    return bytes(out)
+
+
+def _encode_v0(metadata: TransactionMetadata) -> bytes:
+    """Version 0 (fixed-width; no tagged fields, so the TV2 fields are not kept)."""
+    out = bytearray(_I16.pack(0))
     out += _VALUE_HEAD.pack(
         metadata.producer_id, metadata.producer_epoch, metadata.timeout_ms, int(metadata.state)
     )
@@ -129,10 +191,25 @@ class _Reader:
             self.varint()
             self.raw(self.varint())
 
+    def tags(self) -> dict[int, bytes]:
+        found = {}
+        for _ in range(self.varint()):
+            tag = self.varint()
+            found[tag] = self.raw(self.varint())
+        return found
+
+
+def _tagged(tags: dict[int, bytes], tag: int, fmt: struct.Struct, default: int) -> int:
+    data = tags.get(tag)
+    if data is None:
+        return default
+    if len(data) != fmt.size:
+        raise BadTransactionRecord(f"tagged field {tag} has {len(data)} bytes")
+    return fmt.unpack(data)[0]
+
 
 def decode_value(transactional_id: str, data: bytes) -> TransactionMetadata:
-    """Version 0 or 1 value; tagged fields of version 1 are skipped (Kafka's v1 tags
-    are for transaction.version 2, which this coordinator does not serve)."""
+    """Version 0 or 1 value (tags Kafka may add later are skipped)."""
     reader = _Reader(data, 0)
     (version,) = reader.take(_I16)
     if version not in (0, 1):
@@ -152,6 +229,7 @@ def decode_value(transactional_id: str, data: bytes) -> TransactionMetadata:
         if flexible:
             reader.skip_tags()
     last_update_ms, start_ms = reader.take(_TIMES)
+    tags = reader.tags() if flexible and reader.pos < len(data) else {}
     return TransactionMetadata(
         transactional_id,
         producer_id,
@@ -161,4 +239,7 @@ def decode_value(transactional_id: str, data: bytes) -> TransactionMetadata:
         frozenset(partitions),
         start_ms=start_ms,
         last_update_ms=last_update_ms,
+        last_producer_id=_tagged(tags, TAG_PREVIOUS_PRODUCER_ID, _I64, NO_PRODUCER_ID),
+        client_tv=_tagged(tags, TAG_CLIENT_TRANSACTION_VERSION, _I16, TV_0),
+        next_producer_id=_tagged(tags, TAG_NEXT_PRODUCER_ID, _I64, NO_PRODUCER_ID),
     )

@@ -16,6 +16,11 @@ from enum import IntEnum
 MAX_EPOCH = 32767  # Short.MAX_VALUE
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
+# Kafka's TransactionVersion levels (the feature ``transaction.version``): what a
+# transaction's client spoke (EndTxn 5+, AddPartitionsToTxn 4+ from a broker, Produce 12+
+# and TxnOffsetCommit 5+ are TV2; older requests TV0). TV2 bumps the epoch at every end.
+TV_0 = 0
+TV_2 = 2
 
 
 class TxnState(IntEnum):
@@ -55,7 +60,17 @@ LEGAL_PREVIOUS: dict[TxnState, frozenset[TxnState]] = {
         {TxnState.ONGOING, TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT}
     ),
     TxnState.PREPARE_COMMIT: frozenset({TxnState.ONGOING}),
-    TxnState.PREPARE_ABORT: frozenset({TxnState.ONGOING, TxnState.PREPARE_EPOCH_FENCE}),
+    # TV2 may abort an idle id too (Empty, Complete*): its client cannot know whether the
+    # partitions its Produce requests added reached the coordinator, so it always ends.
+    TxnState.PREPARE_ABORT: frozenset(
+        {
+            TxnState.ONGOING,
+            TxnState.PREPARE_EPOCH_FENCE,
+            TxnState.EMPTY,
+            TxnState.COMPLETE_COMMIT,
+            TxnState.COMPLETE_ABORT,
+        }
+    ),
     TxnState.COMPLETE_COMMIT: frozenset({TxnState.PREPARE_COMMIT}),
     TxnState.COMPLETE_ABORT: frozenset({TxnState.PREPARE_ABORT}),
     TxnState.DEAD: frozenset({TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT}),
@@ -80,9 +95,15 @@ class TransactionMetadata:
     """One transactional id's state. Immutable: a change makes a new one.
 
     ``last_producer_id``/``last_producer_epoch`` are Kafka's memory of the id
-    and epoch before the latest bump, so a retried InitProducerId (KIP-360)
-    that carries them is answered again instead of fenced. Like Kafka's v0
-    TransactionLogValue they are not persisted.
+    and epoch before the latest bump (previousProducerId, lastProducerEpoch), so a
+    retried InitProducerId (KIP-360) or a retried TV2 EndTxn that carries them is
+    answered again instead of fenced. ``last_producer_id`` is persisted (the
+    PreviousProducerId tag of TransactionLogValue v1), ``last_producer_epoch`` is
+    not, as in Kafka.
+
+    ``client_tv`` is the transaction version the last change was made with
+    (ClientTransactionVersion); ``next_producer_id`` the producer id a TV2 end whose
+    epoch bump would exhaust the epoch moves to at completion (NextProducerId).
     """
 
     transactional_id: str
@@ -95,6 +116,8 @@ class TransactionMetadata:
     last_update_ms: int = -1
     last_producer_id: int = NO_PRODUCER_ID
     last_producer_epoch: int = NO_PRODUCER_EPOCH
+    client_tv: int = TV_0
+    next_producer_id: int = NO_PRODUCER_ID
 
     # Queries -------------------------------------------------------------
 
@@ -158,19 +181,22 @@ class TransactionMetadata:
             partitions=frozenset(),
             start_ms=-1,
             last_update_ms=now_ms,
+            next_producer_id=NO_PRODUCER_ID,
         )
 
     def prepare_add_partitions(
-        self, partitions: frozenset[TopicPartition], now_ms: int
+        self, partitions: frozenset[TopicPartition], now_ms: int, client_tv: int = TV_0
     ) -> TransactionMetadata:
-        """AddPartitionsToTxn/AddOffsetsToTxn: Ongoing, with the transaction's start time
-        set when it begins (from Empty or a completed transaction)."""
+        """AddPartitionsToTxn/AddOffsetsToTxn (and, TV2, the partition leader's implicit
+        add): Ongoing, with the transaction's start time set when it begins (from Empty
+        or a completed transaction)."""
         starting = self.state != TxnState.ONGOING
         return self._to(
             TxnState.ONGOING,
             partitions=(partitions if starting else self.partitions | partitions),
             start_ms=now_ms if starting else self.start_ms,
             last_update_ms=now_ms,
+            client_tv=client_tv,
         )
 
     def prepare_fence(self) -> TransactionMetadata:
@@ -184,21 +210,68 @@ class TransactionMetadata:
             last_producer_epoch=NO_PRODUCER_EPOCH,
         )
 
-    def prepare_end(self, commit: bool, now_ms: int) -> TransactionMetadata:
-        """EndTxn (or an abort by the coordinator): PrepareCommit/PrepareAbort."""
+    def prepare_end(
+        self,
+        commit: bool,
+        now_ms: int,
+        *,
+        client_tv: int = TV_0,
+        next_producer_id: int = NO_PRODUCER_ID,
+    ) -> TransactionMetadata:
+        """EndTxn (or an abort by the coordinator): PrepareCommit/PrepareAbort.
+
+        TV2 (Kafka's prepareAbortOrCommit): the epoch goes up by one now, so the
+        markers carry it and fence the transaction's epoch in every partition; the
+        epoch before it is remembered (a retried EndTxn is recognised by it). An
+        exhausted epoch brings ``next_producer_id``, taken at completion. An abort of an
+        idle id (no partition was added) starts its "transaction" now.
+        """
+        changes: dict[str, object] = {}
+        if client_tv >= TV_2:
+            if not (self.producer_epoch == MAX_EPOCH and not commit):
+                changes["producer_epoch"] = self.producer_epoch + 1
+            changes["last_producer_epoch"] = self.producer_epoch
+        if self.state in EXPIRABLE:  # TV2: an abort with no partition added
+            changes["start_ms"] = now_ms
         return self._to(
             TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT,
             last_update_ms=now_ms,
+            client_tv=client_tv,
+            next_producer_id=next_producer_id,
+            **changes,
         )
 
     def prepare_complete(self, now_ms: int) -> TransactionMetadata:
-        """Every marker written: CompleteCommit/CompleteAbort, no partitions left."""
+        """Every marker written: CompleteCommit/CompleteAbort, no partitions left.
+
+        TV2: a pending ``next_producer_id`` becomes the producer id at epoch 0 (the
+        client was told so by EndTxn), the old one is remembered as the last."""
         state = (
             TxnState.COMPLETE_COMMIT
             if self.state == TxnState.PREPARE_COMMIT
             else TxnState.COMPLETE_ABORT
         )
-        return self._to(state, partitions=frozenset(), last_update_ms=now_ms)
+        changes: dict[str, object] = {}
+        if self.client_tv >= TV_2:
+            changes["last_producer_id"] = self.producer_id
+            if self.next_producer_id != NO_PRODUCER_ID:
+                changes["producer_id"] = self.next_producer_id
+                changes["producer_epoch"] = 0
+        return self._to(
+            state,
+            partitions=frozenset(),
+            last_update_ms=now_ms,
+            next_producer_id=NO_PRODUCER_ID,
+            **changes,
+        )
+
+    def answer_after_end(self) -> tuple[int, int]:
+        """The producer id and epoch EndTxn v5 answers for this Prepare state: those the
+        client continues with once the markers are written (Kafka answers them with the
+        Prepare state persisted, before the markers)."""
+        if self.client_tv >= TV_2 and self.next_producer_id != NO_PRODUCER_ID:
+            return self.next_producer_id, 0
+        return self.producer_id, self.producer_epoch
 
 
 def new_metadata(
