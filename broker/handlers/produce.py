@@ -17,9 +17,12 @@ test per topic for it.
 
 acks=all needs ``min.insync.replicas`` in the ISR (NOT_ENOUGH_REPLICAS; on a
 single node there is nothing to check). Transactional batches are verified
-(KIP-890 part 1, ``transaction.partition.verification.enable``); a request with
-transactional batches but no transactional id is refused
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka's KafkaApis does.
+(KIP-890 part 1, ``transaction.partition.verification.enable``); from Produce 12
+(a transaction.version 2 client, which sends no AddPartitionsToTxn) their partitions
+are first added to the transaction (KIP-890 part 2, ``append.add_to_transaction``),
+whatever that setting says, as Kafka does. A request with transactional batches but
+no transactional id is refused TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka's
+KafkaApis does.
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ from typing import TYPE_CHECKING
 
 from kafkette.broker.internal_topics import INTERNAL_TOPICS
 from kafkette.broker.partitions.append import (
+    IMPLICIT_ADD_SINCE,
     ProduceAppend,
     Verification,
+    add_to_transaction,
     append_produced,
     wait_for_acks,
 )
@@ -113,8 +118,10 @@ async def handle_produce(broker: Broker, request: Request) -> dict | None:
                 "partition_responses": partition_responses,
             }
         )
+    if work and transactional_id is not None and version >= IMPLICIT_ADD_SINCE:
+        work = await add_to_transaction(work, broker.transactions, transactional_id)
     if work:
-        await append_produced(work, _verification(broker, transactional_id))
+        await append_produced(work, _verification(broker, transactional_id, version))
         if acks == -1:
             await wait_for_acks(work, body["timeout_ms"])
     if acks == 0:
@@ -141,13 +148,15 @@ def _local_topic_id_error(broker: Broker, name: str, requested_id: object) -> Er
     return ErrorCode.NONE
 
 
-def _verification(broker: Broker, transactional_id: str | None) -> Verification | None:
+def _verification(
+    broker: Broker, transactional_id: str | None, version: int
+) -> Verification | None:
     """How this request's transactional batches are verified (None: they are not)."""
     if transactional_id is None:
         return None
     if not broker.config.transactions.transaction_partition_verification_enable:
         return None
-    return Verification(broker.transactions, transactional_id)
+    return Verification(broker.transactions, transactional_id, version)
 
 
 def _close_on_acks_0_error(responses: list[dict], peer: str) -> None:

@@ -3,7 +3,10 @@
 AddPartitionsToTxn (24), AddOffsetsToTxn (25), EndTxn (26), WriteTxnMarkers
 (27), DescribeProducers (61), DescribeTransactions (65), ListTransactions
 (66). The rules live in ``broker/transactions``; what depends on the
-request's version (AddPartitionsToTxn's v4+ batched form) is decided here.
+request's version is decided here: AddPartitionsToTxn's v4+ batched form (from
+brokers; verify_only false is a TV2 leader's implicit add), EndTxn v5 (the client
+speaks transaction.version 2: the epoch is bumped and answered), as Kafka's
+TransactionVersion.transactionVersionFor* tell them apart.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from kafkette.broker.security.authorizer.checks import (
     topic_denied,
 )
 from kafkette.broker.transactions.markers import write_marker
-from kafkette.broker.transactions.state import STATE_BY_NAME, TxnState
+from kafkette.broker.transactions.state import STATE_BY_NAME, TV_0, TV_2, TxnState
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -71,6 +74,7 @@ async def _add_one(
     producer_epoch: int,
     topics: list[dict],
     verify_only: bool = False,
+    client_tv: int = TV_0,
 ) -> list[dict]:
     """One transaction's AddPartitionsToTxn: per-partition results, Kafka's rules.
 
@@ -112,7 +116,7 @@ async def _add_one(
         }
     else:
         error = await coordinator.add_partitions(
-            transactional_id, producer_id, producer_epoch, frozenset(wanted)
+            transactional_id, producer_id, producer_epoch, frozenset(wanted), client_tv
         )
         errors = dict.fromkeys(wanted, int(error))
     return _partition_results(topics, errors)
@@ -149,6 +153,7 @@ async def handle_add_partitions_to_txn(broker: Broker, request: Request) -> dict
             txn["producer_epoch"],
             txn["topics"],
             verify_only=txn["verify_only"],
+            client_tv=TV_2,  # v4+ comes from a broker adding for a TV2 client
         )
         by_transaction.append(
             {"transactional_id": txn["transactional_id"], "topic_results": results}
@@ -183,14 +188,27 @@ async def handle_add_offsets_to_txn(broker: Broker, request: Request) -> dict:
 
 
 async def handle_end_txn(broker: Broker, request: Request) -> dict:
+    """EndTxn; v5 is a transaction.version 2 client's: its epoch is bumped and the
+    answer carries the producer id and epoch to go on with (-1 on errors, as Kafka)."""
     body = request.body
+    version = request.header.api_version
     if denied(broker, request, WRITE, TRANSACTIONAL_ID, body["transactional_id"]):
         code = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-        return {"throttle_time_ms": 0, "error_code": code}
-    error = await broker.transactions.end_transaction(
-        body["transactional_id"], body["producer_id"], body["producer_epoch"], body["committed"]
+        return {"throttle_time_ms": 0, "error_code": code, "producer_id": -1,
+                "producer_epoch": -1}
+    result = await broker.transactions.end_transaction(
+        body["transactional_id"],
+        body["producer_id"],
+        body["producer_epoch"],
+        body["committed"],
+        TV_2 if version >= 5 else TV_0,
     )
-    return {"throttle_time_ms": 0, "error_code": for_version(error, request.header.api_version, 2)}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": for_version(result.error, version, 2),
+        "producer_id": result.producer_id,
+        "producer_epoch": result.producer_epoch,
+    }
 
 
 # WriteTxnMarkers ----------------------------------------------------------------

@@ -18,6 +18,13 @@ transaction commits (``GroupCoordinator.write_txn_marker``). Answers as Kafka
 - a failed write: COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR (clients retry);
 - before v2, COORDINATOR_LOAD_IN_PROGRESS is answered COORDINATOR_NOT_AVAILABLE
   (0.11-2.0 clients did not expect it, KAFKA-7296).
+
+v5 is a transaction.version 2 client's, which sends no AddOffsetsToTxn: the group's
+offsets partition is first added to the transaction (the transaction coordinator's
+AddPartitionsToTxn, verify_only false, as Kafka's group coordinator has its broker do;
+``TransactionCoordinator.add_partitions_for_write``), whatever
+``transaction.partition.verification.enable`` says. A partition the transaction did
+not add is TRANSACTION_ABORTABLE from v4 (INVALID_TXN_STATE before), as Kafka.
 """
 
 from __future__ import annotations
@@ -43,13 +50,18 @@ from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
     from kafkette.broker.server import Broker
+    from kafkette.broker.transactions.coordinator import TransactionCoordinator
     from kafkette.wire.connection import Request
 
 TopicPartition = tuple[str, int]
 
 
+IMPLICIT_ADD_SINCE = 5  # TxnOffsetCommit 5: transaction.version 2
+TRANSACTION_ABORTABLE_SINCE = 4
+
+
 def verify_offsets_partition(
-    broker: Broker, body: dict, offsets_partition: int
+    broker: Broker, body: dict, offsets_partition: int, version: int = IMPLICIT_ADD_SINCE
 ) -> ErrorCode:
     """The transaction coordinator's check that this transaction added the group's
     offsets partition (AddOffsetsToTxn) with this producer id and current epoch.
@@ -70,13 +82,39 @@ def verify_offsets_partition(
         body["transactional_id"], body["producer_id"], body["producer_epoch"],
         OFFSETS_TOPIC, offsets_partition,
     )
+    return commit_error(error, version)
+
+
+def commit_error(error: ErrorCode, version: int) -> ErrorCode:
+    """The transaction coordinator's answer (verification or implicit add) as the group
+    coordinator answers it to a TxnOffsetCommit of ``version``: Kafka's
+    AddPartitionsToTxnManager mappings, then its coordinator error handling."""
+    if error == ErrorCode.TRANSACTION_ABORTABLE and version < TRANSACTION_ABORTABLE_SINCE:
+        return ErrorCode.INVALID_TXN_STATE
+    if error == ErrorCode.CONCURRENT_TRANSACTIONS and version >= IMPLICIT_ADD_SINCE:
+        return error  # retried by TV2 clients, as Produce 12+ answers it
     return _VERIFICATION_ERRORS.get(error, error)
 
 
 _VERIFICATION_ERRORS = {
     ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EPOCH,
     ErrorCode.CONCURRENT_TRANSACTIONS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    # Kafka's group coordinator: a failed verification request (NETWORK_EXCEPTION) is
+    # COORDINATOR_LOAD_IN_PROGRESS, which clients retry without a coordinator lookup.
+    ErrorCode.NETWORK_EXCEPTION: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
 }
+
+
+async def _add_offsets_partition(
+    transactions: TransactionCoordinator, body: dict, offsets_partition: int
+) -> ErrorCode:
+    """v5: the group's offsets partition added to the transaction (NONE once it is)."""
+    if body["producer_id"] < 0 or body["producer_epoch"] < 0:
+        return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    return await transactions.add_partitions_for_write(
+        body["transactional_id"], body["producer_id"], body["producer_epoch"],
+        frozenset({(OFFSETS_TOPIC, offsets_partition)}),
+    )
 
 
 async def handle_txn_offset_commit(broker: Broker, request: Request) -> dict:
@@ -120,6 +158,13 @@ async def _commit(
     producer_id = body["producer_id"]
     producer_epoch = body["producer_epoch"]
 
+    if version >= IMPLICIT_ADD_SINCE:
+        added = await _add_offsets_partition(
+            broker.transactions, body, broker.groups.state.partition_for(group_id)
+        )
+        if added != ErrorCode.NONE:
+            return dict.fromkeys(offsets, int(commit_error(added, version)))
+
     def call(state, now):
         generation = body["generation_id"] if v3 else -1
         member_id = body["member_id"] if v3 else ""
@@ -145,7 +190,7 @@ async def _commit(
     try:
         outcome = await coordinator.run_transactional(
             call, group_id=group_id, producer_id=producer_id, producer_epoch=producer_epoch,
-            verify=lambda partition: verify_offsets_partition(broker, body, partition),
+            verify=lambda partition: verify_offsets_partition(broker, body, partition, version),
         )
     except (CoordinatorUnavailable, ProducerRejected) as exc:
         return dict.fromkeys(offsets, int(exc.code))

@@ -10,7 +10,9 @@ fixed order (topic, index):
 2. transactional batches are verified with the transaction coordinator
    (KIP-890 part 1: only the current epoch of the request's transactional id, in an
    Ongoing transaction that added the partition, may write; under the lock a marker
-   cannot slip in between the check and the append);
+   cannot slip in between the check and the append). Before the locks, Produce 12+
+   (a transaction.version 2 client, which sends no AddPartitionsToTxn) has the
+   partitions added to its transaction (``add_to_transaction``, KIP-890 part 2);
 3. each record set is validated (``kafkette.wire.batch_validation``: one batch, base
    offset 0, size, CRC-32C, codec, counts, every record's framing), its producer
    sequence checked (``PartitionLog.check_sequence``), and appended; the log stamps
@@ -77,10 +79,65 @@ class ProduceAppend:
 @dataclass(slots=True)
 class Verification:
     """Transactional batches of this request are verified with ``transactions``
-    (``transaction.partition.verification.enable``) for ``transactional_id``."""
+    (``transaction.partition.verification.enable``) for ``transactional_id``;
+    ``produce_version`` picks the errors its client knows."""
 
     transactions: TransactionCoordinator
     transactional_id: str
+    produce_version: int = 12
+
+
+# Produce versions from which the client knows TRANSACTION_ABORTABLE (11, KIP-890 part 1)
+# and adds partitions through its writes (12, transaction.version 2), as Kafka's
+# AddPartitionsToTxnManager tells them apart.
+TRANSACTION_ABORTABLE_SINCE = 11
+IMPLICIT_ADD_SINCE = 12
+
+
+async def add_to_transaction(
+    work: list[ProduceAppend], transactions: TransactionCoordinator, transactional_id: str
+) -> list[ProduceAppend]:
+    """Produce 12+: add the partitions of this request's transactional batches to the
+    producer's transaction (Kafka's leader calls the coordinator's AddPartitionsToTxn,
+    verify_only false, even with verification disabled). A partition already holding an
+    open transaction of the producer at that epoch is known to the coordinator (Kafka's
+    hasOngoingTransaction) and skipped. Returns the work left; refused partitions have
+    their response filled, with Kafka's ReplicaManager errors for TV2 clients.
+    """
+    adding: list[ProduceAppend] = []
+    producers: set[tuple[int, int]] = set()
+    for item in work:
+        header = _peek_header(item.records)
+        if header is None or not header.is_transactional:
+            continue
+        producers.add((header.producer_id, header.producer_epoch))
+        if not item.partition.has_ongoing_transaction(header.producer_id, header.producer_epoch):
+            adding.append(item)
+    if len(producers) > 1:  # Kafka: InvalidPidMappingException for the whole request
+        for item in work:
+            item.response["error_code"] = int(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        return []
+    if not adding:
+        return work
+    ((producer_id, producer_epoch),) = producers
+    error = await transactions.add_partitions_for_write(
+        transactional_id,
+        producer_id,
+        producer_epoch,
+        frozenset((item.partition.topic, item.partition.index) for item in adding),
+    )
+    if error == ErrorCode.NONE:
+        return work
+    log.info(
+        "transactional produce by %s: adding %d partitions refused: %s",
+        transactional_id,
+        len(adding),
+        error.name,
+    )
+    for item in adding:
+        _refuse(item, error, IMPLICIT_ADD_SINCE)
+    refused = {id(item) for item in adding}
+    return [item for item in work if id(item) not in refused]
 
 
 async def append_produced(work: list[ProduceAppend], verify: Verification | None) -> None:
@@ -155,15 +212,40 @@ def _still_leader(item: ProduceAppend) -> bool:
 
 # The coordinator's verification answers, as Kafka's ReplicaManager turns them into
 # Produce errors that clients of every version handle (retriable ones become
-# NOT_ENOUGH_REPLICAS, which clients retry without a metadata refresh).
+# NOT_ENOUGH_REPLICAS, which clients retry without a metadata refresh). TV2 clients
+# (Produce 12+) get CONCURRENT_TRANSACTIONS as it is: it is common while the previous
+# transaction completes, and they retry it.
 _VERIFICATION_ERRORS = {
     ErrorCode.CONCURRENT_TRANSACTIONS: ErrorCode.NOT_ENOUGH_REPLICAS,
     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: ErrorCode.NOT_ENOUGH_REPLICAS,
     ErrorCode.COORDINATOR_NOT_AVAILABLE: ErrorCode.NOT_ENOUGH_REPLICAS,
     ErrorCode.NOT_COORDINATOR: ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.NETWORK_EXCEPTION: ErrorCode.NOT_ENOUGH_REPLICAS,
     ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EPOCH,
     ErrorCode.UNKNOWN_PRODUCER_ID: ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
 }
+
+
+def produce_error(error: ErrorCode, produce_version: int) -> ErrorCode:
+    """A coordinator's verification (or implicit add) answer as a Produce error for a
+    client of ``produce_version``."""
+    if error == ErrorCode.CONCURRENT_TRANSACTIONS and produce_version >= IMPLICIT_ADD_SINCE:
+        return error
+    if error == ErrorCode.TRANSACTION_ABORTABLE and produce_version < TRANSACTION_ABORTABLE_SINCE:
+        return ErrorCode.INVALID_TXN_STATE
+    return _VERIFICATION_ERRORS.get(error, error)
+
+
+def _refuse(item: ProduceAppend, error: ErrorCode, produce_version: int) -> None:
+    answer = produce_error(error, produce_version)
+    item.response["error_code"] = int(answer)
+    if answer == ErrorCode.INVALID_TXN_STATE:
+        item.response["error_message"] = "Partition was not added to the transaction"
+    elif answer == ErrorCode.NOT_ENOUGH_REPLICAS:
+        item.response["error_message"] = (
+            "Unable to verify the partition has been added to the transaction."
+            f" Underlying error: {error.name}"
+        )
 
 
 def _verified(verify: Verification, item: ProduceAppend) -> bool:
@@ -182,7 +264,6 @@ def _verified(verify: Verification, item: ProduceAppend) -> bool:
     )
     if error == ErrorCode.NONE:
         return True
-    answer = _VERIFICATION_ERRORS.get(error, error)
     log.info(
         "transactional produce to %s-%d by %s refused: %s",
         partition.topic,
@@ -190,13 +271,7 @@ def _verified(verify: Verification, item: ProduceAppend) -> bool:
         verify.transactional_id,
         error.name,
     )
-    item.response["error_code"] = int(answer)
-    item.response["error_message"] = (
-        "Partition was not added to the transaction"
-        if error == ErrorCode.INVALID_TXN_STATE
-        else "Unable to verify the partition has been added to the transaction."
-        f" Underlying error: {error.name}"
-    )
+    _refuse(item, error, verify.produce_version)
     return False
 
 

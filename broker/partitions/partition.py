@@ -126,6 +126,17 @@ class Partition:
         table answers; an ``append_batch`` check, so asked under the append lock)."""
         return self.log.check_marker(producer_id, producer_epoch, coordinator_epoch)
 
+    def has_ongoing_transaction(self, producer_id: int, producer_epoch: int) -> bool:
+        """Kafka's hasOngoingTransaction: this partition holds an open transaction of the
+        producer at this epoch, so the coordinator already has the partition in it (one
+        dict read; a TV2 Produce skips its implicit AddPartitionsToTxn then)."""
+        entry = self.log.producer_state.table.get(producer_id)
+        return (
+            entry is not None
+            and entry.current_txn_first_offset >= 0
+            and entry.epoch == producer_epoch
+        )
+
     def check_producer_epoch(self, producer_id: int, producer_epoch: int) -> ErrorCode:
         """TxnOffsetCommit: INVALID_PRODUCER_EPOCH if this partition saw a newer epoch of
         the producer (the log's producer table answers; under the append lock)."""

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from kafkette.broker.clock import now_ms
+from kafkette.broker.features import TRANSACTION_VERSION
 from kafkette.broker.groups.partitioning import java_string_hash, kafka_abs
 from kafkette.broker.internal_topics import (
     OFFSETS_TOPIC,
@@ -66,7 +67,10 @@ from kafkette.broker.transactions.log_records import (
 from kafkette.broker.transactions.markers import write_marker
 from kafkette.broker.transactions.state import (
     MAX_EPOCH,
+    NO_PRODUCER_ID,
     PREPARED,
+    TV_0,
+    TV_2,
     TopicPartition,
     TransactionMetadata,
     TxnState,
@@ -79,7 +83,7 @@ if TYPE_CHECKING:
     from kafkette.broker.cluster.metadata import ClusterMetadata
     from kafkette.broker.partitions import Partition
     from kafkette.broker.server import Broker
-    from kafkette.broker.transactions.remote_markers import RemoteMarkers
+    from kafkette.broker.transactions.remote_markers import RemoteAddPartitions, RemoteMarkers
 
 log = logging.getLogger("kafkette.transactions")
 _marker_failures = ThrottledLog(log, interval_s=10.0)
@@ -146,6 +150,24 @@ class InitResult:
     producer_epoch: int = -1
 
 
+@dataclass(frozen=True, slots=True)
+class EndResult:
+    """EndTxn's answer: the error and, for a TV2 end that succeeded (v5 carries them),
+    the producer id and epoch the client goes on with; -1 otherwise, as Kafka."""
+
+    error: ErrorCode
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+
+# TV2: the partition leader's implicit AddPartitionsToTxn is retried while the coordinator
+# answers CONCURRENT_TRANSACTIONS (the previous transaction's markers are still being
+# written), every add.partitions.to.txn.retry.backoff.ms (20) for at most
+# add.partitions.to.txn.retry.backoff.max.ms (100), as Kafka's ReplicaManager does.
+IMPLICIT_ADD_BACKOFF_S = 0.020
+IMPLICIT_ADD_RETRY_S = 0.100
+
+
 class TransactionCoordinator:
     """This node's transaction coordinator (a single node coordinates every id; in a
     cluster, the ids of the ``__transaction_state`` partitions it leads)."""
@@ -162,6 +184,7 @@ class TransactionCoordinator:
         self._owned: dict[int, _Ownership] | None = None
         self._tokens = 0
         self._remote: RemoteMarkers | None = None
+        self._remote_adds: RemoteAddPartitions | None = None
 
     # Start-up ------------------------------------------------------------
 
@@ -199,11 +222,15 @@ class TransactionCoordinator:
         nursery.start_soon(self._remove_expired_periodically)
         cluster = self.broker.cluster
         if cluster is not None:
-            from kafkette.broker.transactions.remote_markers import RemoteMarkers
+            from kafkette.broker.transactions.remote_markers import (
+                RemoteAddPartitions,
+                RemoteMarkers,
+            )
 
             self._owned = {}
             assert self.broker.peer_security is not None, "set in cluster mode"
             self._remote = RemoteMarkers(cluster.broker_id, self.broker.peer_security)
+            self._remote_adds = RemoteAddPartitions(cluster.broker_id, self.broker.peer_security)
             cluster.add_listener(self._on_metadata)
             await self._on_metadata(cluster.metadata)
 
@@ -346,9 +373,12 @@ class TransactionCoordinator:
 
         Kafka 4.0's partition verification (KIP-890 part 1) as the coordinator
         answers it: NONE only for the current id and epoch of an Ongoing
-        transaction that added the partition. The caller translates for its
-        API (Produce maps CONCURRENT_TRANSACTIONS to NOT_ENOUGH_REPLICAS,
-        PRODUCER_FENCED to INVALID_PRODUCER_EPOCH, as Kafka's ReplicaManager).
+        transaction that added the partition; TRANSACTION_ABORTABLE for a partition
+        the transaction did not add. The caller translates for its API and version
+        (Produce maps CONCURRENT_TRANSACTIONS to NOT_ENOUGH_REPLICAS, PRODUCER_FENCED
+        to INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE to INVALID_TXN_STATE for
+        versions that predate it, as Kafka's AddPartitionsToTxnManager and
+        ReplicaManager).
         Synchronous and in memory: call it from the event loop, under the
         partition's append lock so no marker slips between check and append.
 
@@ -373,7 +403,7 @@ class TransactionCoordinator:
             return ErrorCode.CONCURRENT_TRANSACTIONS
         if metadata.state == TxnState.ONGOING and (topic, partition) in metadata.partitions:
             return ErrorCode.NONE
-        return ErrorCode.INVALID_TXN_STATE
+        return ErrorCode.TRANSACTION_ABORTABLE
 
     # Requests -------------------------------------------------------------
 
@@ -425,7 +455,9 @@ class TransactionCoordinator:
         if state == TxnState.ONGOING:
             # Fence the running producer and abort its transaction; the client retries
             # (CONCURRENT_TRANSACTIONS) and gets the next epoch once the abort completes.
-            aborting = metadata.prepare_fence().prepare_end(False, now)
+            aborting = await self._fencing_abort(metadata, now)
+            if aborting is None:
+                return InitResult(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
             error = await self._transition(aborting)
             if error:
                 return InitResult(error)
@@ -479,8 +511,18 @@ class TransactionCoordinator:
         producer_id: int,
         producer_epoch: int,
         partitions: frozenset[TopicPartition],
+        client_tv: int = TV_0,
     ) -> ErrorCode:
-        """AddPartitionsToTxn (and AddOffsetsToTxn's offsets partition)."""
+        """AddPartitionsToTxn (and AddOffsetsToTxn's offsets partition); ``client_tv`` 2
+        for the brokers' form (v4+, verify_only false: a partition leader adding for a
+        TV2 client's Produce or TxnOffsetCommit), 0 for a client's request.
+
+        Kafka's order: a pending change is CONCURRENT_TRANSACTIONS before the producer is
+        checked, so a TV2 client already on the new producer id of an epoch overflow
+        retries while the old transaction's completion (to that id) is being written."""
+        if transactional_id and not self.coordinator_error(transactional_id):
+            if transactional_id in self._txns and transactional_id in self._pending:
+                return ErrorCode.CONCURRENT_TRANSACTIONS
         error, metadata = self._check_producer(transactional_id, producer_id, producer_epoch)
         if metadata is None:
             return error
@@ -495,33 +537,203 @@ class TransactionCoordinator:
             TxnState.COMPLETE_ABORT,
         ):
             return ErrorCode.CONCURRENT_TRANSACTIONS
-        return await self._transition(metadata.prepare_add_partitions(partitions, now_ms()))
+        return await self._transition(
+            metadata.prepare_add_partitions(partitions, now_ms(), client_tv)
+        )
+
+    async def add_partitions_for_write(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: frozenset[TopicPartition],
+    ) -> ErrorCode:
+        """TV2: a partition leader adds the partitions a transactional write (Produce 12+,
+        TxnOffsetCommit 5) goes to, as Kafka's leader does through its
+        AddPartitionsToTxnManager (AddPartitionsToTxn v5, verify_only false).
+
+        Here when this broker coordinates the id (always on a single node), else
+        through the coordinator's leader (``remote_markers.RemoteAddPartitions``).
+        CONCURRENT_TRANSACTIONS (the previous transaction still completing) is retried
+        for up to ``IMPLICIT_ADD_RETRY_S``; the answer is the coordinator's, which the
+        caller translates for its API."""
+        deadline = trio.current_time() + IMPLICIT_ADD_RETRY_S
+        while True:
+            error = await self._add_for_write_once(
+                transactional_id, producer_id, producer_epoch, partitions
+            )
+            if error != ErrorCode.CONCURRENT_TRANSACTIONS:
+                return error
+            if trio.current_time() + IMPLICIT_ADD_BACKOFF_S > deadline:
+                return error
+            await trio.sleep(IMPLICIT_ADD_BACKOFF_S)
+
+    async def _add_for_write_once(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: frozenset[TopicPartition],
+    ) -> ErrorCode:
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST
+        not_here = self.coordinator_error(transactional_id)
+        if not_here != ErrorCode.NOT_COORDINATOR:
+            if not_here:
+                return not_here
+            return await self.add_partitions(
+                transactional_id, producer_id, producer_epoch, partitions, TV_2
+            )
+        cluster = self.broker.cluster
+        assert cluster is not None and self._remote_adds is not None, "NOT_COORDINATOR: cluster"
+        metadata = cluster.metadata
+        index = self.partition_for(transactional_id)
+        leader = metadata.brokers.get(metadata.leader_of(TRANSACTION_STATE_TOPIC, index))
+        if leader is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return await self._remote_adds.add(
+            leader, transactional_id, producer_id, producer_epoch, partitions,
+            timeout_s=COMMIT_TIMEOUT_S + 5,
+        )
 
     def offsets_partition_for(self, group_id: str) -> TopicPartition:
         """The ``__consumer_offsets`` partition of a group (AddOffsetsToTxn)."""
         return OFFSETS_TOPIC, self.broker.groups.state.partition_for(group_id)
 
     async def end_transaction(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
-    ) -> ErrorCode:
-        """EndTxn: persist PrepareCommit/PrepareAbort, answer, write markers in the background."""
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        client_tv: int = TV_0,
+    ) -> EndResult:
+        """EndTxn: persist PrepareCommit/PrepareAbort, answer, write markers in the background.
+
+        ``client_tv`` 2 (EndTxn v5) follows Kafka's TV2 rules (``_end_tv2``)."""
+        if client_tv >= TV_2:
+            return await self._end_tv2(transactional_id, producer_id, producer_epoch, commit)
         error, metadata = self._check_producer(transactional_id, producer_id, producer_epoch)
         if metadata is None:
-            return error
+            return EndResult(error)
         state = metadata.state
         if state == TxnState.ONGOING:
             prepared = metadata.prepare_end(commit, now_ms())
             error = await self._transition(prepared)
             if not error:
                 self._spawn_completion(prepared)
-            return error
+            return EndResult(error)
         wanted_prepare = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
         wanted_complete = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
         if state == wanted_complete:
-            return ErrorCode.NONE  # a retry of an EndTxn that completed
+            return EndResult(ErrorCode.NONE)  # a retry of an EndTxn that completed
         if state == wanted_prepare:
-            return ErrorCode.CONCURRENT_TRANSACTIONS
-        return ErrorCode.INVALID_TXN_STATE
+            return EndResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+        return EndResult(ErrorCode.INVALID_TXN_STATE)
+
+    async def _end_tv2(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+    ) -> EndResult:
+        """EndTxn v5 (KIP-890 part 2), Kafka's endTransaction for TV2.
+
+        Every end bumps the epoch (the answer carries the new one, or a new producer id
+        at epoch 0 when the bump would exhaust the epoch). A retry is recognised by its
+        epoch, one below the current (or, after a producer id change, the old id at the
+        exhausted epoch). An abort is accepted with nothing added: the client cannot know
+        whether its Produce requests added partitions. The table, for an idle id
+        (retry = epoch one below, current = the current epoch):
+
+        ==============  ======================  ======================
+        state           abort: retry / current  commit: retry / current
+        ==============  ======================  ======================
+        Empty           PRODUCER_FENCED / bump  PRODUCER_FENCED / INVALID_TXN_STATE
+        CompleteAbort   NONE / bump             INVALID_TXN_STATE / INVALID_TXN_STATE
+        CompleteCommit  INVALID_TXN_STATE / bump NONE / INVALID_TXN_STATE
+        ==============  ======================  ======================
+        """
+        if not transactional_id:
+            return EndResult(ErrorCode.INVALID_REQUEST)
+        if error := self.coordinator_error(transactional_id):
+            return EndResult(error)
+        metadata = self._txns.get(transactional_id)
+        if metadata is None:
+            return EndResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        if transactional_id in self._pending:
+            # First, so a pending completion (maybe to a new producer id the client already
+            # has) finishes before anything else is judged.
+            return EndResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+        state = metadata.state
+        retry_on_overflow = (
+            metadata.last_producer_id == producer_id
+            and producer_epoch == MAX_EPOCH - 1
+            and metadata.producer_epoch == 0
+        )
+        retry_on_bump = metadata.producer_epoch == producer_epoch + 1
+        if metadata.producer_id != producer_id and not retry_on_overflow:
+            return EndResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        if state in PREPARED:
+            valid = retry_on_bump
+        elif state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
+            valid = retry_on_bump or retry_on_overflow or producer_epoch == metadata.producer_epoch
+        else:
+            valid = producer_epoch == metadata.producer_epoch
+        if not valid:
+            return EndResult(ErrorCode.PRODUCER_FENCED)
+        retry = retry_on_bump or retry_on_overflow
+        wanted_prepare = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+        wanted_complete = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
+        if state == TxnState.ONGOING:
+            pass
+        elif state in PREPARED:
+            if state == wanted_prepare:
+                return EndResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+            return EndResult(ErrorCode.INVALID_TXN_STATE)
+        elif state == wanted_complete and retry:
+            # A retry of the end that completed: answered with what the client goes on with.
+            return EndResult(ErrorCode.NONE, metadata.producer_id, metadata.producer_epoch)
+        elif commit or retry:
+            return EndResult(ErrorCode.INVALID_TXN_STATE)
+        # Ongoing, or an abort (current epoch) of an idle id.
+        prepared = await self._prepare_end_tv2(metadata, commit, TV_2, now_ms())
+        if prepared is None:
+            return EndResult(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        error = await self._transition(prepared)
+        if error:
+            return EndResult(error)
+        self._spawn_completion(prepared)
+        return EndResult(ErrorCode.NONE, *prepared.answer_after_end())
+
+    async def _prepare_end_tv2(
+        self, metadata: TransactionMetadata, commit: bool, client_tv: int, now: int
+    ) -> TransactionMetadata | None:
+        """PrepareCommit/PrepareAbort with the TV2 epoch bump; a new producer id first
+        when the epoch is exhausted (None if none could be allocated)."""
+        next_producer_id = NO_PRODUCER_ID
+        if metadata.epoch_exhausted:
+            transactional_id = metadata.transactional_id
+            self._pending[transactional_id] = TxnState.PREPARE_ABORT
+            try:
+                allocated = await self._allocate_producer_id()
+            finally:
+                self._pending.pop(transactional_id, None)
+            if allocated is None:
+                return None
+            next_producer_id = allocated
+        return metadata.prepare_end(
+            commit, now, client_tv=client_tv, next_producer_id=next_producer_id
+        )
+
+    async def _fencing_abort(
+        self, metadata: TransactionMetadata, now: int
+    ) -> TransactionMetadata | None:
+        """The abort the coordinator starts on its own (a timeout, or InitProducerId
+        finding the transaction open), with the finalized transaction version, as Kafka:
+        TV2 bumps the epoch once in the abort (KAFKA-19367; Kafka 4.0.0 bumped twice), a
+        new producer id if that exhausts it (KAFKA-20090); before TV2 the epoch is fenced
+        (+1) and the abort keeps it. None: no producer id could be allocated."""
+        if TRANSACTION_VERSION >= TV_2:
+            return await self._prepare_end_tv2(metadata, False, TRANSACTION_VERSION, now)
+        return metadata.prepare_fence().prepare_end(False, now)
 
     # Persisting -----------------------------------------------------------
 
@@ -719,7 +931,9 @@ class TransactionCoordinator:
                 "aborting transaction of %s (producer %d): timeout of %d ms passed",
                 metadata.transactional_id, metadata.producer_id, metadata.timeout_ms,
             )
-            aborting = metadata.prepare_fence().prepare_end(False, now)
+            aborting = await self._fencing_abort(metadata, now)
+            if aborting is None or self._txns.get(metadata.transactional_id) is not metadata:
+                continue  # no producer id to move to, or changed meanwhile
             if not await self._transition(aborting):
                 self._spawn_completion(aborting)
         return len(due)
