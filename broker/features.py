@@ -3,13 +3,22 @@
 Kafka 4.0 finalizes its features in the metadata log and lets an operator move
 them with ``kafka-features.sh``; each level switches a behaviour on (group.version
 1 turns on the KIP-848 consumer group protocol, transaction.version 2 the KIP-890
-part 2 transaction protocol). kafkette's behaviour is not switchable: it serves
-exactly one level of each feature, so each feature's supported range is that one
-level and it is always finalized at it. A client then reads what kafkette really
-does: KIP-848 groups are served (group.version 1), transactions are the pre-KIP-890
-part 2 protocol (transaction.version 0: EndTxn 5 and the per-transaction epoch bump
-are not served), the metadata is Kafka 4.0's (metadata.version 4.0-IV3, 25) with a
-static single voter (kraft.version 0) and no eligible leader replicas (0).
+part 2 transaction protocol). kafkette's levels are not switchable: each feature is
+always finalized at the one level kafkette serves. A client then reads what kafkette
+really does: KIP-848 groups are served (group.version 1), transactions are KIP-890
+part 2 (transaction.version 2, Kafka 4.0's default: clients that know it bump the
+epoch at every EndTxn v5 and let Produce 12+ and TxnOffsetCommit 5 add partitions),
+the metadata is Kafka 4.0's (metadata.version 4.0-IV3, 25) with a static single
+voter (kraft.version 0) and no eligible leader replicas (0).
+
+The supported range is that one level, except for transaction.version, which
+reports Kafka 4.0's 0-2: kafkette serves the clients of every level at once (the
+coordinator follows each request's version, as Kafka does: librdkafka, kafka-python,
+aiokafka and the Java 3.x client keep the v1 protocol), so levels 0 and 1 are
+supported in that sense; they cannot be finalized, though. Kafka 4.0 lets an
+operator downgrade transaction.version (``kafka-features.sh downgrade``);
+kafkette refuses that with INVALID_UPDATE_VERSION and says why (a known difference,
+docs/transactions.md).
 
 As in Kafka, a feature at level 0 is supported but not listed among the finalized
 features, and UpdateFeatures refuses, with Kafka's messages, any level outside
@@ -41,11 +50,14 @@ FEATURES: tuple[Feature, ...] = (
     Feature("metadata.version", 25, 25, 25),  # 4.0-IV3, Kafka 4.0's latest
     Feature("kraft.version", 0, 0, 0),
     Feature("group.version", 1, 1, 1),
-    Feature("transaction.version", 0, 0, 0),
+    Feature("transaction.version", 0, 2, 2),  # Kafka 4.0's range and default
     Feature("eligible.leader.replicas.version", 0, 0, 0),
     Feature("share.version", 1, 1, 1),  # KIP-932 share groups (Kafka 4.2+ finalizes 1)
 )
 BY_NAME = {f.name: f for f in FEATURES}
+# The finalized transaction.version: the one the coordinator uses for what it does on its
+# own (aborting a timed-out or fenced transaction) and for its records' layout, as Kafka.
+TRANSACTION_VERSION = BY_NAME["transaction.version"].finalized
 
 
 SHARE_VERSION = "share.version"
@@ -102,4 +114,11 @@ def update_problem(name: str, level: int, upgrade_type: int, node_id: int) -> st
         )
     if level > feature.finalized and upgrade_type != UPGRADE:
         return f"{prefix} Can't downgrade to a newer version."
+    if level != feature.finalized:
+        # Kafka would downgrade; kafkette's levels are fixed (transaction.version only:
+        # the other features support their finalized level alone).
+        return (
+            f"{prefix} kafkette keeps {name} finalized at {feature.finalized}: "
+            "its feature levels cannot be changed."
+        )
     return None

@@ -61,7 +61,6 @@ def _row(api: ApiSpec) -> str:
 # ``differences`` only for pairs still missing from SUPPORTED, so an entry whose API
 # becomes served simply stops showing; a missing pair without an entry says so.
 UNSERVED_REASONS: dict[int, str] = {
-    26: "5 is transaction.version 2 (KIP-890 part 2), not served",
     38: "delegation tokens (KIP-48): no token authentication",
     39: "delegation tokens (KIP-48): no token authentication",
     40: "delegation tokens (KIP-48): no token authentication",
@@ -105,8 +104,8 @@ KAFKA_43_REASONS: dict[int, str] = {
     2: "11 lists by earliest pending upload (KIP-1023): tiered storage, not served",
     11: "0-1 removed from brokers in Kafka 4.0 (KIP-896); Kafka 4.x advertises 2-9",
     22: "6 (KIP-939 two-phase commit) is flagged unstable in 4.3, not advertised by Kafka",
-    26: "5 is transaction.version 2 (KIP-890 part 2), not served",
-    27: "2 is transaction.version 2 (KIP-890 part 2), not served",
+    27: "2 (KIP-1228, Kafka 4.2) tells the leader the marker's transaction version; Kafka 4.0"
+    " serves 1",
     38: "delegation tokens (KIP-48): no token authentication",
     39: "delegation tokens (KIP-48): no token authentication",
     40: "delegation tokens (KIP-48): no token authentication",

@@ -72,7 +72,7 @@ def test_api_versions_v3_reports_the_features_kafkette_serves(broker) -> None:
         if version >= 4:
             expected |= {
                 "kraft.version": (0, 0),
-                "transaction.version": (0, 0),
+                "transaction.version": (0, 2),  # Kafka 4.0's range
                 "eligible.leader.replicas.version": (0, 0),
             }
         # else: Kafka 4.0 leaves out features supported from level 0 before v4
@@ -80,9 +80,10 @@ def test_api_versions_v3_reports_the_features_kafkette_serves(broker) -> None:
         assert supported == expected
         finalized = {f["name"]: (f["min_version_level"], f["max_version_level"])
                      for f in answer["finalized_features"]}
-        # Level-0 features are left out of the finalized list, as Kafka does.
+        # Level-0 features are left out of the finalized list, as Kafka does;
+        # transaction.version 2 is finalized, as Kafka 4.0 finalizes it by default.
         assert finalized == {"metadata.version": (25, 25), "group.version": (1, 1),
-                             "share.version": (1, 1)}
+                             "share.version": (1, 1), "transaction.version": (2, 2)}
         assert answer["finalized_features_epoch"] == 0
         advertised = {k["api_key"]: (k["min_version"], k["max_version"])
                       for k in answer["api_keys"]}
@@ -118,12 +119,12 @@ def test_update_features_accepts_the_finalized_level_and_refuses_others(broker) 
             assert [(r["feature"], r["error_code"]) for r in ok["results"]] == [
                 ("group.version", 0), ("metadata.version", 0)]
         bad = _update(broker.bootstrap, version, [("group.version", 1, 1),
-                                                  ("transaction.version", 2, 1)])
+                                                  ("transaction.version", 3, 1)])
         assert bad["error_code"] == 95  # INVALID_UPDATE_VERSION, the whole request fails
         assert bad["error_message"] == (
             "The update failed for all features since the following feature had an error: "
-            "Invalid update version 2 for feature transaction.version. Local controller 1 "
-            "only supports versions 0-0")
+            "Invalid update version 3 for feature transaction.version. Local controller 1 "
+            "only supports versions 0-2")
         assert bad["results"] == []
     unknown = _update(broker.bootstrap, 1, [("foo.version", 1, 1)])
     assert unknown["error_code"] == 95
@@ -143,12 +144,20 @@ def test_update_features_accepts_the_finalized_level_and_refuses_others(broker) 
         (("group.version", 0, 1), "Local controller 1 only supports versions 1-1"),
         (("group.version", 0, 2), "Local controller 1 only supports versions 1-1"),
         (("group.version", 5, 2), "Local controller 1 only supports versions 1-1"),
+        (("transaction.version", 1, 1), "Can't downgrade the version of this feature without "
+         "setting the upgrade type to either safe or unsafe downgrade."),
+        # Kafka 4.0 would downgrade; kafkette's levels are fixed (docs/transactions.md).
+        (("transaction.version", 0, 2), "kafkette keeps transaction.version finalized at 2: "
+         "its feature levels cannot be changed."),
+        (("transaction.version", 1, 3), "kafkette keeps transaction.version finalized at 2: "
+         "its feature levels cannot be changed."),
     ]:
         refused = _update(broker.bootstrap, 1, [update])
         assert refused["error_code"] == 95, update
         assert refused["error_message"].endswith(
             f"Invalid update version {update[1]} for feature {update[0]}. {message}"), refused
     assert _update(broker.bootstrap, 1, [("kraft.version", 0, 2)])["error_code"] == 0
+    assert _update(broker.bootstrap, 1, [("transaction.version", 2, 1)])["error_code"] == 0
 
 
 def test_describe_cluster_v2_endpoint_types_and_fencing(broker) -> None:
@@ -520,7 +529,8 @@ def test_kafka_python_admin_client_reads_the_operations_apis(broker, create_topi
         assert set(sizes) == {0, 1} and sum(sizes.values()) > 500
         features = admin.describe_features()
         assert features["group.version"]["finalized"] == (1, 1)
-        assert features["transaction.version"] == {"supported": (0, 0)}
+        assert features["transaction.version"]["supported"] == (0, 2)
+        assert features["transaction.version"]["finalized"] == (2, 2)
         assert admin.update_features({"group.version": 1}, validate_only=True) == {
             "group.version": "OK"}
         quorum = admin.describe_metadata_quorum()
@@ -579,7 +589,7 @@ def test_reference_tools_describe_kafkette(broker, create_topic) -> None:
         (("kafka-log-dirs.sh", *server, "--describe", "--topic-list", topic), 0),
         (("kafka-features.sh", *server, "describe"), 0),
         (("kafka-features.sh", *server, "upgrade", "--feature", "group.version=1",
-          "--feature", "transaction.version=2", "--dry-run"), 1),
+          "--feature", "transaction.version=3", "--dry-run"), 1),
         (("kafka-metadata-quorum.sh", *server, "describe", "--status"), 0),
     ])
 
@@ -604,15 +614,15 @@ def test_reference_tools_describe_kafkette(broker, create_topic) -> None:
         "SupportedMaxVersion: 4.0-IV3\tFinalizedVersionLevel: 4.0-IV3\tEpoch: 0",
         "Feature: share.version\tSupportedMinVersion: 1\tSupportedMaxVersion: 1\t"
         "FinalizedVersionLevel: 1\tEpoch: 0",
-        "Feature: transaction.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 0\t"
-        "FinalizedVersionLevel: 0\tEpoch: 0",
+        "Feature: transaction.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 2\t"
+        "FinalizedVersionLevel: 2\tEpoch: 0",
     ]
     # One refused feature fails the whole update, as on Kafka.
     assert "group.version can be upgraded to 1." not in dry_run
     assert "2 out of 2 operation(s) failed." in dry_run
-    assert ("Can not upgrade transaction.version to 2. The update failed for all features "
-            "since the following feature had an error: Invalid update version 2 for feature "
-            "transaction.version. Local controller 1 only supports versions 0-0") in dry_run
+    assert ("Can not upgrade transaction.version to 3. The update failed for all features "
+            "since the following feature had an error: Invalid update version 3 for feature "
+            "transaction.version. Local controller 1 only supports versions 0-2") in dry_run
 
     fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
     assert fields["ClusterId"].strip() == broker.broker.cluster_id
