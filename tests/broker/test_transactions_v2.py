@@ -1,0 +1,292 @@
+"""Transactions v2 (KIP-890 part 2): what Kafka 4.x serves with transaction.version 2.
+
+kafkette finalizes transaction.version 2, as Kafka 4.0 does by default, so Kafka's Java
+clients 4.x end every transaction with EndTxn v5 (the coordinator bumps the epoch and
+answers it) and send no AddPartitionsToTxn/AddOffsetsToTxn: Produce 12+ and
+TxnOffsetCommit 5 have the partitions added. Checked here:
+
+- the Java client 4.0 (the reference distribution's jars) and 4.3 (``tests/kafka_clients_43``)
+  over sockets, run with the JVM's source-file launcher on ``java/TxnLoop.java``: commits
+  and aborts with ``sendOffsetsToTransaction``; a read_committed consumer sees exactly the
+  committed records, the group offset is the last commit's, the epoch goes up by one per
+  transaction (DescribeTransactions, DescribeProducers), and the broker saw the TV2
+  requests only;
+- EndTxn v5 and Produce 12 on the raw wire, for the answers to retries, late and fenced
+  requests, as the reference Kafka 4.0.0 answers the same requests.
+
+The v1 clients (librdkafka, kafka-python, aiokafka) keep their protocol: the other
+``test_transactions*.py`` files.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from bench.harness.raw_wire import WireConnection
+from kafkette.broker.embedded import EmbeddedBroker
+from kafkette.wire.apis import ApiKey
+from kafkette.wire.records import Record, build_batch
+from tests.jvm_options import SHORT_RUN_JVM
+from tests.kafka_clients_43 import classpath_or_reason
+from tests.reference_kafka import reference_script
+
+JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "TxnLoop.java"
+JAR_PREFIXES = ("kafka-clients-", "lz4-java-", "snappy-java-", "zstd-jni-", "slf4j-api-")
+RUN_TIMEOUT_S = 240
+TRANSACTIONS = 7  # aborts at 2 and 5, the last one commits (markers in every partition)
+PER_TRANSACTION = 5
+
+NONE = 0
+INVALID_PRODUCER_EPOCH = 47
+INVALID_TXN_STATE = 48
+INVALID_PRODUCER_ID_MAPPING = 49
+CONCURRENT_TRANSACTIONS = 51
+PRODUCER_FENCED = 90
+TRANSACTION_ABORTABLE = 120
+
+
+@pytest.fixture(scope="module")
+def tv2_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
+    """A broker of its own, with request counters on (which versions clients used)."""
+    embedded = EmbeddedBroker.start(
+        data_dir=tmp_path_factory.mktemp("tv2-data"),
+        configs={"num.partitions": "3", "transaction.state.log.num.partitions": "5",
+                 "offsets.topic.num.partitions": "5"},
+    )  # fmt: skip
+    embedded.broker.request_observer.enable_metrics()
+    try:
+        yield embedded
+    finally:
+        embedded.stop(timeout=30)
+
+
+def _reference_jars() -> list[Path] | str:
+    script = reference_script()
+    if script is None:
+        return "the reference Kafka (../shared/reference-kafka, or KAFKETTE_KAFKA_REF) is missing"
+    done = subprocess.run([str(script), "home"], capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        return f"kafka-ref home failed: {done.stderr.strip()[-300:]}"
+    libs = Path(done.stdout.strip()) / "libs"
+    return sorted(j for j in libs.glob("*.jar") if j.name.startswith(JAR_PREFIXES))
+
+
+def _classpath(client: str) -> str:
+    if shutil.which("java") is None:
+        pytest.skip("java is not installed")
+    jars = _reference_jars() if client == "4.0" else classpath_or_reason()
+    if isinstance(jars, str):
+        pytest.skip(f"Java client {client}: {jars}")
+    return ":".join(str(j) for j in jars)
+
+
+def _run_loop(classpath: str, bootstrap: str, topic: str, txn_id: str, group: str) -> list[dict]:
+    done = subprocess.run(
+        ["java", *SHORT_RUN_JVM, "-cp", classpath, str(JAVA_SOURCE), bootstrap, topic, txn_id,
+         str(TRANSACTIONS), str(PER_TRANSACTION), group],
+        capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+    )  # fmt: skip
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert done.returncode == 0 and lines[-1] == {"done": True}, done.stderr[-3000:]
+    return lines[:-1]
+
+
+def _read_committed(bootstrap: str, topic: str, partitions: int) -> list[str]:
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": f"reader-{uuid.uuid4().hex[:8]}",
+        "isolation.level": "read_committed",
+        "enable.auto.commit": False,
+        "enable.partition.eof": True,
+        "auto.offset.reset": "earliest",
+    })  # fmt: skip
+    values: list[str] = []
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        at_end: set[int] = set()
+        for _ in range(600):
+            if len(at_end) == partitions:
+                break
+            message = consumer.poll(0.1)
+            if message is None:
+                continue
+            if message.error():
+                if message.error().code() == -191:  # _PARTITION_EOF
+                    at_end.add(message.partition())
+                    continue
+                raise AssertionError(message.error())
+            values.append(message.value().decode())
+        assert len(at_end) == partitions, "read_committed consumer did not reach the LSO"
+    finally:
+        consumer.close()
+    return values
+
+
+def _committed_offset(bootstrap: str, group: str, topic: str) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        [tp] = consumer.committed([TopicPartition(topic, 0)], timeout=15)
+        return tp.offset
+    finally:
+        consumer.close()
+
+
+def _wait_complete(bootstrap: str, txn_id: str, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    with WireConnection(bootstrap) as connection:
+        while _describe(connection, txn_id)["transaction_state"] not in (
+            "CompleteCommit",
+            "CompleteAbort",
+        ):
+            assert time.monotonic() < deadline, f"{txn_id}: markers not written in time"
+            time.sleep(0.05)
+
+
+def _producers(bootstrap: str, topic: str, partition: int) -> list[dict]:
+    with WireConnection(bootstrap) as connection:
+        body = {"topics": [{"name": topic, "partition_indexes": [partition]}]}
+        answer = connection.request(ApiKey.DESCRIBE_PRODUCERS, 0, body)
+    [part] = answer["topics"][0]["partitions"]
+    assert part["error_code"] == NONE
+    return part["active_producers"]
+
+
+@pytest.mark.parametrize("client", ["4.0", "4.3"])
+def test_java_client_commits_and_aborts_with_an_epoch_bump_each(
+    tv2_broker, create_topic, client
+) -> None:
+    classpath = _classpath(client)
+    bootstrap = tv2_broker.bootstrap
+    topic = create_topic(bootstrap, partitions=3)
+    txn_id = f"tv2-{client}-{uuid.uuid4().hex[:8]}"
+    group = f"tv2-group-{uuid.uuid4().hex[:8]}"
+    stats = tv2_broker.broker.request_observer.stats
+    assert stats is not None
+    before = dict(stats.requests)
+
+    ends = _run_loop(classpath, bootstrap, topic, txn_id, group)
+    _wait_complete(bootstrap, txn_id)  # the last end's markers are written after its answer
+
+    assert [e["txn"] for e in ends] == list(range(TRANSACTIONS))
+    # One epoch bump per transaction (InitProducerId gave epoch 0), one producer id.
+    assert [e["epoch"] for e in ends] == list(range(1, TRANSACTIONS + 1))
+    assert len({e["producer_id"] for e in ends}) == 1
+    committed = [e["txn"] for e in ends if e["committed"]]
+    expected = sorted(f"t{i}-{j}" for i in committed for j in range(PER_TRANSACTION))
+    assert sorted(_read_committed(bootstrap, topic, 3)) == expected
+    assert _committed_offset(bootstrap, group, topic) == committed[-1] + 1
+    # Each partition's producer state carries the last marker's (bumped) epoch.
+    for partition in range(3):
+        [producer] = [
+            p
+            for p in _producers(bootstrap, topic, partition)
+            if p["producer_id"] == ends[0]["producer_id"]
+        ]
+        assert producer["producer_epoch"] == TRANSACTIONS
+        assert producer["current_txn_start_offset"] == -1
+
+    used = {
+        key: n - before.get(key, 0) for key, n in stats.requests.items() if n != before.get(key, 0)
+    }
+    assert used.get(("EndTxn", 5)) == TRANSACTIONS
+    assert used.get(("TxnOffsetCommit", 5), 0) >= TRANSACTIONS
+    assert not [key for key in used if key[0] in ("AddPartitionsToTxn", "AddOffsetsToTxn")]
+    produce_version = 12 if client == "4.0" else 13
+    assert used.get(("Produce", produce_version), 0) >= len(committed)
+    assert not [key for key in used if key[0] == "Produce" and key[1] < 12]
+
+
+# --- the raw wire: EndTxn v5 and Produce 12 answers -----------------------------------------
+
+
+def _init(connection: WireConnection, txn_id: str) -> tuple[int, int]:
+    body = {"transactional_id": txn_id, "transaction_timeout_ms": 60_000,
+            "producer_id": -1, "producer_epoch": -1}  # fmt: skip
+    answer = connection.request(ApiKey.INIT_PRODUCER_ID, 5, body)
+    assert answer["error_code"] == NONE
+    return answer["producer_id"], answer["producer_epoch"]
+
+
+def _end(
+    connection: WireConnection, txn_id: str, pid: int, epoch: int, commit: bool, version: int = 5
+) -> tuple[int, int, int]:
+    body = {"transactional_id": txn_id, "producer_id": pid, "producer_epoch": epoch,
+            "committed": commit}  # fmt: skip
+    for _ in range(100):
+        answer = connection.request(ApiKey.END_TXN, version, body)
+        if answer["error_code"] != CONCURRENT_TRANSACTIONS:
+            break
+    return answer["error_code"], answer["producer_id"], answer["producer_epoch"]
+
+
+def _produce(
+    connection: WireConnection,
+    txn_id: str,
+    topic: str,
+    pid: int,
+    epoch: int,
+    sequence: int,
+    version: int = 12,
+) -> int:
+    batch = build_batch([Record(0, 0, None, b"v")], producer_id=pid, producer_epoch=epoch,
+                        base_sequence=sequence, transactional=True)  # fmt: skip
+    body = {"transactional_id": txn_id, "acks": -1, "timeout_ms": 10_000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": 0, "records": batch}]}]}  # fmt: skip
+    answer = connection.request(ApiKey.PRODUCE, version, body)
+    return answer["responses"][0]["partition_responses"][0]["error_code"]
+
+
+def _describe(connection: WireConnection, txn_id: str) -> dict:
+    answer = connection.request(ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [txn_id]})
+    return answer["transaction_states"][0]
+
+
+def check_end_txn_v5_answers(bootstrap: str, topic: str) -> None:
+    """The sequence, with the answers the reference Kafka 4.0.0 gives (measured with this
+    very function against ``kafka-ref``)."""
+    txn_id = f"raw-tv2-{uuid.uuid4().hex[:8]}"
+    with WireConnection(bootstrap) as c:
+        pid, epoch = _init(c, txn_id)
+        assert epoch == 0
+        # An idle id: commit is refused, abort bumps (TV2 clients always end).
+        assert _end(c, txn_id, pid, 0, commit=True) == (INVALID_TXN_STATE, -1, -1)
+        assert _end(c, txn_id, pid, 0, commit=False) == (NONE, pid, 1)
+        # A retry (the epoch before the bump) of that abort: answered again, no bump.
+        assert _end(c, txn_id, pid, 0, commit=False) == (NONE, pid, 1)
+        assert _end(c, txn_id, pid, 0, commit=True) == (INVALID_TXN_STATE, -1, -1)
+        assert _end(c, txn_id, pid, 1, commit=True) == (INVALID_TXN_STATE, -1, -1)
+        assert _end(c, txn_id, pid, 7, commit=False) == (PRODUCER_FENCED, -1, -1)
+        assert _end(c, txn_id, pid + 1000, 1, commit=False) == (INVALID_PRODUCER_ID_MAPPING, -1, -1)
+        # Produce 12 adds the partition (no AddPartitionsToTxn); the old epoch is fenced.
+        assert _produce(c, txn_id, topic, pid, 0, 0) == INVALID_PRODUCER_EPOCH
+        assert _produce(c, txn_id, topic, pid, 1, 0) == NONE
+        state = _describe(c, txn_id)
+        assert (state["transaction_state"], state["producer_epoch"]) == ("Ongoing", 1)
+        assert state["topics"] == [{"topic": topic, "partitions": [0]}]
+        # Produce 11 is a v1 client's: a partition not added is TRANSACTION_ABORTABLE.
+        assert _produce(c, txn_id, topic, pid, 1, 1, version=11) == NONE  # added already
+        assert _end(c, txn_id, pid, 1, commit=True) == (NONE, pid, 2)
+        assert _end(c, txn_id, pid, 1, commit=True) == (NONE, pid, 2)  # retried
+        assert _end(c, txn_id, pid, 2, commit=True) == (INVALID_TXN_STATE, -1, -1)
+        state = _describe(c, txn_id)
+        assert (state["transaction_state"], state["producer_epoch"]) == ("CompleteCommit", 2)
+        # The epoch of the last transaction is fenced where its marker was written.
+        assert _produce(c, txn_id, topic, pid, 1, 2) == INVALID_PRODUCER_EPOCH
+        # A v1 client's Produce (11) to a partition it did not add: TRANSACTION_ABORTABLE
+        # (INVALID_TXN_STATE below 11), as Kafka's verification answers it.
+        assert _produce(c, txn_id, topic, pid, 2, 0, version=11) == TRANSACTION_ABORTABLE
+        assert _produce(c, txn_id, topic, pid, 2, 0, version=10) == INVALID_TXN_STATE
+
+
+def test_end_txn_v5_and_produce_12_answer_as_kafka(tv2_broker, create_topic) -> None:
+    topic = create_topic(tv2_broker.bootstrap, partitions=1)
+    check_end_txn_v5_answers(tv2_broker.bootstrap, topic)
