@@ -13,7 +13,12 @@ to one partition are ordered by its append lock.
 Ending a transaction: PrepareCommit/PrepareAbort is persisted, the client
 is answered, then a background task writes the markers to every partition of
 the transaction (``markers.py``) and persists CompleteCommit/CompleteAbort.
-Requests for that id meanwhile get CONCURRENT_TRANSACTIONS.
+Requests for that id meanwhile get CONCURRENT_TRANSACTIONS. With transaction
+version 2 (EndTxn v5, and the coordinator's own aborts since kafkette finalizes
+it) the Prepare state carries the epoch + 1, which the markers carry and the
+answer gives back (or, the epoch exhausted, the next producer id at epoch 0, taken
+at completion); TV2 clients send no AddPartitionsToTxn: ``add_partitions_for_write``
+is the partition leader's add for their Produce 12+ and TxnOffsetCommit 5.
 
 Start: ``load`` replays ``__transaction_state`` (last record per id wins,
 tombstones forget it); ``start`` resumes the markers of every transaction
