@@ -132,8 +132,8 @@ def test_value_layout_is_kafkas_version_1_with_its_tags():
 
 
 def test_version_1_flexible_values_are_read():
-    """Kafka writes version 1 for transaction.version 2 clients: compact strings and arrays,
-    tagged fields (skipped: they serve transaction.version 2)."""
+    """Version 1 as Kafka writes it: compact strings and arrays, tagged fields (those this
+    layout does not know are skipped)."""
     body = struct.pack(">hqhib", 1, 77, 3, 1000, int(TxnState.PREPARE_ABORT))
     body += bytes([2])  # one topic (compact count + 1)
     body += bytes([2]) + b"t"  # compact string "t"

@@ -6,7 +6,8 @@ answers it) and send no AddPartitionsToTxn/AddOffsetsToTxn: Produce 12+ and
 TxnOffsetCommit 5 have the partitions added. Checked here:
 
 - the Java client 4.0 (the reference distribution's jars) and 4.3 (``tests/kafka_clients_43``)
-  over sockets, run with the JVM's source-file launcher on ``java/TxnLoop.java``: commits
+  over sockets (``tests/java_txn_loop``: ``tests/java/TxnLoop.java`` in the JVM's source-file
+  launcher): commits
   and aborts with ``sendOffsetsToTransaction``; a read_committed consumer sees exactly the
   committed records, the group offset is the last commit's, the epoch goes up by one per
   transaction (DescribeTransactions, DescribeProducers), and the broker saw the TV2
@@ -20,28 +21,18 @@ The v1 clients (librdkafka, kafka-python, aiokafka) keep their protocol: the oth
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
 from bench.harness.raw_wire import WireConnection
 from kafkette.broker.embedded import EmbeddedBroker
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.records import Record, build_batch
-from tests.jvm_options import SHORT_RUN_JVM
-from tests.kafka_clients_43 import classpath_or_reason
-from tests.reference_kafka import reference_script
+from tests.java_txn_loop import committed_offset, java_classpath, read_committed, run_txn_loop
 
-JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "TxnLoop.java"
-JAR_PREFIXES = ("kafka-clients-", "lz4-java-", "snappy-java-", "zstd-jni-", "slf4j-api-")
-RUN_TIMEOUT_S = 240
 TRANSACTIONS = 7  # aborts at 2 and 5, the last one commits (markers in every partition)
 PER_TRANSACTION = 5
 
@@ -69,77 +60,6 @@ def tv2_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBro
         embedded.stop(timeout=30)
 
 
-def _reference_jars() -> list[Path] | str:
-    script = reference_script()
-    if script is None:
-        return "the reference Kafka (../shared/reference-kafka, or KAFKETTE_KAFKA_REF) is missing"
-    done = subprocess.run([str(script), "home"], capture_output=True, text=True, timeout=600)
-    if done.returncode != 0:
-        return f"kafka-ref home failed: {done.stderr.strip()[-300:]}"
-    libs = Path(done.stdout.strip()) / "libs"
-    return sorted(j for j in libs.glob("*.jar") if j.name.startswith(JAR_PREFIXES))
-
-
-def _classpath(client: str) -> str:
-    if shutil.which("java") is None:
-        pytest.skip("java is not installed")
-    jars = _reference_jars() if client == "4.0" else classpath_or_reason()
-    if isinstance(jars, str):
-        pytest.skip(f"Java client {client}: {jars}")
-    return ":".join(str(j) for j in jars)
-
-
-def _run_loop(classpath: str, bootstrap: str, topic: str, txn_id: str, group: str) -> list[dict]:
-    done = subprocess.run(
-        ["java", *SHORT_RUN_JVM, "-cp", classpath, str(JAVA_SOURCE), bootstrap, topic, txn_id,
-         str(TRANSACTIONS), str(PER_TRANSACTION), group],
-        capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
-    )  # fmt: skip
-    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    assert done.returncode == 0 and lines[-1] == {"done": True}, done.stderr[-3000:]
-    return lines[:-1]
-
-
-def _read_committed(bootstrap: str, topic: str, partitions: int) -> list[str]:
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap,
-        "group.id": f"reader-{uuid.uuid4().hex[:8]}",
-        "isolation.level": "read_committed",
-        "enable.auto.commit": False,
-        "enable.partition.eof": True,
-        "auto.offset.reset": "earliest",
-    })  # fmt: skip
-    values: list[str] = []
-    try:
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        at_end: set[int] = set()
-        for _ in range(600):
-            if len(at_end) == partitions:
-                break
-            message = consumer.poll(0.1)
-            if message is None:
-                continue
-            if message.error():
-                if message.error().code() == -191:  # _PARTITION_EOF
-                    at_end.add(message.partition())
-                    continue
-                raise AssertionError(message.error())
-            values.append(message.value().decode())
-        assert len(at_end) == partitions, "read_committed consumer did not reach the LSO"
-    finally:
-        consumer.close()
-    return values
-
-
-def _committed_offset(bootstrap: str, group: str, topic: str) -> int:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-    try:
-        [tp] = consumer.committed([TopicPartition(topic, 0)], timeout=15)
-        return tp.offset
-    finally:
-        consumer.close()
-
-
 def _wait_complete(bootstrap: str, txn_id: str, timeout_s: float = 30.0) -> None:
     deadline = time.monotonic() + timeout_s
     with WireConnection(bootstrap) as connection:
@@ -164,7 +84,7 @@ def _producers(bootstrap: str, topic: str, partition: int) -> list[dict]:
 def test_java_client_commits_and_aborts_with_an_epoch_bump_each(
     tv2_broker, create_topic, client
 ) -> None:
-    classpath = _classpath(client)
+    classpath = java_classpath(client)
     bootstrap = tv2_broker.bootstrap
     topic = create_topic(bootstrap, partitions=3)
     txn_id = f"tv2-{client}-{uuid.uuid4().hex[:8]}"
@@ -173,7 +93,7 @@ def test_java_client_commits_and_aborts_with_an_epoch_bump_each(
     assert stats is not None
     before = dict(stats.requests)
 
-    ends = _run_loop(classpath, bootstrap, topic, txn_id, group)
+    ends = run_txn_loop(classpath, bootstrap, topic, txn_id, group, TRANSACTIONS, PER_TRANSACTION)
     _wait_complete(bootstrap, txn_id)  # the last end's markers are written after its answer
 
     assert [e["txn"] for e in ends] == list(range(TRANSACTIONS))
@@ -182,8 +102,8 @@ def test_java_client_commits_and_aborts_with_an_epoch_bump_each(
     assert len({e["producer_id"] for e in ends}) == 1
     committed = [e["txn"] for e in ends if e["committed"]]
     expected = sorted(f"t{i}-{j}" for i in committed for j in range(PER_TRANSACTION))
-    assert sorted(_read_committed(bootstrap, topic, 3)) == expected
-    assert _committed_offset(bootstrap, group, topic) == committed[-1] + 1
+    assert sorted(read_committed(bootstrap, topic, 3)) == expected
+    assert committed_offset(bootstrap, group, topic) == committed[-1] + 1
     # Each partition's producer state carries the last marker's (bumped) epoch.
     for partition in range(3):
         [producer] = [

@@ -1,4 +1,5 @@
-// A transactional producer loop for tests/broker/test_transactions_v2.py, run by the JVM's
+// A transactional producer loop for tests/java_txn_loop.py (tests/broker/test_transactions_v2.py,
+// tests/cluster/test_transactions_v2_cluster.py), run by the JVM's
 // source-file launcher (java -cp <kafka-clients jars> TxnLoop.java ...): no build step.
 //
 // Args: bootstrap topic transactionalId transactions recordsPerTransaction group
