@@ -210,3 +210,64 @@ def check_end_txn_v5_answers(bootstrap: str, topic: str) -> None:
 def test_end_txn_v5_and_produce_12_answer_as_kafka(tv2_broker, create_topic) -> None:
     topic = create_topic(tv2_broker.bootstrap, partitions=1)
     check_end_txn_v5_answers(tv2_broker.bootstrap, topic)
+
+
+def _init_again(connection: WireConnection, txn_id: str) -> tuple[int, int, int]:
+    """InitProducerId without the current producer (a new instance), retried while the
+    abort it started completes; (first answer's error, producer id, epoch)."""
+    body = {"transactional_id": txn_id, "transaction_timeout_ms": 60_000,
+            "producer_id": -1, "producer_epoch": -1}  # fmt: skip
+    first = None
+    for _ in range(100):
+        answer = connection.request(ApiKey.INIT_PRODUCER_ID, 5, body)
+        first = answer["error_code"] if first is None else first
+        if answer["error_code"] != CONCURRENT_TRANSACTIONS:
+            break
+        time.sleep(0.05)
+    return first, answer["producer_id"], answer["producer_epoch"]
+
+
+def test_fencing_an_open_tv2_transaction_bumps_once_then_init_bumps(
+    tv2_broker, create_topic
+) -> None:
+    """InitProducerId finding a transaction Ongoing aborts it with the finalized version:
+    one epoch bump in the abort (KAFKA-19367: the reference 4.0.0 bumps twice, aborting at
+    epoch 2 and answering 3; 4.0.1 and later as here), one more for the new producer."""
+    topic = create_topic(tv2_broker.bootstrap, partitions=1)
+    txn_id = f"fence-{uuid.uuid4().hex[:8]}"
+    with WireConnection(tv2_broker.bootstrap) as c:
+        pid, epoch = _init(c, txn_id)
+        assert _produce(c, txn_id, topic, pid, epoch, 0) == NONE
+        assert _init_again(c, txn_id) == (CONCURRENT_TRANSACTIONS, pid, 2)
+        state = _describe(c, txn_id)
+        assert (state["transaction_state"], state["producer_epoch"]) == ("Empty", 2)
+        # The old producer's epoch is fenced where the abort's marker (epoch 1) went.
+        assert _produce(c, txn_id, topic, pid, 0, 1) == INVALID_PRODUCER_EPOCH
+        assert _end(c, txn_id, pid, 0, commit=True) == (PRODUCER_FENCED, -1, -1)
+
+
+def test_tv2_end_at_an_exhausted_epoch_moves_to_a_new_producer_id(tv2_broker, create_topic) -> None:
+    """EndTxn v5 at epoch 32766 (Short.MAX_VALUE - 1): the markers carry 32767, the answer
+    a new producer id at epoch 0, which the transaction moves to; a retry with the old id
+    and epoch is answered the new ones (Kafka's retryOnOverflow)."""
+    from dataclasses import replace
+
+    topic = create_topic(tv2_broker.bootstrap, partitions=1)
+    txn_id = f"overflow-{uuid.uuid4().hex[:8]}"
+    coordinator = tv2_broker.broker.transactions
+    with WireConnection(tv2_broker.bootstrap) as c:
+        pid, _ = _init(c, txn_id)
+        # 32766 transactions take too long: start this id at that epoch (it is idle).
+        coordinator._txns[txn_id] = replace(coordinator.get(txn_id), producer_epoch=32766)
+        assert _produce(c, txn_id, topic, pid, 32766, 0) == NONE
+        error, new_pid, new_epoch = _end(c, txn_id, pid, 32766, commit=True)
+        assert (error, new_epoch) == (NONE, 0) and new_pid != pid
+        _wait_complete(tv2_broker.bootstrap, txn_id)
+        assert _end(c, txn_id, pid, 32766, commit=True) == (NONE, new_pid, 0)
+        state = _describe(c, txn_id)
+        assert (state["producer_id"], state["producer_epoch"]) == (new_pid, 0)
+        [producer] = [p for p in _producers(tv2_broker.bootstrap, topic, 0)
+                      if p["producer_id"] == pid]  # fmt: skip
+        assert producer["producer_epoch"] == 32767  # the marker's
+        assert _produce(c, txn_id, topic, new_pid, 0, 0) == NONE
+        assert _end(c, txn_id, new_pid, 0, commit=False) == (NONE, new_pid, 1)
