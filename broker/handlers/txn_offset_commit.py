@@ -114,6 +114,7 @@ async def _add_offsets_partition(
     return await transactions.add_partitions_for_write(
         body["transactional_id"], body["producer_id"], body["producer_epoch"],
         frozenset({(OFFSETS_TOPIC, offsets_partition)}),
+        retry=False,  # Kafka's group coordinator answers CONCURRENT_TRANSACTIONS at once
     )
 
 

@@ -552,6 +552,8 @@ class TransactionCoordinator:
         producer_id: int,
         producer_epoch: int,
         partitions: frozenset[TopicPartition],
+        *,
+        retry: bool = True,
     ) -> ErrorCode:
         """TV2: a partition leader adds the partitions a transactional write (Produce 12+,
         TxnOffsetCommit 5) goes to, as Kafka's leader does through its
@@ -559,10 +561,11 @@ class TransactionCoordinator:
 
         Here when this broker coordinates the id (always on a single node), else
         through the coordinator's leader (``remote_markers.RemoteAddPartitions``).
+        With ``retry`` (Produce, as Kafka's ReplicaManager; not TxnOffsetCommit)
         CONCURRENT_TRANSACTIONS (the previous transaction still completing) is retried
         for up to ``IMPLICIT_ADD_RETRY_S``; the answer is the coordinator's, which the
         caller translates for its API."""
-        deadline = trio.current_time() + IMPLICIT_ADD_RETRY_S
+        deadline = trio.current_time() + (IMPLICIT_ADD_RETRY_S if retry else 0.0)
         while True:
             error = await self._add_for_write_once(
                 transactional_id, producer_id, producer_epoch, partitions
