@@ -87,7 +87,7 @@ def test_api_versions_v3_reports_the_features_kafkette_serves(broker) -> None:
         assert answer["finalized_features_epoch"] == 0
         advertised = {k["api_key"]: (k["min_version"], k["max_version"])
                       for k in answer["api_keys"]}
-        assert advertised[34] == (1, 2) and advertised[35] == (1, 4)
+        assert advertised[34] == (1, 2) and advertised[35] == (1, 5)
         assert advertised[55] == (0, 2) and advertised[57] == (0, 2)
         assert advertised[60] == (0, 2) and advertised[74] == (0, 0)
         assert 71 not in advertised and 72 not in advertised  # no metrics plugin
