@@ -159,7 +159,9 @@ def _partition_answer(index: int, partition: Partition | None, broker: Broker,
         "acknowledge_error_code": 0,
         "acknowledge_error_message": None,
         "current_leader": _leader(broker, partition),
-        "records": None,
+        # Empty, never null: librdkafka 2.16 drops a whole answer with a null record set
+        # ("invalid MessageSetSize -1"); Kafka sends empty records too.
+        "records": b"",
         "acquired_records": [],
     }
 

@@ -53,6 +53,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkette.share")
 
 ShareKey = tuple[str, uuid.UUID, int]  # (group id, topic id, partition)
+# How much of the log one acquisition reads at most (see ``acquire``).
+READ_BYTES_PER_ACQUIRE = 1 << 20
+RELEASE = 2  # AcknowledgeType.RELEASE: the one acknowledgement that frees records
 Acks = Sequence[tuple[int, int, Sequence[int]]]  # (first offset, last offset, types)
 
 
@@ -182,7 +185,8 @@ class SharePartitionManager:
                 result = share.delivery.acknowledge(
                     member_id, [AckBatch(f, last, types) for f, last, types in acks], now_ms()
                 )
-            self._released()
+            if any(RELEASE in types for _f, _l, types in acks):
+                self._released()  # only freed records are worth a waiting fetch's wakeup
             if result.error != ErrorCode.NONE:
                 return result.error, result.message
             try:
@@ -214,9 +218,13 @@ class SharePartitionManager:
             offset = delivery.next_fetch_offset()
         if offset >= partition.high_watermark:
             return Acquired()
+        # A fetch takes at most MaxRecords records: reading the request's MaxBytes (50 MB
+        # from librdkafka) would copy the whole backlog on every fetch to keep a few
+        # hundred records. The first batch still comes whole, whatever its size.
+        read_bytes = min(max_bytes, READ_BYTES_PER_ACQUIRE)
         try:
             data, aborted = await trio.to_thread.run_sync(
-                _read, partition, offset, max_bytes, read_committed
+                _read, partition, offset, read_bytes, read_committed
             )
         except OffsetOutOfRange:
             async with self._lock:
@@ -285,9 +293,10 @@ class SharePartitionManager:
             self._watched.discard(id(connection))
             nursery = self.broker.background_nursery
             for session in self.sessions.closed_connection(connection):
-                if nursery is not None:
-                    nursery.start_soon(self.release_member, session.key[0], session.key[1],
-                                       set(session.partitions))
+                if nursery is None or nursery.cancel_scope.cancel_called:
+                    return  # the broker is stopping: no lock outlives it anyway
+                nursery.start_soon(self.release_member, session.key[0], session.key[1],
+                                   set(session.partitions))
 
         connection.on_close.append(closed)
 

@@ -278,3 +278,19 @@ def test_group_configs_keep_kafkas_bounds(broker, names, value) -> None:
     with pytest.raises(KafkaException) as refused:
         set_group_configs(broker.bootstrap, group, share_delivery_count_limit=value)
     assert refused.value.args[0].code() == KafkaError.INVALID_CONFIG
+
+
+def test_an_empty_partition_does_not_hide_the_others(broker, names) -> None:
+    """A partition with nothing to acquire is answered with empty records, never null:
+    librdkafka drops a whole ShareFetch answer with a null record set."""
+    topic, group = names
+    boot = broker.bootstrap
+    create_topic(boot, topic, partitions=2)
+    set_group_configs(boot, group, share_auto_offset_reset="earliest")
+    produce(boot, topic, [f"only-{i}" for i in range(10)], partition=1)
+    consumer = share_consumer(boot, group, topic)
+    got = poll_until(consumer, lambda got: len(got) >= 10, timeout=15)
+    assert sorted(values(got)) == sorted(f"only-{i}" for i in range(10))
+    assert {m.partition() for m in got} == {1}
+    consumer.commit_sync()
+    consumer.close()
