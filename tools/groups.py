@@ -256,6 +256,22 @@ def describe_share(args: argparse.Namespace, group: str) -> dict:
     return document
 
 
+def refuse_share_group(args: argparse.Namespace, group: str) -> None:
+    """reset-offsets writes consumer-group offsets (OffsetCommit): for a share group they
+    would be written beside it and read by nobody, so say what it is instead."""
+    from kafkette.tools import share_groups
+    from kafkette.tools.wire_client import Unsupported
+
+    try:
+        found = share_groups.describe_share_group(args, group, offsets=False)
+    except Unsupported:
+        return  # not PLAINTEXT: as before, the consumer-group path alone
+    if found is not None:
+        raise ToolError(f"group {group!r} is a share group, which has start offsets, not "
+                        "committed offsets: this command resets consumer groups only (see "
+                        f"`kafkette groups describe {group}`)")
+
+
 # ---------------------------------------------------------------- actions
 
 
@@ -459,6 +475,8 @@ def run_reset(args: argparse.Namespace) -> None:
         members = len(description.members) if description is not None else 0
         raise ToolError(f"group {group!r} is {state} with {members} member(s): offsets can only "
                         "be reset while the group is inactive; stop its consumers and retry")
+    if state == "DEAD":
+        refuse_share_group(args, group)
     committed = committed_offsets(admin, args, group)
     scope = reset_scope(admin, args, committed)
     if not scope:

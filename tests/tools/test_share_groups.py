@@ -137,6 +137,18 @@ def test_list_and_describe_a_share_group_whose_member_holds_records(
     assert {"group": group, "state": "EMPTY", "protocol_type": "share",
             "type": "SHARE"} in listed
 
+    # reset-offsets moves committed offsets, which a share group has none of: refused, and
+    # nothing is written beside it. delete (DeleteGroups) takes any empty group.
+    refused = cli("groups", "reset-offsets", group, "--topic", topic, "--to-earliest",
+                  "--execute", *b)
+    assert (refused.returncode, refused.stdout) == (1, "")
+    assert refused.stderr == (f"kafkette: group '{group}' is a share group, which has start "
+                              "offsets, not committed offsets: this command resets consumer "
+                              f"groups only (see `kafkette groups describe {group}`)\n")
+    assert ok(cli("groups", "delete", group, *b)).stdout == f"Deleted consumer group {group}.\n"
+    assert group not in {g["group"] for g in json.loads(ok(cli("groups", "list", "--json",
+                                                               *b)).stdout)}
+
 
 def test_a_missing_group_is_still_exit_1(cli, kafkette_bootstrap):
     """Neither a consumer nor a share group: the line it always was."""
