@@ -17,7 +17,8 @@ console produces as any client does, over the broker's own listener.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -134,6 +135,51 @@ class GroupSummary:
     @property
     def total_lag(self) -> int:
         return sum(row.lag for row in self.lag if row.lag is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class SharePartitionState:
+    """One share partition (KIP-932) of a share group on this broker: where delivery
+    starts and what is in flight. ``in_flight`` counts the offsets from the start offset to
+    the last one acquired, whatever their state; the four states split them. ``lag`` is
+    Kafka's (DescribeShareGroupOffsets v1): high watermark - start offset - delivery
+    complete. ``loaded`` is False for a share partition no fetch has opened since the
+    broker started: its figures are as stored in ``__share_group_state``, and what was
+    acquired then counts as available (it is delivered again)."""
+
+    topic: str
+    partition: int
+    start_offset: int
+    in_flight: int
+    acquired: int
+    available: int
+    acknowledged: int
+    archived: int
+    delivery_complete: int  # acknowledged or archived, at or above the start offset
+    lag: int | None  # None: the partition is not on this broker
+    loaded: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupSummary:
+    """A share group (KIP-932): membership from the group coordinator, delivery state from
+    the share partitions this broker leads (``broker.share_partitions_started``)."""
+
+    group_id: str
+    state: str  # Kafka's names: Empty, Stable
+    group_epoch: int
+    assignment_epoch: int
+    assignor: str
+    members: tuple[MemberSummary, ...]  # assignment: (topic, partition), sorted
+    partitions: tuple[SharePartitionState, ...]  # sorted by topic and partition
+
+    @property
+    def in_flight(self) -> int:
+        return sum(p.in_flight for p in self.partitions)
+
+    @property
+    def total_lag(self) -> int:
+        return sum(p.lag for p in self.partitions if p.lag is not None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,6 +450,116 @@ class BrokerStateView:
         counter_totals``), or None while no share group was served (nothing to report)."""
         manager = self._broker.share_partitions_started
         return None if manager is None else manager.counter_totals()
+
+
+    # Share groups (KIP-932) ---------------------------------------------------------------
+
+    def share_group_ids(self) -> list[str]:
+        groups = self._broker.groups.state.share_groups_started
+        return sorted(groups.groups) if groups is not None else []
+
+    def share_groups(self) -> list[ShareGroupSummary]:
+        return [s for gid in self.share_group_ids() if (s := self.share_group(gid)) is not None]
+
+    def share_group(self, group_id: str) -> ShareGroupSummary | None:
+        """A share group's members and assignments, and per share partition its start
+        offset, in-flight records by state and delivery-complete count; None if there is no
+        share group ``group_id``. Reads the group coordinator's share groups and the share
+        partition manager only if share-group requests made them, and changes neither."""
+        groups = self._broker.groups.state.share_groups_started
+        group = groups.groups.get(group_id) if groups is not None else None
+        if group is None:
+            return None
+        members = tuple(
+            MemberSummary(
+                member_id=m.member_id,
+                group_instance_id=None,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                assignment=self._named(
+                    (tid, p) for tid, parts in m.assigned.items() for p in parts
+                ),
+            )
+            for m in group.members.values()
+        )
+        return ShareGroupSummary(
+            group_id=group_id,
+            state=group.state,
+            group_epoch=group.group_epoch,
+            assignment_epoch=group.assignment_epoch,
+            assignor=groups.assignor_name,
+            members=members,
+            partitions=self._share_partitions(group_id),
+        )
+
+    def _named(self, partitions: Iterable[tuple[uuid.UUID, int]]) -> tuple[tuple[str, int], ...]:
+        """(topic name, partition) of (topic id, partition); unknown ids are left out."""
+        out = []
+        for tid, index in partitions:
+            meta = self._broker.topics.by_id(tid)
+            if meta is not None:
+                out.append((meta.name, index))
+        return tuple(sorted(out))
+
+    def _share_partitions(self, group_id: str) -> tuple[SharePartitionState, ...]:
+        manager = self._broker.share_partitions_started
+        if manager is None:
+            return ()
+        from kafkette.broker.share_groups.delivery_state import RecordState
+
+        rows: dict[tuple[uuid.UUID, int], SharePartitionState] = {}
+        for (tid, index), stored in manager.stored_states_of(group_id).items():
+            counts = dict.fromkeys(RecordState, 0)
+            for first, last, state, _count in stored.batches:
+                if state in counts and last >= stored.start_offset:
+                    counts[state] += last - max(first, stored.start_offset) + 1
+            complete = stored.delivery_complete_count
+            if complete < 0:  # written before KIP-1226: count the finished batches
+                complete = counts[RecordState.ACKNOWLEDGED] + counts[RecordState.ARCHIVED]
+            rows[(tid, index)] = self._share_row(
+                tid, index, stored.start_offset, sum(counts.values()), counts, complete, False
+            )
+        for (tid, index), delivery in manager.deliveries_of(group_id).items():
+            counts = {state: delivery.count(state) for state in RecordState}
+            rows[(tid, index)] = self._share_row(
+                tid, index, delivery.start_offset, delivery.in_flight_count, counts,
+                delivery.delivery_complete_count, True,
+            )
+        return tuple(sorted((r for r in rows.values() if r.topic), key=_topic_partition))
+
+    def _share_row(
+        self,
+        tid: uuid.UUID,
+        index: int,
+        start: int,
+        in_flight: int,
+        counts: Mapping[int, int],
+        complete: int,
+        loaded: bool,
+    ) -> SharePartitionState:
+        from kafkette.broker.share_groups.delivery_state import RecordState
+
+        meta = self._broker.topics.by_id(tid)
+        name = meta.name if meta is not None else ""
+        hosted = self._broker.topics.partition(name, index) if name else None
+        lag = max(0, hosted.high_watermark - start - complete) if hosted is not None else None
+        return SharePartitionState(
+            topic=name,
+            partition=index,
+            start_offset=start,
+            in_flight=in_flight,
+            acquired=counts[RecordState.ACQUIRED],
+            available=counts[RecordState.AVAILABLE],
+            acknowledged=counts[RecordState.ACKNOWLEDGED],
+            archived=counts[RecordState.ARCHIVED],
+            delivery_complete=complete,
+            lag=lag,
+            loaded=loaded,
+        )
+
+
+def _topic_partition(row: SharePartitionState) -> tuple[str, int]:
+    return row.topic, row.partition
 
 
 def _decoded_size(

@@ -134,14 +134,18 @@ class Console:
         return await trio.to_thread.run_sync(render, limiter=self.read_limiter)
 
     async def groups(self, request: Request) -> Response:
-        return self.page("Consumer groups", pages.groups(self.view.groups()), "/groups")
+        body = pages.groups(self.view.groups(), self.view.share_groups())
+        return self.page("Groups", body, "/groups")
 
     async def group(self, request: Request) -> Response:
         group_id = request.query_params.get("id", "")
         found = self.view.group(group_id)
-        if found is None:
-            return self.not_found(f"No group {group_id!r}.", "/groups")
-        return self.page(f"Group {group_id}", pages.group(found), "/groups")
+        if found is not None:
+            return self.page(f"Group {group_id}", pages.group(found), "/groups")
+        shared = self.view.share_group(group_id)
+        if shared is not None:
+            return self.page(f"Share group {group_id}", pages.share_group(shared), "/groups")
+        return self.not_found(f"No group {group_id!r}.", "/groups")
 
     async def produce_page(self, request: Request) -> Response:
         if not self.allow_writes:
@@ -211,10 +215,17 @@ class Console:
         return JSONResponse([_group_json(g) for g in self.view.groups()])
 
     async def api_group(self, request: Request) -> Response:
-        found = self.view.group(request.query_params.get("id", ""))
-        if found is None:
-            return JSONResponse({"error": "unknown group"}, status_code=404)
-        return JSONResponse(_group_json(found))
+        group_id = request.query_params.get("id", "")
+        found = self.view.group(group_id)
+        if found is not None:
+            return JSONResponse(_group_json(found))
+        shared = self.view.share_group(group_id)
+        if shared is not None:
+            return JSONResponse(_share_group_json(shared))
+        return JSONResponse({"error": "unknown group"}, status_code=404)
+
+    async def api_share_groups(self, request: Request) -> Response:
+        return JSONResponse([_share_group_json(g) for g in self.view.share_groups()])
 
     async def api_produce(self, request: Request) -> Response:
         if not self.allow_writes:
@@ -321,6 +332,14 @@ def _group_json(g: Any) -> dict[str, Any]:
     return data
 
 
+def _share_group_json(g: Any) -> dict[str, Any]:
+    data = asdict(g)
+    data["type"] = "share"
+    data["in_flight"] = g.in_flight
+    data["total_lag"] = g.total_lag
+    return data
+
+
 def _record_json(r: RecordView, fmt: str) -> dict[str, Any]:
     value, used = show(r.value, fmt)
     key, key_used = show(r.key, "utf8" if fmt == "auto" else fmt)
@@ -363,6 +382,7 @@ def build_app(
         Route("/api/topics/{name}/{partition:int}/records", console.api_records),
         Route("/api/groups", console.api_groups),
         Route("/api/group", console.api_group),
+        Route("/api/share-groups", console.api_share_groups),
         Route("/api/produce", console.api_produce, methods=["POST"]),
         Mount("/static", app=StaticFiles(directory=static_dir()), name="static"),
     ]

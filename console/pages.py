@@ -15,6 +15,7 @@ from kafkette.broker.state_view import (
     GroupSummary,
     PartitionSummary,
     RecordView,
+    ShareGroupSummary,
     TopicSummary,
 )
 
@@ -22,7 +23,7 @@ from .markup import Html, html, join, json_attr
 from .values import FORMATS, show, size_text, timestamp_text
 
 _ACTIVE = ' class="active"'
-NAV = (("/", "Overview"), ("/topics", "Topics"), ("/groups", "Consumer groups"))
+NAV = (("/", "Overview"), ("/topics", "Topics"), ("/groups", "Groups"))
 
 
 def layout(title: str, body: Html, *, active: str, allow_writes: bool) -> Html:
@@ -290,25 +291,52 @@ def _record_row(r: RecordView, fmt: str) -> Html:
 # Groups --------------------------------------------------------------------------
 
 
-def groups(found: Sequence[GroupSummary]) -> Html:
+_GROUP_ROW = (
+    '<tr data-group="{gid}" data-type="{kind}"><td><a href="{href}">{gid}</a></td>'
+    '<td class="type">{kind}</td><td class="state">{state}</td><td>{ptype}</td>'
+    '<td class="num members">{members}</td><td class="num lag">{lag}</td></tr>'
+)
+
+
+def groups(found: Sequence[GroupSummary], shared: Sequence[ShareGroupSummary] = ()) -> Html:
+    """Consumer groups (classic protocol) and share groups (KIP-932), by group id."""
     rows = [
-        html(
-            '<tr data-group="{gid}"><td><a href="{href}">{gid}</a></td><td>{state}</td>'
-            '<td>{ptype}</td><td class="num">{members}</td><td class="num lag">{lag}</td></tr>',
-            gid=g.group_id,
-            href=group_href(g.group_id),
-            state=g.state,
-            ptype=g.protocol_type or "-",
-            members=len(g.members),
-            lag=g.total_lag,
+        (
+            g.group_id,
+            html(
+                _GROUP_ROW,
+                gid=g.group_id,
+                kind="classic",
+                href=group_href(g.group_id),
+                state=g.state,
+                ptype=g.protocol_type or "-",
+                members=len(g.members),
+                lag=g.total_lag,
+            ),
         )
         for g in found
     ]
+    rows += [
+        (
+            g.group_id,
+            html(
+                _GROUP_ROW,
+                gid=g.group_id,
+                kind="share",
+                href=group_href(g.group_id),
+                state=g.state,
+                ptype="share",
+                members=len(g.members),
+                lag=g.total_lag,
+            ),
+        )
+        for g in shared
+    ]
     return _table(
-        ["Group", "State", "Protocol type", "Members", "Total lag"],
-        rows,
+        ["Group", "Type", "State", "Protocol type", "Members", "Total lag"],
+        [row for _, row in sorted(rows, key=lambda r: r[0])],
         table_id="groups",
-        empty="No consumer groups yet.",
+        empty="No consumer or share groups yet.",
     )
 
 
@@ -369,6 +397,91 @@ def group(g: GroupSummary) -> Html:
         members,
         json_attr(chart_data),
         lag,
+    )
+
+
+def share_group(g: ShareGroupSummary) -> Html:
+    members = _table(
+        ["Member id", "Client id", "Host", "Assigned partitions"],
+        [
+            html(
+                '<tr data-member="{}"><td>{}</td><td class="client">{}</td><td>{}</td>'
+                '<td class="assignment">{}</td></tr>',
+                m.member_id,
+                m.member_id,
+                m.client_id,
+                m.client_host,
+                ", ".join(f"{t}-{p}" for t, p in m.assignment) or "-",
+            )
+            for m in g.members
+        ],
+        table_id="members",
+        empty="No members (nothing is fetching from this share group now).",
+    )
+
+    def opt(v: int | None) -> str:
+        return "-" if v is None else str(v)
+
+    rows = [
+        html(
+            '<tr data-topic="{t}" data-partition="{p}"><td>{t}</td><td class="num">{p}</td>'
+            '<td class="num start">{start}</td><td class="num in-flight">{flight}</td>'
+            '<td class="num acquired">{acquired}</td><td class="num available">{available}</td>'
+            '<td class="num acknowledged">{acked}</td><td class="num archived">{archived}</td>'
+            '<td class="num complete">{complete}</td><td class="num lag">{lag}</td>'
+            "<td>{source}</td></tr>",
+            t=row.topic,
+            p=row.partition,
+            start=row.start_offset,
+            flight=row.in_flight,
+            acquired=row.acquired,
+            available=row.available,
+            acked=row.acknowledged,
+            archived=row.archived,
+            complete=row.delivery_complete,
+            lag=opt(row.lag),
+            source="live" if row.loaded else "stored",
+        )
+        for row in g.partitions
+    ]
+    partitions = _table(
+        [
+            "Topic",
+            "Partition",
+            "Start offset",
+            "In flight",
+            "Acquired",
+            "Available",
+            "Acknowledged",
+            "Archived",
+            "Delivery complete",
+            "Lag",
+            "State from",
+        ],
+        rows,
+        table_id="share-partitions",
+        empty="No share partition yet: no member has fetched.",
+    )
+    return html(
+        '<p class="facts">Share group · state <b id="group-state">{}</b> · assignor {} '
+        '· group epoch {} · assignment epoch {} · in flight <b id="in-flight">{}</b> '
+        '· total lag <b id="total-lag">{}</b></p>'
+        "<h2>Members</h2>{}<h2>Share partitions</h2>"
+        '<p class="hint">Records below the start offset are delivered and done with; from it '
+        "to the last acquired offset they are in flight: acquired (locked by a member), "
+        "available (to deliver again), acknowledged or archived (done). Delivery complete "
+        "counts the done ones at or above the start offset; lag is the high watermark minus "
+        "the start offset minus them (what DescribeShareGroupOffsets v1 answers). A stored "
+        "partition has not been fetched since the broker started: its figures are as "
+        "persisted in __share_group_state.</p>{}",
+        g.state,
+        g.assignor,
+        g.group_epoch,
+        g.assignment_epoch,
+        g.in_flight,
+        g.total_lag,
+        members,
+        partitions,
     )
 
 

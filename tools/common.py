@@ -83,7 +83,7 @@ def unreachable(bootstrap: str) -> ToolError:
     )
 
 
-def _bootstrap_addresses(bootstrap: str) -> list[tuple[str, int]]:
+def bootstrap_addresses(bootstrap: str) -> list[tuple[str, int]]:
     addresses = []
     for item in bootstrap.split(","):
         item = item.strip()
@@ -102,7 +102,7 @@ def probe(bootstrap: str, timeout: float) -> None:
 
     Every tool that talks to a broker (produce, consume, the admin tools) asks this first.
     """
-    for host, port in _bootstrap_addresses(bootstrap):
+    for host, port in bootstrap_addresses(bootstrap):
         try:
             with socket.create_connection((host, port), timeout=min(timeout, PROBE_TIMEOUT_S)):
                 return

@@ -8,6 +8,12 @@ for that no member holds, with ``-`` as consumer, host and client. ``reset-offse
 Kafka's scenarios and scopes, prints the plan without changing anything unless
 ``--execute``, and refuses a group that has members, as Kafka does: offsets are only
 written for an inactive group, or the running consumers would overwrite them.
+
+Share groups (KIP-932) are listed and described too, as ``kafka-share-groups.sh`` shows
+them: ``list`` adds them with type ``SHARE``, and ``describe`` of a group that is not a
+consumer group asks for a share group of that name (``share_groups.py``: over the wire,
+since confluent-kafka has no share-group calls), with the share-partition start offset and
+lag where a consumer group has its committed offset, log end offset and lag.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ EPILOG = """examples:
   kafkette groups describe my-app                  # offsets, log end offsets, lag, members
   kafkette groups describe my-app --members
   kafkette groups describe my-app --state
+  kafkette groups describe my-workers              # a share group: start offsets, lag, members
   kafkette groups reset-offsets my-app --topic clicks --to-earliest            # plan only
   kafkette groups reset-offsets my-app --all-topics --shift-by -10 --execute
   kafkette groups delete my-app old-app
@@ -44,7 +51,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "groups", help="list, describe, reset offsets of and delete consumer groups",
         description="List, describe, reset offsets of and delete consumer groups "
-                    "(like kafka-consumer-groups.sh).",
+                    "(like kafka-consumer-groups.sh); list and describe share groups "
+                    "(like kafka-share-groups.sh).",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -52,7 +60,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     def action(name: str, help: str, examples: str) -> argparse.ArgumentParser:
         return ac.add_action(actions, name, help, examples)
 
-    sub = action("list", "list consumer groups with their state and protocol type",
+    sub = action("list", "list consumer and share groups with their state and type",
                  "  kafkette groups list\n  kafkette groups list --json\n")
     sub.set_defaults(run=lambda args: run_tool(run_list, args))
 
@@ -210,9 +218,58 @@ def dash(value: Any) -> Any:
     return "-" if value is None else value
 
 
-def coordinator_text(description: Any) -> str:
-    node = description.coordinator
-    return f"{node.host}:{node.port} ({node.id})" if node is not None else "-"
+def coordinator_text(node: dict | None) -> str:
+    return f"{node['host']}:{node['port']} ({node['id']})" if node is not None else "-"
+
+
+# ---------------------------------------------------------------- share groups (KIP-932)
+
+
+def share_listing(args: argparse.Namespace) -> list[dict]:
+    """The share groups, for ``list``; none, said on stderr, over a non-PLAINTEXT connection
+    (the share APIs go through kafkette's own codec, which speaks PLAINTEXT only)."""
+    from kafkette.tools import share_groups
+    from kafkette.tools.wire_client import Unsupported
+
+    try:
+        return share_groups.list_share_groups(args)
+    except Unsupported as exc:
+        print(f"kafkette: share groups are not listed: over {exc} only consumer groups are "
+              "(share groups need a PLAINTEXT listener)", file=sys.stderr)
+        return []
+
+
+def describe_share(args: argparse.Namespace, group: str) -> dict:
+    """The share group's document, for a group that is not a consumer group."""
+    from kafkette.tools import share_groups
+    from kafkette.tools.wire_client import Unsupported
+
+    try:
+        document = share_groups.describe_share_group(
+            args, group, offsets=not (args.members or args.state))
+    except Unsupported as exc:
+        raise ToolError(f"consumer group {group!r} does not exist, and share groups are looked "
+                        f"up over a PLAINTEXT listener only ({exc}): see `kafkette groups list`"
+                        ) from None
+    if document is None:
+        raise missing_group(group)
+    return document
+
+
+def refuse_share_group(args: argparse.Namespace, group: str) -> None:
+    """reset-offsets writes consumer-group offsets (OffsetCommit): for a share group they
+    would be written beside it and read by nobody, so say what it is instead."""
+    from kafkette.tools import share_groups
+    from kafkette.tools.wire_client import Unsupported
+
+    try:
+        found = share_groups.describe_share_group(args, group, offsets=False)
+    except Unsupported:
+        return  # not PLAINTEXT: as before, the consumer-group path alone
+    if found is not None:
+        raise ToolError(f"group {group!r} is a share group, which has start offsets, not "
+                        "committed offsets: this command resets consumer groups only (see "
+                        f"`kafkette groups describe {group}`)")
 
 
 # ---------------------------------------------------------------- actions
@@ -223,11 +280,16 @@ def run_list(args: argparse.Namespace) -> None:
     listing = ac.result(admin.list_consumer_groups(request_timeout=args.timeout), args)
     if listing.errors:
         raise ToolError(f"could not list every group: {ac.error_text(listing.errors[0])}")
-    rows = []
-    for group in sorted(listing.valid, key=lambda g: g.group_id):
-        rows.append({"group": group.group_id, "state": enum_name(group.state),
-                     "protocol_type": "" if group.is_simple_consumer_group else "consumer",
-                     "type": enum_name(getattr(group, "type", "UNKNOWN"))})
+    rows = {}
+    for group in listing.valid:
+        rows[group.group_id] = {
+            "group": group.group_id, "state": enum_name(group.state),
+            "protocol_type": "" if group.is_simple_consumer_group else "consumer",
+            "type": enum_name(getattr(group, "type", "UNKNOWN"))}
+    for group in share_listing(args):  # librdkafka lists consumer groups only
+        rows[group["group"]] = {"group": group["group"], "state": group["state"],
+                                "protocol_type": "share", "type": "SHARE"}
+    rows = [rows[g] for g in sorted(rows)]
     if args.json:
         print_json(rows)
         return
@@ -242,7 +304,8 @@ def run_describe(args: argparse.Namespace) -> None:
         description = describe_group(admin, args, group)
         state = enum_name(description.state) if description is not None else "DEAD"
         if description is None or state == "DEAD":
-            raise missing_group(group)
+            documents.append(describe_share(args, group))
+            continue
         document: dict[str, Any] = {
             "group": group, "state": state,
             "coordinator": {"id": description.coordinator.id,
@@ -259,25 +322,34 @@ def run_describe(args: argparse.Namespace) -> None:
         }
         if not (args.members or args.state):
             document["offsets"] = offset_rows(admin, args, group, description)
-        documents.append((document, description))
+        documents.append(document)
     if args.json:
-        print_json([doc for doc, _ in documents])
+        print_json(documents)
         return
-    for index, (doc, description) in enumerate(documents):
+    for index, doc in enumerate(documents):
         if index:
             print()
         if args.state:
             print_table(("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"),
-                        [(doc["group"], coordinator_text(description),
+                        [(doc["group"], coordinator_text(doc["coordinator"]),
                           dash(doc["assignment_strategy"]), doc["state"], len(doc["members"]))])
             continue
+        share = doc.get("type") == "SHARE"
         if not doc["members"]:
-            print(f"Consumer group '{doc['group']}' has no active members.", file=sys.stderr)
+            kind = "Share" if share else "Consumer"
+            print(f"{kind} group '{doc['group']}' has no active members.", file=sys.stderr)
         if args.members:
             print_table(("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"),
                         [(doc["group"], m["consumer_id"], m["host"], m["client_id"],
                           len(m["assignment"]), assignment_text(m["assignment"]))
                          for m in doc["members"]])
+            continue
+        if share:
+            print_table(("GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG", "CONSUMER-ID",
+                         "HOST", "CLIENT-ID"),
+                        [(r["group"], r["topic"], r["partition"], dash(r["start_offset"]),
+                          dash(r["lag"]), dash(r["consumer_id"]), dash(r["host"]),
+                          dash(r["client_id"])) for r in doc["offsets"]])
             continue
         print_table(("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
                      "CONSUMER-ID", "HOST", "CLIENT-ID"),
@@ -403,6 +475,8 @@ def run_reset(args: argparse.Namespace) -> None:
         members = len(description.members) if description is not None else 0
         raise ToolError(f"group {group!r} is {state} with {members} member(s): offsets can only "
                         "be reset while the group is inactive; stop its consumers and retry")
+    if state == "DEAD":
+        refuse_share_group(args, group)
     committed = committed_offsets(admin, args, group)
     scope = reset_scope(admin, args, committed)
     if not scope:

@@ -109,6 +109,12 @@ class GroupCoordinatorState:
         self._share_groups.config = self.config
         return self._share_groups
 
+    @property
+    def share_groups_started(self):  # -> share_groups.membership.ShareGroups | None
+        """The share groups if a share-group call made them, else None (never builds them:
+        what the console's read-only view asks)."""
+        return self._share_groups
+
     def is_share_group(self, group_id: str) -> bool:
         return self._share_groups is not None and self._share_groups.is_share_group(group_id)
 

@@ -156,6 +156,12 @@ class SharePartitionManager:
     def deliveries_of(self, group_id: str) -> dict[tuple[uuid.UUID, int], SharePartitionDelivery]:
         return {(k[1], k[2]): s.delivery for k, s in self._partitions.items() if k[0] == group_id}
 
+    def stored_states_of(self, group_id: str) -> dict[tuple[uuid.UUID, int], rec.ShareState]:
+        """The group's share-partition states as read from ``__share_group_state`` (empty
+        before that read): for a share partition no fetch has opened since, what it holds.
+        Reads only, never loads (the console's view)."""
+        return {(k[1], k[2]): s for k, s in (self._persisted or {}).items() if k[0] == group_id}
+
     async def _persist(self, key: ShareKey, share: _SharePartition) -> None:
         """Write the share partition's snapshot; the caller holds its write lock."""
         delivery = share.delivery

@@ -7,6 +7,8 @@ workload written and consumed by real clients, and small HTTP helpers.
 * ``workload``: on a given broker, topic ``orders`` (3 partitions) with known records
   (text, JSON, binary, markup in key/value/headers) and a consumer group ``billing``
   that consumed and committed part of it and is still a member.
+* ``share_workload``: on the same broker, share group ``crew`` whose member holds records
+  in several delivery states (``support.ShareWorkload`` says which).
 
 Every wait is bounded; a test hitting one fails, it never hangs.
 """
@@ -18,7 +20,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from tests.console import support
-from tests.console.support import ConsoleBroker, Workload
+from tests.console.support import ConsoleBroker, ShareWorkload, Workload
 
 
 @pytest.fixture(scope="module")
@@ -50,3 +52,10 @@ def workload(console: ConsoleBroker) -> Iterator[Workload]:
     yield done
     for member in done.members:
         member.close()
+
+
+@pytest.fixture(scope="module")
+def share_workload(console: ConsoleBroker) -> Iterator[ShareWorkload]:
+    done = support.hold_share_records(console.bootstrap)
+    yield done
+    done.member.close()

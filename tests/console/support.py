@@ -10,16 +10,22 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import AcknowledgeType, Consumer, Producer, ShareConsumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.harness.raw_wire import call
 from bench.harness.serve_process import ServeFailed, ServeProcess, serve_args
+from kafkette.wire.apis import ApiKey
+from tests.share_groups import share_helpers
 
 CONSOLE_LINE = re.compile(r"console on (http://[^/\s]+/)")
 
 TOPIC = "orders"
 PARTITIONS = 3
 GROUP = "billing"
+SHARE_TOPIC = "tasks"
+SHARE_GROUP = "crew"
+SHARE_CLIENT = "crew-1"
 # Markup a client may put in a record: must show as text, never run or render.
 HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 
@@ -175,3 +181,48 @@ def produce_and_consume(bootstrap: str) -> Workload:
         offsets=[TopicPartition(TOPIC, p, o) for p, o in committed.items()], asynchronous=False
     )
     return Workload(bootstrap, records, committed, [member])
+
+
+# --- a share group (KIP-932) holding records -------------------------------------
+
+
+@dataclass
+class ShareWorkload:
+    """Share group ``crew`` on ``tasks`` (one partition, 10 records): its one member
+    accepted offsets 0-2 and 5, rejected 3 and 6, and holds 4, 7, 8 and 9 under their
+    acquisition locks (60 s). So the start offset is 4 (0-3 are done), six offsets are in
+    flight (4-9): four acquired, one acknowledged, one archived; two are delivery-complete
+    and the lag is 10 - 4 - 2 = 4."""
+
+    bootstrap: str
+    member: ShareConsumer
+
+    def client_view(self) -> dict:
+        """DescribeShareGroupOffsets v1's (start offset, lag) of partition 0, and the
+        member ids ShareGroupDescribe names: what an admin client sees."""
+        offsets = call(self.bootstrap, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1,
+                       {"groups": [{"group_id": SHARE_GROUP, "topics": None}]})
+        [row] = offsets["groups"][0]["topics"][0]["partitions"]
+        described = call(self.bootstrap, ApiKey.SHARE_GROUP_DESCRIBE, 1,
+                         {"group_ids": [SHARE_GROUP], "include_authorized_operations": False})
+        members = [m["member_id"] for m in described["groups"][0]["members"]]
+        return {"start_offset": row["start_offset"], "lag": row["lag"], "members": members}
+
+
+def hold_share_records(bootstrap: str) -> ShareWorkload:
+    share_helpers.create_topic(bootstrap, SHARE_TOPIC)
+    share_helpers.set_group_configs(bootstrap, SHARE_GROUP, share_auto_offset_reset="earliest",
+                                    share_record_lock_duration_ms="60000")
+    share_helpers.produce(bootstrap, SHARE_TOPIC, [f"task {i}" for i in range(10)])
+    member = share_helpers.share_consumer(bootstrap, SHARE_GROUP, SHARE_TOPIC, **{
+        "share.acknowledgement.mode": "explicit", "client.id": SHARE_CLIENT})
+    got = share_helpers.poll_until(member, lambda got: len(got) >= 10, timeout=30)
+    assert len(got) == 10, f"the share consumer got {len(got)} of 10 records"
+    verdicts = {0: AcknowledgeType.ACCEPT, 1: AcknowledgeType.ACCEPT, 2: AcknowledgeType.ACCEPT,
+                3: AcknowledgeType.REJECT, 5: AcknowledgeType.ACCEPT, 6: AcknowledgeType.REJECT}
+    for message in got:
+        verdict = verdicts.get(message.offset())
+        if verdict is not None:
+            member.acknowledge(message, verdict)
+    member.commit_sync()
+    return ShareWorkload(bootstrap, member)

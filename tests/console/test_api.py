@@ -22,6 +22,8 @@ from tests.console import support
 GROUP, HOSTILE, TOPIC = support.GROUP, support.HOSTILE, support.TOPIC
 PARTITIONS = support.PARTITIONS
 ConsoleBroker, Workload, http = support.ConsoleBroker, support.Workload, support.http
+ShareWorkload, SHARE_GROUP, SHARE_TOPIC = (
+    support.ShareWorkload, support.SHARE_GROUP, support.SHARE_TOPIC)
 
 WRITE_HEADERS = {"Content-Type": "application/json", "X-Kafkette-Console": "1"}
 
@@ -280,3 +282,25 @@ def test_broker_with_console_stops_cleanly_on_sigterm(
         held.close()
     assert broker.proc.returncode == 0, broker.log_text()
     assert "Traceback" not in broker.log_text()
+
+
+def test_api_share_group_in_flight_and_what_admin_clients_see(
+    console: ConsoleBroker, share_workload: ShareWorkload
+) -> None:
+    seen = share_workload.client_view()
+    group = http(console.url + f"api/group?id={SHARE_GROUP}").json()
+    assert (group["type"], group["state"], group["assignor"]) == ("share", "Stable", "simple")
+    assert [m["member_id"] for m in group["members"]] == seen["members"]
+    assert group["members"][0]["assignment"] == [[SHARE_TOPIC, 0]]
+    [row] = group["partitions"]
+    assert {k: row[k] for k in ("topic", "partition", "start_offset", "in_flight", "acquired",
+                                "available", "acknowledged", "archived", "delivery_complete",
+                                "lag", "loaded")} == {
+        "topic": SHARE_TOPIC, "partition": 0, "start_offset": 4, "in_flight": 6, "acquired": 4,
+        "available": 0, "acknowledged": 1, "archived": 1, "delivery_complete": 2, "lag": 4,
+        "loaded": True}
+    assert (row["start_offset"], row["lag"]) == (seen["start_offset"], seen["lag"])
+    assert (group["in_flight"], group["total_lag"]) == (6, 4)
+    listed = http(console.url + "api/share-groups").json()
+    assert [g["group_id"] for g in listed] == [SHARE_GROUP]
+    assert SHARE_GROUP not in {g["group_id"] for g in http(console.url + "api/groups").json()}

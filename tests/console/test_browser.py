@@ -222,3 +222,42 @@ def test_overview_draws_the_live_throughput_chart(browser, console, workload) ->
 
     wait_for(records_in_rose, "the records-in line to rise", timeout=15)
     screenshot(browser, "overview")
+
+
+def test_groups_pages_show_a_share_group_and_its_records_in_flight(
+    browser, console, workload, share_workload
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    seen = share_workload.client_view()
+    assert (seen["start_offset"], seen["lag"]) == (4, 4)
+    browser.get(console.url + "groups")
+    share = browser.find_element(By.CSS_SELECTOR, f'#groups tr[data-group="{support.SHARE_GROUP}"]')
+    classic = browser.find_element(By.CSS_SELECTOR, f'#groups tr[data-group="{GROUP}"]')
+    assert (share.get_attribute("data-type"), classic.get_attribute("data-type")) == (
+        "share", "classic")
+    assert [share.find_element(By.CSS_SELECTOR, f"td.{c}").text
+            for c in ("type", "state", "members", "lag")] == ["share", "Stable", "1", "4"]
+    screenshot(browser, "groups-with-share")
+
+    share.find_element(By.TAG_NAME, "a").click()
+    rows = wait_for(
+        lambda: browser.find_elements(By.CSS_SELECTOR, "#share-partitions tbody tr"),
+        "the share partitions",
+    )
+    assert [(r.get_attribute("data-topic"), r.get_attribute("data-partition")) for r in rows] == [
+        (support.SHARE_TOPIC, "0")]
+    cells = {c: rows[0].find_element(By.CSS_SELECTOR, f"td.{c}").text
+             for c in ("start", "in-flight", "acquired", "available", "acknowledged",
+                       "archived", "complete", "lag")}
+    assert cells == {"start": "4", "in-flight": "6", "acquired": "4", "available": "0",
+                     "acknowledged": "1", "archived": "1", "complete": "2", "lag": "4"}
+    assert (int(cells["start"]), int(cells["lag"])) == (seen["start_offset"], seen["lag"])
+    assert browser.find_element(By.ID, "group-state").text == "Stable"
+    assert browser.find_element(By.ID, "in-flight").text == "6"
+    members = browser.find_elements(By.CSS_SELECTOR, "#members tbody tr")
+    assert [m.get_attribute("data-member") for m in members] == seen["members"]
+    assert members[0].find_element(By.CSS_SELECTOR, "td.client").text == support.SHARE_CLIENT
+    assert members[0].find_element(By.CSS_SELECTOR, "td.assignment").text == (
+        f"{support.SHARE_TOPIC}-0")
+    screenshot(browser, "share-group")
