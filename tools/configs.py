@@ -53,7 +53,7 @@ def add_resource_options(parser: argparse.ArgumentParser) -> None:
     which.add_argument("--broker", metavar="ID", nargs="?", const="",
                        help="a broker's configs (no ID: the first broker the cluster lists)")
     which.add_argument("--group", metavar="GROUP",
-                       help="a consumer group's configs (KIP-848 brokers, e.g. Kafka 4.0)")
+                       help="a group's configs (Kafka 4.0's consumer.*, kafkette's share.*)")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -139,7 +139,7 @@ def failure(exc: BaseException, kind: str, name: str, doing: str) -> ToolError:
         return ToolError(f"topic {name!r} does not exist: see `kafkette topics list`")
     if code in ("INVALID_REQUEST", "UNSUPPORTED_VERSION") and kind == "group":
         return ToolError(f"the broker does not {doing} group configs ({ac.error_text(exc)}): "
-                         "group configs need a KIP-848 broker such as Kafka 4.0")
+                         "group configs need a broker that keeps them (Kafka 4.0+, kafkette)")
     if code == "INVALID_CONFIG" or code == "INVALID_REQUEST":
         return ToolError(f"could not {doing} the configs of {kind} {name!r}: "
                          f"{ac.error_text(exc)}: check the config names and values")

@@ -84,15 +84,16 @@ def test_broker_configs_with_sources(cli, kafkette_bootstrap):
 
 
 def test_group_configs_where_the_broker_has_them(cli, any_bootstrap, request):
-    """Kafka 4.0 keeps configs per group (KIP-848); kafkette has none and says so."""
+    """Kafka 4.0 keeps configs per group (KIP-848); kafkette serves the share groups' ones
+    (share.*, docs/share-groups.md)."""
     b = ("-b", any_bootstrap)
     done = cli("configs", "describe", "--group", "some-group", "--all", "--json", *b)
-    if "kafkette" in request.node.callspec.id:
-        assert done.returncode == 1
-        assert "the broker does not describe group configs" in done.stderr
-        return
     doc = ok_json(done)
-    assert {c["name"] for c in doc["configs"]} >= {"consumer.session.timeout.ms"}
+    names = {c["name"] for c in doc["configs"]}
+    if "kafkette" in request.node.callspec.id:
+        assert names >= {"share.auto.offset.reset", "share.record.lock.duration.ms"}
+        return
+    assert names >= {"consumer.session.timeout.ms"}
 
 
 def test_help_has_examples(cli):
