@@ -11,9 +11,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from kafkette.broker.groups.coordinator import CoordinatorUnavailable
-from kafkette.broker.groups.model import (
-    GroupListing,
-)
+from kafkette.broker.groups.model import GroupListing, OffsetDeleteResult
 from kafkette.broker.handlers.offset_commit_fetch import errors_by_topic, topics_allowed
 from kafkette.broker.security.authorizer.checks import (
     DELETE,
@@ -237,6 +235,8 @@ async def handle_offset_delete(broker: Broker, request: Request) -> dict:
     subscribed: set[tuple[str, int]] = set()
 
     def call(state, now):
+        if state.is_share_group(body["group_id"]):  # Kafka: "not a consumer group"
+            return state.outcome(OffsetDeleteResult(ErrorCode.GROUP_ID_NOT_FOUND, {}))
         # A KIP-848 group keeps the offsets of the topics its members subscribe to.
         names = state.consumer_groups.subscribed(body["group_id"], {t for t, _ in wanted})
         subscribed.update(tp for tp in wanted if tp[0] in names)

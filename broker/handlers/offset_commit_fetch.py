@@ -159,6 +159,8 @@ async def _commit_by_name(broker: Broker, request: Request) -> dict:
     if offsets:
 
         def call(state, now):
+            if state.is_share_group(body["group_id"]):  # Kafka: "not a consumer group"
+                return Outcome(dict.fromkeys(offsets, int(ErrorCode.GROUP_ID_NOT_FOUND)))
             # A KIP-848 group checks member and epoch itself, then commits as a simple commit.
             verdict = state.consumer_groups.validate_offset_commit(
                 body["group_id"], body["member_id"], generation, version
@@ -298,6 +300,8 @@ async def _fetch_by_name(broker: Broker, request: Request) -> dict:
                 )
                 if refused:
                     result = _GroupError(int(refused))
+            if broker.groups.state.is_share_group(group["group_id"]):
+                result = _GroupError(int(ErrorCode.GROUP_ID_NOT_FOUND))
             groups.append(
                 {
                     "group_id": group["group_id"],

@@ -157,3 +157,31 @@ def test_share_state_survives_a_restart(tmp_path) -> None:
         assert values(again) == ["v3", "v4"]
         consumer.commit_sync()
         consumer.close()
+
+
+def test_a_share_group_has_no_consumer_offsets(broker, names) -> None:
+    """OffsetCommit, OffsetFetch and OffsetDelete on a share group's id: Kafka's
+    GROUP_ID_NOT_FOUND ("not a consumer group")."""
+    topic, group = names
+    boot = broker.bootstrap
+    create_topic(boot, topic)
+    member = share_consumer(boot, group, topic)
+    nothing_more(member, 1.0)  # the group exists
+    commit = call(boot, ApiKey.OFFSET_COMMIT, 8, {
+        "group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
+        "group_instance_id": None, "retention_time_ms": -1,
+        "topics": [{"name": topic, "partitions": [{
+            "partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
+            "committed_metadata": None}]}],
+    })
+    assert commit["topics"][0]["partitions"][0]["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
+    fetched = call(boot, ApiKey.OFFSET_FETCH, 9, {
+        "groups": [{"group_id": group, "member_id": None, "member_epoch": -1,
+                    "topics": None}], "require_stable": False,
+    })
+    assert fetched["groups"][0]["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
+    deleted = call(boot, ApiKey.OFFSET_DELETE, 0, {
+        "group_id": group, "topics": [{"name": topic, "partitions": [{"partition_index": 0}]}],
+    })
+    assert deleted["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
+    member.close()
