@@ -73,4 +73,13 @@ NULLABLE_REQUEST_FIELDS: dict[tuple[str, str], str] = {
     ("ConsumerGroupHeartbeat", "subscribed_topic_regex"): "unchanged",
     ("ConsumerGroupHeartbeat", "server_assignor"): "unchanged (the group's default: uniform)",
     ("ConsumerGroupHeartbeat", "topic_partitions"): "unchanged (first request: INVALID_REQUEST)",
+    # KIP-932 share groups (handlers/share_groups.py, share_fetch.py, share_group_offsets.py).
+    ("ShareGroupHeartbeat", "rack_id"): "no rack (or unchanged)",
+    ("ShareGroupHeartbeat", "subscribed_topic_names"): "unchanged (first request: "
+    "INVALID_REQUEST)",
+    ("ShareFetch", "group_id"): "INVALID_REQUEST (Invalid group id in the request.)",
+    ("ShareFetch", "member_id"): "INVALID_REQUEST (Invalid member id in the request.)",
+    ("ShareAcknowledge", "group_id"): "INVALID_REQUEST (Invalid group id in the request.)",
+    ("ShareAcknowledge", "member_id"): "INVALID_REQUEST (Invalid member id in the request.)",
+    ("DescribeShareGroupOffsets", "groups.topics"): "every topic the group has state for",
 }

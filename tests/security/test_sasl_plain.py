@@ -272,20 +272,20 @@ def test_a_huge_mechanism_name_is_clipped_in_the_log(plain_broker, caplog) -> No
     assert lines and all(len(line) < 400 for line in lines), [len(x) for x in lines]
 
 
-def _fetch_v18() -> bytes:
-    """A Fetch v18 request: a version Kafka's definitions know (its response has an
-    error_code) that kafkette, like Kafka 4.0, does not serve; header v2, no body needed."""
+def _unserved_version() -> bytes:
+    """A ListTransactions v2 request: a version Kafka's definitions know (its response has
+    an error_code) that kafkette does not serve; header v2, no body needed."""
     client_id = b"sasl-test"
-    body = struct.pack(">hhih", 1, 18, 7, len(client_id)) + client_id + b"\0"
+    body = struct.pack(">hhih", 66, 2, 7, len(client_id)) + client_id + b"\0"
     return struct.pack(">i", len(body)) + body
 
 
 def test_an_unsupported_version_before_authentication_closes(plain_broker) -> None:
     with sasl.RawSasl(endpoint(plain_broker, "PLAINTEXT")) as raw:  # answered elsewhere
-        raw.sock.sendall(_fetch_v18())
+        raw.sock.sendall(_unserved_version())
         answer = raw.read_frame()
         assert struct.unpack(">i", answer[:4]) == (7,)  # UNSUPPORTED_VERSION's answer
     with sasl.RawSasl(endpoint(plain_broker, "SASL_PLAINTEXT")) as raw:
-        raw.sock.sendall(_fetch_v18())
+        raw.sock.sendall(_unserved_version())
         with pytest.raises(ConnectionError):
             raw.read_frame()

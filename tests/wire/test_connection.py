@@ -204,7 +204,7 @@ def test_unknown_api_key() -> None:
 
 @pytest.mark.parametrize(
     ("api_key", "version"),
-    [(3, 14), (1, 3), (1, 18), (0, 0), (0, 2), (0, 14), (17, 2), (8, 11), (9, 11)],
+    [(3, 14), (1, 3), (66, 2), (0, 0), (0, 2), (0, 14), (17, 2), (8, 11), (9, 11)],
 )
 def test_unsupported_version_carries_the_header(api_key: int, version: int) -> None:
     connection = ServerConnection()
