@@ -14,6 +14,11 @@ from typing import TYPE_CHECKING
 from kafkette.broker.groups.coordinator import CoordinatorUnavailable
 from kafkette.broker.handlers.consumer_groups import _host, _topic_view
 from kafkette.broker.handlers.group_admin import OPERATIONS_NOT_REQUESTED
+from kafkette.broker.handlers.group_heartbeats import (
+    described_assignment,
+    heartbeat_answer,
+    heartbeat_error,
+)
 from kafkette.broker.security.authorizer.checks import (
     DESCRIBE,
     GROUP,
@@ -33,22 +38,17 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkette.groups")
 
 
-def _heartbeat_error(code: int, message: str | None) -> dict:
-    return {"throttle_time_ms": 0, "error_code": int(code), "error_message": message,
-            "member_id": None, "member_epoch": 0, "heartbeat_interval_ms": 0,
-            "assignment": None}
-
 
 async def handle_share_group_heartbeat(broker: Broker, request: Request) -> dict:
     body = request.body
     group_id = body["group_id"]
     if group_denied(broker, request, READ, group_id):
-        return _heartbeat_error(ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
+        return heartbeat_error(ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
     names = body["subscribed_topic_names"]
     if names and broker.authorizer is not None and any(
         topic_denied(broker, request, DESCRIBE, n) for n in set(names)
     ):
-        return _heartbeat_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
+        return heartbeat_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
     req = ShareHeartbeat(
         group_id=group_id,
         member_id=body["member_id"],
@@ -66,36 +66,14 @@ async def handle_share_group_heartbeat(broker: Broker, request: Request) -> dict
     try:
         outcome = await broker.groups.run(call, group_id)
     except CoordinatorUnavailable as exc:
-        return _heartbeat_error(exc.code, None)
+        return heartbeat_error(exc.code, None)
     result = outcome.result
     if result.error != ErrorCode.NONE:
         log.debug("ShareGroupHeartbeat %s member %s: %s", group_id, req.member_id,
                   result.message)
-        return _heartbeat_error(result.error, result.message)
-    assignment = None
-    if result.assignment is not None:
-        assignment = {"topic_partitions": [
-            {"topic_id": tid, "partitions": sorted(parts)}
-            for tid, parts in sorted(result.assignment.items(), key=lambda kv: str(kv[0]))
-        ]}
-    return {
-        "throttle_time_ms": 0,
-        "error_code": ErrorCode.NONE,
-        "error_message": None,
-        "member_id": result.member_id,
-        "member_epoch": result.member_epoch,
-        "heartbeat_interval_ms": result.heartbeat_interval_ms,
-        "assignment": assignment,
-    }
+        return heartbeat_error(result.error, result.message)
+    return heartbeat_answer(result)
 
-
-def _described_assignment(broker: Broker, assignment) -> dict:
-    parts = []
-    for tid, partitions in sorted(assignment.items(), key=lambda kv: str(kv[0])):
-        meta = broker.topics.by_id(tid)
-        parts.append({"topic_id": tid, "topic_name": meta.name if meta else "",
-                      "partitions": sorted(partitions)})
-    return {"topic_partitions": parts}
 
 
 def describe_share_group(broker: Broker, group: ShareGroup, assignor: str) -> dict:
@@ -115,7 +93,7 @@ def describe_share_group(broker: Broker, group: ShareGroup, assignor: str) -> di
                 "client_id": m.client_id,
                 "client_host": m.client_host,
                 "subscribed_topic_names": list(m.subscribed_names),
-                "assignment": _described_assignment(broker, m.assigned),
+                "assignment": described_assignment(broker, m.assigned),
             }
             for m in group.members.values()
         ],
