@@ -580,11 +580,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "share.coordinator.state.topic.replication.factor",
             "SHORT",
             "3",
-            "Ignored.",
-            False,
+            "Replicas of __share_group_state in a cluster (at most the live brokers).",
             at_least=1,
         ),
-        _d("share.coordinator.state.topic.min.isr", "SHORT", "2", "Ignored.", False, at_least=1),
+        _d(
+            "share.coordinator.state.topic.min.isr", "SHORT", "2",
+            "min.insync.replicas of __share_group_state in a cluster.", at_least=1,
+        ),
         _d(
             "share.coordinator.state.topic.num.partitions", "INT", "50",
             "Partitions of __share_group_state (at its creation).", at_least=1,

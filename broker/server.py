@@ -78,6 +78,7 @@ if TYPE_CHECKING:
     from kafkette.broker.fetch_sessions.cache import FetchSessionCache
     from kafkette.broker.security.authorizer.authorizer import Authorizer
     from kafkette.broker.security.tls import ListenerTls
+    from kafkette.broker.share_groups.coordinator import ShareCoordinator
     from kafkette.broker.share_groups.manager import SharePartitionManager
     from kafkette.broker.topology import Topology
     from kafkette.log.cleaner import CleanStats
@@ -249,6 +250,14 @@ class Broker:
 
         return SharePartitionManager(self)
 
+    @functools.cached_property
+    def share_coordinator(self) -> ShareCoordinator:
+        """KIP-932's share coordinator (broker/share_groups/coordinator.py): started with
+        the broker in a cluster, made on first use on a single node."""
+        from kafkette.broker.share_groups.coordinator import ShareCoordinator
+
+        return ShareCoordinator(self)
+
     @property
     def share_partitions_started(self) -> SharePartitionManager | None:
         """The share partition manager if a share fetch made it, else None."""
@@ -362,6 +371,8 @@ class Broker:
                 self.background_nursery = background
                 await self.groups.start(background)
                 await self.transactions.start(background)
+                if self.cluster is not None:
+                    await self.share_coordinator.start(background)
                 task_status.started(Endpoint(self.listen.host, listeners[0].port))
                 await self._stop.wait()
                 if self.cluster is not None:

@@ -36,7 +36,12 @@ from typing import TYPE_CHECKING
 import trio
 
 from kafkette.broker.config import TOPIC_CONFIGS, BrokerConfig, ConfigError, check_value
-from kafkette.broker.internal_topics import INTERNAL_TOPICS, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from kafkette.broker.internal_topics import (
+    INTERNAL_TOPICS,
+    OFFSETS_TOPIC,
+    SHARE_STATE_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+)
 from kafkette.broker.partitions import Partition
 from kafkette.broker.throttled_log import describe_error, storage_errors
 from kafkette.log import TopicMetadata
@@ -380,6 +385,10 @@ class TopicRegistry:
             if name == TRANSACTION_STATE_TOPIC:
                 min_isr = min(node.config.transaction_state_log_min_isr, replication_factor)
                 configs = {"min.insync.replicas": str(min_isr), **configs}
+            elif name == SHARE_STATE_TOPIC:
+                min_isr = min(node.config.share_coordinator_state_topic_min_isr,
+                              replication_factor)
+                configs = {"min.insync.replicas": str(min_isr), **configs}
         replicas = await node.admin.plan_topic(name, partitions, replication_factor, assignment)
         if validate_only:
             return None
@@ -392,8 +401,9 @@ class TopicRegistry:
         return TopicMetadata(name, topic_id, len(replicas), configs)
 
     async def _default_replication_factor(self, node: ClusterNode, name: str) -> int:
-        """Internal topics: Kafka's offsets.topic.replication.factor and
-        transaction.state.log.replication.factor, capped at the live brokers (Kafka
+        """Internal topics: Kafka's offsets.topic.replication.factor,
+        transaction.state.log.replication.factor and
+        share.coordinator.state.topic.replication.factor, capped at the live brokers (Kafka
         refuses instead; docs/cluster.md). Others: default.replication.factor."""
         if name not in INTERNAL_TOPICS:
             return node.config.default_replication_factor
@@ -402,6 +412,8 @@ class TopicRegistry:
             return min(node.config.offsets_topic_replication_factor, live)
         if name == TRANSACTION_STATE_TOPIC:
             return min(node.config.transaction_state_log_replication_factor, live)
+        if name == SHARE_STATE_TOPIC:
+            return min(node.config.share_coordinator_state_topic_replication_factor, live)
         return node.config.default_replication_factor
 
     async def _wait_for_leaders(

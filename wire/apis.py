@@ -74,6 +74,11 @@ class ApiKey(IntEnum):
     SHARE_GROUP_DESCRIBE = 77
     SHARE_FETCH = 78
     SHARE_ACKNOWLEDGE = 79
+    INITIALIZE_SHARE_GROUP_STATE = 83
+    READ_SHARE_GROUP_STATE = 84
+    WRITE_SHARE_GROUP_STATE = 85
+    DELETE_SHARE_GROUP_STATE = 86
+    READ_SHARE_GROUP_STATE_SUMMARY = 87
     DESCRIBE_SHARE_GROUP_OFFSETS = 90
     ALTER_SHARE_GROUP_OFFSETS = 91
     DELETE_SHARE_GROUP_OFFSETS = 92
@@ -252,6 +257,18 @@ SUPPORTED: dict[ApiKey, ApiSpec] = {
         _api(ApiKey.ALTER_SHARE_GROUP_OFFSETS, "AlterShareGroupOffsets", 0, 0),
         _api(ApiKey.DELETE_SHARE_GROUP_OFFSETS, "DeleteShareGroupOffsets", 0, 0),
         _api(
+            ApiKey.INITIALIZE_SHARE_GROUP_STATE,
+            "InitializeShareGroupState",
+            0,
+            0,
+            note="the share coordinator's inter-broker state APIs (83-87), as Kafka's brokers",
+        ),
+        _api(ApiKey.READ_SHARE_GROUP_STATE, "ReadShareGroupState", 0, 0),
+        _api(ApiKey.WRITE_SHARE_GROUP_STATE, "WriteShareGroupState", 0, 1,
+             note="1 adds KIP-1226's DeliveryCompleteCount"),
+        _api(ApiKey.DELETE_SHARE_GROUP_STATE, "DeleteShareGroupState", 0, 0),
+        _api(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, "ReadShareGroupStateSummary", 0, 1),
+        _api(
             ApiKey.GET_TELEMETRY_SUBSCRIPTIONS,
             "GetTelemetrySubscriptions",
             0,
@@ -283,6 +300,9 @@ SHARE_GROUP_APIS = frozenset({
     ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_DESCRIBE, ApiKey.SHARE_FETCH,
     ApiKey.SHARE_ACKNOWLEDGE, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
     ApiKey.ALTER_SHARE_GROUP_OFFSETS, ApiKey.DELETE_SHARE_GROUP_OFFSETS,
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE, ApiKey.READ_SHARE_GROUP_STATE,
+    ApiKey.WRITE_SHARE_GROUP_STATE, ApiKey.DELETE_SHARE_GROUP_STATE,
+    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY,
 })
 
 

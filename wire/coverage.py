@@ -85,6 +85,11 @@ EXTRA_REASONS: dict[int, str] = {
     90: "KIP-932 share groups (Kafka 4.2+, docs/share-groups.md)",
     91: "KIP-932 share groups (Kafka 4.2+, docs/share-groups.md)",
     92: "KIP-932 share groups (Kafka 4.2+, docs/share-groups.md)",
+    83: "KIP-932's share coordinator, inter-broker (Kafka 4.2+, docs/share-groups.md)",
+    84: "KIP-932's share coordinator, inter-broker (Kafka 4.2+, docs/share-groups.md)",
+    85: "KIP-932's share coordinator, inter-broker (Kafka 4.2+, docs/share-groups.md)",
+    86: "KIP-932's share coordinator, inter-broker (Kafka 4.2+, docs/share-groups.md)",
+    87: "KIP-932's share coordinator, inter-broker (Kafka 4.2+, docs/share-groups.md)",
 }
 
 # Answers measured against Kafka 4.0.0 that still differ (not visible in the ranges).
@@ -115,12 +120,6 @@ KAFKA_43_REASONS: dict[int, str] = {
     74: "1 lists every config resource type (KIP-1142): not served yet",
     80: "KRaft voters (KIP-853): no controller quorum",
     81: "KRaft voters (KIP-853): no controller quorum",
-    83: "the share coordinator's inter-broker state API: not served (single-node share "
-        "groups keep their state locally; docs/share-groups.md)",
-    84: "the share coordinator's inter-broker state API: not served (docs/share-groups.md)",
-    85: "the share coordinator's inter-broker state API: not served (docs/share-groups.md)",
-    86: "the share coordinator's inter-broker state API: not served (docs/share-groups.md)",
-    87: "the share coordinator's inter-broker state API: not served (docs/share-groups.md)",
     88: "streams groups (KIP-1071): not served; Kafka Streams uses the classic protocol",
     89: "streams groups (KIP-1071): not served; Kafka Streams uses the classic protocol",
 }

@@ -41,6 +41,8 @@ class ClusterConfig:
     offsets_topic_replication_factor: int = 3
     transaction_state_log_replication_factor: int = 3
     transaction_state_log_min_isr: int = 2
+    share_coordinator_state_topic_replication_factor: int = 3
+    share_coordinator_state_topic_min_isr: int = 2
 
     @property
     def connection_timeout_s(self) -> float:

@@ -18,7 +18,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from kafkette.broker.cluster.elections import elect
-from kafkette.broker.internal_topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from kafkette.broker.internal_topics import (
+    OFFSETS_TOPIC,
+    SHARE_STATE_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+)
 from kafkette.broker.topology import (
     NO_COORDINATOR,
     BrokerEndpoint,
@@ -179,6 +183,11 @@ class ClusterTopology:
         if topic == OFFSETS_TOPIC:
             partitions = broker.config.groups.offsets_topic_num_partitions
             configs = offsets_topic_configs(broker.config.groups)
+        elif topic == SHARE_STATE_TOPIC:
+            from kafkette.broker.share_groups.persister import topic_configs
+
+            partitions = broker.share_coordinator.num_partitions
+            configs = topic_configs(broker)
         else:
             partitions = broker.transactions.num_partitions
             configs = transaction_state_configs(

@@ -60,6 +60,13 @@ HANDLER_LOCATIONS: dict[ApiKey, str] = {
     ),
     ApiKey.ALTER_SHARE_GROUP_OFFSETS: "share_group_offsets.handle_alter_share_group_offsets",
     ApiKey.DELETE_SHARE_GROUP_OFFSETS: "share_group_offsets.handle_delete_share_group_offsets",
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE: "share_state.handle_initialize_share_group_state",
+    ApiKey.READ_SHARE_GROUP_STATE: "share_state.handle_read_share_group_state",
+    ApiKey.WRITE_SHARE_GROUP_STATE: "share_state.handle_write_share_group_state",
+    ApiKey.DELETE_SHARE_GROUP_STATE: "share_state.handle_delete_share_group_state",
+    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: (
+        "share_state.handle_read_share_group_state_summary"
+    ),
     ApiKey.ELECT_LEADERS: "elect_leaders.handle_elect_leaders",
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (
         "partition_reassignments.handle_alter_partition_reassignments"

@@ -1,7 +1,8 @@
 """FindCoordinator: which broker coordinates a group or a transactional id.
 
 The key type picks the internal topic whose partition leaders coordinate the keys
-(``__consumer_offsets`` for groups, ``__transaction_state`` for transactional ids); the
+(``__consumer_offsets`` for groups, ``__transaction_state`` for transactional ids,
+``__share_group_state`` for share partitions' "group:topicId:partition"); the
 topology answers for each key, on a single node and in a cluster alike
 (``Topology.coordinators``). Versions 0-3 ask for one key, 4+ for many.
 """
@@ -11,10 +12,16 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from kafkette.broker.internal_topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from kafkette.broker.internal_topics import (
+    OFFSETS_TOPIC,
+    SHARE_STATE_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+)
 from kafkette.broker.security.authorizer.checks import (
+    CLUSTER_ACTION,
     DESCRIBE,
     TRANSACTIONAL_ID,
+    cluster_denied,
     denied,
     group_denied,
 )
@@ -31,8 +38,13 @@ log = logging.getLogger("kafkette.groups")
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
+KEY_TYPE_SHARE = 2  # KIP-932: "group:topicId:partition", the share coordinator
 # FindCoordinator's key types: whose internal topic's leaders coordinate the keys.
-COORDINATOR_TOPICS = {KEY_TYPE_GROUP: OFFSETS_TOPIC, KEY_TYPE_TRANSACTION: TRANSACTION_STATE_TOPIC}
+COORDINATOR_TOPICS = {
+    KEY_TYPE_GROUP: OFFSETS_TOPIC,
+    KEY_TYPE_TRANSACTION: TRANSACTION_STATE_TOPIC,
+    KEY_TYPE_SHARE: SHARE_STATE_TOPIC,
+}
 
 
 def _host(request: Request) -> str:
@@ -51,11 +63,26 @@ async def handle_find_coordinator(broker: Broker, request: Request) -> dict:
         elif body["key_type"] == KEY_TYPE_TRANSACTION:
             refused = {k: int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED) for k in keys
                        if denied(broker, request, DESCRIBE, TRANSACTIONAL_ID, k)}
+        elif body["key_type"] == KEY_TYPE_SHARE:  # Kafka: an inter-broker lookup
+            refused = ({k: int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED) for k in keys}
+                       if cluster_denied(broker, request, CLUSTER_ACTION) else {})
         else:
             refused = {}
         if refused:
             return await _find_some_coordinators(broker, request, keys, refused)
+    if body["key_type"] == KEY_TYPE_SHARE:
+        malformed = {k: int(ErrorCode.INVALID_REQUEST) for k in keys if not _share_key_ok(k)}
+        if malformed:
+            return await _find_some_coordinators(broker, request, keys, malformed)
     return await _find_coordinators(broker, request, keys)
+
+
+def _share_key_ok(key: str) -> bool:
+    """Kafka's check of a share coordinator key: "group:topicId:partition"."""
+    parts = key.rsplit(":", 2)
+    if len(parts) != 3 or not parts[0] or not parts[1]:
+        return False
+    return parts[2].isdigit()
 
 
 async def _find_some_coordinators(
