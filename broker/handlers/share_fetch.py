@@ -83,7 +83,8 @@ async def _apply_acks(
             if invalid != ErrorCode.NONE:
                 results[(tid, index)] = (int(invalid), None)
                 continue
-            error, message = await manager.acknowledge(group_id, member_id, tid, index, acks)
+            error, message = await manager.acknowledge(group_id, member_id, tid, index, acks,
+                                                       serving)
             results[(tid, index)] = (int(error), message)
     return results
 

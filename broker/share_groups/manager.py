@@ -17,6 +17,13 @@ loop. The delivery states are pure (``delivery_state.py``); around them:
 A share partition starts on its first fetch: from its persisted state if
 ``__share_group_state`` has one (read once, when the first share partition is needed
 after a start), else at the offset the group's ``share.auto.offset.reset`` names.
+
+In a cluster the persisted state is the share coordinator's (``coordinator.py``), read
+when the share partition starts here. A share partition belongs to the leader epoch of
+its data partition it was started in: once the epoch moved (leadership went away, and
+maybe came back) it is dropped, acknowledgements of what it handed out fail, and the
+next fetch starts it again from the coordinator's state; its writes carry that epoch,
+so the coordinator fences a deposed leader's late writes.
 """
 
 from __future__ import annotations
@@ -56,6 +63,8 @@ ShareKey = tuple[str, uuid.UUID, int]  # (group id, topic id, partition)
 # How much of the log one acquisition reads at most (see ``acquire``).
 READ_BYTES_PER_ACQUIRE = 1 << 20
 RELEASE = 2  # AcknowledgeType.RELEASE: the one acknowledgement that frees records
+# A write refused because a newer leader of the data partition took the state over.
+_DEPOSED = frozenset({ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER})
 Acks = Sequence[tuple[int, int, Sequence[int]]]  # (first offset, last offset, types)
 
 
@@ -73,6 +82,10 @@ class _SharePartition:
     write_lock: trio.Lock = field(default_factory=trio.Lock)
     created_ms: int = 0
     snapshot_epoch: int = 0
+    # The data partition and its leader epoch when this state was loaded (cluster mode:
+    # the state is stale once the epoch moved). -1 / None: not tied to a leadership.
+    leader_epoch: int = -1
+    partition: Partition | None = None
 
 
 class SharePartitionManager:
@@ -91,6 +104,7 @@ class SharePartitionManager:
         # Counters of share partitions forgotten (deleted groups and offsets), so the
         # totals the metrics read never go down.
         self._retired: dict[str, int] = {}
+        self._clustered = broker.cluster is not None
 
     # Settings ----------------------------------------------------------------------
 
@@ -123,14 +137,41 @@ class SharePartitionManager:
                 self._persisted = loaded
         return self._persisted
 
+    def _stale(self, share: _SharePartition) -> bool:
+        """Cluster mode: the share partition's data partition is no longer led in the
+        leader epoch its state was loaded in."""
+        partition = share.partition
+        if not self._clustered or partition is None:
+            return False
+        return (partition.leader_epoch != share.leader_epoch
+                or partition.leader_tenure() is None)
+
+    def _drop_if_stale(self, key: ShareKey, partition: Partition | None = None) -> None:
+        share = self._partitions.get(key)
+        if share is None or not self._clustered:
+            return
+        if self._stale(share) or (partition is not None and (
+                share.partition is not partition
+                or share.leader_epoch != partition.leader_epoch)):
+            log.info("share partition %s: leadership moved, its state is reloaded", key)
+            self._retire(key)
+
     async def _share_partition(self, key: ShareKey, partition: Partition) -> _SharePartition:
+        self._drop_if_stale(key, partition)
         share = self._partitions.get(key)
         settings = self.settings(key[0])
         if share is None:
-            persisted = (await self._persisted_states()).get(key)
+            epoch = partition.leader_epoch
+            if self._clustered:
+                persisted = await self.persister.read(key, epoch)  # raises PersistError
+            else:
+                persisted = (await self._persisted_states()).get(key)
             start = None
             if persisted is None:
                 start = await trio.to_thread.run_sync(settings.start_offset, partition)
+            if self._clustered and partition.leader_epoch != epoch:
+                raise PersistError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                   f"the leadership of {key} moved while loading")
             share = self._partitions.get(key)  # another task may have made it meanwhile
             if share is None:
                 config = self._delivery_config(settings)
@@ -147,6 +188,7 @@ class SharePartitionManager:
                     assert start is not None
                     share = _SharePartition(SharePartitionDelivery(start, config),
                                             created_ms=int(time.time() * 1000))
+                share.leader_epoch, share.partition = epoch, partition
                 self._partitions[key] = share
         else:
             share.delivery.config = self._delivery_config(settings)
@@ -165,9 +207,13 @@ class SharePartitionManager:
     async def _persist(self, key: ShareKey, share: _SharePartition) -> None:
         """Write the share partition's snapshot; the caller holds its write lock."""
         delivery = share.delivery
+        if self._stale(share):
+            self._retire(key)
+            raise PersistError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                               f"{key}: no longer led in the leader epoch its state is of")
         share.snapshot_epoch += 1
         state = rec.ShareState(
-            rec.SNAPSHOT, share.snapshot_epoch, delivery.state_epoch, 0,
+            rec.SNAPSHOT, share.snapshot_epoch, delivery.state_epoch, max(0, share.leader_epoch),
             delivery.start_offset,
             tuple((b.first_offset, b.last_offset, int(b.delivery_state), b.delivery_count)
                   for b in delivery.state_batches()),
@@ -178,11 +224,14 @@ class SharePartitionManager:
     # Requests -----------------------------------------------------------------------
 
     async def acknowledge(
-        self, group_id: str, member_id: str, tid: uuid.UUID, index: int, acks: Acks
+        self, group_id: str, member_id: str, tid: uuid.UUID, index: int, acks: Acks,
+        partition: Partition | None = None,
     ) -> tuple[int, str | None]:
         """Apply one partition's acknowledgement batches, persisted before the answer:
-        Kafka's (error code, message)."""
+        Kafka's (error code, message). ``partition``: the data partition as served now
+        (cluster mode: a state loaded in another leader epoch is dropped first)."""
         key = (group_id, tid, index)
+        self._drop_if_stale(key, partition)
         share = self._partitions.get(key)
         if share is None:
             return ErrorCode.INVALID_RECORD_STATE, "No records were acquired from this partition."
@@ -199,6 +248,8 @@ class SharePartitionManager:
                 await self._persist(key, share)
             except PersistError as exc:
                 log.warning("share state of %s not written: %s", key, exc)
+                if exc.code in _DEPOSED:
+                    self._retire(key)  # a newer leader's state is the one
                 return exc.code, str(exc)
         return ErrorCode.NONE, None
 
@@ -215,7 +266,11 @@ class SharePartitionManager:
         """Read from the partition's next fetch offset and acquire what can be."""
         self._ensure_timer()
         key = (group_id, tid, partition.index)
-        share = await self._share_partition(key, partition)
+        try:
+            share = await self._share_partition(key, partition)
+        except PersistError as exc:
+            log.warning("share state of %s not read: %s", key, exc)
+            return Acquired()
         delivery = share.delivery
         if not delivery.can_acquire():
             return Acquired()
@@ -282,6 +337,8 @@ class SharePartitionManager:
             await self._persist(key, share)
         except PersistError as exc:
             log.warning("share state of %s not written: %s", key, exc)
+            if exc.code in _DEPOSED:
+                self._retire(key)
 
     async def close_session(self, key: SessionKey) -> None:
         session = self.sessions.close(key)

@@ -10,6 +10,12 @@ limit, start-offset moves), appended (and, in a cluster, committed) before the c
 is answered. The topic is created on first use with Kafka's defaults
 (``share.coordinator.state.topic.*``) and read back whole when the first share
 partition is needed after a start.
+
+In a cluster the state belongs to the share coordinator (``coordinator.py``), the leader
+of the key's ``__share_group_state`` partition: reads and writes go through it, locally
+when this broker leads that partition, else to its leader with ReadShareGroupState and
+WriteShareGroupState; NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS and an unreachable
+coordinator are retried (after the metadata moves) until ``retry_s`` runs out.
 """
 
 from __future__ import annotations
@@ -29,10 +35,13 @@ from kafkette.broker.internal_topics import (
     replay_batches,
 )
 from kafkette.broker.share_groups import state_records as rec
+from kafkette.wire.apis import ApiKey
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.records import Record, build_batch
 
 if TYPE_CHECKING:
+    from kafkette.broker.cluster.metadata import BrokerInfo
+    from kafkette.broker.cluster.peer_client import PeerClient
     from kafkette.broker.partitions import Partition
     from kafkette.broker.server import Broker
 
@@ -64,12 +73,30 @@ def topic_configs(broker: Broker) -> dict[str, str]:
     return {"cleanup.policy": "compact", "segment.bytes": str(segment)}
 
 
+# Coordinator answers worth asking again, the metadata having (maybe) moved meanwhile.
+_RETRIED = frozenset({
+    ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NETWORK_EXCEPTION,
+    ErrorCode.REQUEST_TIMED_OUT,
+})
+READ_VERSION, WRITE_VERSION = 0, 1
+_PEER_TIMEOUT_S = 5.0
+
+
 class SharePersister:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         configured = broker.config.explicit.get("share.coordinator.state.topic.num.partitions")
         self.num_partitions = int(configured) if configured else 50
         self.write_timeout_s = 5.0
+        # Cluster mode: how long a read or write keeps looking for the coordinator (a
+        # dead one's partitions move once its ZooKeeper session expires).
+        self.retry_s = 20.0
+        self._peers: dict[int, PeerClient] = {}
+
+    @property
+    def clustered(self) -> bool:
+        return self.broker.cluster is not None
 
     async def load(self) -> dict[rec.ShareKey, rec.ShareState]:
         """Every share partition's last state (snapshots, then updates on top)."""
@@ -97,6 +124,11 @@ class SharePersister:
         PersistError if it is not written (committed, in a cluster)."""
         from kafkette.broker.topics import TopicError
 
+        if self.clustered:
+            error, _ = await self._through_coordinator(key, "write", state)
+            if error != ErrorCode.NONE:
+                raise PersistError(error, f"writing the share state of {key}: {error.name}")
+            return
         index = state_partition_for(key, self.num_partitions)
         try:
             partition = await self._partition(index)
@@ -109,6 +141,119 @@ class SharePersister:
         error = await append_committed(partition, batch, self.write_timeout_s)
         if error != ErrorCode.NONE:
             raise PersistError(error, f"writing {SHARE_STATE_TOPIC}-{index}: {error.name}")
+
+
+    async def read(self, key: rec.ShareKey, leader_epoch: int) -> rec.ShareState | None:
+        """Cluster mode: the share partition's state at its coordinator, None if it has
+        none; raises PersistError when the coordinator cannot answer in time.
+        ``leader_epoch``: the data partition's, which fences older leaders' writes."""
+        error, state = await self._through_coordinator(key, "read", None, leader_epoch)
+        if error != ErrorCode.NONE:
+            raise PersistError(error, f"reading the share state of {key}: {error.name}")
+        if state is None or state.start_offset < 0:
+            return None
+        return state
+
+    async def _through_coordinator(
+        self, key: rec.ShareKey, op: str, state: rec.ShareState | None, leader_epoch: int = -1
+    ) -> tuple[ErrorCode, rec.ShareState | None]:
+        from kafkette.broker.topics import TopicError
+
+        cluster = self.broker.cluster
+        assert cluster is not None
+        coordinator = self.broker.share_coordinator
+        deadline = trio.current_time() + self.retry_s
+        while True:
+            error: ErrorCode
+            answer: rec.ShareState | None = None
+            try:
+                await create_if_missing(self.broker.topics, SHARE_STATE_TOPIC,
+                                        self.num_partitions, topic_configs(self.broker))
+            except TopicError as exc:
+                if exc.code not in _RETRIED and exc.code != ErrorCode.REQUEST_TIMED_OUT:
+                    return exc.code, None
+            metadata = cluster.metadata
+            topic = metadata.topics.get(SHARE_STATE_TOPIC)
+            leader = -1
+            if topic is not None:
+                self.num_partitions = len(topic.replicas)
+                leader = metadata.leader_of(SHARE_STATE_TOPIC,
+                                            state_partition_for(key, self.num_partitions))
+            info = metadata.brokers.get(leader)
+            if leader == cluster.broker_id:
+                if op == "read":
+                    error, answer = await coordinator.read(key, leader_epoch)
+                else:
+                    error = await coordinator.write(key, state)
+            elif info is not None:
+                error, answer = await self._remote(info, key, op, state, leader_epoch)
+            else:
+                error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            if error not in _RETRIED or trio.current_time() >= deadline:
+                return error, answer
+            log.debug("share state %s of %s at broker %d: %s, retrying", op, key, leader,
+                      error.name)
+            await cluster.wait_for(lambda m, seen=metadata: m is not seen, 0.25)
+            await trio.sleep(0.05)
+
+    def _peer(self, info: BrokerInfo) -> PeerClient:
+        from kafkette.broker.cluster.peer_client import PeerClient  # cluster mode only
+
+        peer = self._peers.get(info.id)
+        if peer is None or (peer.host, peer.port) != (info.host, info.port):
+            security = self.broker.peer_security
+            assert security is not None, "set in cluster mode"
+            cluster = self.broker.cluster
+            assert cluster is not None
+            peer = PeerClient(info.host, info.port, f"share-persister-{cluster.broker_id}",
+                              1024 * 1024, security)
+            self._peers[info.id] = peer
+        return peer
+
+    async def _remote(
+        self, info: BrokerInfo, key: rec.ShareKey, op: str, state: rec.ShareState | None,
+        leader_epoch: int,
+    ) -> tuple[ErrorCode, rec.ShareState | None]:
+        from kafkette.broker.cluster.peer_client import PeerError
+
+        group, topic_id, index = key
+        if op == "read":
+            api, version = ApiKey.READ_SHARE_GROUP_STATE, READ_VERSION
+            part: dict = {"partition": index, "leader_epoch": leader_epoch}
+        elif state is None:
+            api, version = ApiKey.DELETE_SHARE_GROUP_STATE, 0
+            part = {"partition": index}
+        else:
+            api, version = ApiKey.WRITE_SHARE_GROUP_STATE, WRITE_VERSION
+            part = {
+                "partition": index, "state_epoch": state.state_epoch,
+                "leader_epoch": state.leader_epoch, "start_offset": state.start_offset,
+                "delivery_complete_count": state.delivery_complete_count,
+                "state_batches": [
+                    {"first_offset": f, "last_offset": last, "delivery_state": s,
+                     "delivery_count": c}
+                    for f, last, s, c in state.batches
+                ],
+            }
+        body = {"group_id": group, "topics": [{"topic_id": topic_id, "partitions": [part]}]}
+        try:
+            with trio.fail_after(_PEER_TIMEOUT_S):
+                response = await self._peer(info).request(api, version, body)
+        except (PeerError, trio.TooSlowError) as exc:
+            log.debug("share coordinator %d not reached: %s", info.id, exc)
+            return ErrorCode.NETWORK_EXCEPTION, None
+        try:
+            answer = response.body["results"][0]["partitions"][0]
+        except (KeyError, IndexError):
+            return ErrorCode.UNKNOWN_SERVER_ERROR, None
+        error = ErrorCode(answer["error_code"])
+        if op != "read" or error != ErrorCode.NONE:
+            return error, None
+        return error, rec.ShareState(
+            rec.SNAPSHOT, 0, answer["state_epoch"], -1, answer["start_offset"],
+            tuple((b["first_offset"], b["last_offset"], b["delivery_state"],
+                   b["delivery_count"]) for b in answer["state_batches"]),
+        )
 
 
 def _read_states(partitions: list[Partition]) -> dict[rec.ShareKey, rec.ShareState]:
