@@ -222,6 +222,7 @@ class GroupCoordinator:
             self._state = groups.GroupCoordinatorState(self.config)
             if self.broker.cluster is not None:
                 self._state.offsets.track_unconfirmed()
+                self._state.coordinators_move = True
         return self._state
 
     async def _offsets_partition(self, index: int) -> Partition:

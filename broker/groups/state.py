@@ -79,6 +79,9 @@ class GroupCoordinatorState:
         self.migration = Migration(self._ctx, self.classic)
         self._consumer_groups = None  # KIP-848 groups (broker/groups/consumer), on first use
         self._share_groups = None  # KIP-932 share groups (broker/share_groups), on first use
+        # Cluster mode: groups move between coordinators, and share group membership is not
+        # persisted, so a member unknown to its (new) coordinator is told to rejoin.
+        self.coordinators_move = False
 
     @property
     def config(self) -> GroupConfig:
@@ -106,6 +109,7 @@ class GroupCoordinatorState:
             from kafkette.broker.share_groups.membership import ShareGroups
 
             self._share_groups = ShareGroups(self.config)
+            self._share_groups.rejoin_unknown_groups = self.coordinators_move
         self._share_groups.config = self.config
         return self._share_groups
 
@@ -484,12 +488,15 @@ class GroupCoordinatorState:
     def unload_partition(self, partition: int, error: int) -> list[Reply]:
         """Cluster mode: this coordinator no longer leads ``__consumer_offsets``
         ``partition``; forget its groups (Kafka's ``removeGroupsForPartition``), KIP-848
-        ones too (their members find the new coordinator and rejoin it). Members
+        ones and share groups too (their members find the new coordinator and rejoin it). Members
         waiting in JoinGroup or SyncGroup get ``error`` (the returned replies)."""
         if self._consumer_groups is not None:
             for group_id in [g for g in self._consumer_groups.groups
                              if self._ctx.partition_for(g) == partition]:
                 del self._consumer_groups.groups[group_id]
+        if self._share_groups is not None:
+            self._share_groups.unload([g for g in self._share_groups.groups
+                                       if self._ctx.partition_for(g) == partition])
         replies: list[Reply] = []
         for group_id in self.groups_on_partition(partition):
             replies += self._ctx.groups.pop(group_id).answer_waiting(error)

@@ -104,6 +104,10 @@ class ShareGroups:
         self.groups: dict[str, ShareGroup] = {}
         # (deadline, group id, member id): a heap with lazy deletion.
         self._deadlines: list[tuple[int, str, str]] = []
+        # Cluster mode: a member of a group this coordinator does not know (it moved here
+        # from another broker; membership is not persisted) gets UNKNOWN_MEMBER_ID and
+        # rejoins, instead of Kafka's GROUP_ID_NOT_FOUND, which clients take as fatal.
+        self.rejoin_unknown_groups = False
 
     # Requests -----------------------------------------------------------------------
 
@@ -134,6 +138,11 @@ class ShareGroups:
         group = self.groups.get(req.group_id)
         if group is None:
             if req.member_epoch != 0:
+                if self.rejoin_unknown_groups:
+                    return _error(
+                        ErrorCode.UNKNOWN_MEMBER_ID,
+                        f"Member {req.member_id} is not a member of group {req.group_id}.",
+                    )
                 return _error(ErrorCode.GROUP_ID_NOT_FOUND,
                               f"Share group {req.group_id} not found.")
             group = ShareGroup(req.group_id)
@@ -285,6 +294,12 @@ class ShareGroups:
         if group is None:
             group = self.groups[group_id] = ShareGroup(group_id)
         return group
+
+    def unload(self, group_ids: list[str]) -> None:
+        """Cluster mode: another broker coordinates these groups now (their members
+        rejoin it, as Kafka's do); their deadlines go lazily."""
+        for group_id in group_ids:
+            self.groups.pop(group_id, None)
 
     def delete(self, group_id: str) -> int | None:
         """DeleteGroups: None if ``group_id`` is not a share group, else the error code

@@ -85,3 +85,23 @@ def test_a_new_topic_partition_bumps_the_epoch() -> None:
     beat(groups, "a", 0, ["jobs"])
     grown = groups.heartbeat(ShareHeartbeat("g", "a", 1), {"jobs": (T, 2)}, 5)
     assert grown.member_epoch == 2 and grown.assignment == {T: frozenset({0, 1})}
+
+
+def test_unloading_an_offsets_partition_drops_its_share_groups() -> None:
+    """Cluster mode: leadership of the group's offsets partition moved away; its members
+    rejoin the new coordinator, which tells a member it does not know to rejoin
+    (UNKNOWN_MEMBER_ID, not the fatal GROUP_ID_NOT_FOUND)."""
+    from kafkette.broker.groups import GroupCoordinatorState
+
+    config = GroupConfig()
+    state = GroupCoordinatorState(config)
+    state.coordinators_move = True
+    assert beat(state.share_groups, "a", 0, ["jobs"]).error == 0
+    other = next(i for i in range(config.offsets_topic_num_partitions)
+                 if i != state.partition_for("g"))
+    state.unload_partition(other, 16)
+    assert state.is_share_group("g")
+    state.unload_partition(state.partition_for("g"), 16)
+    assert not state.is_share_group("g")
+    assert beat(state.share_groups, "a", 1).error == ErrorCode.UNKNOWN_MEMBER_ID
+    assert beat(state.share_groups, "a", 0, ["jobs"]).error == 0
