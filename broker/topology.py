@@ -93,9 +93,9 @@ class Topology(Protocol):
     @property
     def serves_share_groups(self) -> bool:
         """Are KIP-932 share groups served (their APIs advertised, ``share.version``
-        finalized)? Not yet in a cluster: a share partition's state lives with the leader
-        of its ``__share_group_state`` partition, reached through the inter-broker share
-        state APIs, which are not served yet (docs/share-groups.md)."""
+        finalized)? Yes, on a single node and in a cluster (where a share partition's
+        state lives with the leader of its ``__share_group_state`` partition, reached
+        through the inter-broker share state APIs; docs/share-groups.md)."""
         ...
 
     def brokers(self, listener: str) -> list[BrokerEndpoint]:

@@ -58,7 +58,7 @@ class ClusterTopology:
 
     @property
     def serves_share_groups(self) -> bool:
-        return False  # the share coordinator's inter-broker state APIs come next
+        return True  # share state at the share coordinators (share_groups/coordinator.py)
 
     @property
     def highest_coordinator_epoch(self) -> int | None:

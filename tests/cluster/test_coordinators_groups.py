@@ -326,13 +326,14 @@ def test_other_brokers_answer_not_coordinator(cluster) -> None:
         while (error := call(broker_id)) == 14 and time.monotonic() < deadline:
             time.sleep(0.2)
         assert error == 0
-    # Share groups are not served in a cluster yet (their state needs the inter-broker
-    # share state APIs): not advertised, share.version not finalized (docs/share-groups.md).
+    # Share groups are served in a cluster (their state at the share coordinators, the
+    # leaders of __share_group_state): the client APIs and the inter-broker state APIs
+    # are advertised, share.version finalized (docs/share-groups.md).
     versions = raw_wire.call(
         built.brokers[1].address, ApiKey.API_VERSIONS, 3,
         {"client_software_name": "coordinator-test", "client_software_version": "1"},
     )
     advertised = {k["api_key"] for k in versions["api_keys"]}
     assert ApiKey.OFFSET_COMMIT in advertised
-    assert not advertised & {76, 77, 78, 79, 90, 91, 92}
-    assert "share.version" not in {f["name"] for f in versions["finalized_features"]}
+    assert advertised >= {76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92}
+    assert "share.version" in {f["name"] for f in versions["finalized_features"]}

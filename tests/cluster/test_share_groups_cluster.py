@@ -1,0 +1,235 @@
+"""Share groups on a three-broker cluster: the share coordinator moves with leadership.
+
+A share partition's state lives with its share coordinator, the leader of the
+``__share_group_state`` partition its key ("group:topicId:partition") hashes to; the data
+partition's leader reads it when the share partition starts there and writes every
+acknowledgement to it (ReadShareGroupState / WriteShareGroupState when that is another
+broker). Each test picks a group whose share coordinator is not the data partition's
+leader, so the state goes over the wire:
+
+- acknowledgements persist at the remote coordinator (ReadShareGroupState there shows
+  them, the data leader answers NOT_COORDINATOR for the key);
+- kill -9 of the data partition's leader mid-delivery, then of the share coordinator:
+  after the new leader (coordinator) serves, nothing whose acknowledgement the broker
+  confirmed is delivered again, nothing acquired and unconfirmed is lost.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+
+import pytest
+from confluent_kafka import AcknowledgeType, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from bench.harness import raw_wire
+from kafkette.broker.share_groups.persister import coordinator_key
+from kafkette.wire.apis import ApiKey
+from tests.cluster import zk_wire
+from tests.share_groups.share_helpers import nothing_more, poll_until, produce, share_consumer
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+TOPIC = "jobs"
+KEY_TYPE_GROUP, KEY_TYPE_SHARE = 0, 2
+CONFIGS = {
+    "offsets.topic.num.partitions": "4",
+    "transaction.state.log.num.partitions": "4",
+    "share.coordinator.state.topic.num.partitions": "4",
+    "group.initial.rebalance.delay.ms": "0",
+}
+
+
+def _topic_id(cluster) -> uuid.UUID:
+    for broker_id in cluster.running():
+        topic = zk_wire.metadata(cluster.brokers[broker_id].address, [TOPIC])["topics"][TOPIC]
+        if topic["error_code"] == 0:
+            return uuid.UUID(topic["topic_id"])
+    raise AssertionError("no broker knows the topic")
+
+
+def _coordinator(cluster, key: str, key_type: int, timeout: float = 30.0) -> int:
+    deadline = time.monotonic() + timeout
+    while True:
+        for broker_id in cluster.running():
+            try:
+                error, node = zk_wire.find_coordinator(
+                    cluster.brokers[broker_id].address, key, key_type)
+            except OSError:
+                continue
+            if error == 0 and node >= 0:
+                return node
+        assert time.monotonic() < deadline, f"no coordinator for {key!r}:\n{cluster.logs()}"
+        time.sleep(0.2)
+
+
+def _set_earliest(cluster, group: str) -> None:
+    """share.auto.offset.reset=earliest on every broker (group configs are per broker)."""
+    body = {
+        "resources": [{
+            "resource_type": 32, "resource_name": group,
+            "configs": [{"name": "share.auto.offset.reset", "config_operation": 0,
+                         "value": "earliest"}],
+        }],
+        "validate_only": False,
+    }
+    for broker_id in cluster.running():
+        answer = raw_wire.call(cluster.brokers[broker_id].address,
+                               ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body)
+        assert answer["responses"][0]["error_code"] == 0, answer
+
+
+def _setup(cluster, records: int, victim: str | None = None
+           ) -> tuple[object, str, uuid.UUID, int, int]:
+    """A three-broker cluster, ``TOPIC`` (one partition, RF 3) with ``records`` records,
+    and a group whose share coordinator is not the partition's leader (and whose group
+    coordinator is the ``victim``, "leader" or "coordinator", so its membership moves
+    too): (cluster, group, topic id, data leader, share coordinator)."""
+    built = cluster(3, configs=CONFIGS)
+    admin = AdminClient({"bootstrap.servers": built.bootstrap})
+    admin.create_topics([NewTopic(TOPIC, 1, 3)])[TOPIC].result(timeout=20)
+    leader = built.wait_leader(TOPIC, 0)
+    tid = _topic_id(built)
+    for i in range(40):
+        group = f"g{i}"
+        share_coordinator = _coordinator(built, coordinator_key((group, tid, 0)), KEY_TYPE_SHARE)
+        if share_coordinator == leader:
+            continue
+        wanted = {"leader": leader, "coordinator": share_coordinator}.get(victim or "")
+        if wanted is None or _coordinator(built, group, KEY_TYPE_GROUP) == wanted:
+            break
+    else:
+        raise AssertionError("no group with the coordinators wanted")
+    _set_earliest(built, group)
+    produce(built.bootstrap, TOPIC, [str(i) for i in range(records)])
+    return built, group, tid, leader, share_coordinator
+
+
+def _read_state(cluster, broker_id: int, group: str, tid: uuid.UUID) -> dict:
+    answer = raw_wire.call(
+        cluster.brokers[broker_id].address, ApiKey.READ_SHARE_GROUP_STATE, 0,
+        {"group_id": group, "topics": [{"topic_id": tid, "partitions": [
+            {"partition": 0, "leader_epoch": -1}]}]},
+    )
+    return answer["results"][0]["partitions"][0]
+
+
+def test_acknowledgements_persist_at_a_remote_share_coordinator(cluster) -> None:
+    built, group, tid, leader, share_coordinator = _setup(cluster, 60)
+    consumer = share_consumer(built.bootstrap, group, TOPIC,
+                              **{"share.acknowledgement.mode": "explicit"})
+    reported: list = []
+    consumer.set_acknowledgement_commit_callback(lambda o, e: reported.append((o, e)))
+    try:
+        got = poll_until(consumer, lambda got: len(got) >= 60, timeout=30)
+        assert sorted(m.offset() for m in got) == list(range(60))
+        for m in got:
+            consumer.acknowledge(m, AcknowledgeType.ACCEPT if m.offset() % 5
+                                 else AcknowledgeType.REJECT)
+        consumer.commit_sync()
+        assert reported and all(error is None for _o, error in reported), reported
+    finally:
+        consumer.close()
+    # The state is the coordinator's: everything acknowledged, the start offset past it.
+    state = _read_state(built, share_coordinator, group, tid)
+    assert state["error_code"] == 0, state
+    assert state["start_offset"] == 60, state
+    assert _read_state(built, leader, group, tid)["error_code"] == 16  # NOT_COORDINATOR
+    # A new member of the group gets nothing again.
+    again = share_consumer(built.bootstrap, group, TOPIC)
+    try:
+        assert nothing_more(again, 3.0) == []
+    finally:
+        again.close()
+
+
+def _kill_mid_delivery(cluster, victim: str) -> None:
+    records = 200
+    rng = random.Random(31)
+    built, group, tid, leader, share_coordinator = _setup(cluster, records, victim)
+    killed = leader if victim == "leader" else share_coordinator
+    confirmed: dict[int, str] = {}
+    reported: list = []
+
+    def settle(decided: dict[int, str]) -> None:
+        for offsets, error in reported:
+            if error is not None:
+                continue
+            for offs in offsets.values():
+                for offset in offs:
+                    if offset in decided:
+                        confirmed[offset] = decided[offset]
+        reported.clear()
+
+    def acknowledge(consumer, messages: list) -> None:
+        """Accept (or reject every 7th) ``messages``; confirmed as the brokers answer."""
+        decided = {}
+        for m in messages:
+            kind = "reject" if m.offset() % 7 == 0 else "accept"
+            consumer.acknowledge(m, AcknowledgeType.REJECT if kind == "reject"
+                                 else AcknowledgeType.ACCEPT)
+            decided[m.offset()] = kind
+        try:
+            consumer.commit_sync()
+        except KafkaException:
+            pass  # what failed is not confirmed (the callback says which)
+        settle(decided)
+
+    def poll(consumer, at_least: int) -> list:
+        got = poll_until(consumer, lambda got: len(got) >= at_least, timeout=30)
+        assert got, f"nothing delivered:\n{built.logs()}"
+        for m in got:
+            assert m.offset() not in confirmed, f"offset {m.offset()} delivered again"
+        return got
+
+    consumer = share_consumer(built.bootstrap, group, TOPIC,
+                              **{"share.acknowledgement.mode": "explicit"})
+    consumer.set_acknowledgement_commit_callback(lambda o, e: reported.append((o, e)))
+    got = poll(consumer, 40)
+    cut = max(1, int(len(got) * rng.uniform(0.3, 0.7)))
+    acknowledge(consumer, got[:cut])  # confirmed before the kill; the rest is held
+    assert confirmed, f"no acknowledgement confirmed before the kill:\n{built.logs()}"
+    built.kill(killed)
+    built.wait_leader(TOPIC, 0, exclude=(killed,))
+    # What the member held is acknowledged after the kill: confirmed if the brokers say
+    # so (not when it was acquired from a dead leader). Then more records, from the (new)
+    # leader, acknowledged through the (new) share coordinator.
+    acknowledge(consumer, got[cut:])
+    if victim == "coordinator":
+        # The data leader lives: it keeps the write until the new coordinator takes it.
+        lost = [m.offset() for m in got[cut:] if m.offset() not in confirmed]
+        assert not lost, f"acknowledgements not written to the new coordinator: {lost}"
+    before = len(confirmed)
+    if len(confirmed) < records:
+        acknowledge(consumer, poll(consumer, min(30, records - len(confirmed))))
+        assert len(confirmed) > before, (
+            f"no acknowledgement confirmed after the kill:\n{built.logs()}")
+    consumer.close()
+    final = share_consumer(built.bootstrap, group, TOPIC)
+    try:
+        rest = nothing_more(final, 2.0) if len(confirmed) == records else poll_until(
+            final, lambda got: len(got) >= records - len(confirmed), timeout=30)
+        rest += nothing_more(final, 2.0)
+        final.commit_sync()
+    finally:
+        final.close()
+    offsets = [m.offset() for m in rest]
+    assert len(offsets) == len(set(offsets)), "a record delivered twice after the kill"
+    assert not set(offsets) & set(confirmed), "an acknowledged record came back"
+    assert set(offsets) | set(confirmed) == set(range(records)), (
+        f"records lost: {sorted(set(range(records)) - set(offsets) - set(confirmed))}")
+    if victim == "coordinator":
+        new = _coordinator(built, coordinator_key((group, tid, 0)), KEY_TYPE_SHARE)
+        assert new != killed
+        state = _read_state(built, new, group, tid)
+        assert state["error_code"] == 0 and state["start_offset"] == records, state
+
+
+def test_kill_9_of_the_data_leader_mid_delivery(cluster) -> None:
+    _kill_mid_delivery(cluster, "leader")
+
+
+def test_kill_9_of_the_share_coordinator_mid_delivery(cluster) -> None:
+    _kill_mid_delivery(cluster, "coordinator")
