@@ -63,8 +63,10 @@ ShareKey = tuple[str, uuid.UUID, int]  # (group id, topic id, partition)
 # How much of the log one acquisition reads at most (see ``acquire``).
 READ_BYTES_PER_ACQUIRE = 1 << 20
 RELEASE = 2  # AcknowledgeType.RELEASE: the one acknowledgement that frees records
-# A write refused because a newer leader of the data partition took the state over.
-_DEPOSED = frozenset({ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER})
+# A write refused because the state moved on without this copy (a newer leader of the
+# data partition, or AlterShareGroupOffsets' new state epoch): it is dropped and reloaded.
+_DEPOSED = frozenset({ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                      ErrorCode.FENCED_STATE_EPOCH})
 Acks = Sequence[tuple[int, int, Sequence[int]]]  # (first offset, last offset, types)
 
 
@@ -213,7 +215,8 @@ class SharePartitionManager:
                                f"{key}: no longer led in the leader epoch its state is of")
         share.snapshot_epoch += 1
         state = rec.ShareState(
-            rec.SNAPSHOT, share.snapshot_epoch, delivery.state_epoch, max(0, share.leader_epoch),
+            rec.SNAPSHOT, share.snapshot_epoch, delivery.state_epoch,
+            share.leader_epoch if self._clustered else 0,
             delivery.start_offset,
             tuple((b.first_offset, b.last_offset, int(b.delivery_state), b.delivery_count)
                   for b in delivery.state_batches()),

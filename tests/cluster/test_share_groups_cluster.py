@@ -143,6 +143,28 @@ def test_acknowledgements_persist_at_a_remote_share_coordinator(cluster) -> None
         assert nothing_more(again, 3.0) == []
     finally:
         again.close()
+    # Fencing at the coordinator, as Kafka's: a reader's newer leader epoch fences older
+    # writers; InitializeShareGroupState's newer state epoch fences older ones.
+    def call(api: int, version: int, **part) -> int:
+        answer = raw_wire.call(built.brokers[share_coordinator].address, api, version, {
+            "group_id": group, "topics": [{"topic_id": tid, "partitions": [
+                {"partition": 0, **part}]}]})
+        return answer["results"][0]["partitions"][0]["error_code"]
+
+    def write(leader_epoch: int, state_epoch: int) -> int:
+        return call(ApiKey.WRITE_SHARE_GROUP_STATE, 1, state_epoch=state_epoch,
+                    leader_epoch=leader_epoch, start_offset=60, delivery_complete_count=-1,
+                    state_batches=[])
+
+    assert call(ApiKey.READ_SHARE_GROUP_STATE, 0, leader_epoch=7) == 0
+    assert write(6, state["state_epoch"]) == 74  # FENCED_LEADER_EPOCH
+    assert call(ApiKey.READ_SHARE_GROUP_STATE, 0, leader_epoch=6) == 74
+    assert call(ApiKey.INITIALIZE_SHARE_GROUP_STATE, 0, state_epoch=state["state_epoch"] + 2,
+                start_offset=60) == 0
+    assert write(7, state["state_epoch"] + 1) == 124  # FENCED_STATE_EPOCH
+    assert write(7, state["state_epoch"] + 2) == 0
+    assert _read_state(built, share_coordinator, group, tid)["state_epoch"] == (
+        state["state_epoch"] + 2)
 
 
 def _kill_mid_delivery(cluster, victim: str) -> None:
