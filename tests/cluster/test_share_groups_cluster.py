@@ -92,16 +92,19 @@ def _setup(cluster, records: int, victim: str | None = None
     admin.create_topics([NewTopic(TOPIC, 1, 3)])[TOPIC].result(timeout=20)
     leader = built.wait_leader(TOPIC, 0)
     tid = _topic_id(built)
-    for i in range(40):
+    candidates = []  # (group, share coordinator): the first one whose group
+    for i in range(40):  # coordinator is the victim too, else the first one at all
         group = f"g{i}"
         share_coordinator = _coordinator(built, coordinator_key((group, tid, 0)), KEY_TYPE_SHARE)
         if share_coordinator == leader:
             continue
+        candidates.append((group, share_coordinator))
         wanted = {"leader": leader, "coordinator": share_coordinator}.get(victim or "")
         if wanted is None or _coordinator(built, group, KEY_TYPE_GROUP) == wanted:
             break
     else:
-        raise AssertionError("no group with the coordinators wanted")
+        assert candidates, "every group's share coordinator is the data leader"
+        group, share_coordinator = candidates[0]
     _set_earliest(built, group)
     produce(built.bootstrap, TOPIC, [str(i) for i in range(records)])
     return built, group, tid, leader, share_coordinator
