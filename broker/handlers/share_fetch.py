@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from kafkette.broker.security.authorizer.checks import READ, group_denied, topic_denied
+from kafkette.broker.security.session import listener_of
 from kafkette.broker.share_groups.delivery_state import (
     AckBatch,
     AckType,
@@ -147,8 +148,35 @@ async def handle_share_fetch(broker: Broker, request: Request) -> dict:
         "error_message": None,
         "acquisition_lock_timeout_ms": lock_ms,
         "responses": _by_topic(answers),
-        "node_endpoints": [],
+        "node_endpoints": _leader_hints(broker, request, answers),
     }
+
+
+def _leader_hints(broker: Broker, request: Request,
+                  answers: dict[tuple[uuid.UUID, int], dict]) -> list[dict]:
+    """Partitions answered NOT_LEADER_OR_FOLLOWER carry the leader this broker knows (in
+    a cluster), and the answer where to reach it, as Kafka's ShareFetch does, so the
+    client moves to the new leader."""
+    leaders: set[int] = set()
+    for (tid, index), answer in answers.items():
+        if ErrorCode.NOT_LEADER_OR_FOLLOWER not in (
+                answer["error_code"], answer["acknowledge_error_code"]):
+            continue
+        meta = broker.topics.by_id(tid)
+        current = None if meta is None else broker.topics.current_leader(meta.name, index)
+        if current is None:
+            continue
+        leader, epoch = current
+        answer["current_leader"] = {"leader_id": leader, "leader_epoch": epoch}
+        if leader >= 0:
+            leaders.add(leader)
+    if not leaders:
+        return []
+    return [
+        {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+        for b in broker.topology.brokers(listener_of(request))
+        if b.node_id in leaders
+    ]
 
 
 def _partition_answer(index: int, partition: Partition | None, broker: Broker,
