@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import trio
+import trio.testing
 
 from kafkette.broker.config import load_config
 from kafkette.broker.embedded import run_in_nursery
@@ -57,7 +58,9 @@ async def _rebalance(broker: Broker, group: str, followers: int) -> list[str]:
     async with trio.open_nursery() as nursery:
         for name in names:
             nursery.start_soon(join, name)
-            await trio.sleep(0.01)  # the first to join leads
+            # The first to join leads: each join is in the coordinator before the next
+            # starts (no sleep that a loaded machine can stretch past the join window).
+            await trio.testing.wait_all_tasks_blocked()
     leader = joined["leader"]
     assert leader.error == 0 and leader.leader == leader.member_id  # type: ignore[attr-defined]
     generation = leader.generation_id  # type: ignore[attr-defined]
@@ -74,7 +77,7 @@ async def _rebalance(broker: Broker, group: str, followers: int) -> list[str]:
     async with trio.open_nursery() as nursery:
         for name in names[1:]:
             nursery.start_soon(sync, name, [])
-        await trio.sleep(0.05)  # every follower waits for the leader's assignment
+        await trio.testing.wait_all_tasks_blocked()  # every follower waits for the leader
         given = [(joined[n].member_id, n.encode()) for n in names]  # type: ignore[attr-defined]
         nursery.start_soon(sync, "leader", given)
     return answered
@@ -82,7 +85,10 @@ async def _rebalance(broker: Broker, group: str, followers: int) -> list[str]:
 
 def test_the_completing_sync_is_answered_first(tmp_path: Path) -> None:
     config = load_config(
-        {"group.initial.rebalance.delay.ms": "100", "offsets.topic.num.partitions": "1"},
+        # The joins all land within a few milliseconds of the loop; the window is wide
+        # enough that a process descheduled on a loaded machine still gets them all in
+        # (ci19: load 12 on 2 cores, a join after 100 ms began a second rebalance).
+        {"group.initial.rebalance.delay.ms": "250", "offsets.topic.num.partitions": "1"},
         data_dir=tmp_path,
     )
 
