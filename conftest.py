@@ -204,6 +204,7 @@ SLOWEST_FIRST = (
     "compat-tests/",
     "tests/cluster/",
     "tests/wire/test_codec.py",
+    "tests/share_groups/",
     "tests/security/",
     "tests/broker/",
     "tests/console/",

@@ -110,7 +110,7 @@ def test_release_redelivers_and_reject_never(broker, names) -> None:
     assert second[0].delivery_count() == 2 and second[0].offset() == first[1].offset()
     consumer.acknowledge(second[0], AcknowledgeType.ACCEPT)
     consumer.commit_sync()
-    assert nothing_more(consumer, 2.0) == []
+    assert nothing_more(consumer, 1.0) == []
     consumer.close()
 
 
@@ -174,7 +174,7 @@ def test_the_delivery_count_limit_archives(broker, names) -> None:
         if len(counts) >= 2:
             break
     assert counts == [1, 2]
-    assert nothing_more(consumer, 2.0) == []  # archived after its second delivery
+    assert nothing_more(consumer, 1.0) == []  # archived after its second delivery
     consumer.close()
 
 
@@ -242,7 +242,7 @@ def test_read_committed_never_delivers_an_aborted_transaction(broker, names) -> 
             producer.abort_transaction(10)
     consumer = share_consumer(boot, group, topic)
     got = poll_until(consumer, lambda got: len(got) >= 6)
-    got += nothing_more(consumer, 2.0)
+    got += nothing_more(consumer, 1.0)
     assert values(got) == [f"{t}-{i}" for t in ("c1", "c2") for i in range(3)]
     consumer.close()
 
@@ -252,7 +252,7 @@ def test_a_share_group_id_is_not_a_consumer_group(broker, names) -> None:
     boot = broker.bootstrap
     create_topic(boot, topic)
     sharer = share_consumer(boot, group, topic)
-    nothing_more(sharer, 2.0)  # joined
+    nothing_more(sharer, 1.0)  # joined
     from confluent_kafka import Consumer
 
     classic = Consumer({"bootstrap.servers": boot, "group.id": group, "group.protocol": "consumer"})

@@ -153,7 +153,7 @@ def test_share_state_survives_a_restart(tmp_path) -> None:
         assert [(g["group_id"], g["group_type"]) for g in listed["groups"]] == [("g", "share")]
         consumer = share_consumer(boot, "g", "jobs")
         again = poll_until(consumer, lambda got: len(got) >= 2)
-        again += nothing_more(consumer, 2.0)
+        again += nothing_more(consumer, 1.0)
         assert values(again) == ["v3", "v4"]
         consumer.commit_sync()
         consumer.close()

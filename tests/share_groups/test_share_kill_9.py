@@ -66,7 +66,7 @@ def test_kill_9_mid_delivery_keeps_acknowledgements(tmp_path) -> None:
         # After the last restart: everything not confirmed is delivered, once.
         final = share_consumer(boot, "g", "jobs")
         rest = poll_until(final, lambda got: len(got) >= RECORDS - len(confirmed), timeout=40)
-        rest += nothing_more(final, 2.0)
+        rest += nothing_more(final, 1.0)
         final.commit_sync()
         final.close()
         offsets = [m.offset() for m in rest]
