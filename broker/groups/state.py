@@ -122,6 +122,26 @@ class GroupCoordinatorState:
     def is_share_group(self, group_id: str) -> bool:
         return self._share_groups is not None and self._share_groups.is_share_group(group_id)
 
+    # --- offsets, checked per group type (Kafka's Group.validateOffsetCommit/Fetch/Delete) --
+
+    def validate_offset_commit(
+        self, group_id: str, member_id: str, epoch: int, version: int,
+        transactional: bool = False, instance_id: str | None = None,
+    ) -> int | None:
+        """None for a classic group (or none: the classic checks apply); else the error
+        every partition gets (NONE: commit as a simple commit). A share group keeps no
+        consumer offsets: GROUP_ID_NOT_FOUND, as Kafka's ShareGroup answers."""
+        if self.is_share_group(group_id):
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        return self.consumer_groups.validate_offset_commit(
+            group_id, member_id, epoch, version, transactional, instance_id
+        )
+
+    def validate_offset_fetch(self, group_id: str, member_id: str | None, epoch: int) -> int:
+        if self.is_share_group(group_id):
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        return self.consumer_groups.validate_offset_fetch(group_id, member_id, epoch)
+
     def partition_for(self, group_id: str) -> int:
         """``__consumer_offsets`` partition holding ``group_id``'s records."""
         return self._ctx.partition_for(group_id)

@@ -21,19 +21,16 @@ from typing import TYPE_CHECKING
 
 from kafkette.broker.groups.consumer.state import (
     HeartbeatRequest,
-    HeartbeatResult,
 )
-from kafkette.broker.groups.coordinator import CoordinatorUnavailable
 from kafkette.broker.handlers.group_admin import OPERATIONS_NOT_REQUESTED
 from kafkette.broker.handlers.group_heartbeats import (
     described_assignment,
-    heartbeat_answer,
-    heartbeat_error,
+    heartbeat_refused,
+    run_heartbeat,
 )
 from kafkette.broker.security.authorizer.checks import (
     DESCRIBE,
     GROUP,
-    READ,
     TOPIC,
     authorized_operations,
     group_denied,
@@ -92,13 +89,9 @@ async def handle_consumer_group_heartbeat(broker: Broker, request: Request) -> d
     body = request.body
     version = request.header.api_version
     group_id = body["group_id"]
-    if group_denied(broker, request, READ, group_id):
-        return heartbeat_error(ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
-    names = body["subscribed_topic_names"]
-    if names and broker.authorizer is not None and any(
-        topic_denied(broker, request, DESCRIBE, n) for n in set(names)
-    ):  # Kafka: every subscribed name must be describable, else the whole heartbeat fails
-        return heartbeat_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
+    refused = heartbeat_refused(broker, request, group_id, body["subscribed_topic_names"])
+    if refused is not None:
+        return refused
     owned = body["topic_partitions"]
     req = HeartbeatRequest(
         group_id=group_id,
@@ -123,16 +116,7 @@ async def handle_consumer_group_heartbeat(broker: Broker, request: Request) -> d
     def call(state, now):
         return state.outcome(state.consumer_heartbeat(req, topics, now))
 
-    try:
-        outcome = await broker.groups.run(call, group_id)
-    except CoordinatorUnavailable as exc:
-        return heartbeat_error(exc.code, None)
-    result: HeartbeatResult = outcome.result
-    if result.error != ErrorCode.NONE:
-        log.debug("ConsumerGroupHeartbeat %s member %s: %s", group_id, req.member_id,
-                  result.message)
-        return heartbeat_error(result.error, result.message)
-    return heartbeat_answer(result)
+    return await run_heartbeat(broker, call, group_id, req.member_id, log)
 
 
 

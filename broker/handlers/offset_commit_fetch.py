@@ -159,10 +159,9 @@ async def _commit_by_name(broker: Broker, request: Request) -> dict:
     if offsets:
 
         def call(state, now):
-            if state.is_share_group(body["group_id"]):  # Kafka: "not a consumer group"
-                return Outcome(dict.fromkeys(offsets, int(ErrorCode.GROUP_ID_NOT_FOUND)))
-            # A KIP-848 group checks member and epoch itself, then commits as a simple commit.
-            verdict = state.consumer_groups.validate_offset_commit(
+            # A KIP-848 group checks member and epoch itself, then commits as a simple
+            # commit; a share group has no consumer offsets.
+            verdict = state.validate_offset_commit(
                 body["group_id"], body["member_id"], generation, version
             )
             if verdict:
@@ -293,15 +292,13 @@ async def _fetch_by_name(broker: Broker, request: Request) -> dict:
         groups = []
         for group in body["groups"]:
             result = _fetch_authorized(broker, request, group["group_id"], group["topics"], stable)
-            # KIP-848 groups check member and epoch.
-            if version >= 9 and result.error == ErrorCode.NONE:
-                refused = broker.groups.state.consumer_groups.validate_offset_fetch(
-                    group["group_id"], group["member_id"], group["member_epoch"]
+            # KIP-848 groups check member and epoch; share groups have no consumer offsets.
+            if result.error == ErrorCode.NONE:  # member and epoch are v9+ (null, -1 before)
+                refused = broker.groups.state.validate_offset_fetch(
+                    group["group_id"], group.get("member_id"), group.get("member_epoch", -1)
                 )
                 if refused:
                     result = _GroupError(int(refused))
-            if broker.groups.state.is_share_group(group["group_id"]):
-                result = _GroupError(int(ErrorCode.GROUP_ID_NOT_FOUND))
             groups.append(
                 {
                     "group_id": group["group_id"],

@@ -11,18 +11,16 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from kafkette.broker.groups.coordinator import CoordinatorUnavailable
 from kafkette.broker.handlers.consumer_groups import _host, _topic_view
 from kafkette.broker.handlers.group_admin import OPERATIONS_NOT_REQUESTED
 from kafkette.broker.handlers.group_heartbeats import (
     described_assignment,
-    heartbeat_answer,
-    heartbeat_error,
+    heartbeat_refused,
+    run_heartbeat,
 )
 from kafkette.broker.security.authorizer.checks import (
     DESCRIBE,
     GROUP,
-    READ,
     authorized_operations,
     group_denied,
     topic_denied,
@@ -38,17 +36,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkette.groups")
 
 
-
 async def handle_share_group_heartbeat(broker: Broker, request: Request) -> dict:
     body = request.body
     group_id = body["group_id"]
-    if group_denied(broker, request, READ, group_id):
-        return heartbeat_error(ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
     names = body["subscribed_topic_names"]
-    if names and broker.authorizer is not None and any(
-        topic_denied(broker, request, DESCRIBE, n) for n in set(names)
-    ):
-        return heartbeat_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
+    refused = heartbeat_refused(broker, request, group_id, names)
+    if refused is not None:
+        return refused
     req = ShareHeartbeat(
         group_id=group_id,
         member_id=body["member_id"],
@@ -63,16 +57,7 @@ async def handle_share_group_heartbeat(broker: Broker, request: Request) -> dict
     def call(state, now):
         return state.outcome(state.share_heartbeat(req, topics, now))
 
-    try:
-        outcome = await broker.groups.run(call, group_id)
-    except CoordinatorUnavailable as exc:
-        return heartbeat_error(exc.code, None)
-    result = outcome.result
-    if result.error != ErrorCode.NONE:
-        log.debug("ShareGroupHeartbeat %s member %s: %s", group_id, req.member_id,
-                  result.message)
-        return heartbeat_error(result.error, result.message)
-    return heartbeat_answer(result)
+    return await run_heartbeat(broker, call, group_id, req.member_id, log)
 
 
 

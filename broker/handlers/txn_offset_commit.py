@@ -169,10 +169,9 @@ async def _commit(
     def call(state, now):
         generation = body["generation_id"] if v3 else -1
         member_id = body["member_id"] if v3 else ""
-        if state.is_share_group(group_id):  # Kafka: "not a consumer group"
-            return Outcome(dict.fromkeys(offsets, int(ErrorCode.GROUP_ID_NOT_FOUND)))
-        # A KIP-848 group checks member and epoch itself (broker/groups/consumer).
-        verdict = state.consumer_groups.validate_offset_commit(
+        # A KIP-848 group checks member and epoch itself (broker/groups/consumer); a
+        # share group has no consumer offsets.
+        verdict = state.validate_offset_commit(
             group_id, member_id, generation, version=-1, transactional=True,
             instance_id=body["group_instance_id"] if v3 else None,
         )

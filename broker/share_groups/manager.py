@@ -314,8 +314,11 @@ class SharePartitionManager:
         self._rearm.set()
         first, last = result.records[0].first_offset, result.records[-1].last_offset
         used = [(s, e) for b, s, e in located if b.last_offset >= first and b.base_offset <= last]
+        start, end = used[0][0], used[-1][1]
+        # The read already is a copy: hand it on whole when every batch in it is used.
+        records = data if (start, end) == (0, len(data)) else data[start:end]
         return Acquired(
-            bytes(memoryview(data)[used[0][0]:used[-1][1]]),
+            records,
             [(r.first_offset, r.last_offset, r.delivery_count) for r in result.records],
         )
 
