@@ -64,7 +64,6 @@ import json
 import math
 import mmap
 import os
-import selectors
 import signal
 import socket
 import statistics
@@ -75,6 +74,8 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from bench.harness.processes import one_line_each
 
 REPO = Path(__file__).resolve().parents[1]
 START_TIMEOUT_S = 120.0
@@ -248,25 +249,7 @@ class Members:
 
     def lines(self, timeout_s: float) -> list[str]:
         """One line from every member, or MeasurementError when one exits or time runs out."""
-        deadline = time.monotonic() + timeout_s
-        lines: dict[int, str] = {}
-        with selectors.DefaultSelector() as selector:
-            for index, proc in enumerate(self.procs):
-                assert proc.stdout is not None
-                selector.register(proc.stdout, selectors.EVENT_READ, index)
-            while len(lines) < len(self.procs):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise MeasurementError(
-                        f"{len(self.procs) - len(lines)} members silent after {timeout_s:.0f} s")
-                for key, _events in selector.select(min(remaining, 1.0)):
-                    line = key.fileobj.readline()  # type: ignore[union-attr]
-                    if not line:
-                        raise MeasurementError(f"member {key.data} exited without a line")
-                    lines[key.data] = line
-                    selector.unregister(key.fileobj)
-        return [lines[index] for index in range(len(self.procs))]
-
+        return one_line_each(self.procs, timeout_s, "members", MeasurementError)
 
 def _check_exactly_once(records: int, offset_files: list[Path]) -> None:
     """Every offset 0..records-1 delivered once over all members, or MeasurementError."""

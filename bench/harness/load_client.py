@@ -15,12 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import selectors
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
+
+from bench.harness.processes import one_line_each
 
 
 def _common(bootstrap: str) -> dict[str, object]:
@@ -143,25 +144,7 @@ class ClientGroup:
 
     def _read_lines(self, timeout_s: float) -> list[str]:
         """One line from every client, or RuntimeError when one exits or time runs out."""
-        deadline = time.perf_counter() + timeout_s
-        lines: dict[int, str] = {}
-        with selectors.DefaultSelector() as selector:
-            for index, proc in enumerate(self._procs):
-                assert proc.stdout is not None
-                selector.register(proc.stdout, selectors.EVENT_READ, index)
-            while len(lines) < len(self._procs):
-                remaining = deadline - time.perf_counter()
-                if remaining <= 0:
-                    raise RuntimeError(
-                        f"{len(self._procs) - len(lines)} load clients silent after {timeout_s} s"
-                    )
-                for key, _events in selector.select(min(remaining, 1.0)):
-                    line = key.fileobj.readline()  # type: ignore[union-attr]
-                    if not line:
-                        raise RuntimeError(f"load client {key.data} exited without a result")
-                    lines[key.data] = line
-                    selector.unregister(key.fileobj)
-        return [lines[index] for index in range(len(self._procs))]
+        return one_line_each(self._procs, timeout_s, "load clients")
 
     def close(self) -> None:
         for proc in self._procs:

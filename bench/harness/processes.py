@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import selectors
 import signal
 import subprocess
 import threading
@@ -243,3 +244,27 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float, interval_s: floa
             return True
         time.sleep(interval_s)
     return bool(predicate())
+
+
+def one_line_each(
+    procs: list, timeout_s: float, what: str, error: type[Exception] = RuntimeError
+) -> list[str]:
+    """One stdout line from each of ``procs``, in their order; ``error`` when one exits
+    without a line or ``timeout_s`` passes (``what`` names them in the message)."""
+    deadline = time.monotonic() + timeout_s
+    lines: dict[int, str] = {}
+    with selectors.DefaultSelector() as selector:
+        for index, proc in enumerate(procs):
+            assert proc.stdout is not None
+            selector.register(proc.stdout, selectors.EVENT_READ, index)
+        while len(lines) < len(procs):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise error(f"{len(procs) - len(lines)} {what} silent after {timeout_s:.0f} s")
+            for key, _events in selector.select(min(remaining, 1.0)):
+                line = key.fileobj.readline()  # type: ignore[union-attr]
+                if not line:
+                    raise error(f"{what} {key.data}: exited without a line")
+                lines[key.data] = line
+                selector.unregister(key.fileobj)
+    return [lines[index] for index in range(len(procs))]
