@@ -22,6 +22,7 @@ from kafkette.broker.security.authorizer.checks import (
     topic_denied,
 )
 from kafkette.broker.share_groups.persister import PersistError
+from kafkette.broker.topic_ids import topic_name
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -63,43 +64,59 @@ async def handle_describe_share_group_offsets(broker: Broker, request: Request) 
         if error != ErrorCode.NONE:
             entry["error_code"], entry["error_message"] = int(error), message
             continue
-        states = await manager.start_offsets(group_id)
+        topology = broker.topology
         if wanted["topics"] is None:  # every topic the group has state for
-            names: dict[str, list[int] | None] = {}
-            for tid, _index in states:
-                meta = broker.topics.by_id(tid)
-                if meta is not None:
-                    names[meta.name] = None
+            wanted_keys = None
+        else:
+            wanted_keys = [
+                (tid, p)
+                for t in wanted["topics"]
+                if (tid := topology.topic_id(t["topic_name"])) is not None
+                for p in t["partitions"]
+            ]
+        try:
+            states = await manager.start_offsets(group_id, wanted_keys)
+        except PersistError as exc:
+            entry["error_code"], entry["error_message"] = int(exc.code), str(exc)
+            continue
+        if wanted["topics"] is None:
+            names: dict[str, list[int]] = {}
+            for tid, index in sorted(states, key=lambda k: k[1]):
+                name = topic_name(broker, tid)
+                if name is not None:
+                    names.setdefault(name, []).append(index)
         else:
             names = {t["topic_name"]: t["partitions"] for t in wanted["topics"]}
         for name, partitions in sorted(names.items()):
             if topic_denied(broker, request, DESCRIBE, name, quiet=True):
                 continue  # Kafka leaves out the topics the client may not describe
-            meta = broker.topics.metadata(name)
-            if meta is None:
-                entry["topics"].append({"topic_name": name, "topic_id": None, "partitions": [
-                    {"partition_index": p, "start_offset": UNINITIALIZED, "leader_epoch": -1,
-                     "lag": -1, "error_code": int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
-                     "error_message": "This server does not host this topic-partition."}
-                    for p in partitions or []
-                ]})
-                continue
-            indexes = partitions if partitions is not None else sorted(
-                p for tid, p in states if tid == meta.topic_id
-            )
+            tid = topology.topic_id(name)
             rows = []
-            for index in indexes:
-                start, complete = states.get((meta.topic_id, index), (UNINITIALIZED, -1))
-                partition = broker.topics.partition(name, index)
-                lag = -1
-                if version >= 1 and start != UNINITIALIZED and complete >= 0 and partition:
-                    lag = max(0, partition.high_watermark - start - complete)
+            for index in partitions:
+                if tid is None or not topology.has_partition(name, index):
+                    rows.append({"partition_index": index, "start_offset": UNINITIALIZED,
+                                 "leader_epoch": -1, "lag": -1,
+                                 "error_code": int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+                                 "error_message": "This server does not host this "
+                                                  "topic-partition."})
+                    continue
+                start, complete = states.get((tid, index), (UNINITIALIZED, -1))
                 rows.append({"partition_index": index, "start_offset": start,
                              "leader_epoch": 0 if start != UNINITIALIZED else -1,
-                             "lag": lag, "error_code": 0, "error_message": None})
-            entry["topics"].append({"topic_name": name, "topic_id": meta.topic_id,
-                                    "partitions": rows})
+                             "lag": _lag(broker, version, name, index, start, complete),
+                             "error_code": 0, "error_message": None})
+            entry["topics"].append({"topic_name": name, "topic_id": tid, "partitions": rows})
     return {"throttle_time_ms": 0, "groups": groups}
+
+
+def _lag(broker: Broker, version: int, topic: str, index: int, start: int,
+         complete: int) -> int:
+    """Kafka's lag: high watermark - start offset - records delivered past it; -1 before
+    v1, without a state, or where this broker holds no replica to read it from."""
+    partition = broker.topics.partition(topic, index)
+    if version < 1 or start == UNINITIALIZED or complete < 0 or partition is None:
+        return -1
+    return max(0, partition.high_watermark - start - complete)
 
 
 def _top(code: int, message: str | None = None) -> dict:

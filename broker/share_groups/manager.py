@@ -411,9 +411,15 @@ class SharePartitionManager:
             key[0] for key in self._partitions
         }
 
-    async def start_offsets(self, group_id: str) -> dict[tuple[uuid.UUID, int], tuple[int, int]]:
-        """(topic id, partition) -> (start offset, delivery complete count or -1) of every
-        share partition the group has, live or persisted."""
+    async def start_offsets(
+        self, group_id: str, wanted: Iterable[tuple[uuid.UUID, int]] | None = None
+    ) -> dict[tuple[uuid.UUID, int], tuple[int, int]]:
+        """(topic id, partition) -> (start offset, delivery complete count or -1) of the
+        group's share partitions that have a state, live or persisted: those of
+        ``wanted``, or every one the group has. In a cluster the states live at their
+        share coordinators, spread over the brokers: each is asked for its summary."""
+        if self._clustered:
+            return await self._coordinator_start_offsets(group_id, wanted)
         out = {}
         for key, state in (await self._persisted_states()).items():
             if key[0] == group_id:
@@ -421,6 +427,47 @@ class SharePartitionManager:
         for key, share in self._partitions.items():
             if key[0] == group_id:
                 delivery = share.delivery
+                out[(key[1], key[2])] = (delivery.start_offset, delivery.delivery_complete_count)
+        if wanted is not None:
+            keep = set(wanted)
+            out = {k: v for k, v in out.items() if k in keep}
+        return out
+
+    async def _coordinator_start_offsets(
+        self, group_id: str, wanted: Iterable[tuple[uuid.UUID, int]] | None
+    ) -> dict[tuple[uuid.UUID, int], tuple[int, int]]:
+        """Cluster mode: without ``wanted``, every partition of every topic a share group
+        may read (internal topics excepted) is a candidate; Kafka's group coordinator
+        remembers the initialized ones instead. Raises PersistError."""
+        if wanted is None:
+            topology = self.broker.topology
+            wanted = [
+                (tid, index)
+                for name, index in topology.all_partitions() if not name.startswith("__")
+                if (tid := topology.topic_id(name)) is not None
+            ]
+        out: dict[tuple[uuid.UUID, int], tuple[int, int]] = {}
+        failures: list[PersistError] = []
+        limiter = trio.CapacityLimiter(16)
+
+        async def ask(tid: uuid.UUID, index: int) -> None:
+            async with limiter:
+                try:
+                    state = await self.persister.summary((group_id, tid, index))
+                except PersistError as exc:
+                    failures.append(exc)
+                    return
+            if state is not None:
+                out[(tid, index)] = (state.start_offset, state.delivery_complete_count)
+
+        async with trio.open_nursery() as nursery:
+            for tid, index in wanted:
+                nursery.start_soon(ask, tid, index)
+        if failures:
+            raise failures[0]
+        for key, share in self._partitions.items():
+            if key[0] == group_id and (key[1], key[2]) in out and not self._stale(share):
+                delivery = share.delivery  # led here: as fresh as its coordinator's, or more
                 out[(key[1], key[2])] = (delivery.start_offset, delivery.delivery_complete_count)
         return out
 

@@ -79,7 +79,7 @@ _RETRIED = frozenset({
     ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NETWORK_EXCEPTION,
     ErrorCode.REQUEST_TIMED_OUT,
 })
-READ_VERSION, WRITE_VERSION = 0, 1
+READ_VERSION, WRITE_VERSION, SUMMARY_VERSION = 0, 1, 1
 _PEER_TIMEOUT_S = 5.0
 
 
@@ -154,6 +154,17 @@ class SharePersister:
             return None
         return state
 
+    async def summary(self, key: rec.ShareKey) -> rec.ShareState | None:
+        """Cluster mode: the share partition's start offset and delivery-complete count
+        at its coordinator (ReadShareGroupStateSummary), None if it has no state. Reads
+        without fencing anyone: what DescribeShareGroupOffsets reports."""
+        error, state = await self._through_coordinator(key, "summary", None)
+        if error != ErrorCode.NONE:
+            raise PersistError(error, f"reading the share state of {key}: {error.name}")
+        if state is None or state.start_offset < 0:
+            return None
+        return state
+
     async def _through_coordinator(
         self, key: rec.ShareKey, op: str, state: rec.ShareState | None, leader_epoch: int = -1
     ) -> tuple[ErrorCode, rec.ShareState | None]:
@@ -181,7 +192,7 @@ class SharePersister:
                                             state_partition_for(key, self.num_partitions))
             info = metadata.brokers.get(leader)
             if leader == cluster.broker_id:
-                if op == "read":
+                if op in ("read", "summary"):
                     error, answer = await coordinator.read(key, leader_epoch)
                 else:
                     error = await coordinator.write(key, state)
@@ -220,6 +231,9 @@ class SharePersister:
         if op == "read":
             api, version = ApiKey.READ_SHARE_GROUP_STATE, READ_VERSION
             part: dict = {"partition": index, "leader_epoch": leader_epoch}
+        elif op == "summary":
+            api, version = ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, SUMMARY_VERSION
+            part = {"partition": index, "leader_epoch": leader_epoch}
         elif state is None:
             api, version = ApiKey.DELETE_SHARE_GROUP_STATE, 0
             part = {"partition": index}
@@ -247,8 +261,14 @@ class SharePersister:
         except (KeyError, IndexError):
             return ErrorCode.UNKNOWN_SERVER_ERROR, None
         error = ErrorCode(answer["error_code"])
-        if op != "read" or error != ErrorCode.NONE:
+        if op not in ("read", "summary") or error != ErrorCode.NONE:
             return error, None
+        if op == "summary":
+            return error, rec.ShareState(
+                rec.SNAPSHOT, 0, answer["state_epoch"], answer["leader_epoch"],
+                answer["start_offset"], (),
+                delivery_complete_count=answer.get("delivery_complete_count", -1),
+            )
         return error, rec.ShareState(
             rec.SNAPSHOT, 0, answer["state_epoch"], -1, answer["start_offset"],
             tuple((b["first_offset"], b["last_offset"], b["delivery_state"],

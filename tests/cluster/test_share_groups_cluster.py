@@ -86,7 +86,8 @@ def _setup(cluster, records: int, victim: str | None = None
     """A three-broker cluster, ``TOPIC`` (one partition, RF 3) with ``records`` records,
     and a group whose share coordinator is not the partition's leader (and whose group
     coordinator is the ``victim``, "leader" or "coordinator", so its membership moves
-    too): (cluster, group, topic id, data leader, share coordinator)."""
+    too; without a victim, neither, so describing its offsets asks another broker):
+    (cluster, group, topic id, data leader, share coordinator)."""
     built = cluster(3, configs=CONFIGS)
     admin = AdminClient({"bootstrap.servers": built.bootstrap})
     admin.create_topics([NewTopic(TOPIC, 1, 3)])[TOPIC].result(timeout=20)
@@ -99,8 +100,11 @@ def _setup(cluster, records: int, victim: str | None = None
         if share_coordinator == leader:
             continue
         candidates.append((group, share_coordinator))
-        wanted = {"leader": leader, "coordinator": share_coordinator}.get(victim or "")
-        if wanted is None or _coordinator(built, group, KEY_TYPE_GROUP) == wanted:
+        group_coordinator = _coordinator(built, group, KEY_TYPE_GROUP)
+        if victim is None:
+            if group_coordinator not in (leader, share_coordinator):
+                break
+        elif group_coordinator == {"leader": leader, "coordinator": share_coordinator}[victim]:
             break
     else:
         assert candidates, "every group's share coordinator is the data leader"
@@ -119,6 +123,15 @@ def _read_state(cluster, broker_id: int, group: str, tid: uuid.UUID) -> dict:
     return answer["results"][0]["partitions"][0]
 
 
+def _describe_offsets(cluster, group: str, topics: list | None) -> dict:
+    address = cluster.brokers[_coordinator(cluster, group, KEY_TYPE_GROUP)].address
+    described = raw_wire.call(address, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1,
+                              {"groups": [{"group_id": group, "topics": topics}]})
+    entry = described["groups"][0]
+    assert entry["error_code"] == 0, entry
+    return entry
+
+
 def test_acknowledgements_persist_at_a_remote_share_coordinator(cluster) -> None:
     built, group, tid, leader, share_coordinator = _setup(cluster, 60)
     consumer = share_consumer(built.bootstrap, group, TOPIC,
@@ -128,6 +141,7 @@ def test_acknowledgements_persist_at_a_remote_share_coordinator(cluster) -> None
     try:
         got = poll_until(consumer, lambda got: len(got) >= 60, timeout=30)
         assert sorted(m.offset() for m in got) == list(range(60))
+        _describe_offsets(built, group, None)  # what a broker caches now must not stick
         for m in got:
             consumer.acknowledge(m, AcknowledgeType.ACCEPT if m.offset() % 5
                                  else AcknowledgeType.REJECT)
@@ -140,6 +154,12 @@ def test_acknowledgements_persist_at_a_remote_share_coordinator(cluster) -> None
     assert state["error_code"] == 0, state
     assert state["start_offset"] == 60, state
     assert _read_state(built, leader, group, tid)["error_code"] == 16  # NOT_COORDINATOR
+    # DescribeShareGroupOffsets at the group coordinator reports the coordinator's state
+    # (the start offset, lag 0), whether the topics are named or not.
+    for topics in (None, [{"topic_name": TOPIC, "partitions": [0]}]):
+        entry = _describe_offsets(built, group, topics)
+        assert [(t["topic_name"], p["partition_index"], p["start_offset"], p["lag"])
+                for t in entry["topics"] for p in t["partitions"]] == [(TOPIC, 0, 60, 0)]
     # A new member of the group gets nothing again.
     again = share_consumer(built.bootstrap, group, TOPIC)
     try:
