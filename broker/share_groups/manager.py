@@ -44,6 +44,7 @@ from kafkette.broker.share_groups.batches import fetched_batches
 from kafkette.broker.share_groups.delivery_state import (
     AckBatch,
     DeliveryConfig,
+    RecordState,
     SharePartitionDelivery,
     StateBatch,
 )
@@ -335,6 +336,21 @@ class SharePartitionManager:
                 if changed:
                     await self._persist_quietly(key, share)
         self._released()
+        if self._clustered and not self.sessions.has_group(group_id):
+            await self._forget_idle_group(group_id)
+
+    async def _forget_idle_group(self, group_id: str) -> None:
+        """Cluster mode: no member of the group has a session here any more, so its share
+        partitions here hold nothing acquired and everything else is at the coordinator:
+        they are dropped, as Kafka's share partition manager drops an empty group's, and
+        the next fetch reads the coordinator's state again (which AlterShareGroupOffsets
+        or DeleteShareGroupOffsets may have changed meanwhile)."""
+        for key in [k for k in self._partitions if k[0] == group_id]:
+            share = self._partitions[key]
+            async with share.write_lock:
+                if (self._partitions.get(key) is share and not self.sessions.has_group(group_id)
+                        and share.delivery.count(RecordState.ACQUIRED) == 0):
+                    self._retire(key)
 
     async def _persist_quietly(self, key: ShareKey, share: _SharePartition) -> None:
         """A write nobody waits for (a release, an expiry): a failure is logged; the next
@@ -371,14 +387,16 @@ class SharePartitionManager:
 
     async def forget_groups(self, group_ids: Iterable[str]) -> None:
         """DeleteGroups: the groups' share partitions go with them, tombstoned."""
-        gone = set(group_ids)
-        persisted = await self._persisted_states()
-        keys = {k for k in self._partitions if k[0] in gone} | {
-            k for k in persisted if k[0] in gone
-        }
+        keys: set[ShareKey] = set()
+        for group_id in set(group_ids):
+            try:
+                keys |= await self._stored_keys(group_id)
+            except PersistError as exc:
+                log.warning("share state of group %s not deleted: %s", group_id, exc)
         for key in keys:
             self._retire(key)
-            persisted.pop(key, None)
+            if self._persisted is not None:
+                self._persisted.pop(key, None)
             try:
                 await self.persister.write(key, None)
             except PersistError as exc:
@@ -471,11 +489,25 @@ class SharePartitionManager:
                 out[(key[1], key[2])] = (delivery.start_offset, delivery.delivery_complete_count)
         return out
 
+    async def _stored_keys(self, group_id: str) -> set[ShareKey]:
+        """The group's share partitions with a state here or at their coordinators."""
+        live = {k for k in self._partitions if k[0] == group_id}
+        return live | {(group_id, tid, index) for tid, index in await self.start_offsets(group_id)}
+
     async def alter_start_offset(self, group_id: str, tid: uuid.UUID, index: int,
                                  offset: int) -> None:
         """AlterShareGroupOffsets (the group has no members): start over at ``offset``
         with nothing in flight, under a new state epoch; persisted. Raises PersistError."""
         key = (group_id, tid, index)
+        if self._clustered:
+            # At the coordinator, as InitializeShareGroupState: the new state epoch fences
+            # the data leader's copy, which is dropped and reloaded at its next write.
+            current = await self.persister.summary(key)
+            self._retire(key)
+            await self.persister.write(key, rec.ShareState(
+                rec.SNAPSHOT, 0, current.state_epoch + 1 if current is not None else 0, -1,
+                offset, (), delivery_complete_count=0))
+            return
         persisted = (await self._persisted_states()).get(key)
         share = self._partitions.get(key)
         if share is None:
@@ -495,13 +527,11 @@ class SharePartitionManager:
     async def forget_partitions(self, group_id: str, topic_ids: set[uuid.UUID]) -> None:
         """DeleteShareGroupOffsets: the group's share partitions of those topics go
         (tombstoned); a later fetch starts them again from share.auto.offset.reset."""
-        persisted = await self._persisted_states()
-        keys = {k for k in self._partitions if k[0] == group_id and k[1] in topic_ids} | {
-            k for k in persisted if k[0] == group_id and k[1] in topic_ids
-        }
+        keys = {k for k in await self._stored_keys(group_id) if k[1] in topic_ids}
         for key in keys:
             self._retire(key)
-            persisted.pop(key, None)
+            if self._persisted is not None:
+                self._persisted.pop(key, None)
             await self.persister.write(key, None)
 
     # Waiting ------------------------------------------------------------------------

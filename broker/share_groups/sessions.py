@@ -134,6 +134,10 @@ class ShareSessions:
             )
         return session
 
+    def has_group(self, group_id: str) -> bool:
+        """Whether a member of the group holds a share session here."""
+        return any(key[0] == group_id for key in self._sessions)
+
     def close(self, key: SessionKey) -> ShareSession | None:
         return self._sessions.pop(key, None)
 

@@ -166,6 +166,28 @@ def test_acknowledgements_persist_at_a_remote_share_coordinator(cluster) -> None
         assert nothing_more(again, 3.0) == []
     finally:
         again.close()
+    # AlterShareGroupOffsets at the group coordinator starts the share partition over at
+    # its coordinator; the data leader's copy does not outlive the group's last session.
+    group_coordinator = built.brokers[_coordinator(built, group, KEY_TYPE_GROUP)].address
+    altered = raw_wire.call(group_coordinator, ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, {
+        "group_id": group, "topics": [{"topic_name": TOPIC, "partitions": [
+            {"partition_index": 0, "start_offset": 30}]}]})
+    assert altered["error_code"] == 0, altered
+    assert altered["responses"][0]["partitions"][0]["error_code"] == 0, altered
+    entry = _describe_offsets(built, group, None)
+    assert [p["start_offset"] for t in entry["topics"] for p in t["partitions"]] == [30]
+    third = share_consumer(built.bootstrap, group, TOPIC)
+    try:
+        got = poll_until(third, lambda got: len(got) >= 30, timeout=30)
+        assert sorted(m.offset() for m in got) == list(range(30, 60))
+        third.commit_sync()
+    finally:
+        third.close()
+    deleted = raw_wire.call(group_coordinator, ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, {
+        "group_id": group, "topics": [{"topic_name": TOPIC}]})
+    assert deleted["error_code"] == 0 and deleted["responses"][0]["error_code"] == 0, deleted
+    assert _describe_offsets(built, group, None)["topics"] == []
+    assert _read_state(built, share_coordinator, group, tid)["start_offset"] == -1
     # Fencing at the coordinator, as Kafka's: a reader's newer leader epoch fences older
     # writers; InitializeShareGroupState's newer state epoch fences older ones.
     def call(api: int, version: int, **part) -> int:
