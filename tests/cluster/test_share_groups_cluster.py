@@ -12,11 +12,14 @@ leader, so the state goes over the wire:
 - kill -9 of the data partition's leader mid-delivery, then of the share coordinator:
   after the new leader (coordinator) serves, nothing whose acknowledgement the broker
   confirmed is delivered again, nothing acquired and unconfirmed is lost.
+- the data partition's leadership moved away and back without a kill (reassignment
+  reorder + preferred election): the same, and the coordinator's state ends complete.
 """
 
 from __future__ import annotations
 
 import random
+import threading
 import time
 import uuid
 
@@ -300,3 +303,134 @@ def test_kill_9_of_the_data_leader_mid_delivery(cluster) -> None:
 
 def test_kill_9_of_the_share_coordinator_mid_delivery(cluster) -> None:
     _kill_mid_delivery(cluster, "coordinator")
+
+
+def _move_leadership(built, wait_until, leader: int, to: int) -> None:
+    """Leadership of ``TOPIC``-0 to ``to`` without a kill: the replicas reordered
+    (AlterPartitionReassignments, ``to`` first), then ElectLeaders (preferred)."""
+    from confluent_kafka import ElectionType
+    from confluent_kafka import TopicPartition as CTopicPartition
+    from kafka import KafkaAdminClient, TopicPartition
+
+    state = wait_until(lambda: (s := built.partition_state(TOPIC, 0)) and sorted(
+        s["isr"]) == [1, 2, 3] and s, timeout=30, what="a full ISR before the move")
+    assert state["leader"] == leader, state
+    replicas = [to] + [b for b in (1, 2, 3) if b != to]
+    reassign = KafkaAdminClient(bootstrap_servers=built.bootstrap, request_timeout_ms=30000)
+    try:
+        assert reassign.alter_partition_reassignments(
+            {TopicPartition(TOPIC, 0): replicas}) == {TopicPartition(TOPIC, 0): None}
+        wait_until(lambda: reassign.list_partition_reassignments() == {}, timeout=30,
+                   what="the reorder done")
+    finally:
+        reassign.close()
+    admin = AdminClient({"bootstrap.servers": built.bootstrap})
+
+    def elected() -> dict | None:
+        s = built.partition_state(TOPIC, 0) or {}
+        if s.get("leader") == to:
+            return s
+        try:
+            admin.elect_leaders(ElectionType.PREFERRED, [CTopicPartition(TOPIC, 0)]).result(15)
+        except KafkaException:
+            pass  # asked again
+        return None
+
+    moved = wait_until(elected, timeout=30, what=f"broker {to} leading {TOPIC}-0")
+    assert moved["leader_epoch"] > state["leader_epoch"], (state, moved)
+
+
+@pytest.mark.parametrize("to_coordinator, ack_during_move", [
+    (False, False), (True, True)], ids=["via-third-broker", "via-share-coordinator"])
+def test_leadership_moves_away_and_back_mid_delivery(
+    cluster, wait_until, to_coordinator: bool, ack_during_move: bool
+) -> None:
+    """The data partition's leadership moves to another broker and back (replicas
+    reordered, then a preferred election: no kill) while a member acknowledges: every
+    record ends accepted, none whose acknowledgement was confirmed comes back, and the
+    share coordinator's state ends at start offset 200. The interim leader is the third
+    broker (the state stays remote), or the share coordinator itself (the state is local
+    there), the member then acknowledging what it holds while the leadership moves."""
+    records = 200
+    built, group, tid, leader, share_coordinator = _setup(cluster, records)
+    interim = share_coordinator if to_coordinator else next(
+        b for b in (1, 2, 3) if b not in (leader, share_coordinator))
+    confirmed: set[int] = set()
+    delivered: list[int] = []
+    reported: list = []
+
+    def acknowledge(consumer, messages: list) -> None:
+        for m in messages:
+            consumer.acknowledge(m, AcknowledgeType.ACCEPT)
+        try:
+            consumer.commit_sync()
+        except KafkaException:
+            pass  # what failed is not confirmed (the callback says which)
+        for offsets, error in reported:
+            if error is None:
+                for offs in offsets.values():
+                    confirmed.update(offs)
+        reported.clear()
+
+    consumer = share_consumer(built.bootstrap, group, TOPIC,
+                              **{"share.acknowledgement.mode": "explicit"})
+    consumer.set_acknowledgement_commit_callback(lambda o, e: reported.append((o, e)))
+    held: list = []  # delivered, not acknowledged yet (all must be before the next poll)
+
+    def step(what: str, accept: int | None, led_by: int) -> None:
+        """Poll, accept the first ``accept`` records (all: None), hold the rest."""
+        got = poll_until(consumer, lambda got: len(got) >= 20, timeout=30)
+        assert got, f"nothing delivered {what}:\n{built.logs()}"
+        for m in got:
+            assert m.offset() not in confirmed, f"offset {m.offset()} delivered again {what}"
+        delivered.extend(m.offset() for m in got)
+        cut = len(got) if accept is None else accept
+        acknowledge(consumer, got[:cut])
+        held.extend(got[cut:])
+        assert built.partition_state(TOPIC, 0)["leader"] == led_by
+
+    def acknowledge_held() -> None:
+        while held:
+            acknowledge(consumer, held[:10])
+            del held[:10]
+            time.sleep(0.02)
+
+    try:
+        step("before the moves", 20, leader)
+        assert len(confirmed) == 20, f"{sorted(confirmed)}:\n{built.logs()}"
+        if ack_during_move:
+            # Whatever the old leader confirms before it steps down is in the state the
+            # interim leader reads; the rest fails and is delivered again.
+            mover = threading.Thread(target=_move_leadership,
+                                     args=(built, wait_until, leader, interim))
+            mover.start()
+            acknowledge_held()
+            mover.join()
+        else:
+            _move_leadership(built, wait_until, leader, interim)
+            # Acquired from the old leader: the acknowledgements fail (INVALID_RECORD_STATE
+            # at the interim leader), the records come again from it.
+            acknowledge_held()
+            assert len(confirmed) == 20, sorted(confirmed)
+        before = len(confirmed)
+        step("from the interim leader", 30, interim)
+        assert len(confirmed) > before, (
+            f"no acknowledgement confirmed by the interim leader:\n{built.logs()}")
+        assert len(confirmed) < records, "everything acknowledged before the move back"
+        _move_leadership(built, wait_until, interim, leader)
+        acknowledge_held()
+        deadline = time.monotonic() + 60
+        while len(confirmed) < records and time.monotonic() < deadline:
+            step("after the move back", None, leader)
+    finally:
+        consumer.close()
+    missing = sorted(set(range(records)) - confirmed)
+    assert not missing, f"never accepted: {missing}\n{built.logs()}"
+    assert set(delivered) == set(range(records))
+    state = _read_state(built, share_coordinator, group, tid)
+    assert state["error_code"] == 0 and state["start_offset"] == records, state
+    again = share_consumer(built.bootstrap, group, TOPIC)
+    try:
+        assert nothing_more(again, 3.0) == []
+    finally:
+        again.close()
