@@ -193,6 +193,13 @@ class SharePartitionManager:
                                             created_ms=int(time.time() * 1000))
                 share.leader_epoch, share.partition = epoch, partition
                 self._partitions[key] = share
+                if self._clustered:
+                    log.info(
+                        "share partition %s starts in leader epoch %d at offset %d (%s)",
+                        key, epoch, share.delivery.start_offset,
+                        "its coordinator's state" if persisted is not None else
+                        f"share.auto.offset.reset={settings.auto_offset_reset}, high "
+                        f"watermark {partition.high_watermark}")
         else:
             share.delivery.config = self._delivery_config(settings)
         share.delivery.log_start_moved(partition.log_start_offset)
