@@ -11,7 +11,9 @@ max-timestamp query likewise answers the record that carries it
 Each partition is the one ``TopicRegistry.serving`` finds: in a cluster only
 the leader answers, in the client's ``current_leader_epoch`` (Kafka's fencing
 errors otherwise); "latest" is the high watermark (the log's HW is explicit
-there) and no timestamp query answers an offset at or past it.
+there) and no timestamp query answers an offset at or past it. A leader whose HW has
+not yet reached the start offset of its epoch answers OFFSET_NOT_AVAILABLE for those
+(Kafka's rule for clients' queries, v2+).
 """
 
 from __future__ import annotations
@@ -22,6 +24,12 @@ from typing import TYPE_CHECKING
 import trio
 
 from kafkette.broker.partitions import LEADER_EPOCH, Partition
+from kafkette.broker.partitions.offset_lookup import (
+    EARLIEST,
+    EARLIEST_LOCAL,
+    LATEST,
+    LATEST_TIERED,
+)
 from kafkette.broker.security.authorizer.checks import (
     DESCRIBE,
     topic_denied,
@@ -34,6 +42,16 @@ if TYPE_CHECKING:
     from kafkette.wire.connection import Request
 
 log = logging.getLogger("kafkette.offsets")
+
+
+def _not_known_yet(partition: Partition, timestamp: int, answered: int) -> bool:
+    """Kafka's OFFSET_NOT_AVAILABLE: a new leader's HW is still below its epoch's start
+    offset, so "latest" (and a timestamp found nowhere below that HW) may be short of
+    what the previous leader had committed; the client retries."""
+    if not partition.high_watermark_behind_epoch_start:
+        return False
+    return timestamp in (LATEST, LATEST_TIERED) or (
+        timestamp not in (EARLIEST, EARLIEST_LOCAL) and answered == -1)
 
 
 async def handle_list_offsets(broker: Broker, request: Request) -> dict:
@@ -69,12 +87,17 @@ async def handle_list_offsets(broker: Broker, request: Request) -> dict:
             results.append(result)
         topics.append({"name": topic["name"], "partitions": results})
 
+    client_query = request.header.api_version >= 2  # Kafka: an isolation level is given
+
     def run() -> None:
         for partition, timestamp, result in queries:
             try:
                 result["timestamp"], result["offset"] = partition.offset_for_timestamp(
                     timestamp, isolation_level
                 )
+                if client_query and _not_known_yet(partition, timestamp, result["offset"]):
+                    result["timestamp"] = result["offset"] = -1
+                    result["error_code"] = int(ErrorCode.OFFSET_NOT_AVAILABLE)
             except OSError as exc:
                 subject = f"{partition.topic}-{partition.index}"
                 storage_errors.failure("ListOffsets on", subject, exc)

@@ -57,6 +57,7 @@ class Partition:
         "bytes_out",
         "index",
         "leader_epoch",
+        "leader_epoch_start_offset",
         "log",
         "on_append",
         "records_in",
@@ -81,6 +82,10 @@ class Partition:
         # hook that moves the high watermark after any append (produce, coordinators,
         # markers). None on a single node, where the HW is the log end offset.
         self.on_append: Callable[[Partition], None] | None = None
+        # Cluster mode, while this broker leads: its log end offset when its leader epoch
+        # began (Kafka's leaderEpochStartOffset). Until the HW reaches it, the HW this
+        # broker inherited as a follower may be behind what was committed before.
+        self.leader_epoch_start_offset: int | None = None
         self._append_lock = trio.Lock()
         # Traffic since this broker opened the partition (Kafka's BrokerTopicMetrics, per
         # partition here): plain ints bumped once per partition per request by the
@@ -194,6 +199,13 @@ class Partition:
     @property
     def high_watermark(self) -> int:
         return self.log.high_watermark
+
+    @property
+    def high_watermark_behind_epoch_start(self) -> bool:
+        """A new leader whose HW has not yet reached its epoch's start offset: offsets
+        below the true HW are not known yet (ListOffsets: OFFSET_NOT_AVAILABLE)."""
+        start = self.leader_epoch_start_offset
+        return start is not None and start > self.log.high_watermark
 
     @property
     def last_stable_offset(self) -> int:
@@ -354,12 +366,14 @@ class Partition:
             self.leader_epoch = leader_epoch
             if leader_epoch > self.latest_epoch:
                 await trio.to_thread.run_sync(self.log.assign_leader_epoch, leader_epoch)
+            self.leader_epoch_start_offset = self.log.log_end_offset
             return install()
 
     async def become_follower(self, leader_epoch: int) -> None:
         """Follow in ``leader_epoch``: no produce append straddles the change."""
         async with self._append_lock:
             self.leader_epoch = leader_epoch
+            self.leader_epoch_start_offset = None
 
     # --- a follower's log (the replica fetcher) -----------------------------------------
 

@@ -171,6 +171,12 @@ class SharePartitionManager:
                 persisted = (await self._persisted_states()).get(key)
             start = None
             if persisted is None:
+                if (partition.high_watermark_behind_epoch_start
+                        and settings.auto_offset_reset.lower() != "earliest"):
+                    # The HW this new leader inherited may be short of the committed one:
+                    # "latest" (or a time) would start the share partition too early.
+                    raise PersistError(ErrorCode.OFFSET_NOT_AVAILABLE,
+                                       f"{key}: the high watermark is not known yet")
                 start = await trio.to_thread.run_sync(settings.start_offset, partition)
             if self._clustered and partition.leader_epoch != epoch:
                 raise PersistError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
@@ -280,7 +286,9 @@ class SharePartitionManager:
         try:
             share = await self._share_partition(key, partition)
         except PersistError as exc:
-            log.warning("share state of %s not read: %s", key, exc)
+            quiet = exc.code == ErrorCode.OFFSET_NOT_AVAILABLE  # passes once followers fetch
+            log.log(logging.DEBUG if quiet else logging.WARNING,
+                    "share state of %s not read: %s", key, exc)
             return Acquired()
         delivery = share.delivery
         if not delivery.can_acquire():

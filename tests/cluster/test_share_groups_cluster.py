@@ -18,13 +18,14 @@ leader, so the state goes over the wire:
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
 import uuid
 
 import pytest
-from confluent_kafka import AcknowledgeType, KafkaException
+from confluent_kafka import AcknowledgeType, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.harness import raw_wire
@@ -434,3 +435,80 @@ def test_leadership_moves_away_and_back_mid_delivery(
         assert nothing_more(again, 3.0) == []
     finally:
         again.close()
+
+
+def _log_bytes(cluster, broker_id: int, topic: str) -> int:
+    folder = cluster.brokers[broker_id].data_dir / f"{topic}-0"
+    return sum(p.stat().st_size for p in folder.glob("*.log"))
+
+
+def _list_latest(address: str, topic: str) -> dict:
+    answer = raw_wire.call(address, ApiKey.LIST_OFFSETS, 7, {
+        "replica_id": -1, "isolation_level": 0, "topics": [{"name": topic, "partitions": [
+            {"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}]}]})
+    return answer["topics"][0]["partitions"][0]
+
+
+def test_a_new_leader_behind_the_committed_high_watermark_waits_for_it(cluster) -> None:
+    """Kafka's OFFSET_NOT_AVAILABLE: a follower that becomes leader knows the HW only as
+    its old leader last told it; until the HW reaches the new epoch's start offset,
+    "latest" is not answered (ListOffsets) and a share partition does not start there
+    (it would start before records the group's ``latest`` means to skip)."""
+    # Sessions long enough that a frozen follower stays in the ISR throughout.
+    built = cluster(3, configs={**CONFIGS, "zookeeper.session.timeout.ms": "30000"})
+    admin = AdminClient({"bootstrap.servers": built.bootstrap})
+    controller = built.controller()
+    for attempt in range(10):
+        # A layout where the replica to freeze is the last in order and not the
+        # controller: the leader's successor is then the other follower.
+        topic = f"lagging{attempt}"
+        admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(timeout=20)
+        leader = built.wait_leader(topic, 0)
+        replicas = json.loads(built.zk().get(f"/brokers/topics/{topic}")[0])["partitions"]["0"]
+        successor, frozen = [r for r in replicas if r != leader]
+        if frozen != controller:
+            break
+    else:
+        raise AssertionError("no layout with a follower to freeze other than the controller")
+    deadline = time.monotonic() + 30
+    while len((built.partition_state(topic, 0) or {}).get("isr", [])) < 3:
+        assert time.monotonic() < deadline, built.partition_state(topic, 0)
+        time.sleep(0.1)
+    # The successor replicates; the frozen follower keeps every HW at 0 while in the ISR.
+    built.freeze(frozen)
+    producer = Producer({"bootstrap.servers": built.bootstrap_of(leader), "acks": "1"})
+    for i in range(40):
+        producer.produce(topic, value=str(i).encode(), partition=0)
+    assert producer.flush(10) == 0
+    while _log_bytes(built, successor, topic) < _log_bytes(built, leader, topic):
+        assert time.monotonic() < deadline, "the successor did not replicate"
+        time.sleep(0.05)
+    built.stop(leader)  # controlled shutdown: the successor leads at once
+    assert built.wait_leader(topic, 0, exclude=(leader,)) == successor
+    address = built.brokers[successor].address
+    deadline = time.monotonic() + 20
+    while (answer := _list_latest(address, topic))["error_code"] != 78:
+        assert answer["error_code"] in (6, 74, 75), answer  # the leadership still moving
+        assert time.monotonic() < deadline, answer
+        time.sleep(0.1)
+    # A share group starting now (share.auto.offset.reset=latest) must not start at 0.
+    consumer = share_consumer(built.bootstrap_of(successor), "late-group", topic)
+    try:
+        assert nothing_more(consumer, 2.0) == []
+        built.thaw(frozen)  # the frozen follower fetches: the HW reaches 40
+        deadline = time.monotonic() + 30
+        while (answer := _list_latest(address, topic))["error_code"] != 0:
+            assert answer["error_code"] == 78, answer
+            assert time.monotonic() < deadline, answer
+            time.sleep(0.1)
+        assert answer["offset"] == 40, answer
+        # The share partition starts at 40 once the HW is known: only what comes next.
+        got: list = []
+        deadline = time.monotonic() + 30
+        while not got:
+            produce(built.bootstrap_of(successor), topic, ["after"])
+            got = poll_until(consumer, lambda got: bool(got), timeout=2.0)
+            assert time.monotonic() < deadline, "the share group got nothing"
+        assert min(m.offset() for m in got) >= 40, [m.offset() for m in got]
+    finally:
+        consumer.close()
