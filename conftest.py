@@ -215,9 +215,9 @@ SLOWEST_FIRST = (
 )
 # Folders run as one unit of work (see the module's docstring).
 SHARED_SESSION_UNITS = ("spark-examples/", "tests/tools/")
-# Files run as one unit per test function: the codec's property tests are a minute and a
-# half of CPU in four functions; as one unit, started last among the quick files, they were
-# the run's last minute, with the other workers done.
+# Files run as one unit per test function: the codec's oracle tests are half a minute of CPU
+# in four functions (a minute and a half with hypothesis drawing every value); as one unit,
+# started last among the quick files, they were the run's last minute, other workers done.
 SPLIT_BY_FUNCTION = ("tests/wire/test_codec.py",)
 
 

@@ -372,6 +372,11 @@ class Broker:
                 await self.groups.start(background)
                 await self.transactions.start(background)
                 if self.cluster is not None:
+                    from kafkette.broker.share_groups.group_configs import (
+                        open_cluster_group_configs,
+                    )
+
+                    await open_cluster_group_configs(self, background)
                     await self.share_coordinator.start(background)
                 task_status.started(Endpoint(self.listen.host, listeners[0].port))
                 await self._stop.wait()

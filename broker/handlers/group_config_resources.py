@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from kafkette.broker.durable_store import StoreUnavailable
 from kafkette.broker.handlers.config_entries import SOURCE_DEFAULT, _entry
 from kafkette.broker.security.authorizer.checks import ALTER_CONFIGS, DESCRIBE_CONFIGS, group_denied
 from kafkette.broker.share_groups.group_configs import (
@@ -92,5 +93,11 @@ async def alter_group_resource(broker: Broker, request: Request, resource: dict,
         return
     if validate_only:
         return
-    await trio.to_thread.run_sync(store.replace, group_id, configs)
+    try:
+        await trio.to_thread.run_sync(store.replace, group_id, configs)
+    except (OSError, StoreUnavailable) as exc:  # the file or ZooKeeper: nothing changed
+        log.warning("group %s configs not changed: %s", group_id, exc)
+        response["error_code"] = int(ErrorCode.UNKNOWN_SERVER_ERROR)
+        response["error_message"] = f"could not store the group configs: {exc}"
+        return
     log.info("group %s configs now %s", group_id, configs)

@@ -34,8 +34,10 @@ log = logging.getLogger("kafkette.share")
 UNINITIALIZED = -1
 
 
-def _group_state(broker: Broker, group_id: str) -> tuple[int, str | None]:
-    """NONE, or why ``group_id`` is not a share group here."""
+async def _group_state(broker: Broker, group_id: str) -> tuple[int, str | None]:
+    """NONE, or why ``group_id`` is not a share group here. A group known only by its
+    share-partition state (a cluster's coordinator after a restart, before any member
+    rejoined) is a share group again, empty, as Kafka's records keep it."""
     coordinator_error = broker.groups.coordinator_error(group_id)
     if coordinator_error != ErrorCode.NONE:
         return coordinator_error, None
@@ -46,6 +48,14 @@ def _group_state(broker: Broker, group_id: str) -> tuple[int, str | None]:
         state.consumer_groups.is_consumer_group(group_id)
     ):
         return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
+    if await broker.share_partitions.has_stored_state(group_id):
+
+        def ensure(state, now):
+            state.share_groups.ensure(group_id)
+            return state.outcome(None)
+
+        await broker.groups.run(ensure, group_id)
+        return ErrorCode.NONE, None
     return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
 
 
@@ -60,7 +70,7 @@ async def handle_describe_share_group_offsets(broker: Broker, request: Request) 
         if group_denied(broker, request, DESCRIBE, group_id):
             entry["error_code"] = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
             continue
-        error, message = _group_state(broker, group_id)
+        error, message = await _group_state(broker, group_id)
         if error != ErrorCode.NONE:
             entry["error_code"], entry["error_message"] = int(error), message
             continue
@@ -134,10 +144,8 @@ async def handle_alter_share_group_offsets(broker: Broker, request: Request) -> 
     error = broker.groups.coordinator_error(group_id)
     if error != ErrorCode.NONE:
         return _top(error)
-    state = broker.groups.state
-    if not state.is_share_group(group_id) and _group_state(broker, group_id)[1] != (
-        f"Group {group_id} not found."
-    ):
+    error, message = await _group_state(broker, group_id)
+    if error != ErrorCode.NONE and message != f"Group {group_id} not found.":
         return _top(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
 
     def ensure_empty(state, now):
@@ -181,7 +189,7 @@ async def handle_delete_share_group_offsets(broker: Broker, request: Request) ->
         return _top(ErrorCode.INVALID_GROUP_ID)
     if group_denied(broker, request, DELETE, group_id):
         return _top(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    error, message = _group_state(broker, group_id)
+    error, message = await _group_state(broker, group_id)
     if error != ErrorCode.NONE:
         return _top(error, message)
     if broker.groups.state.share_groups.groups[group_id].members:

@@ -7,7 +7,8 @@ used is ``share.auto.offset.reset``: where a new share partition starts (``lates
 by default, so a new group sees only what is produced after it first fetches).
 
 On a single node they are kept in ``group-configs.json`` in the data dir (replaced
-atomically, read at first use): ``{"version": 1, "groups": {"<group>": {name: value}}}``.
+atomically, read at first use): ``{"version": 1, "groups": {"<group>": {name: value}}}``;
+in a cluster in ZooKeeper, shared by every broker (``group_config_zk.py``).
 Only the ``share.*`` names are served; the validators and messages are Kafka's.
 """
 
@@ -21,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import trio
+
 from kafkette.broker.durable_store import StoreFileError
 from kafkette.log.checkpoint import atomic_write
 
@@ -28,6 +31,7 @@ if TYPE_CHECKING:
     from kafkette.broker.groups.config import GroupConfig
     from kafkette.broker.partitions import Partition
     from kafkette.broker.server import Broker
+    from kafkette.broker.share_groups.group_config_zk import ZkGroupConfigStore
 
 FILE_NAME = "group-configs.json"
 RESOURCE_GROUP = 32  # Kafka's ConfigResource.Type.GROUP
@@ -165,9 +169,20 @@ class GroupConfigStore:
 _stores: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def store_of(broker: Broker) -> GroupConfigStore:
-    """The broker's store, made on first use (a broker that never sees a group config
-    reads no file)."""
+async def open_cluster_group_configs(broker: Broker, nursery: trio.Nursery) -> None:
+    """Cluster mode, at start: the group configs shared in ZooKeeper
+    (``group_config_zk.py``), loaded before the broker serves."""
+    from kafkette.broker.share_groups.group_config_zk import ZkGroupConfigStore
+
+    assert broker.cluster is not None
+    store = ZkGroupConfigStore(broker.cluster.session)
+    await store.start(nursery)
+    _stores[broker] = store
+
+
+def store_of(broker: Broker) -> GroupConfigStore | ZkGroupConfigStore:
+    """The broker's store: a cluster's, opened at start; a single node's file, made on
+    first use (a broker that never sees a group config reads no file)."""
     store = _stores.get(broker)
     if store is None:
         store = _stores[broker] = GroupConfigStore(Path(broker.config.data_dir) / FILE_NAME)

@@ -504,6 +504,17 @@ class SharePartitionManager:
                 out[(key[1], key[2])] = (delivery.start_offset, delivery.delivery_complete_count)
         return out
 
+    async def has_stored_state(self, group_id: str) -> bool:
+        """Whether the group has a share partition's state, here or (in a cluster) at
+        its coordinators; False if they cannot be asked now."""
+        if any(key[0] == group_id for key in self._partitions):
+            return True
+        try:
+            return bool(await self.start_offsets(group_id))
+        except PersistError as exc:
+            log.info("share state of group %s not read: %s", group_id, exc)
+            return False
+
     async def _stored_keys(self, group_id: str) -> set[ShareKey]:
         """The group's share partitions with a state here or at their coordinators."""
         live = {k for k in self._partitions if k[0] == group_id}

@@ -70,7 +70,8 @@ def _coordinator(cluster, key: str, key_type: int, timeout: float = 30.0) -> int
 
 
 def _set_earliest(cluster, group: str) -> None:
-    """share.auto.offset.reset=earliest on every broker (group configs are per broker)."""
+    """share.auto.offset.reset=earliest through one broker: group configs live in
+    ZooKeeper, so every broker describes (and runs the group with) it at once."""
     body = {
         "resources": [{
             "resource_type": 32, "resource_name": group,
@@ -79,10 +80,24 @@ def _set_earliest(cluster, group: str) -> None:
         }],
         "validate_only": False,
     }
-    for broker_id in cluster.running():
-        answer = raw_wire.call(cluster.brokers[broker_id].address,
-                               ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body)
-        assert answer["responses"][0]["error_code"] == 0, answer
+    first, *others = cluster.running()
+    answer = raw_wire.call(cluster.brokers[first].address,
+                           ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body)
+    assert answer["responses"][0]["error_code"] == 0, answer
+    describe = {"resources": [{"resource_type": 32, "resource_name": group,
+                               "configuration_keys": ["share.auto.offset.reset"]}],
+                "include_synonyms": False, "include_documentation": False}
+    for broker_id in others:
+        deadline = time.monotonic() + 10
+        while True:
+            answer = raw_wire.call(cluster.brokers[broker_id].address,
+                                   ApiKey.DESCRIBE_CONFIGS, 4, describe)
+            entries = answer["results"][0]["configs"]
+            if [(e["name"], e["value"]) for e in entries] == [
+                    ("share.auto.offset.reset", "earliest")]:
+                break
+            assert time.monotonic() < deadline, (broker_id, answer)
+            time.sleep(0.05)
 
 
 def _setup(cluster, records: int, victim: str | None = None
@@ -128,10 +143,22 @@ def _read_state(cluster, broker_id: int, group: str, tid: uuid.UUID) -> dict:
 
 
 def _describe_offsets(cluster, group: str, topics: list | None) -> dict:
-    address = cluster.brokers[_coordinator(cluster, group, KEY_TYPE_GROUP)].address
-    described = raw_wire.call(address, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1,
-                              {"groups": [{"group_id": group, "topics": topics}]})
-    entry = described["groups"][0]
+    """DescribeShareGroupOffsets v1 at the group's coordinator (found again while the
+    coordinator moves: COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR)."""
+    deadline = time.monotonic() + 30
+    while True:
+        address = cluster.brokers[_coordinator(cluster, group, KEY_TYPE_GROUP)].address
+        try:
+            described = raw_wire.call(address, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1,
+                                      {"groups": [{"group_id": group, "topics": topics}]})
+        except OSError:  # a stopped coordinator, still named by a broker's metadata
+            assert time.monotonic() < deadline, f"{address} does not answer"
+            time.sleep(0.1)
+            continue
+        entry = described["groups"][0]
+        if entry["error_code"] not in (14, 15, 16) or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     assert entry["error_code"] == 0, entry
     return entry
 
@@ -187,6 +214,13 @@ def test_acknowledgements_persist_at_a_remote_share_coordinator(cluster) -> None
         third.commit_sync()
     finally:
         third.close()
+    # The group coordinator goes; its successor never saw a member of the group, yet
+    # knows it by its share state (as Kafka's coordinator knows it by its records).
+    gone = _coordinator(built, group, KEY_TYPE_GROUP)
+    built.stop(gone)
+    entry = _describe_offsets(built, group, None)
+    assert [p["start_offset"] for t in entry["topics"] for p in t["partitions"]] == [60]
+    group_coordinator = built.brokers[_coordinator(built, group, KEY_TYPE_GROUP)].address
     deleted = raw_wire.call(group_coordinator, ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, {
         "group_id": group, "topics": [{"topic_name": TOPIC}]})
     assert deleted["error_code"] == 0 and deleted["responses"][0]["error_code"] == 0, deleted
