@@ -45,8 +45,13 @@ class ZkGroupConfigStore:
         self._watch = session.watcher(self._mark)
 
     async def start(self, nursery: trio.Nursery) -> None:
-        """Load every group's configs (before the broker serves), then follow changes."""
-        await self._reload()
+        """Load every group's configs (before the broker serves), then follow changes;
+        a ZooKeeper error now is retried by the follower, the broker starts anyway."""
+        try:
+            await self._reload()
+        except StoreUnavailable as exc:
+            log.warning("group configs not loaded yet: %s", exc)
+            self._mark()
         self._session.on_state(lambda _state: self._mark())
         nursery.start_soon(self._follow)
 
