@@ -119,7 +119,7 @@ class ZkAdmin:
                 raise TopicError(
                     ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
                 )
-            _set_or_create(client, znodes.topic_config_path(name),
+            set_or_create(client, znodes.topic_config_path(name),
                            znodes.encode_topic_config(dict(configs)))
             try:
                 client.create(znodes.topic_path(name), znodes.encode_topic(topic_id, replicas))
@@ -261,7 +261,7 @@ class ZkAdmin:
                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                     "This server does not host this topic-partition.",
                 )
-            _set_or_create(client, znodes.topic_config_path(name),
+            set_or_create(client, znodes.topic_config_path(name),
                            znodes.encode_topic_config(dict(configs)))
 
         await self._run(write)
@@ -294,7 +294,8 @@ class ZkAdmin:
         return result
 
 
-def _set_or_create(client: KazooClient, path: str, data: bytes) -> None:
+def set_or_create(client: KazooClient, path: str, data: bytes) -> None:
+    """Worker thread: the znode holds ``data``, made (with its parents) if missing."""
     try:
         client.set(path, data)
     except NoNodeError:

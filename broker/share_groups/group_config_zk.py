@@ -102,8 +102,10 @@ class ZkGroupConfigStore:
 
     def replace(self, group_id: str, configs: dict[str, str]) -> None:
         """Worker thread: set the group's whole set (empty: none) in ZooKeeper, then here."""
-        from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
+        from kazoo.exceptions import KazooException, NoNodeError
         from kazoo.handlers.threading import KazooTimeoutError
+
+        from kafkette.broker.cluster.zk_admin import set_or_create
 
         client = self._session.client
         path = f"{ROOT}/{sanitize(group_id)}"
@@ -114,14 +116,7 @@ class ZkGroupConfigStore:
                 except NoNodeError:
                     pass
             else:
-                document = encode_config(configs)
-                try:
-                    client.set(path, document)
-                except NoNodeError:
-                    try:
-                        client.create(path, document, makepath=True)
-                    except NodeExistsError:
-                        client.set(path, document)
+                set_or_create(client, path, encode_config(configs))
         except (KazooException, KazooTimeoutError) as exc:
             raise StoreUnavailable(f"ZooKeeper error on group {group_id}'s configs: {exc!r}"
                                    ) from None

@@ -13,15 +13,7 @@ from hypothesis import strategies as st
 
 from kafkette.wire import primitives as p
 from kafkette.wire.exceptions import EncodeError, MalformedFrameError
-
-INT_TYPES = {
-    "int8": (-(2**7), 2**7 - 1),
-    "int16": (-(2**15), 2**15 - 1),
-    "uint16": (0, 2**16 - 1),
-    "int32": (-(2**31), 2**31 - 1),
-    "uint32": (0, 2**32 - 1),
-    "int64": (-(2**63), 2**63 - 1),
-}
+from tests.wire.message_values import INT_RANGES as INT_TYPES
 
 # (reader, writer, strategy of values it carries)
 CODECS = {
