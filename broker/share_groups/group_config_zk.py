@@ -59,15 +59,22 @@ class ZkGroupConfigStore:
         self._changed.set()
 
     async def _follow(self) -> None:
+        failing = False  # one warning per ZooKeeper outage, not one per retry
         while True:
             await self._changed.wait()
             self._changed = trio.Event()
             try:
                 await self._reload()
             except StoreUnavailable as exc:
-                log.warning("group configs not reloaded: %s", exc)
+                if not failing:
+                    log.warning("group configs not reloaded, retrying: %s", exc)
+                failing = True
                 await trio.sleep(RETRY_S)
                 self._changed.set()
+                continue
+            if failing:
+                log.info("group configs reloaded from ZooKeeper")
+            failing = False
 
     async def _reload(self) -> None:
         from kazoo.exceptions import KazooException
