@@ -86,6 +86,17 @@ def replay_batches(partition: Partition) -> Iterator[tuple[BatchHeader, list[Rec
             offset = header.next_offset
 
 
+# A coordinator's write to its internal topic that did not commit, as Kafka's coordinators
+# answer it (normalizeException): leadership gone -> NOT_COORDINATOR (the client finds the
+# new one); too few replicas or no commit in time -> COORDINATOR_NOT_AVAILABLE (retry).
+COORDINATOR_WRITE_ERRORS = {
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+}
+
+
 async def append_committed(
     partition: Partition,
     batch: bytearray,

@@ -49,6 +49,7 @@ from kafkette.broker import groups
 from kafkette.broker.clock import now_ms
 from kafkette.broker.groups.config import GroupConfig
 from kafkette.broker.internal_topics import (
+    COORDINATOR_WRITE_ERRORS,
     OFFSETS_TOPIC,
     append_uncommitted,
     create_if_missing,
@@ -81,15 +82,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kafkette.groups")
 
-# A cluster write that did not commit, as Kafka 4.0's group coordinator answers it
-# (normalizeException): leadership gone -> NOT_COORDINATOR (find the new one);
-# too few replicas or no commit in time -> COORDINATOR_NOT_AVAILABLE (retry).
-_WRITE_ERRORS = {
-    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-}
 
 
 
@@ -505,7 +497,8 @@ class GroupCoordinator:
                         "write to %s not committed: %s", partition_name(commit.index), error.name
                     )
                     failure = CoordinatorUnavailable(
-                        error.name, _WRITE_ERRORS.get(error, ErrorCode.UNKNOWN_SERVER_ERROR)
+                        error.name,
+                        COORDINATOR_WRITE_ERRORS.get(error, ErrorCode.UNKNOWN_SERVER_ERROR),
                     )
                     break
         finally:
@@ -640,7 +633,7 @@ class GroupCoordinator:
             if error != ErrorCode.NONE:  # cluster mode: not appended
                 log.info("write to %s not committed: %s", partition_name(index), error.name)
                 raise CoordinatorUnavailable(
-                    error.name, _WRITE_ERRORS.get(error, ErrorCode.UNKNOWN_SERVER_ERROR)
+                    error.name, COORDINATOR_WRITE_ERRORS.get(error, ErrorCode.UNKNOWN_SERVER_ERROR)
                 )
             if commit is not None:
                 commits.append(_Commit(index, commit))

@@ -351,16 +351,28 @@ def _add_leader_hints(broker: Broker, request: Request, topics: list[dict], resu
         for response in topic["partitions"]:
             if response["error_code"] not in _LEADER_MOVED:
                 continue
-            current = broker.topics.current_leader(topic["topic"], response["partition_index"])
-            if current is None:
-                continue
-            leader, epoch = current
-            response["current_leader"] = {"leader_id": leader, "leader_epoch": epoch}
-            if leader >= 0:
-                leaders.add(leader)
-    if not leaders:
+            note_current_leader(broker, topic["topic"], response["partition_index"], response,
+                                leaders)
+    if leaders:
+        result["node_endpoints"] = leader_endpoints(broker, request, leaders)
+
+
+def note_current_leader(broker: Broker, topic: str, index: int, answer: dict,
+                        leaders: set[int]) -> None:
+    """KIP-951: the partition's answer carries the leader this broker knows (if any),
+    whose id joins ``leaders`` (Fetch and ShareFetch)."""
+    current = broker.topics.current_leader(topic, index)
+    if current is None:
         return
-    result["node_endpoints"] = [
+    leader, epoch = current
+    answer["current_leader"] = {"leader_id": leader, "leader_epoch": epoch}
+    if leader >= 0:
+        leaders.add(leader)
+
+
+def leader_endpoints(broker: Broker, request: Request, leaders: set[int]) -> list[dict]:
+    """KIP-951's ``node_endpoints``: where to reach ``leaders`` on the request's listener."""
+    return [
         {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
         for b in broker.topology.brokers(listener_of(request))
         if b.node_id in leaders

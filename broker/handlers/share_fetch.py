@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from kafkette.broker.handlers.fetch import leader_endpoints, note_current_leader
 from kafkette.broker.security.authorizer.checks import READ, group_denied, topic_denied
-from kafkette.broker.security.session import listener_of
 from kafkette.broker.share_groups.delivery_state import (
     AckBatch,
     AckType,
@@ -163,20 +163,9 @@ def _leader_hints(broker: Broker, request: Request,
                 answer["error_code"], answer["acknowledge_error_code"]):
             continue
         meta = broker.topics.by_id(tid)
-        current = None if meta is None else broker.topics.current_leader(meta.name, index)
-        if current is None:
-            continue
-        leader, epoch = current
-        answer["current_leader"] = {"leader_id": leader, "leader_epoch": epoch}
-        if leader >= 0:
-            leaders.add(leader)
-    if not leaders:
-        return []
-    return [
-        {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
-        for b in broker.topology.brokers(listener_of(request))
-        if b.node_id in leaders
-    ]
+        if meta is not None:
+            note_current_leader(broker, meta.name, index, answer, leaders)
+    return leader_endpoints(broker, request, leaders) if leaders else []
 
 
 def _partition_answer(index: int, partition: Partition | None, broker: Broker,

@@ -35,7 +35,11 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from kafkette.broker.internal_topics import SHARE_STATE_TOPIC, append_committed
+from kafkette.broker.internal_topics import (
+    COORDINATOR_WRITE_ERRORS,
+    SHARE_STATE_TOPIC,
+    append_committed,
+)
 from kafkette.broker.share_groups import state_records as rec
 from kafkette.broker.share_groups.persister import (
     _read_states,
@@ -52,15 +56,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kafkette.share")
 
-# A write that did not commit, as the group coordinator maps it: leadership gone ->
-# NOT_COORDINATOR (the writer finds the new one), too few replicas or too slow ->
-# COORDINATOR_NOT_AVAILABLE (retry).
-_WRITE_ERRORS = {
-    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-}
 
 UNINITIALIZED = rec.ShareState(rec.SNAPSHOT, 0, 0, -1, -1, ())
 
@@ -281,4 +276,4 @@ class ShareCoordinator:
         except Exception as exc:  # storage failure
             log.warning("writing %s-%d failed: %s", SHARE_STATE_TOPIC, index, exc)
             return ErrorCode.KAFKA_STORAGE_ERROR
-        return _WRITE_ERRORS.get(error, error)
+        return COORDINATOR_WRITE_ERRORS.get(error, error)

@@ -52,6 +52,7 @@ from kafkette.broker.clock import now_ms
 from kafkette.broker.features import TRANSACTION_VERSION
 from kafkette.broker.groups.partitioning import java_string_hash, kafka_abs
 from kafkette.broker.internal_topics import (
+    COORDINATOR_WRITE_ERRORS,
     OFFSETS_TOPIC,
     TRANSACTION_STATE_TOPIC,
     append_committed,
@@ -97,13 +98,6 @@ MARKER_RETRY_SECONDS = 0.5
 # Cluster mode: how long a write of __transaction_state or a marker waits to be
 # committed (Kafka's coordinator uses request.timeout.ms, 30000).
 COMMIT_TIMEOUT_S = 30.0
-# A cluster write that did not commit, as Kafka's TransactionStateManager answers it.
-_WRITE_ERRORS = {
-    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-}
 # Leader epoch of __transaction_state: the coordinator epoch every marker carries.
 COORDINATOR_EPOCH = LEADER_EPOCH
 # Marker errors after which that partition is done (Kafka's completion handler drops
@@ -784,7 +778,7 @@ class TransactionCoordinator:
             log.info(
                 "write to %s-%d not committed: %s", TRANSACTION_STATE_TOPIC, index, error.name
             )
-            raise _WriteFailed(_WRITE_ERRORS.get(error, ErrorCode.UNKNOWN_SERVER_ERROR))
+            raise _WriteFailed(COORDINATOR_WRITE_ERRORS.get(error, ErrorCode.UNKNOWN_SERVER_ERROR))
 
     async def _allocate_producer_id(self) -> int | None:
         try:
