@@ -217,10 +217,11 @@ class ProducerStateTable:
         for batch in entry.batches:
             if batch.first_sequence == first_sequence and batch.last_sequence == last_sequence:
                 return SequenceVerdict(duplicate_of=batch)
-        if entry.batches:
-            expected = (entry.batches[-1].last_sequence + 1) % SEQUENCE_SPACE
-            if header.base_sequence != expected:
-                return SequenceVerdict(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
+        # No batch at this epoch yet (a marker started it): the sequence starts at 0, as
+        # Kafka's inSequence(NO_SEQUENCE, first) says.
+        last = entry.batches[-1].last_sequence if entry.batches else -1
+        if header.base_sequence != (last + 1) % SEQUENCE_SPACE:
+            return SequenceVerdict(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
         return APPEND
 
     def _entry_for(self, producer_id: int, epoch: int) -> ProducerEntry:

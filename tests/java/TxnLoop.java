@@ -22,7 +22,18 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringSerializer;
 
 public class TxnLoop {
-    public static void main(String[] args) throws Exception {
+    public static void main(String[] args) {
+        try {
+            run(args);
+        } catch (Throwable failure) {
+            // The source launcher trims a failure's stack trace and can fail doing so
+            // (JDK 17: "IllegalArgumentException: 0 > -7"), hiding the cause: print it here.
+            failure.printStackTrace();
+            System.exit(1);
+        }
+    }
+
+    static void run(String[] args) throws Exception {
         String bootstrap = args[0];
         String topic = args[1];
         String transactionalId = args[2];

@@ -180,6 +180,15 @@ def test_sequence_and_epoch_rules(tmp_path, clock):
     entry = log.producer_state.table.get(5)
     assert entry is not None and entry.epoch == 4 and entry.coordinator_epoch == 5
     assert list(entry.batches) == []
+    # Not 1 (its batch at 0 refused and retried, a later one in flight arrives first):
+    # Kafka's inSequence(NO_SEQUENCE, 1) is false. Accepting it left the retried batch
+    # at 0 out of order for good (a transactions-v2 producer, whose every transaction
+    # starts such an epoch).
+    skipped = TxnProducer(5, epoch=4)
+    skipped.sequence = 1
+    assert log.check_sequence(validate_batch(skipped.data(1))).error == (
+        ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    )
     bumped = TxnProducer(5, epoch=4)
     append(log, bumped.data(1))
     assert log.open_transactions() == [(5, log.log_end_offset - 1)]
