@@ -120,7 +120,7 @@ class ZkAdmin:
                     ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
                 )
             set_or_create(client, znodes.topic_config_path(name),
-                           znodes.encode_topic_config(dict(configs)))
+                          znodes.encode_topic_config(dict(configs)))
             try:
                 client.create(znodes.topic_path(name), znodes.encode_topic(topic_id, replicas))
             except NodeExistsError:
@@ -262,7 +262,7 @@ class ZkAdmin:
                     "This server does not host this topic-partition.",
                 )
             set_or_create(client, znodes.topic_config_path(name),
-                           znodes.encode_topic_config(dict(configs)))
+                          znodes.encode_topic_config(dict(configs)))
 
         await self._run(write)
 

@@ -83,8 +83,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkette.groups")
 
 
-
-
 def offsets_topic_configs(config: GroupConfig) -> dict[str, str]:
     """``__consumer_offsets`` is compacted, as in Kafka: the latest commit per group and
     partition stays, older ones (and the tombstones of expired offsets and groups) go."""

@@ -34,6 +34,14 @@ log = logging.getLogger("kafkette.share")
 UNINITIALIZED = -1
 
 
+def _another_kind_of_group(broker: Broker, group_id: str) -> bool:
+    """A classic or consumer group has this id: no share group may take it."""
+    state = broker.groups.state
+    return state.classic.classic_group_members(group_id) is not None or (
+        state.consumer_groups.is_consumer_group(group_id)
+    )
+
+
 async def _group_state(broker: Broker, group_id: str) -> tuple[int, str | None]:
     """NONE, or why ``group_id`` is not a share group here. A group known only by its
     share-partition state (a cluster's coordinator after a restart, before any member
@@ -41,12 +49,9 @@ async def _group_state(broker: Broker, group_id: str) -> tuple[int, str | None]:
     coordinator_error = broker.groups.coordinator_error(group_id)
     if coordinator_error != ErrorCode.NONE:
         return coordinator_error, None
-    state = broker.groups.state
-    if state.is_share_group(group_id):
+    if broker.groups.state.is_share_group(group_id):
         return ErrorCode.NONE, None
-    if state.classic.classic_group_members(group_id) is not None or (
-        state.consumer_groups.is_consumer_group(group_id)
-    ):
+    if _another_kind_of_group(broker, group_id):
         return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
     if await broker.share_partitions.has_stored_state(group_id):
 
@@ -144,8 +149,7 @@ async def handle_alter_share_group_offsets(broker: Broker, request: Request) -> 
     error = broker.groups.coordinator_error(group_id)
     if error != ErrorCode.NONE:
         return _top(error)
-    error, message = await _group_state(broker, group_id)
-    if error != ErrorCode.NONE and message != f"Group {group_id} not found.":
+    if _another_kind_of_group(broker, group_id):  # else a share group, made if unknown
         return _top(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
 
     def ensure_empty(state, now):
