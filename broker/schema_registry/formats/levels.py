@@ -1,0 +1,39 @@
+"""Confluent's compatibility levels over a format's reader/writer ``check``.
+
+BACKWARD: the new schema reads data written with the latest; FORWARD: the latest reads the
+new one's; FULL: both. ``_TRANSITIVE``: against every live version, newest first, stopping
+at the first that fails. NONE: no check. A different schema type than a previous version's
+is incompatible at any level but NONE.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kafkette.broker.schema_registry.formats import ParsedSchema, check
+
+DIFFERENT_TYPE = "Incompatible because of different schema type"
+
+
+def check_level(
+    level: str, new: ParsedSchema, previous: Sequence[tuple[int, ParsedSchema]]
+) -> list[str]:
+    """Messages saying why ``new`` breaks ``level`` against ``previous`` (live versions as
+    (version, schema), oldest first); [] when compatible."""
+    level = level.upper()
+    if level == "NONE" or not previous:
+        return []
+    transitive = level.endswith("_TRANSITIVE")
+    base = level.removesuffix("_TRANSITIVE")
+    against = list(reversed(previous)) if transitive else [previous[-1]]
+    for _version, old in against:
+        if old.schema_type != new.schema_type:
+            return [DIFFERENT_TYPE]
+        messages: list[str] = []
+        if base in ("BACKWARD", "FULL"):
+            messages += check(new, old)
+        if base in ("FORWARD", "FULL"):
+            messages += check(old, new)
+        if messages:
+            return messages
+    return []
