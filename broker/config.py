@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from kafkette.broker.groups.config import GroupConfig
 from kafkette.broker.network.connection_limits import parse_ip_overrides
+from kafkette.broker.schema_registry.config import SchemaRegistryConfig
 from kafkette.broker.transactions.config import TransactionConfig
 from kafkette.log.config import CleanerConfig, LogConfig, log_config_from_broker_props
 
@@ -702,6 +703,9 @@ class BrokerConfig:
     cleaner: CleanerConfig = field(default_factory=CleanerConfig)
     groups: GroupConfig = field(default_factory=GroupConfig)
     transactions: TransactionConfig = field(default_factory=TransactionConfig)
+    # The schema registry (broker/schema_registry, docs/schema-registry.md): enabled when
+    # ``schema.registry.listeners`` is set.
+    schema_registry: SchemaRegistryConfig = field(default_factory=SchemaRegistryConfig)
     # Set when zookeeper.connect is: this broker is one of a cluster (docs/cluster.md).
     cluster: ClusterConfig | None = None
     explicit: Mapping[str, str] = field(default_factory=dict)
@@ -1016,6 +1020,7 @@ def load_config(props: Mapping[str, str], *, data_dir: Path | None = None) -> Br
         cleaner=cleaner,
         groups=GroupConfig.from_properties(props),
         transactions=TransactionConfig.from_properties(props),
+        schema_registry=SchemaRegistryConfig.from_properties(props),
         cluster=_cluster_config(props, node_id),
         explicit=dict(props),
     )
