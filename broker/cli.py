@@ -23,11 +23,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import trio
 
+    from kafkette.broker.config import BrokerConfig
     from kafkette.broker.server import Broker, Endpoint
 
 log = logging.getLogger("kafkette")
 
 DEFAULT_UI_LISTEN = "127.0.0.1:8080"
+DEFAULT_SCHEMA_REGISTRY_LISTEN = "127.0.0.1:8081"
 
 
 SERVE_EXAMPLES = """examples:
@@ -35,8 +37,10 @@ SERVE_EXAMPLES = """examples:
   kafkette serve --listen 0.0.0.0:9092 --advertised-listener myhost:9092
   kafkette serve --data-dir /tmp/k --config num.partitions=3 --config log.retention.ms=60000
   kafkette serve --config-file server.properties --log-level DEBUG
-  kafkette serve --config listeners=PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093 \
-      --config ssl.keystore.type=PKCS12 --config ssl.keystore.location=broker.p12 \
+  kafkette serve --schema-registry                # + a schema registry on 127.0.0.1:8081
+  kafkette serve --schema-registry-listen 0.0.0.0:8081 --config schema.compatibility.level=full
+  kafkette serve --config listeners=PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093 \\
+      --config ssl.keystore.type=PKCS12 --config ssl.keystore.location=broker.p12 \\
       --config ssl.keystore.password=secret
 """
 
@@ -44,6 +48,7 @@ CLUSTER_EXAMPLES = """examples:
   kafkette cluster                                # ZooKeeper + 3 brokers on free ports
   kafkette cluster --brokers 5 --config min.insync.replicas=2
   kafkette cluster --zookeeper 127.0.0.1:2181/dev
+  kafkette cluster --schema-registry              # a schema registry on every broker
 """
 
 
@@ -114,6 +119,21 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         action="store_true",
         help="let the console produce records (read-only without it)",
     )
+    serve.add_argument(
+        "--schema-registry-listen",
+        default=None,
+        metavar="[http(s)://]HOST:PORT",
+        help="serve a Confluent-compatible schema registry on HOST:PORT (https when the"
+        " scheme says so, or with none when the broker has an SSL listener; default: off)",
+    )
+    serve.add_argument(
+        "--schema-registry",
+        action="store_const",
+        const=DEFAULT_SCHEMA_REGISTRY_LISTEN,
+        dest="schema_registry_default",
+        help=f"serve the schema registry on {DEFAULT_SCHEMA_REGISTRY_LISTEN}"
+        " (--schema-registry-listen picks another address)",
+    )
     cluster = commands.add_parser(
         "cluster",
         help="run a local cluster: ZooKeeper and N brokers (for development and tests)",
@@ -152,6 +172,11 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="the brokers' log level (their logs go to stderr, prefixed; default INFO)",
     )
+    cluster.add_argument(
+        "--schema-registry",
+        action="store_true",
+        help="a schema registry on every broker, on free ports (URLs printed on stderr)",
+    )
 
 
 def _configure_logging(level: str, log_format: str = "text") -> None:
@@ -169,7 +194,9 @@ def _configure_logging(level: str, log_format: str = "text") -> None:
     )
 
 
-def _flag_configs(listen: object, advertised: object, data_dir: Path | None) -> dict[str, str]:
+def _flag_configs(
+    listen: object, advertised: object, data_dir: Path | None, schema_registry: str | None = None
+) -> dict[str, str]:
     """The Kafka configs that ``serve``'s own flags stand for (reported as set at start)."""
     flags = {}
     if listen is not None:
@@ -178,7 +205,25 @@ def _flag_configs(listen: object, advertised: object, data_dir: Path | None) -> 
         flags["advertised.listeners"] = f"PLAINTEXT://{advertised}"
     if data_dir is not None:
         flags["log.dirs"] = str(data_dir)
+    if schema_registry is not None:
+        flags["schema.registry.listeners"] = schema_registry
     return flags
+
+
+def _with_flags(config: BrokerConfig, flags: dict[str, str]) -> BrokerConfig:
+    """``config`` with ``serve``'s flags: ``--schema-registry-listen`` stands for
+    ``schema.registry.listeners`` (and wins over it, as ``--listen`` over ``listeners``)."""
+    registry = config.schema_registry
+    if "schema.registry.listeners" in flags:
+        from kafkette.broker.network.http_listener import parse_listen_address
+
+        text = flags["schema.registry.listeners"]
+        try:
+            parse_listen_address(text)
+        except ValueError as exc:
+            raise ValueError(f"--schema-registry-listen: {exc}") from None
+        registry = dataclasses.replace(registry, schema_registry_listeners=text)
+    return dataclasses.replace(config, flags=flags, schema_registry=registry)
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -214,7 +259,9 @@ def run_serve(args: argparse.Namespace) -> int:
         config = load_config(props, data_dir=data_dir)
         listen = parse_endpoint(args.listen) if args.listen else None
         advertised = parse_endpoint(args.advertised_listener) if args.advertised_listener else None
-        config = dataclasses.replace(config, flags=_flag_configs(listen, advertised, data_dir))
+        registry_listen = args.schema_registry_listen or args.schema_registry_default
+        flags = _flag_configs(listen, advertised, data_dir, registry_listen)
+        config = _with_flags(config, flags)
         extras = ServeExtras(
             metrics=parse_endpoint(args.metrics_listen) if args.metrics_listen else None,
             ui=_ui_endpoint(args, parse_endpoint),
@@ -343,6 +390,7 @@ def run_cluster(args: argparse.Namespace) -> int:
             zookeeper=args.zookeeper,
             configs=parse_assignments(args.config),
             log_level=args.log_level,
+            schema_registry=args.schema_registry,
         )
     except (ConfigError, ValueError) as exc:
         print(f"kafkette: {exc}", file=sys.stderr)

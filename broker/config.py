@@ -567,6 +567,33 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "Allow anyone to use a resource that no ACL covers.",
         ),
         # --- end of authorizer ---
+        # --- schema registry (broker/schema_registry/; Confluent's names) ---
+        _d(
+            "schema.registry.listeners", "STRING", None,
+            "[http://|https://]HOST:PORT of the schema registry (port 0: any free port);"
+            " no scheme: https when the broker has an SSL listener. Unset: no registry.",
+        ),
+        _d(
+            "schema.registry.advertised.url", "STRING", None,
+            "The registry URL other brokers forward writes to (default: the listener's"
+            " scheme and port with the broker's advertised host).",
+        ),
+        _d(
+            "schema.compatibility.level", "STRING", "backward",
+            "Default compatibility level: none, backward, backward_transitive, forward,"
+            " forward_transitive, full or full_transitive (any case).",
+        ),
+        _d("kafkastore.topic", "STRING", "_schemas", "The topic that stores the schemas."),
+        _d(
+            "kafkastore.topic.replication.factor", "INT", "3",
+            "Replicas of the schemas topic (at most the live brokers).", at_least=1,
+        ),
+        _d(
+            "kafkastore.timeout.ms", "INT", "5000",
+            "How long a registry write waits for the schemas topic to commit it.", at_least=0,
+        ),
+        _d("mode.mutability", "BOOLEAN", "true", "Allow changes of the registry's mode."),
+        # --- end of schema registry ---
         _d("controller.quorum.voters", "STRING", None, "Ignored.", False),
         _d("controller.quorum.bootstrap.servers", "STRING", None, "Ignored.", False),
         _d(
@@ -915,6 +942,28 @@ def _check_combinations(config: BrokerConfig) -> None:
             "(connection.failed.authentication.delay.ms), or negative to never close idle ones"
         )
     _check_share_group_bounds(config.groups)
+    _check_schema_registry(config.explicit)
+
+
+def _check_schema_registry(props: Mapping[str, str]) -> None:
+    """``schema.compatibility.level`` (any case, as Confluent upper-cases it) and the
+    form of ``schema.registry.listeners``."""
+    from kafkette.broker.schema_registry.config import COMPATIBILITY_LEVELS
+
+    level = props.get("schema.compatibility.level")
+    if level is not None and level.strip().upper() not in COMPATIBILITY_LEVELS:
+        raise ConfigError(
+            f"invalid value {level!r} for configuration schema.compatibility.level: string"
+            f" must be one of: {', '.join(name.lower() for name in COMPATIBILITY_LEVELS)}"
+        )
+    listeners = props.get("schema.registry.listeners", "").strip()
+    if listeners:
+        from kafkette.broker.network.http_listener import parse_listen_address
+
+        try:
+            parse_listen_address(listeners)
+        except ValueError as exc:
+            raise ConfigError(f"schema.registry.listeners: {exc}") from None
 
 
 # Share-group settings Kafka keeps between a min and a max broker config.

@@ -44,8 +44,15 @@ class EmbeddedBroker:
         host: str = "127.0.0.1",
         port: int = 0,
         timeout: float = 30.0,
+        *,
+        schema_registry: bool = False,
     ) -> EmbeddedBroker:
-        config = load_config(dict(configs or {}), data_dir=Path(data_dir))
+        """``schema_registry``: also serve the schema registry on ``host``, a free port
+        (``schema_registry_url``), unless ``configs`` set ``schema.registry.listeners``."""
+        props = dict(configs or {})
+        if schema_registry:
+            props.setdefault("schema.registry.listeners", f"http://{_url_host(host)}:0")
+        config = load_config(props, data_dir=Path(data_dir))
         # A listeners= config decides the listeners; otherwise host:port is one PLAINTEXT.
         listen = None if "listeners" in config.explicit else Endpoint(host, port)
         embedded = cls(Broker(config, listen))
@@ -60,6 +67,11 @@ class EmbeddedBroker:
     def bootstrap(self) -> str:
         assert self._bound is not None
         return f"{self.broker.advertised.host}:{self._bound.port}"
+
+    @property
+    def schema_registry_url(self) -> str | None:
+        """The schema registry's URL (``http://127.0.0.1:PORT``), None when it is off."""
+        return self.broker.schema_registry_url
 
     def on_loop(self, function: Callable[[], T]) -> T:
         """Call ``function`` on the broker's event loop and return its result: the broker's
@@ -102,6 +114,10 @@ class EmbeddedBroker:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 def _start_failure(error: BaseException) -> BaseException:

@@ -76,6 +76,8 @@ if TYPE_CHECKING:
     from kafkette.broker.cluster.peer_client import PeerSecurity
     from kafkette.broker.cluster.producer_id_blocks import ZkProducerIdAllocator
     from kafkette.broker.fetch_sessions.cache import FetchSessionCache
+    from kafkette.broker.schema_registry.http_server import RegistryListener
+    from kafkette.broker.schema_registry.registry import SchemaRegistry
     from kafkette.broker.security.authorizer.authorizer import Authorizer
     from kafkette.broker.security.tls import ListenerTls
     from kafkette.broker.share_groups.coordinator import ShareCoordinator
@@ -230,6 +232,12 @@ class Broker:
             self.topology = SingleNodeTopology(self)
         # authorizer.class.name: ACL checks in the handlers; None (the default): none.
         self.authorizer: Authorizer | None = None
+        # The schema registry (broker/schema_registry/, schema.registry.listeners): its
+        # bound listener (_bind), the URL other brokers forward to (published in the
+        # cluster registration), and the facade once it serves. None when off.
+        self._registry_listener: RegistryListener | None = None
+        self.schema_registry_url: str | None = None
+        self.schema_registry: SchemaRegistry | None = None
         self._stop = trio.Event()
 
     # Lifecycle ---------------------------------------------------------------
@@ -295,6 +303,8 @@ class Broker:
                 for bound in listeners:
                     for listener in bound.sockets:
                         listener.socket.close()
+                if self._registry_listener is not None:
+                    self._registry_listener.sock.close()
         finally:
             self._dir_lock.release()
 
@@ -329,6 +339,12 @@ class Broker:
                 bound.append(
                     BoundListener(spec, sockets, Endpoint(spec.host, 0), self._tls.get(spec.name))
                 )
+            if self.config.schema_registry.enabled:
+                # Here, before the logs open: a busy port fails the start first, and the URL
+                # is known when the broker registers in a cluster.
+                from kafkette.broker.schema_registry.http_server import bind_registry_listener
+
+                self._registry_listener = bind_registry_listener(self.config)
         except BaseException:
             for done in bound:
                 for listener in done.sockets:
@@ -348,6 +364,12 @@ class Broker:
                 host, port = plan.advertised.get(bound.spec.name, (bound.spec.host, 0))
                 bound.advertised = Endpoint(_advertised_host(host), port or bound.port)
             self.endpoints[bound.spec.name] = bound.advertised
+        if self._registry_listener is not None:
+            self.schema_registry_url = _registry_url(
+                self.config.schema_registry.schema_registry_advertised_url,
+                self._registry_listener.url,
+                self.advertised.host,
+            )
 
     async def _serve_until_stopped(
         self, listeners: list[BoundListener], task_status: trio.TaskStatus[Endpoint]
@@ -378,6 +400,8 @@ class Broker:
 
                     await open_cluster_group_configs(self, background)
                     await self.share_coordinator.start(background)
+                if self._registry_listener is not None:
+                    await self._start_schema_registry(background, self._registry_listener)
                 task_status.started(Endpoint(self.listen.host, listeners[0].port))
                 await self._stop.wait()
                 if self.cluster is not None:
@@ -386,6 +410,20 @@ class Broker:
                     await self.cluster.controlled_shutdown()
                 background.cancel_scope.cancel()
             await self._drain(connections)
+
+    async def _start_schema_registry(
+        self, background: trio.Nursery, listener: RegistryListener
+    ) -> None:
+        """The registry's topic, state and leadership, then its HTTP server: all before the
+        broker reports started, so its first answer already sees the whole topic."""
+        from kafkette.broker.schema_registry.http_server import serve_registry
+        from kafkette.broker.schema_registry.registry import SchemaRegistry
+
+        assert self.schema_registry_url is not None
+        registry = SchemaRegistry(self, self.config.schema_registry, self.schema_registry_url)
+        await registry.start(background)
+        self.schema_registry = registry
+        await background.start(serve_registry, registry, listener)  # logs "schema registry on"
 
     async def _accept(
         self, listener: trio.SocketListener, bound: BoundListener, connections: trio.Nursery
@@ -789,6 +827,18 @@ def _tune_interpreter() -> None:
     # No gc.collect() first: it would add ~10-30 ms to the start time for the few dozen
     # unreachable objects imports leave, which stay frozen (kept) instead.
     gc.freeze()
+
+
+def _registry_url(configured: str, bound_url: str, advertised_host: str) -> str:
+    """``schema.registry.advertised.url``, else the bound listener's scheme and port with
+    the broker's advertised host."""
+    if configured:
+        return configured.rstrip("/")
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(bound_url)
+    host = f"[{advertised_host}]" if ":" in advertised_host else advertised_host
+    return f"{parts.scheme}://{host}:{parts.port}"
 
 
 def _advertised_host(host: str) -> str:

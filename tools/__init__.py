@@ -6,4 +6,4 @@ subparser (with ``run`` set) to the ``kafkette`` command. Modules import their c
 imports this package.
 """
 
-SUBCOMMAND_MODULES = ("topics", "produce", "consume", "groups", "configs", "dump_log")
+SUBCOMMAND_MODULES = ("topics", "produce", "consume", "groups", "configs", "dump_log", "schemas")

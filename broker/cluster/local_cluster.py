@@ -8,7 +8,10 @@ then N ``kafkette serve`` processes with ``broker.id`` 1..N, free ports on
 answers, it prints exactly one line on stdout,
 ``kafkette cluster ready on HOST:PORT,HOST:PORT,...`` (tools wait for it), and
 nothing else there: broker logs go to stderr, each line prefixed with
-``[broker N]``; ZooKeeper logs to ``DIR/zookeeper/zookeeper.log``.
+``[broker N]``; ZooKeeper logs to ``DIR/zookeeper/zookeeper.log``. With
+``--schema-registry`` every broker also serves a schema registry on a free port; their
+URLs go to stderr (``kafkette cluster: schema registry on http://...,...``) just
+before the ready line.
 
 The brokers are plain ``kafkette serve`` processes: killing one (``kill -9``) is
 how a developer tries failover, so a broker that dies after the ready line is
@@ -67,6 +70,7 @@ class LocalClusterSpec:
     zookeeper: str | None = None  # host:port[/chroot]; None: start the installed one
     configs: Mapping[str, str] = field(default_factory=dict)  # to every broker
     log_level: str = "INFO"
+    schema_registry: bool = False  # a registry on every broker (--schema-registry-listen)
 
 
 @dataclass
@@ -82,6 +86,11 @@ class BrokerChild:
     exited: trio.Event = field(default_factory=trio.Event)
     last_line: str = ""
     stopping: bool = False  # we sent SIGTERM: its exit is no news
+    registry_port: int | None = None  # its schema registry's port, when asked for
+
+    @property
+    def registry_url(self) -> str | None:
+        return None if self.registry_port is None else f"http://{HOST}:{self.registry_port}"
 
     def command(self, zookeeper_connect: str, spec: LocalClusterSpec) -> list[str]:
         props = {
@@ -94,11 +103,15 @@ class BrokerChild:
             "transaction.state.log.min.isr": str(min(spec.brokers, 2)),
             **spec.configs,
         }
+        registry = []
+        if self.registry_port is not None:
+            registry = ["--schema-registry-listen", f"{HOST}:{self.registry_port}"]
         return [
             sys.executable, "-m", "kafkette", "serve",
             "--listen", f"{HOST}:{self.port}",
             "--data-dir", str(self.data_dir),
             "--log-level", spec.log_level,
+            *registry,
             *(arg for key, value in props.items() for arg in ("--config", f"{key}={value}")),
         ]
 
@@ -148,7 +161,12 @@ async def _run(
 ) -> None:
     zookeeper: ZooKeeperServer | None = None
     children = [
-        BrokerChild(i, free_port(HOST), data_dir / f"broker-{i}")
+        BrokerChild(
+            i,
+            free_port(HOST),
+            data_dir / f"broker-{i}",
+            registry_port=free_port(HOST) if spec.schema_registry else None,
+        )
         for i in range(1, spec.brokers + 1)
     ]
     try:
@@ -167,6 +185,9 @@ async def _run(
                 await _wait_all_ready(children, signals)
                 if any(not child.ready.is_set() for child in children):
                     return  # interrupted during the start
+                if spec.schema_registry:
+                    urls = ",".join(child.registry_url or "" for child in children)
+                    _say(out, f"schema registry on {urls}")
                 announce(",".join(child.address or "" for child in children))
                 async for signum in signals:
                     _say(out, f"received {signal.Signals(signum).name}: stopping the cluster")

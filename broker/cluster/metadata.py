@@ -27,6 +27,9 @@ class BrokerInfo:
     # Listener name -> (host, port), from the registration's "endpoints". Empty for a
     # registration that names none: then host/port serve every listener.
     endpoints: tuple[tuple[str, str, int], ...] = ()
+    # Its schema registry's URL (the registration's "kafkette_schema_registry"), where
+    # other brokers' registries forward writes when it leads ``_schemas``-0; None: none.
+    schema_registry_url: str | None = None
 
     def endpoint_for(self, listener_name: str) -> tuple[str, int] | None:
         """Where a client that came in on ``listener_name`` reaches this broker; None

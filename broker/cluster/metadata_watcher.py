@@ -203,12 +203,15 @@ class MetadataWatcher:
                 data, stat = client.get(znodes.broker_path(int(child)))
                 host, port, rack = znodes.decode_broker(data, self.inter_broker_listener)
                 endpoints = znodes.decode_broker_endpoints(data)
+                registry = znodes.decode_broker_schema_registry(data)
             except NoNodeError:
                 continue  # gone meanwhile: the children watch fires again
             except (ValueError, KeyError, TypeError) as exc:  # one broker's bad znode
                 log.warning("ignoring broker registration %s: %s", child, exc)
                 continue
-            brokers[int(child)] = BrokerInfo(int(child), host, port, rack, stat.czxid, endpoints)
+            brokers[int(child)] = BrokerInfo(
+                int(child), host, port, rack, stat.czxid, endpoints, registry
+            )
         return brokers
 
     def _read_topic(self, client: KazooClient, topic: str) -> list[Key]:

@@ -299,7 +299,7 @@ class ClusterNode:
         ]
         data = znodes.encode_broker(
             advertised.host, advertised.port, self.config.broker_rack, now_ms(),
-            endpoints or None,
+            endpoints or None, self.broker.schema_registry_url,
         )
         path = znodes.broker_path(self.broker_id)
         deadline = trio.current_time() + self.config.session_timeout_s + 2

@@ -83,6 +83,8 @@ def decode_cluster_id(data: bytes) -> str:
 
 # /brokers/ids/<id> ------------------------------------------------------------
 
+SCHEMA_REGISTRY_FIELD = "kafkette_schema_registry"
+
 
 def encode_broker(
     host: str,
@@ -90,15 +92,18 @@ def encode_broker(
     rack: str | None,
     timestamp_ms: int,
     endpoints: list[tuple[str, str, str, int]] | None = None,
+    schema_registry_url: str | None = None,
 ) -> bytes:
     """Kafka's registration v5. ``endpoints``: (listener, protocol, host, port) of every
     listener, the inter-broker one first (other brokers dial the endpoint of their
     ``inter.broker.listener.name``, see ``decode_broker``); None: one PLAINTEXT listener
     at host:port. ``host``/``port`` are the first PLAINTEXT-protocol endpoint's, as Kafka
-    writes them for old clients."""
+    writes them for old clients. ``schema_registry_url``: kafkette's own field
+    ``kafkette_schema_registry`` (Kafka's parser ignores fields it does not know)."""
     if endpoints is None:
         endpoints = [("PLAINTEXT", "PLAINTEXT", host, port)]
     plaintext = next((e for e in endpoints if e[1] == "PLAINTEXT"), None)
+    extra = {} if not schema_registry_url else {SCHEMA_REGISTRY_FIELD: schema_registry_url}
     return _dump(
         {
             "listener_security_protocol_map": {name: proto for name, proto, _, _ in endpoints},
@@ -110,6 +115,7 @@ def encode_broker(
             "port": plaintext[3] if plaintext else -1,
             "version": 5,
             "rack": rack,
+            **extra,
         }
     )
 
@@ -140,6 +146,12 @@ def decode_broker(data: bytes, listener_name: str | None = None) -> tuple[str, i
 def decode_broker_endpoints(data: bytes) -> tuple[tuple[str, str, int], ...]:
     """Every listener of a registration: (listener name, host, port), in its order."""
     return tuple(_split_endpoint(e) for e in _load(data).get("endpoints") or [])
+
+
+def decode_broker_schema_registry(data: bytes) -> str | None:
+    """The registration's schema registry URL (kafkette's field), None without one."""
+    url = _load(data).get(SCHEMA_REGISTRY_FIELD)
+    return url if isinstance(url, str) and url else None
 
 
 # /controller, /controller_epoch -----------------------------------------------

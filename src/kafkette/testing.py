@@ -61,7 +61,8 @@ class KafkaBroker:
 
     ``bootstrap`` is the ``bootstrap.servers`` string for any client. ``embedded`` is the
     in-process ``EmbeddedBroker`` (None for an external cluster), ``data_dir`` its data
-    directory, ``configs`` the broker configs it was started with.
+    directory, ``configs`` the broker configs it was started with. ``schema_registry_url``
+    is the ``schema.registry.url`` of its schema registry (None when there is none).
     """
 
     def __init__(
@@ -71,11 +72,13 @@ class KafkaBroker:
         embedded: EmbeddedBroker | None = None,
         data_dir: Path | None = None,
         configs: Mapping[str, str] | None = None,
+        schema_registry_url: str | None = None,
     ) -> None:
         self.bootstrap = bootstrap
         self.embedded = embedded
         self.data_dir = data_dir
         self.configs: dict[str, str] = dict(configs or {})
+        self.schema_registry_url = schema_registry_url
         self._admin: Any = None
 
     @property
@@ -184,6 +187,7 @@ def broker(
     host: str = "127.0.0.1",
     port: int = 0,
     timeout: float = 30.0,
+    schema_registry: bool = False,
 ) -> Iterator[KafkaBroker]:
     """Run kafkette in this process for the ``with`` block; yields its ``KafkaBroker``.
 
@@ -192,6 +196,8 @@ def broker(
     start. Without ``data_dir`` a fresh temporary directory is used and removed at exit; a
     given ``data_dir`` is kept (reopen it to see what a restart recovers). ``port=0`` takes a
     free port. The broker stops gracefully at exit (flush, clean-shutdown marker).
+    ``schema_registry=True`` also serves a schema registry (Confluent's REST API) on ``host``
+    and a free port: ``KafkaBroker.schema_registry_url``.
     """
     from kafkette.broker.embedded import EmbeddedBroker
 
@@ -200,12 +206,14 @@ def broker(
     directory = Path(tempfile.mkdtemp(prefix="kafkette-")) if owned else Path(data_dir)
     try:
         embedded = EmbeddedBroker.start(
-            data_dir=directory, configs=merged, host=host, port=port, timeout=timeout
-        )
+            data_dir=directory, configs=merged, host=host, port=port, timeout=timeout,
+            schema_registry=schema_registry,
+        )  # fmt: skip
         try:
             with KafkaBroker(
-                embedded.bootstrap, embedded=embedded, data_dir=directory, configs=merged
-            ) as running:
+                embedded.bootstrap, embedded=embedded, data_dir=directory, configs=merged,
+                schema_registry_url=embedded.schema_registry_url,
+            ) as running:  # fmt: skip
                 yield running
         finally:
             embedded.stop(timeout=timeout)

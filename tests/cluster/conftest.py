@@ -11,8 +11,10 @@ so everything reaches them as fixtures:
 - ``kazoo_client``: factory of started kazoo clients (``kazoo_client(hosts=None)``,
   the server's root by default), stopped at teardown.
 - ``cluster``: factory ``cluster(brokers=3, configs=None, broker_configs=None,
-  wait=True) -> Cluster``: N ``kafkette serve`` processes with broker ids 1..N, each
-  with its own free port and data dir, all on their own ZooKeeper chroot, returned
+  wait=True, schema_registry=False) -> Cluster``: N ``kafkette serve`` processes with
+  broker ids 1..N, each with its own free port and data dir (and, with
+  ``schema_registry``, a schema registry on a free port of its own:
+  ``ClusterBroker.schema_registry_url``), all on their own ZooKeeper chroot, returned
   once every broker printed its ready line and lists all the others. See
   ``Cluster`` for ``bootstrap``, ``brokers``, ``kill``/``stop``/``freeze``/``thaw``/
   ``start``, ``zk()``, and ZooKeeper's view: ``partition_state(topic, p)``,
@@ -152,7 +154,7 @@ class ClusterBroker:
     """
 
     def __init__(self, broker_id: int, port: int, data_dir: Path, log_path: Path,
-                 args: list[str]) -> None:
+                 args: list[str], schema_registry_url: str | None = None) -> None:
         self.id = broker_id
         self.host = HOST
         self.port = port
@@ -160,6 +162,8 @@ class ClusterBroker:
         self.log_path = log_path
         self.args = args
         self.serve: ServeProcess | None = None
+        # Its schema registry (the same port across restarts); None when it serves none.
+        self.schema_registry_url = schema_registry_url
 
     @property
     def address(self) -> str:
@@ -378,11 +382,13 @@ class Cluster:
 
 
 class ClusterFactory:
-    """``cluster(brokers=3, configs=None, broker_configs=None, wait=True) -> Cluster``.
+    """``cluster(brokers=3, configs=None, broker_configs=None, wait=True,
+    schema_registry=False) -> Cluster``.
 
     ``configs`` go to every broker, ``broker_configs[id]`` to one (both override the
     defaults below). With ``wait=False`` the processes are launched and
-    ``Cluster.wait_ready()`` is left to the test.
+    ``Cluster.wait_ready()`` is left to the test. ``schema_registry``: every broker also
+    serves a schema registry, on a free port of its own.
     """
 
     def __init__(self, zookeeper: ZooKeeperServer, tmp_path: Path, node: pytest.Item) -> None:
@@ -397,6 +403,7 @@ class ClusterFactory:
         configs: Mapping[str, str] | None = None,
         broker_configs: Mapping[int, Mapping[str, str]] | None = None,
         wait: bool = True,
+        schema_registry: bool = False,
     ) -> Cluster:
         chroot = _chroot_for(self.node)
         root = self.tmp_path / f"cluster-{len(self.clusters)}"
@@ -405,6 +412,7 @@ class ClusterFactory:
         cluster = Cluster(members, self.zookeeper, chroot)
         self.clusters.append(cluster)
         for broker_id in range(1, brokers + 1):
+            registry_url = f"http://{HOST}:{free_port(HOST)}" if schema_registry else None
             props = {
                 "broker.id": str(broker_id),
                 "zookeeper.connect": cluster.zookeeper_connect,
@@ -414,13 +422,14 @@ class ClusterFactory:
                 "offsets.topic.replication.factor": str(min(brokers, 3)),
                 "transaction.state.log.replication.factor": str(min(brokers, 3)),
                 "transaction.state.log.min.isr": str(min(brokers, 2)),
+                **({"schema.registry.listeners": registry_url} if registry_url else {}),
                 **(configs or {}),
                 **((broker_configs or {}).get(broker_id, {})),
             }
             args = [arg for key, value in props.items() for arg in ("--config", f"{key}={value}")]
             members[broker_id] = ClusterBroker(
                 broker_id, free_port(HOST), root / f"broker-{broker_id}",
-                root / f"broker-{broker_id}.log", args,
+                root / f"broker-{broker_id}.log", args, registry_url,
             )
         for broker in members.values():
             broker.launch()  # all at once: they register and elect in parallel

@@ -23,17 +23,18 @@ def check_level(
     level = level.upper()
     if level == "NONE" or not previous:
         return []
+    # Confluent 7.0 compares the types with every live version, whatever the level.
+    if any(old.schema_type != new.schema_type for _version, old in previous):
+        return [DIFFERENT_TYPE]
     transitive = level.endswith("_TRANSITIVE")
     base = level.removesuffix("_TRANSITIVE")
     against = list(reversed(previous)) if transitive else [previous[-1]]
     for _version, old in against:
-        if old.schema_type != new.schema_type:
-            return [DIFFERENT_TYPE]
         messages: list[str] = []
+        if base in ("FORWARD", "FULL"):  # FULL: the old-reads-new half first, as Confluent
+            messages += check(old, new)
         if base in ("BACKWARD", "FULL"):
             messages += check(new, old)
-        if base in ("FORWARD", "FULL"):
-            messages += check(old, new)
         if messages:
             return messages
     return []

@@ -1,0 +1,122 @@
+"""protoc in a child process: the registry's only way to compile .proto text.
+
+grpcio-tools' embedded protoc aborts its process on some malformed inputs (an internal
+check, not an error return; e.g. a custom option value naming an extension of another
+options message). In the broker that would end the broker, so it runs here: a long-lived
+child started on first use, fed one request per line on stdin (JSON: the main file name and
+the include dirs, the files already written by the parent), answering one JSON line on
+stdout: the generated modules' sources, or protoc's errors. A child that dies answers
+nothing; the parent says so for that schema and starts a new child for the next one.
+Its stderr (protoc's warnings) is discarded.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ProtocError:
+    """One protoc error, as ``_protoc_compiler.ProtocErrors.errors()`` gives them."""
+
+    filename: str
+    line: int
+    column: int
+    message: str
+
+
+class ProtocCrashed(Exception):
+    """The child died compiling this input (protoc aborted)."""
+
+
+class ProtocFailed(Exception):
+    """protoc refused the input; ``errors`` say why."""
+
+    def __init__(self, errors: list[ProtocError]) -> None:
+        super().__init__("; ".join(e.message for e in errors))
+        self.errors = errors
+
+
+class _Child:
+    """The running child; one request at a time (the lock)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [sys.executable, "-m", __name__],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def compile(self, main: str, include: Sequence[str]) -> list[tuple[str, bytes]]:
+        request = json.dumps({"main": main, "include": list(include)}).encode() + b"\n"
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._proc = self._start()
+            proc = self._proc
+            assert proc.stdin is not None and proc.stdout is not None
+            try:
+                proc.stdin.write(request)
+                proc.stdin.flush()
+                line = proc.stdout.readline()
+            except OSError:
+                line = b""
+            if not line:
+                proc.kill()
+                proc.wait()
+                self._proc = None
+                raise ProtocCrashed("protoc stopped while compiling this schema")
+        answer = json.loads(line)
+        if "errors" in answer:
+            raise ProtocFailed([ProtocError(*e) for e in answer["errors"]])
+        return [(module, base64.b64decode(source)) for module, source in answer["generated"]]
+
+
+_CHILD = _Child()
+
+
+def compile_protos(main: str, include: Sequence[str]) -> list[tuple[str, bytes]]:
+    """``get_protos(main, include)`` run in the child: (module name, generated source) per
+    file; raises ``ProtocFailed`` with protoc's errors, ``ProtocCrashed`` if it died."""
+    return _CHILD.compile(main, include)
+
+
+def _serve() -> None:
+    from grpc_tools import _protoc_compiler
+
+    for line in sys.stdin.buffer:
+        request = json.loads(line)
+        try:
+            generated = _protoc_compiler.get_protos(
+                request["main"].encode(), [p.encode() for p in request["include"]]
+            )
+        except _protoc_compiler.ProtocErrors as exc:
+            errors = [[_text(e.filename), e.line, e.column, _text(e.message)] for e in exc.errors()]
+            answer: dict[str, object] = {"errors": errors}
+        else:
+            answer = {
+                "generated": [
+                    [_text(module), base64.b64encode(source).decode()]
+                    for module, source in generated
+                ]
+            }
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+if __name__ == "__main__":
+    _serve()

@@ -1,0 +1,331 @@
+"""The ``_schemas`` partition: where the registry's state lives, as Confluent keeps it.
+
+One compacted, one-partition topic (``kafkastore.topic``). Every broker's registry folds it
+into its ``SubjectsState`` with a tail task that applies only committed records (below the
+high watermark), in log order, so a write a new leader truncates away was never visible
+anywhere. Writes go through ``internal_topics.append_committed``, as the coordinators' do:
+appended under the partition's append lock while this broker leads it, answered once the
+high watermark passes them; then the writer waits until its own tail has applied what it
+wrote (read-your-writes), so its next read sees it.
+
+The log is only read through ``Partition`` (worker threads), never ``log/`` directly. A
+partition that changes under the tail (topic re-created, log truncated below what was
+applied, log start moved past it) makes it rebuild the state from the log start.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import trio
+
+from kafkette.broker.internal_topics import READ_CHUNK_BYTES, append_committed
+from kafkette.broker.schema_registry import errors, records
+from kafkette.broker.schema_registry.errors import NotLeader
+from kafkette.broker.schema_registry.subjects import SubjectsState
+from kafkette.wire.errors import ErrorCode
+from kafkette.wire.record_batch import read_header
+from kafkette.wire.records import Record, build_batch, decode_batches
+
+if TYPE_CHECKING:
+    from kafkette.broker.partitions import Partition
+    from kafkette.broker.schema_registry.config import SchemaRegistryConfig
+    from kafkette.broker.server import Broker
+
+log = logging.getLogger("kafkette.schema_registry")
+
+# With no local replica of the topic yet (a cluster still creating it), the tail looks again
+# this often; a partition it tails wakes it at every append and high watermark move.
+IDLE_RECHECK_S = 1.0
+# Errors of a write that did not commit in time: the client may retry (50002).
+_TIMEOUTS = {
+    ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    ErrorCode.REQUEST_TIMED_OUT,
+}
+
+Entry = tuple[records.Key, records.Value | None]
+
+
+class SchemaStore:
+    """The topic, the tail that folds it into ``state`` and the append of writes.
+
+    ``state`` may be replaced by a rebuild: readers take ``store.state`` each time.
+    """
+
+    def __init__(self, broker: Broker, config: SchemaRegistryConfig, state: SubjectsState) -> None:
+        self.broker = broker
+        self.config = config
+        self.topic = config.kafkastore_topic
+        self.state = state
+        self.applied_offset = 0  # next offset to apply
+        self.generation = 0  # +1 at every rebuild: ids may name other schemas after one
+        # Held by the tail while it applies and by a write planning in a worker thread
+        # (which reads the state): the two never overlap.
+        self.apply_lock = trio.Lock()
+        self._partition: Partition | None = None
+        self._applied = trio.Event()  # set (and replaced) whenever applied_offset moves
+        self._wake = trio.Event()  # the tail's: set by appends, HW moves and ``poke``
+        self._unknown_said = False
+
+    @property
+    def timeout_s(self) -> float:
+        return self.config.kafkastore_timeout_ms / 1000
+
+    # -- the topic --------------------------------------------------------------------
+
+    async def ensure_topic(self, *, create: bool = True) -> bool:
+        """Create the topic unless it exists (``create``), then check it: one partition,
+        ``cleanup.policy=compact``, else ``StartupError``. False when it does not exist
+        (not created: a cluster waiting for its brokers, see ``creatable``)."""
+        from kafkette.broker.server import StartupError
+        from kafkette.broker.topics import TopicError
+
+        if not self.exists():
+            if not create:
+                return False
+            cluster = self.broker.cluster
+            rf = 1
+            if cluster is not None:
+                live = max(1, len(cluster.metadata.brokers))
+                rf = min(live, self.config.kafkastore_topic_replication_factor)
+            try:
+                await self.broker.topics.create(
+                    self.topic, 1, {"cleanup.policy": "compact"}, replication_factor=rf
+                )
+                log.info(
+                    "created %s (1 partition, replication factor %d, compacted)", self.topic, rf
+                )
+            except TopicError as exc:
+                if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                    raise StartupError(
+                        f"cannot create the schema registry's topic {self.topic}: {exc.message}"
+                    ) from None
+            if cluster is not None:  # made by another broker meanwhile: wait to see it
+                await cluster.wait_for(lambda m: self.topic in m.topics, self.timeout_s)
+            if not self.exists():
+                raise StartupError(f"the schema registry's topic {self.topic} did not appear")
+        self._check_topic()
+        return True
+
+    def creatable(self) -> bool:
+        """A cluster creates the topic once as many brokers as its replication factor
+        are alive (else it would start under-replicated for ever); a write creates it
+        anyway."""
+        cluster = self.broker.cluster
+        if cluster is None:
+            return True
+        wanted = self.config.kafkastore_topic_replication_factor
+        return len(cluster.metadata.brokers) >= wanted
+
+    def exists(self) -> bool:
+        cluster = self.broker.cluster
+        if cluster is not None:
+            return self.topic in cluster.metadata.topics
+        return self.broker.topics.metadata(self.topic) is not None
+
+    def _check_topic(self) -> None:
+        from kafkette.broker.server import StartupError
+
+        cluster = self.broker.cluster
+        if cluster is not None:
+            topic = cluster.metadata.topics[self.topic]
+            partitions, configs = len(topic.replicas), dict(topic.configs)
+        else:
+            meta = self.broker.topics.metadata(self.topic)
+            assert meta is not None
+            partitions, configs = meta.partitions, dict(meta.configs)
+        if partitions != 1:
+            raise StartupError(
+                f"The schema topic {self.topic} should have only 1 partition but has {partitions}"
+            )
+        policy = configs.get("cleanup.policy") or self.broker.config.value_of("log.cleanup.policy")
+        if policy != "compact":
+            raise StartupError(
+                f"The retention policy of the schema topic {self.topic} is incorrect."
+                f" Expected cleanup.policy to be 'compact' but it is {policy}"
+            )
+
+    # -- the tail ---------------------------------------------------------------------
+
+    def poke(self) -> None:
+        """Have the tail look again now (the cluster's view changed)."""
+        self._wake.set()
+
+    async def run_tail(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Apply committed records for ever; ``started()`` after the first catch-up (up to
+        the high watermark at start: a single node's log end)."""
+        started = False
+        no_replica_said = False
+        while True:
+            partition = self.broker.topics.partition(self.topic, 0)
+            if partition is None or partition.is_closed:
+                if self._partition is not None:
+                    log.info("%s-0 is no longer hosted here", self.topic)
+                    self._reset(None)
+                if not no_replica_said and self.exists():
+                    log.warning(
+                        "%s-0 has no replica on this broker: its schema registry answers"
+                        " from an empty state",
+                        self.topic,
+                    )
+                    no_replica_said = True
+                if not started:
+                    task_status.started()
+                    started = True
+                await self._sleep_until_woken(None)
+                continue
+            no_replica_said = False
+            if partition is not self._partition:
+                self._reset(partition)
+            try:
+                progressed = await self._catch_up(partition)
+            except Exception as exc:  # a failed disk, a log closed meanwhile: look again
+                log.warning("reading %s-0 failed: %r", self.topic, exc)
+                progressed = False
+                await trio.sleep(IDLE_RECHECK_S)
+            if progressed:
+                continue
+            if not started:
+                task_status.started()
+                started = True
+            await self._sleep_until_woken(partition)
+
+    async def _sleep_until_woken(self, partition: Partition | None) -> None:
+        event = self._wake = trio.Event()
+        if partition is not None:
+            partition.add_waiter(event)
+            if partition.high_watermark > self.applied_offset or partition.is_closed:
+                event.set()
+        try:
+            with trio.move_on_after(IDLE_RECHECK_S):
+                await event.wait()
+        finally:
+            if partition is not None:
+                partition.remove_waiter(event)
+
+    def _reset(self, partition: Partition | None) -> None:
+        """Start over from the log start of ``partition`` with an empty state."""
+        if self._partition is not None or self.applied_offset:
+            log.info("rebuilding the schema registry's state from %s-0", self.topic)
+        self._partition = partition
+        self.state = SubjectsState(self.config.default_level)
+        self.generation += 1
+        self.applied_offset = partition.log_start_offset if partition is not None else 0
+        self._wake_applied()
+
+    async def _catch_up(self, partition: Partition) -> bool:
+        """Apply one chunk below the high watermark; False when there was nothing."""
+        if (
+            partition.log_end_offset < self.applied_offset
+            or partition.log_start_offset > self.applied_offset
+        ):
+            self._reset(partition)  # truncated below what was applied, or records deleted
+        start, high_watermark = self.applied_offset, partition.high_watermark
+        if high_watermark <= start:
+            return False
+        entries, next_offset, unknown = await trio.to_thread.run_sync(
+            _read_chunk, partition, start, high_watermark
+        )
+        if partition is not self._partition or self.applied_offset != start:
+            return True  # reset meanwhile: read again
+        if unknown and not self._unknown_said:
+            self._unknown_said = True
+            log.warning(
+                "%s holds records this registry does not know (first at offset %d): skipped",
+                self.topic,
+                unknown[0],
+            )
+        async with self.apply_lock:
+            state = self.state
+            for offset, key, value in entries:
+                state.apply(key, value, offset)
+            self.applied_offset = next_offset
+        self._wake_applied()
+        return True
+
+    def _wake_applied(self) -> None:
+        self._applied.set()
+        self._applied = trio.Event()
+
+    async def wait_applied(self, offset: int, timeout_s: float) -> bool:
+        """Until the tail has applied everything below ``offset``; False on timeout."""
+        with trio.move_on_after(timeout_s):
+            while self.applied_offset < offset:
+                await self._applied.wait()
+            return True
+        return self.applied_offset >= offset
+
+    # -- writes -----------------------------------------------------------------------
+
+    async def append(
+        self,
+        entries: Sequence[Entry],
+        *,
+        failed: str = "Register schema operation failed while writing to the Kafka store",
+        timed_out: str = "Register operation timed out",
+        check: Callable[[], ErrorCode] | None = None,
+    ) -> int:
+        """Append ``entries`` as one batch, committed, then applied here; the offset after
+        it. ``check`` runs under the append lock (its error refuses the write). Raises
+        ``NotLeader(None)`` when this broker does not lead the partition, 50002
+        (``timed_out``) when the write did not commit or apply in time, 50001 (``failed``)
+        for anything else."""
+        partition = self.broker.topics.partition(self.topic, 0)
+        if partition is None or partition.is_closed:
+            raise NotLeader(None)
+        batch_records = [
+            Record(i, 0, records.encode_key(key), records.encode_value(value))
+            for i, (key, value) in enumerate(entries)
+        ]
+        batch = bytearray(build_batch(batch_records, base_timestamp=int(time.time() * 1000)))
+        deadline = trio.current_time() + self.timeout_s
+        try:
+            error = await append_committed(partition, batch, self.timeout_s, check)
+        except Exception as exc:  # storage failure
+            log.warning("writing %s-0 failed: %s", self.topic, exc)
+            raise errors.store_error(failed) from None
+        if error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            raise NotLeader(None)
+        if error in _TIMEOUTS:
+            raise errors.operation_timeout(timed_out)
+        if error != ErrorCode.NONE:
+            log.warning("writing %s-0 failed: %s", self.topic, error.name)
+            raise errors.store_error(failed)
+        end = read_header(batch).next_offset  # the log patched the base offset in
+        if not await self.wait_applied(end, max(0.0, deadline - trio.current_time())):
+            raise errors.operation_timeout(timed_out)
+        return end
+
+
+def _read_chunk(
+    partition: Partition, start: int, high_watermark: int
+) -> tuple[list[tuple[int, records.Key, records.Value | None]], int, list[int]]:
+    """Decoded records in ``[start, high_watermark)`` from one read (worker thread): the
+    entries, the offset to go on from, and the offsets of records skipped as unknown."""
+    info = partition.read(start, READ_CHUNK_BYTES, max_offset=high_watermark)
+    entries: list[tuple[int, records.Key, records.Value | None]] = []
+    unknown: list[int] = []
+    next_offset = start
+    for header, batch in decode_batches(info.to_bytes()):
+        next_offset = min(max(next_offset, header.next_offset), high_watermark)
+        if header.is_control:
+            continue
+        for record in batch:
+            offset = record.offset if record.offset is not None else -1
+            if offset < start or offset >= high_watermark:
+                continue
+            decoded = None if record.key is None else records.decode(record.key, record.value)
+            if decoded is None:
+                unknown.append(offset)
+                continue
+            entries.append((offset, decoded[0], decoded[1]))
+    if next_offset == start:  # nothing readable below the HW (never expected): skip it
+        log.warning("%s-0: nothing readable in [%d, %d)", partition.topic, start, high_watermark)
+        next_offset = high_watermark
+    return entries, next_offset, unknown
