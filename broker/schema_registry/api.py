@@ -36,6 +36,7 @@ from urllib.parse import parse_qsl, unquote_to_bytes
 from kafkette.broker.schema_registry import errors
 from kafkette.broker.schema_registry.errors import NotLeader, RegistryError
 from kafkette.broker.schema_registry.forwarding import (
+    APPLIED_OFFSET_HEADER,
     FORWARDED_HEADER,
     ForwardedCall,
     ForwardingFailed,
@@ -59,6 +60,10 @@ _OFFERED = ((V1_JSON, 1.0), (SR_JSON, 0.9), (JSON, 0.5))
 _REQUEST_TYPES = frozenset({V1_JSON, SR_JSON, JSON, "application/octet-stream"})
 # Confluent 7.0 has no limit; above this a body is refused with 42209 before it is read on.
 MAX_BODY_BYTES = 16 * 1024 * 1024
+# How long a follower that forwarded a write waits for its own copy of ``_schemas`` to hold
+# it before answering (a replica fetch and a high-watermark move; the leader's answer is
+# sent anyway after this).
+FOLLOWER_CATCH_UP_S = 5.0
 # The order Confluent answers (its provider map's iteration order).
 SCHEMA_TYPES = ["JSON", "PROTOBUF", "AVRO"]
 UNMATCHED = "unmatched"  # the endpoint a request with an unknown path is counted under
@@ -497,6 +502,7 @@ class _Answer:
     body: bytes
     content_type: str
     error_code: int | None = None
+    applied_offset: int | None = None  # a write's: sent as APPLIED_OFFSET_HEADER
 
 
 class RegistryApp:
@@ -546,16 +552,13 @@ class RegistryApp:
         self.registry.stats.count(
             method, template, status, answer.error_code, time.perf_counter() - started
         )
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [
-                    (b"content-type", answer.content_type.encode("latin-1")),
-                    (b"content-length", str(len(answer.body)).encode()),
-                ],
-            }
-        )
+        headers = [
+            (b"content-type", answer.content_type.encode("latin-1")),
+            (b"content-length", str(len(answer.body)).encode()),
+        ]
+        if answer.applied_offset is not None:
+            headers.append((APPLIED_OFFSET_HEADER.lower().encode(), b"%d" % answer.applied_offset))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": b"" if method == "HEAD" else answer.body})
 
     async def _answer(
@@ -572,7 +575,8 @@ class RegistryApp:
             return await self._forward(not_leader.url, write, request)
         if isinstance(value, Raw):
             return _Answer(200, value.text.encode("utf-8"), media)
-        return _Answer(200, _encode(value), media)
+        applied = self.registry.store.applied_offset if write is not None else None
+        return _Answer(200, _encode(value), media, applied_offset=applied)
 
     async def _forward(
         self, leader_url: str | None, write: Write | None, request: Request
@@ -590,6 +594,10 @@ class RegistryApp:
                 "schema registry: forwarding %s to the leader failed: %s", request.method, exc
             )
             raise errors.forwarding_error(wording.forward_failed) from None
+        if answer.status == 200 and answer.applied_offset is not None:
+            # Read-your-writes through this follower: a lookup right after the register
+            # must find it here too (bounded: the answer goes out late, never wrong).
+            await self.registry.store.wait_applied(answer.applied_offset, FOLLOWER_CATCH_UP_S)
         return _Answer(
             answer.status,
             answer.body,

@@ -50,6 +50,15 @@ class LeaderAnswer:
     status: int
     body: bytes
     content_type: str | None
+    # Where the leader's ``_schemas`` stood once the write was applied there
+    # (``APPLIED_OFFSET_HEADER``): the follower waits for its own copy to get that far.
+    applied_offset: int | None = None
+
+
+# On a write's answer, the leader's applied ``_schemas`` offset: a follower that forwarded
+# the write answers once it has applied that much itself, so its client reads its own write
+# from the follower it wrote through (Confluent gives read-your-writes on the leader only).
+APPLIED_OFFSET_HEADER = "X-Kafkette-Applied-Offset"
 
 
 async def forward(
@@ -80,7 +89,10 @@ def _send(leader_url: str, call: ForwardedCall, tls: ssl.SSLContext | None) -> L
     try:
         with urllib.request.urlopen(request, timeout=FORWARD_TIMEOUT_S, context=context) as answer:
             return LeaderAnswer(
-                answer.status, answer.read(MAX_ANSWER_BYTES), answer.headers.get("Content-Type")
+                answer.status,
+                answer.read(MAX_ANSWER_BYTES),
+                answer.headers.get("Content-Type"),
+                _offset(answer.headers.get(APPLIED_OFFSET_HEADER)),
             )
     except urllib.error.HTTPError as error:  # an answer, with an error status: relayed
         with error:
@@ -88,3 +100,10 @@ def _send(leader_url: str, call: ForwardedCall, tls: ssl.SSLContext | None) -> L
         return LeaderAnswer(error.code, body, error.headers.get("Content-Type"))
     except (OSError, ValueError, http.client.HTTPException) as exc:  # no answer, bad URL
         raise ForwardingFailed(f"{leader_url}: {exc}") from exc
+
+
+def _offset(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None

@@ -68,8 +68,11 @@ def test_writes_forward_to_the_leader_and_survive_its_kill_9(cluster, wait_until
     leader = c.wait_leader(SCHEMAS, 0, timeout=30)
     follower = next(i for i in urls if i != leader)
 
-    # A follower forwards the write; the answer is the leader's.
+    # A follower forwards the write; the answer is the leader's, sent once the follower
+    # has applied it too: a lookup through the same follower finds it at once.
     ids = [_register(urls[follower], "s1", _schema(1), timeout=20)]
+    found = _call(urls[follower], "POST", "/subjects/s1", {"schema": _schema(1)})
+    assert found[0] == 200 and found[1]["id"] == ids[0], found
     ids.append(_register(urls[leader], "s2", _schema(2), timeout=10))
     ids.append(_register(urls[follower], "s1", _schema(1, evolved=True), timeout=10))
     assert ids == [1, 2, 3]
