@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 
 from kafkette.broker.cluster.zookeeper_server import (
     ZooKeeperNotInstalled,
@@ -264,11 +265,26 @@ def test_three_brokers_serve_a_replicated_topic_survive_a_kill_and_stop_on_sigte
         "--brokers", "3",
         "--config", "min.insync.replicas=2",
         "--config", "zookeeper.session.timeout.ms=6000",  # broker 3's death noticed soon
+        "--schema-registry",
     )
     addresses = process.wait_ready()
     assert len(addresses) == 3
     assert process.stdout_lines == [f"kafkette cluster ready on {','.join(addresses)}"]
     bootstrap = ",".join(addresses)
+
+    # --schema-registry: one registry per broker, their URLs on stderr; a schema registered
+    # through one is read through another.
+    (urls,) = re.findall(r"^kafkette cluster: schema registry on (\S+)$", process.stderr(), re.M)
+    registries = urls.split(",")
+    assert len(registries) == 3
+    registered = SchemaRegistryClient({"url": registries[0]}).register_schema(
+        "local-cluster-value", Schema('{"type":"string"}', "AVRO")
+    )
+    wait_until(
+        lambda: SchemaRegistryClient({"url": registries[2]}).get_schema(registered).schema_str
+        == '"string"',
+        timeout=30, what="the schema read through broker 3's registry",
+    )
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     brokers = admin.list_topics(timeout=30).brokers
