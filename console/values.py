@@ -77,7 +77,14 @@ def parse_timestamp(text: str) -> int:
     if text.lstrip("-").isdigit():
         ms = int(text) if len(text) <= 25 else INT64_MAX + 1
     else:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        try:
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            shown = repr(text[:64]) + ("..." if len(text) > 64 else "")
+            raise ValueError(
+                f"timestamp {shown} is neither milliseconds since the epoch nor an ISO 8601 "
+                "time: write e.g. 1763892000000 or 2026-11-23T10:00:00Z"
+            ) from None
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
         try:

@@ -63,7 +63,27 @@ def topic_metadata(client: Any, topic: str, bootstrap: str) -> Any:
                             KafkaError._ALL_BROKERS_DOWN):
             raise unreachable(bootstrap) from None
         raise ToolError(f"metadata for {topic}: {error.str()}") from None
-    return metadata.topics[topic]
+    found = metadata.topics[topic]
+    if found.error is not None and found.error.code() == KafkaError.TOPIC_EXCEPTION:
+        raise invalid_topic(topic)
+    return found
+
+
+# Kafka's text for INVALID_TOPIC_EXCEPTION (Metadata carries the code alone) and its rule
+# for a legal name (org.apache.kafka.common.internals.Topic).
+INVALID_TOPIC_TEXT = "The request attempted to perform an operation on an invalid topic."
+TOPIC_NAME_RULE = (
+    "a topic name is 1 to 249 ASCII letters, digits, '.', '_' and '-', and not '.' or '..'"
+)
+
+
+def invalid_topic(topic: str) -> ToolError:
+    """The broker refused the name itself: no topic of that name can ever exist, so there is
+    nothing to wait for or create."""
+    return ToolError(
+        f"topic {topic!r} is not a valid topic name: the broker answered "
+        f"INVALID_TOPIC_EXCEPTION ({INVALID_TOPIC_TEXT}): {TOPIC_NAME_RULE}"
+    )
 
 
 def is_missing(topic_metadata: Any) -> bool:

@@ -97,17 +97,33 @@ def bootstrap_addresses(bootstrap: str) -> list[tuple[str, int]]:
     return addresses
 
 
+def unresolved(bootstrap: str, hosts: list[str]) -> ToolError:
+    names = ", ".join(repr(host) for host in hosts)
+    return ToolError(
+        f"no broker answered at {bootstrap}: host {names} does not resolve: check the host "
+        f"name in -b (or ${BOOTSTRAP_ENV})",
+        EXIT_UNREACHABLE,
+    )
+
+
 def probe(bootstrap: str, timeout: float) -> None:
     """Exit 3 now if no bootstrap address takes a TCP connection (librdkafka would retry on).
 
     Every tool that talks to a broker (produce, consume, the admin tools) asks this first.
+    When no address answered and some host names did not resolve, the line says which:
+    a typo in a host name is not a broker that is down.
     """
+    not_resolved: list[str] = []
     for host, port in bootstrap_addresses(bootstrap):
         try:
             with socket.create_connection((host, port), timeout=min(timeout, PROBE_TIMEOUT_S)):
                 return
+        except socket.gaierror:
+            not_resolved.append(host)
         except OSError:
             continue
+    if not_resolved:
+        raise unresolved(bootstrap, list(dict.fromkeys(not_resolved)))
     raise unreachable(bootstrap)
 
 

@@ -51,7 +51,7 @@ def add_resource_options(parser: argparse.ArgumentParser) -> None:
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--topic", metavar="TOPIC", help="a topic's configs")
     which.add_argument("--broker", metavar="ID", nargs="?", const="",
-                       help="a broker's configs (no ID: the first broker the cluster lists)")
+                       help="a broker's configs (no ID: the lowest broker id in the cluster)")
     which.add_argument("--group", metavar="GROUP",
                        help="a group's configs (Kafka 4.0's consumer.*, kafkette's share.*)")
 
@@ -91,7 +91,10 @@ def register(commands: argparse._SubParsersAction) -> None:
                "  kafkette configs alter --topic clicks "
                "--add-config 'cleanup.policy=[compact,delete],segment.ms=60000'\n"
                "  kafkette configs alter --topic clicks --delete-config retention.ms,segment.ms\n"
-               "  kafkette configs alter --broker 1 --add-config log.cleaner.threads=2\n",
+               "  kafkette configs alter --group my-workers "
+               "--add-config share.auto.offset.reset=earliest\n"
+               "\nkafkette's broker configs are static (set them with `kafkette serve --config`);\n"
+               "Apache Kafka also takes --broker ID with its dynamic broker configs.\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_resource_options(sub)
@@ -114,6 +117,12 @@ def resource(admin: Any, args: argparse.Namespace, **kwargs: Any) -> Any:
     """The ConfigResource that --topic/--broker/--group names."""
     from confluent_kafka.admin import ConfigResource, ResourceType
 
+    for option, name, example in (
+        ("--topic", args.topic, "clicks"),
+        ("--group", args.group, "my-app"),
+    ):
+        if name is not None and not name.strip():
+            raise ToolError(f"{option} needs a name: write e.g. {option} {example}", 2)
     if args.topic is not None:
         return ConfigResource(ResourceType.TOPIC, args.topic, **kwargs)
     if args.group is not None:
@@ -140,9 +149,12 @@ def failure(exc: BaseException, kind: str, name: str, doing: str) -> ToolError:
     if code in ("INVALID_REQUEST", "UNSUPPORTED_VERSION") and kind == "group":
         return ToolError(f"the broker does not {doing} group configs ({ac.error_text(exc)}): "
                          "group configs need a broker that keeps them (Kafka 4.0+, kafkette)")
-    if code == "INVALID_CONFIG" or code == "INVALID_REQUEST":
+    if code == "INVALID_CONFIG":
         return ToolError(f"could not {doing} the configs of {kind} {name!r}: "
                          f"{ac.error_text(exc)}: check the config names and values")
+    # INVALID_REQUEST: the request cannot be served as asked (kafkette's static broker
+    # configs, Kafka's configs that are not dynamic); the broker's message says why and
+    # what to do instead, and a hint about names and values would contradict it.
     return ToolError(f"could not {doing} the configs of {kind} {name!r}: {ac.error_text(exc)}")
 
 

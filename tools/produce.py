@@ -51,6 +51,7 @@ EXAMPLES = """examples:
   kafkette produce clicks --file events.txt -H source=batch -z zstd
   kafkette produce clicks -p 2 -k user-1 --acks 1 --rate 100 < lines.txt
   echo '{"key":"u1","value":"hi","headers":[["trace","7"]]}' | kafkette produce clicks --json
+  kafkette topics create clicks-copy --partitions 3   # as many partitions as clicks, then
   kafkette consume clicks -e --json | kafkette produce clicks-copy --json   # copy a topic
 
 Every line is one record; empty lines are skipped (-Z sends them as null values).

@@ -21,7 +21,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from kafkette.tools.common import ToolError, bootstrap_addresses, client_config, unreachable
+from kafkette.tools.common import (
+    ToolError,
+    bootstrap_addresses,
+    client_config,
+    unreachable,
+    unresolved,
+)
 
 CLIENT_ID = "kafkette-tools"
 RECEIVE_BYTES = 1 << 16
@@ -61,6 +67,8 @@ class Link:
             self.sock = socket.create_connection((host, port), timeout=client.remaining())
         except TimeoutError as exc:
             raise client.no_answer() from exc
+        except socket.gaierror as exc:
+            raise unresolved(self.address, [host]) from exc
         except OSError as exc:
             raise unreachable(self.address) from exc
         self.codec = ClientConnection()

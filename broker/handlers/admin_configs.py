@@ -125,7 +125,8 @@ def _refuse_non_topic(rtype: int) -> None:
     if rtype in (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER):
         raise TopicError(
             ErrorCode.INVALID_REQUEST,
-            "broker configs are static in kafkette: restart with --config KEY=VALUE",
+            "broker configs are static in kafkette: set them with `kafkette serve --config "
+            "KEY=VALUE` and restart the broker",
         )
     if rtype != RESOURCE_TOPIC:
         raise TopicError(ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}")

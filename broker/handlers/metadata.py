@@ -32,6 +32,7 @@ from kafkette.broker.security.authorizer.checks import (
     topic_denied,
 )
 from kafkette.broker.security.session import listener_of
+from kafkette.broker.throttled_log import ThrottledLog
 from kafkette.broker.topic_ids import topic_name
 from kafkette.broker.topics import TopicError, topic_name_problem
 from kafkette.wire.errors import ErrorCode
@@ -42,6 +43,11 @@ if TYPE_CHECKING:
     from kafkette.wire.connection import Request
 
 log = logging.getLogger("kafkette.metadata")
+# A client asking for an invalid name asks again several times a second until it gives up
+# (librdkafka's metadata refresh): one line a minute, with a count of the others, is enough
+# to say why it gets INVALID_TOPIC_EXCEPTION. One kind for every name: a client inventing
+# names cannot grow the throttle's table.
+invalid_names = ThrottledLog(log)
 
 # Kafka's "authorized operations" bitmasks (bit n = AclOperation code n) when every
 # operation is allowed, since there are no ACLs. Topic: READ 3, WRITE 4, CREATE 5,
@@ -171,7 +177,10 @@ async def _requested_topic(
         return topic_entry(broker, name, include_ops=include_ops, version=version)
     problem = topic_name_problem(name)
     if problem:
-        log.info("metadata for invalid topic name %r: %s", name, problem)
+        # The problem names the topic where it matters (never one over 249 characters).
+        invalid_names.log(
+            "invalid topic name", logging.INFO, f"metadata for an invalid topic name: {problem}"
+        )
         return topic_entry(broker, name, ErrorCode.INVALID_TOPIC_EXCEPTION)
     if not (allow_create and broker.config.auto_create_topics) or name in INTERNAL_TOPICS:
         return topic_entry(broker, name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)

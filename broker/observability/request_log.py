@@ -3,7 +3,7 @@
 In the spirit of Kafka's ``kafka.request.logger``, the logger ``kafkette.request``
 says at DEBUG, for every request answered::
 
-    Produce v9 correlation_id=7 client_id=rdkafka peer=127.0.0.1:50412 time_ms=0.412
+    Produce v9 correlation_id=7 client_id='rdkafka' peer=127.0.0.1:50412 time_ms=0.412
         queue_ms=0.000 response_bytes=74 errors=-
 
 (on one line)
@@ -11,7 +11,8 @@ says at DEBUG, for every request answered::
 and, at DEBUG too, when a connection opens and closes. A client that receives a
 non-zero error code from Produce, Fetch, a group API or an admin API also gets a
 WARNING line, at most one per (API, error) every ``WARN_INTERVAL_S`` seconds; the
-ones held back are counted on the next line of that kind.
+ones held back are counted on the next line of that kind. Answers that are a normal step
+of the protocol, which every client meets and retries (``EXPECTED_CODES``), do not warn.
 
 Cost, on the path of every request: two ``perf_counter`` calls and the walk of
 the response for error codes (one dict look-up per topic and per partition, never
@@ -79,10 +80,15 @@ ADMIN_APIS = frozenset(
 )
 WARN_APIS = frozenset({ApiKey.PRODUCE, ApiKey.FETCH} | GROUP_APIS | ADMIN_APIS)
 _WARN_KEYS = frozenset(int(k) for k in WARN_APIS)
-# Answers that are a normal step of the protocol, not a client's problem: a JoinGroup
-# v4+ without a member id is always answered MEMBER_ID_REQUIRED first (KIP-394).
-_HANDSHAKE_CODES: dict[ApiKey, frozenset[int]] = {
-    ApiKey.JOIN_GROUP: frozenset({int(ErrorCode.MEMBER_ID_REQUIRED)}),
+# Answers that are a normal step of the protocol, not a client's problem, by API key (the
+# header's int): a JoinGroup v4+ without a member id is always answered MEMBER_ID_REQUIRED
+# first (KIP-394); a transactions-v2 Produce (12+) is answered CONCURRENT_TRANSACTIONS
+# while the previous transaction's markers are still being written, and the client
+# retries it (KIP-890; the broker already retried it for up to 100 ms). Warning on them
+# would put a WARNING on every group join and on a busy transactional producer.
+EXPECTED_CODES: dict[int, frozenset[int]] = {
+    int(ApiKey.JOIN_GROUP): frozenset({int(ErrorCode.MEMBER_ID_REQUIRED)}),
+    int(ApiKey.PRODUCE): frozenset({int(ErrorCode.CONCURRENT_TRANSACTIONS)}),
 }
 
 # Histogram bucket upper bounds, in milliseconds (Kafka's RequestMetrics are in ms).
@@ -246,8 +252,9 @@ class RequestObserver:
         header = request.header
         api = request.api.name
         now = time.monotonic()
+        expected = EXPECTED_CODES.get(header.api_key, frozenset())
         for code in dict.fromkeys(codes):
-            if code in _HANDSHAKE_CODES.get(request.api, ()):
+            if code in expected:
                 continue
             kind = (api, code)
             state = self._warned.get(kind)

@@ -128,7 +128,8 @@ async def add_to_transaction(
     )
     if error == ErrorCode.NONE:
         return work
-    log.info(
+    log.log(
+        _refusal_level(error),
         "transactional produce by %s: adding %d partitions refused: %s",
         transactional_id,
         len(adding),
@@ -226,6 +227,12 @@ _VERIFICATION_ERRORS = {
 }
 
 
+def _refusal_level(error: ErrorCode) -> int:
+    """CONCURRENT_TRANSACTIONS is the normal answer while the previous transaction's
+    markers are written (clients retry it): DEBUG, not a line per retry at INFO."""
+    return logging.DEBUG if error == ErrorCode.CONCURRENT_TRANSACTIONS else logging.INFO
+
+
 def produce_error(error: ErrorCode, produce_version: int) -> ErrorCode:
     """A coordinator's verification (or implicit add) answer as a Produce error for a
     client of ``produce_version``."""
@@ -264,7 +271,8 @@ def _verified(verify: Verification, item: ProduceAppend) -> bool:
     )
     if error == ErrorCode.NONE:
         return True
-    log.info(
+    log.log(
+        _refusal_level(error),
         "transactional produce to %s-%d by %s refused: %s",
         partition.topic,
         partition.index,

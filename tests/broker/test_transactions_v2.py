@@ -21,6 +21,7 @@ The v1 clients (librdkafka, kafka-python, aiokafka) keep their protocol: the oth
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Iterator
@@ -271,3 +272,33 @@ def test_tv2_end_at_an_exhausted_epoch_moves_to_a_new_producer_id(tv2_broker, cr
         assert producer["producer_epoch"] == 32767  # the marker's
         assert _produce(c, txn_id, topic, new_pid, 0, 0) == NONE
         assert _end(c, txn_id, new_pid, 0, commit=False) == (NONE, new_pid, 1)
+
+
+def test_produce_12_answered_concurrent_transactions_logs_no_warning(
+    tv2_broker, create_topic, caplog
+) -> None:
+    """CONCURRENT_TRANSACTIONS is a TV2 Produce's normal answer while the previous
+    transaction's markers are written (the client retries): no request-log WARNING and no
+    INFO line per refusal. A single node writes its markers within the broker's own
+    100 ms retry, so the test holds the coordinator's write open (``_pending``)."""
+    from kafkette.broker.transactions.coordinator import TxnState
+
+    topic = create_topic(tv2_broker.bootstrap, partitions=2)
+    txn_id = f"busy-{uuid.uuid4().hex[:8]}"
+    coordinator = tv2_broker.broker.transactions
+    caplog.set_level(logging.INFO, logger="kafkette.request")
+    caplog.set_level(logging.DEBUG, logger="kafkette.produce")  # the handler's level: last
+    with WireConnection(tv2_broker.bootstrap) as c:
+        pid, epoch = _init(c, txn_id)
+        tv2_broker.on_loop(
+            lambda: coordinator._pending.__setitem__(txn_id, TxnState.PREPARE_COMMIT)
+        )
+        try:
+            assert _produce(c, txn_id, topic, pid, epoch, 0) == CONCURRENT_TRANSACTIONS
+        finally:
+            tv2_broker.on_loop(lambda: coordinator._pending.pop(txn_id, None))
+        assert _produce(c, txn_id, topic, pid, epoch, 0) == NONE  # the client's retry
+        assert _end(c, txn_id, pid, epoch, commit=False) == (NONE, pid, epoch + 1)
+    refused = [r for r in caplog.records if "CONCURRENT_TRANSACTIONS" in r.getMessage()]
+    assert refused, "the refusal is still logged, at DEBUG"
+    assert [(r.name, r.levelname) for r in refused] == [("kafkette.produce", "DEBUG")]
