@@ -33,6 +33,7 @@ from kafkette.wire.records import decode_batch
 
 if TYPE_CHECKING:
     from kafkette.broker.partitions import Partition
+    from kafkette.broker.schema_registry.subjects import SubjectsState
     from kafkette.broker.server import Broker
 
 # How many bytes one look at a partition reads at most (the browser shows a page).
@@ -192,6 +193,62 @@ class RecordView:
     value: bytes | None
     headers: tuple[tuple[str, bytes | None], ...]
     transactional: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaRegistrySummary:
+    """The broker's schema registry at a glance (``Broker.schema_registry``)."""
+
+    url: str  # this broker's registry, as advertised
+    is_leader: bool  # this broker takes the writes (it leads ``_schemas``-0)
+    leader_url: str | None  # the registry that takes the writes; None: no leader known
+    subjects: int  # subjects with a live version
+    schemas: int  # distinct ids stored, soft-deleted versions' too
+    max_id: int
+    mode: str  # global: READWRITE, READONLY, READONLY_OVERRIDE or IMPORT
+    compatibility: str  # the global level
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaSubjectSummary:
+    """A subject with a live version: its live versions, and the latest one's type and id."""
+
+    subject: str
+    schema_type: str  # AVRO, JSON or PROTOBUF (the latest version's)
+    versions: tuple[int, ...]  # live versions, ascending
+    latest_id: int
+    compatibility: str  # the level that applies: the subject's own, else the global one
+    compatibility_own: bool  # the subject has a level of its own
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaReferenceView:
+    name: str  # an Avro full name, a JSON Schema $ref, a Protobuf import path
+    subject: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaVersionView:
+    """One live version of a subject: its schema text as stored (canonical), its references
+    and which live subject-versions reference it."""
+
+    subject: str
+    version: int
+    id: int
+    schema_type: str
+    text: str
+    references: tuple[SchemaReferenceView, ...]
+    referenced_by: tuple[tuple[str, int], ...]  # (subject, version), sorted
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaRegistryCounters:
+    """The registry's HTTP requests since the broker started (``RegistryStats``)."""
+
+    requests: tuple[tuple[str, str, int, int], ...]  # (method, endpoint, status, count)
+    errors: tuple[tuple[int, int], ...]  # (Confluent error code, count)
+    seconds: tuple[tuple[str, float], ...]  # (endpoint, seconds summed)
 
 
 class UnknownPartition(LookupError):
@@ -451,7 +508,6 @@ class BrokerStateView:
         manager = self._broker.share_partitions_started
         return None if manager is None else manager.counter_totals()
 
-
     # Share groups (KIP-932) ---------------------------------------------------------------
 
     def share_group_ids(self) -> list[str]:
@@ -522,8 +578,13 @@ class BrokerStateView:
         for (tid, index), delivery in manager.deliveries_of(group_id).items():
             counts = {state: delivery.count(state) for state in RecordState}
             rows[(tid, index)] = self._share_row(
-                tid, index, delivery.start_offset, delivery.in_flight_count, counts,
-                delivery.delivery_complete_count, True,
+                tid,
+                index,
+                delivery.start_offset,
+                delivery.in_flight_count,
+                counts,
+                delivery.delivery_complete_count,
+                True,
             )
         return tuple(sorted((r for r in rows.values() if r.topic), key=_topic_partition))
 
@@ -556,6 +617,113 @@ class BrokerStateView:
             lag=lag,
             loaded=loaded,
         )
+
+    # Schema registry (broker/schema_registry/) ------------------------------------------
+    # Read from the registry's state (``SubjectsState``, folded from ``_schemas`` on the
+    # event loop), not through its HTTP API: nothing here parses or renders a schema.
+
+    def schema_registry_enabled(self) -> bool:
+        """Whether this broker serves a schema registry: its config, fixed for its life, so
+        (alone of these methods) safe from a worker thread (the console renders pages there)."""
+        return self._broker.config.schema_registry.enabled
+
+    def schema_registry(self) -> SchemaRegistrySummary | None:
+        """The registry's summary; None when the broker serves none."""
+        registry = self._broker.schema_registry
+        if registry is None:
+            return None
+        s = registry.summary()
+        return SchemaRegistrySummary(
+            url=s.url,
+            is_leader=s.is_leader,
+            leader_url=s.leader_url,
+            subjects=s.subjects,
+            schemas=s.schemas,
+            max_id=s.max_id,
+            mode=s.mode,
+            compatibility=s.compatibility,
+        )
+
+    def schema_subjects(self) -> list[SchemaSubjectSummary]:
+        """Every subject with a live version, as the registry sorts them ([] when off)."""
+        registry = self._broker.schema_registry
+        if registry is None:
+            return []
+        state = registry.state
+        return [s for name in state.subjects() if (s := self.schema_subject(name)) is not None]
+
+    def schema_subject(self, subject: str) -> SchemaSubjectSummary | None:
+        """One subject; None when it has no live version (or the registry is off)."""
+        registry = self._broker.schema_registry
+        if registry is None:
+            return None
+        state = registry.state
+        live = state.live_versions(subject)
+        if not live:
+            return None
+        latest = live[-1]
+        return SchemaSubjectSummary(
+            subject=subject,
+            schema_type=latest.schema_type,
+            versions=tuple(v.version for v in live),
+            latest_id=latest.id,
+            compatibility=state.compatibility(subject),
+            compatibility_own=_has_own_level(state, subject),
+        )
+
+    def schema_version(self, subject: str, version: int | None = None) -> SchemaVersionView | None:
+        """A live version of ``subject`` (None: the latest); None when there is no such
+        live version (or the registry is off)."""
+        registry = self._broker.schema_registry
+        if registry is None:
+            return None
+        state = registry.state
+        live = state.live_versions(subject)
+        found = live[-1] if live and version is None else None
+        found = next((v for v in live if v.version == version), found)
+        if found is None:
+            return None
+        referrers: set[tuple[str, int]] = set()
+        for schema_id in state.referenced_by(subject, str(found.version)):
+            referrers.update(state.versions_of(schema_id))
+        return SchemaVersionView(
+            subject=found.subject,
+            version=found.version,
+            id=found.id,
+            schema_type=found.schema_type,
+            text=found.text,
+            references=tuple(
+                SchemaReferenceView(r.name, r.subject, r.version) for r in found.references
+            ),
+            referenced_by=tuple(sorted(referrers)),
+        )
+
+    def schema_registry_counters(self) -> SchemaRegistryCounters | None:
+        """The registry's request counters; None when the broker serves no registry."""
+        registry = self._broker.schema_registry
+        if registry is None:
+            return None
+        stats = registry.stats
+        return SchemaRegistryCounters(
+            requests=tuple(
+                (method, endpoint, status, count)
+                for (method, endpoint, status), count in sorted(stats.requests.items())
+            ),
+            errors=tuple(sorted(stats.errors.items())),
+            seconds=tuple(sorted(stats.seconds.items())),
+        )
+
+
+def _has_own_level(state: SubjectsState, subject: str) -> bool:
+    """Whether ``subject`` has a compatibility level of its own (GET /config/{subject}
+    without defaultToGlobal answers 40408 when it has none)."""
+    from kafkette.broker.schema_registry.errors import RegistryError
+
+    try:
+        state.compatibility(subject, default_to_global=False)
+    except RegistryError:
+        return False
+    return True
 
 
 def _topic_partition(row: SharePartitionState) -> tuple[str, int]:

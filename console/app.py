@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import trio
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -31,6 +32,7 @@ from kafkette.broker.state_view import (
 from . import pages
 from .markup import Html
 from .produce import ProduceFailed, parse_request, produce
+from .schemas import SchemaPages
 from .throughput import ThroughputSampler
 from .values import FORMATS, parse_timestamp, show, timestamp_text
 
@@ -72,11 +74,39 @@ class Console:
         self.read_limiter = trio.CapacityLimiter(READ_THREADS)
 
     def page(self, title: str, body: Html, active: str, status: int = 200) -> HTMLResponse:
-        document = pages.layout(title, body, active=active, allow_writes=self.allow_writes)
+        document = pages.layout(
+            title,
+            body,
+            active=active,
+            allow_writes=self.allow_writes,
+            schemas=self.view.schema_registry_enabled(),
+        )
         return HTMLResponse(document, status_code=status)
 
     def not_found(self, text: str, active: str) -> HTMLResponse:
         return self.page("Not found", pages.message(text), active, status=404)
+
+    async def http_error(self, request: Request, exc: Exception) -> Response:
+        """What no route answers (an unknown path, a method a route does not take, a
+        missing static file): the console's own page, or JSON under ``/api/``, instead of
+        Starlette's plain-text "Not Found"."""
+        assert isinstance(exc, HTTPException)
+        status, path = exc.status_code, request.url.path
+        if status == 405:
+            text = f"{request.method} is not allowed on {path}."
+        elif status == 404:
+            text = f"Nothing here: {path} is not a page of this console."
+        else:
+            text = f"{exc.detail}."
+        headers = dict(exc.headers or {})
+        if path.startswith("/api/"):
+            if status == 404:
+                text = f"unknown path {path}"
+            return JSONResponse({"error": text}, status_code=status, headers=headers)
+        title = "Not found" if status == 404 else exc.detail  # as the routes' own 404s
+        response = self.page(title, pages.message(text), "", status=status)
+        response.headers.update(headers)
+        return response
 
     # Pages -------------------------------------------------------------------------
 
@@ -265,12 +295,12 @@ class Console:
     async def _browse_range(self, summary: PartitionSummary, q: Any) -> tuple[str, int, int, str]:
         """``(mode, start offset, count, note)`` from the browser's query parameters
         (the start clamped to the log start offset). Raises ValueError, UnknownPartition."""
-        count = int(q.get("count") or DEFAULT_COUNT)
+        count = _whole_number(q, "count", DEFAULT_COUNT)
         if not 1 <= count <= MAX_COUNT:
             raise ValueError(f"count must be 1-{MAX_COUNT}")
         mode = q.get("from", "latest")
         if mode == "offset":
-            start = int(q.get("offset") or 0)
+            start = _whole_number(q, "offset", 0)
             note = f"{count} records from offset {start}."
         elif mode == "timestamp":
             wanted = parse_timestamp(q.get("timestamp", ""))
@@ -287,6 +317,18 @@ class Console:
         else:
             raise ValueError("from must be latest, offset or timestamp")
         return mode, max(start, summary.log_start_offset), count, note
+
+
+def _whole_number(q: Any, name: str, default: int) -> int:
+    """A query parameter that must be an integer; ValueError saying so in plain words."""
+    text = q.get(name) or ""
+    if not text:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        shown = repr(text[:32]) + ("..." if len(text) > 32 else "")
+        raise ValueError(f"{name} must be a whole number, not {shown}") from None
 
 
 async def _body_within(request: Request, limit: int) -> bytes | None:
@@ -367,6 +409,7 @@ def build_app(
     """The console app; ``allowed_hosts`` are the Host header values it answers
     (``host_allow_list`` makes them)."""
     console = Console(view, sampler, allow_writes=allow_writes, bootstrap=bootstrap)
+    schemas = SchemaPages(console)
     routes = [
         Route("/", console.overview),
         Route("/topics", console.topics),
@@ -375,6 +418,8 @@ def build_app(
         Route("/groups", console.groups),
         Route("/group", console.group),
         Route("/produce", console.produce_page),
+        Route("/schemas", schemas.subjects),
+        Route("/schema", schemas.subject),
         Route("/api/overview", console.api_overview),
         Route("/api/throughput", console.api_throughput),
         Route("/api/topics", console.api_topics),
@@ -383,10 +428,13 @@ def build_app(
         Route("/api/groups", console.api_groups),
         Route("/api/group", console.api_group),
         Route("/api/share-groups", console.api_share_groups),
+        Route("/api/schemas", schemas.api_subjects),
+        Route("/api/schema", schemas.api_subject),
         Route("/api/produce", console.api_produce, methods=["POST"]),
         Mount("/static", app=StaticFiles(directory=static_dir()), name="static"),
     ]
-    return SecurityHeaders(Starlette(routes=routes), allowed_hosts)
+    handlers = {HTTPException: console.http_error}
+    return SecurityHeaders(Starlette(routes=routes, exception_handlers=handlers), allowed_hosts)
 
 
 def host_allow_list(bound_host: str, listen_host: str, port: int) -> frozenset[str]:

@@ -7,6 +7,7 @@ Everything from the broker goes through ``markup.html``/``esc`` (escaped).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from urllib.parse import quote, urlencode
 
@@ -15,6 +16,9 @@ from kafkette.broker.state_view import (
     GroupSummary,
     PartitionSummary,
     RecordView,
+    SchemaRegistrySummary,
+    SchemaSubjectSummary,
+    SchemaVersionView,
     ShareGroupSummary,
     TopicSummary,
 )
@@ -26,8 +30,16 @@ _ACTIVE = ' class="active"'
 NAV = (("/", "Overview"), ("/topics", "Topics"), ("/groups", "Groups"))
 
 
-def layout(title: str, body: Html, *, active: str, allow_writes: bool) -> Html:
-    links = [*NAV, ("/produce", "Produce")] if allow_writes else list(NAV)
+def layout(
+    title: str, body: Html, *, active: str, allow_writes: bool, schemas: bool = False
+) -> Html:
+    """The page around ``body``; ``schemas``: the broker serves a schema registry (the
+    Schemas entry is shown), ``allow_writes``: the Produce entry is."""
+    links = list(NAV)
+    if schemas:
+        links.append(("/schemas", "Schemas"))
+    if allow_writes:
+        links.append(("/produce", "Produce"))
     nav = join(
         html('<a href="{}"{}>{}</a>', href, Html(_ACTIVE if href == active else ""), label)
         for href, label in links
@@ -482,6 +494,134 @@ def share_group(g: ShareGroupSummary) -> Html:
         g.total_lag,
         members,
         partitions,
+    )
+
+
+# Schemas (the schema registry) ---------------------------------------------------
+
+
+def schema_href(subject: str, version: int | None = None) -> str:
+    query = {"subject": subject} if version is None else {"subject": subject, "version": version}
+    return "/schema?" + urlencode(query)
+
+
+def schema_text(schema_type: str, text: str) -> str:
+    """The stored schema for reading: AVRO and JSON pretty-printed (stored compact),
+    PROTOBUF as is (stored as .proto text)."""
+    if schema_type not in ("AVRO", "JSON"):
+        return text
+    try:
+        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except (ValueError, RecursionError):
+        return text
+
+
+def schemas(registry: SchemaRegistrySummary, found: Sequence[SchemaSubjectSummary]) -> Html:
+    if registry.is_leader:
+        role = html("this broker takes the writes")
+    elif registry.leader_url:
+        role = html("writes are forwarded to <code>{}</code>", registry.leader_url)
+    else:
+        role = html("no leader known: reads only")
+    rows = [
+        html(
+            '<tr data-subject="{name}"><td><a href="{href}">{name}</a></td>'
+            '<td class="type">{kind}</td><td class="num versions">{count}</td>'
+            '<td class="num latest">{latest}</td><td class="num latest-id">{sid}</td>'
+            '<td class="compatibility">{level}{own}</td></tr>',
+            name=s.subject,
+            href=schema_href(s.subject),
+            kind=s.schema_type,
+            count=len(s.versions),
+            latest=s.versions[-1],
+            sid=s.latest_id,
+            level=s.compatibility,
+            own=Html(' <span class="tag">own</span>' if s.compatibility_own else ""),
+        )
+        for s in found
+    ]
+    table = _table(
+        ["Subject", "Type", "Versions", "Latest version", "Latest id", "Compatibility"],
+        rows,
+        table_id="subjects",
+        empty="No subjects yet: register a schema with any Confluent client or "
+        "kafkette schemas register.",
+    )
+    return html(
+        '<p class="facts">Registry <code id="registry-url">{url}</code> · {role} · '
+        '<b id="registry-subjects">{subjects}</b> subjects · {schemas} schemas · max id {max_id} '
+        "· mode {mode} · global compatibility {level}</p>{table}",
+        url=registry.url,
+        role=role,
+        subjects=registry.subjects,
+        schemas=registry.schemas,
+        max_id=registry.max_id,
+        mode=registry.mode,
+        level=registry.compatibility,
+        table=table,
+    )
+
+
+def schema_subject(s: SchemaSubjectSummary, v: SchemaVersionView) -> Html:
+    picker = join(
+        html(
+            '<a href="{}" data-version="{}"{}>{}</a>',
+            schema_href(s.subject, n),
+            n,
+            Html(_ACTIVE if n == v.version else ""),
+            f"version {n}",
+        )
+        for n in s.versions
+    )
+    references = _table(
+        ["Name", "Subject", "Version"],
+        [
+            html(
+                '<tr data-name="{name}"><td>{name}</td><td><a href="{href}">{subject}</a></td>'
+                '<td class="num">{version}</td></tr>',
+                name=r.name,
+                href=schema_href(r.subject, r.version),
+                subject=r.subject,
+                version=r.version,
+            )
+            for r in v.references
+        ],
+        table_id="references",
+        empty="No references.",
+    )
+    users = _table(
+        ["Subject", "Version"],
+        [
+            html(
+                '<tr><td><a href="{}">{}</a></td><td class="num">{}</td></tr>',
+                schema_href(subject, version),
+                subject,
+                version,
+            )
+            for subject, version in v.referenced_by
+        ],
+        table_id="referenced-by",
+        empty="No live version references this one.",
+    )
+    own = " (the subject's own)" if s.compatibility_own else " (global)"
+    return html(
+        '<p class="facts">{kind} · compatibility {level}{own} · live versions: {count}</p>'
+        '<p class="versions" id="versions">{picker}</p>'
+        '<h2>Version <span id="version">{version}</span> · id <span id="schema-id">{sid}</span>'
+        "</h2>"
+        '<pre class="schema" id="schema-text" data-type="{vkind}">{text}</pre>'
+        "<h2>References</h2>{references}<h2>Referenced by</h2>{users}",
+        kind=s.schema_type,
+        level=s.compatibility,
+        own=own,
+        count=len(s.versions),
+        picker=picker,
+        version=v.version,
+        sid=v.id,
+        vkind=v.schema_type,
+        text=schema_text(v.schema_type, v.text),
+        references=references,
+        users=users,
     )
 
 

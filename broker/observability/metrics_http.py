@@ -27,6 +27,7 @@ from kafkette.broker.observability.collectors import (
     RequestCollector,
     ShareGroupCollector,
 )
+from kafkette.broker.observability.schema_registry_metrics import SchemaRegistryCollector
 from kafkette.broker.server import Endpoint, StartupError
 
 if TYPE_CHECKING:
@@ -51,6 +52,8 @@ def metrics_registry(broker: Broker, view: BrokerStateView) -> CollectorRegistry
     registry.register(LogCollector(view))
     registry.register(GroupCollector(view))
     registry.register(ShareGroupCollector(view))
+    if broker.config.schema_registry.enabled:
+        registry.register(SchemaRegistryCollector(view))
     return registry
 
 

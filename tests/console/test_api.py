@@ -146,6 +146,42 @@ def test_html_pages_answer(console: ConsoleBroker, workload: Workload) -> None:
     assert overview["topics"] >= 1
 
 
+def test_unknown_paths_answer_with_the_console_page_or_json(console: ConsoleBroker) -> None:
+    """Paths no route takes get the console's own page (JSON under /api/), not
+    Starlette's plain-text "Not Found"."""
+    for path in ("nope", f"topics/{TOPIC}/not-a-partition", "static/nope.css"):
+        page = http(console.url + path)
+        assert page.status == 404, path
+        assert page.headers["content-type"].startswith("text/html"), path
+        assert "- kafkette console</title>" in page.text and 'id="message"' in page.text, path
+        assert f"/{path} is not a page of this console" in page.text, path
+    api = http(console.url + "api/nope")
+    assert api.status == 404 and api.json() == {"error": "unknown path /api/nope"}
+    method = http(console.url + "api/produce")  # GET on a POST-only route
+    assert method.status == 405 and method.headers["allow"] == "POST"
+    assert method.json() == {"error": "GET is not allowed on /api/produce."}
+
+
+def test_a_bad_timestamp_or_count_is_said_in_plain_words(
+    console: ConsoleBroker, workload: Workload
+) -> None:
+    records = console.url + f"api/topics/{TOPIC}/0/records"
+    bad = http(records + "?from=timestamp&timestamp=yesterday")
+    assert bad.status == 400
+    assert bad.json() == {
+        "error": "timestamp 'yesterday' is neither milliseconds since the epoch nor an ISO 8601 "
+        "time: write e.g. 1763892000000 or 2026-11-23T10:00:00Z"
+    }
+    page = http(console.url + f"topics/{TOPIC}/0?from=timestamp&timestamp=yesterday")
+    assert page.status == 400 and "neither milliseconds since the epoch" in page.text
+    assert "isoformat" not in page.text
+    count = http(records + "?count=lots")
+    assert (count.status, count.json()) == (
+        400,
+        {"error": "count must be a whole number, not 'lots'"},
+    )
+
+
 @pytest.fixture(scope="module")
 def writable(start_console: Callable[..., ConsoleBroker]) -> ConsoleBroker:
     broker = start_console("--ui-allow-writes")
@@ -304,3 +340,13 @@ def test_api_share_group_in_flight_and_what_admin_clients_see(
     listed = http(console.url + "api/share-groups").json()
     assert [g["group_id"] for g in listed] == [SHARE_GROUP]
     assert SHARE_GROUP not in {g["group_id"] for g in http(console.url + "api/groups").json()}
+
+
+def test_no_schemas_entry_without_a_schema_registry(console: ConsoleBroker) -> None:
+    """This broker serves no schema registry: no Schemas entry, and its paths say so."""
+    assert 'href="/schemas"' not in http(console.url).text
+    page = http(console.url + "schemas")
+    assert page.status == 404 and "serves no schema registry" in page.text
+    assert http(console.url + "schema?subject=x").status == 404
+    api = http(console.url + "api/schemas")
+    assert (api.status, api.json()) == (404, {"error": "no schema registry on this broker"})

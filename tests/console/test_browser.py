@@ -1,6 +1,7 @@
 """The console in a real browser: headless Chromium (Debian's chromium and chromium-driver,
 driven by selenium) opens the pages of a real broker and checks that they show what the
-clients see: the topics, the last records of a partition, a group's lag. Each test keeps a
+clients see: the topics, the last records of a partition, a group's lag, the schemas a
+client registered (the broker serves a schema registry too). Each test keeps a
 screenshot under test-artifacts/console/ at the repository root.
 
 Skips, with the reason, where chromium, chromedriver or selenium is missing.
@@ -8,6 +9,8 @@ Skips, with the reason, where chromium, chromedriver or selenium is missing.
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -38,6 +41,13 @@ def _missing() -> str | None:
 
 
 pytestmark = pytest.mark.skipif(_missing() is not None, reason=str(_missing()))
+
+
+@pytest.fixture(scope="module")
+def console(start_console) -> support.ConsoleBroker:
+    """conftest's read-only console, its broker serving a schema registry as well (the
+    Schemas page; what the other pages show does not change with it)."""
+    return start_console("--schema-registry-listen", "127.0.0.1:0")
 
 
 @pytest.fixture(scope="module")
@@ -261,3 +271,50 @@ def test_groups_pages_show_a_share_group_and_its_records_in_flight(
     assert members[0].find_element(By.CSS_SELECTOR, "td.assignment").text == (
         f"{support.SHARE_TOPIC}-0")
     screenshot(browser, "share-group")
+
+
+def test_schemas_page_lists_subjects_and_shows_their_versions(browser, console) -> None:
+    from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
+    from selenium.webdriver.common.by import By
+
+    registry = re.search(r"schema registry on (http://\S+)", console.log_text()).group(1)
+    client = SchemaRegistryClient({"url": registry})
+    sku = {"name": "sku", "type": "string"}
+    qty = {"name": "qty", "type": "int", "default": 1}
+    for fields in ([sku], [sku, qty]):
+        client.register_schema(
+            "item", Schema(json.dumps({"type": "record", "name": "Item", "fields": fields}), "AVRO")
+        )
+    cart = {"type": "record", "name": "Cart", "fields": [{"name": "item", "type": "Item"}]}
+    cart_id = client.register_schema(
+        "cart-value", Schema(json.dumps(cart), "AVRO", [SchemaReference("Item", "item", 1)])
+    )
+
+    browser.get(console.url)
+    browser.find_element(By.LINK_TEXT, "Schemas").click()
+    rows = wait_for(
+        lambda: browser.find_elements(By.CSS_SELECTOR, "#subjects tbody tr"), "the subjects"
+    )
+    assert [r.get_attribute("data-subject") for r in rows] == ["cart-value", "item"]
+    item = browser.find_element(By.CSS_SELECTOR, '#subjects tr[data-subject="item"]')
+    assert [
+        item.find_element(By.CSS_SELECTOR, f"td.{c}").text
+        for c in ("type", "versions", "latest", "compatibility")
+    ] == ["AVRO", "2", "2", "BACKWARD"]
+    screenshot(browser, "schemas")
+
+    rows[0].find_element(By.TAG_NAME, "a").click()
+    text = wait_for(lambda: browser.find_elements(By.ID, "schema-text"), "the schema text")[0]
+    assert browser.find_element(By.ID, "schema-id").text == str(cart_id)
+    stored = client.get_schema(cart_id).schema_str
+    assert text.text == json.dumps(json.loads(stored), indent=2)  # pretty-printed
+    screenshot(browser, "schema-subject")
+    # Its reference leads to the referenced version; the picker to the others.
+    browser.find_element(By.CSS_SELECTOR, "#references a").click()
+    wait_for(lambda: "subject=item" in browser.current_url, "the referenced subject")
+    assert browser.find_element(By.ID, "version").text == "1"
+    assert "qty" not in browser.find_element(By.ID, "schema-text").text
+    browser.find_element(By.CSS_SELECTOR, '#versions a[data-version="2"]').click()
+    wait_for(lambda: browser.find_element(By.ID, "version").text == "2", "version 2")
+    assert '"qty"' in browser.find_element(By.ID, "schema-text").text
+    assert [r.text for r in browser.find_elements(By.CSS_SELECTOR, "#referenced-by a")] == []

@@ -1,12 +1,17 @@
 """The console under hostile or huge record contents and requests: bounded reads, no 500s,
-exact from-timestamp lookups, DNS-rebinding and body-size refusals. Real broker process,
-real clients (confluent-kafka), real HTTP."""
+exact from-timestamp lookups, DNS-rebinding and body-size refusals; and its Schemas pages
+(the broker serves a schema registry too) showing what a client registered, hostile subject
+names included. Real broker process, real clients (confluent-kafka and its
+SchemaRegistryClient), real HTTP."""
 
 from __future__ import annotations
 
 import json
+import re
 import socket
 from collections.abc import Callable
+from html import escape
+from urllib.parse import urlencode
 
 import pytest
 from confluent_kafka import Producer, TopicPartition
@@ -23,7 +28,7 @@ SHOW_BYTES = 64 * 1024  # console.values.SHOW_BYTES
 
 @pytest.fixture(scope="module")
 def broker(start_console: Callable[..., ConsoleBroker]) -> ConsoleBroker:
-    started = start_console("--ui-allow-writes")
+    started = start_console("--ui-allow-writes", "--schema-registry-listen", "127.0.0.1:0")
     admin = AdminClient({"bootstrap.servers": started.bootstrap})
     topics = [NewTopic(name, 1, 1) for name in ("big", "odd", "times")]
     for future in admin.create_topics(topics).values():
@@ -186,3 +191,76 @@ def test_shown_start_offset_is_clamped_to_the_log_start(broker: ConsoleBroker) -
     assert [r["offset"] for r in reply["records"]] == [3, 4]
     early = http(broker.url + "api/topics/trimmed/0/records?from=timestamp&timestamp=0").json()
     assert early["start_offset"] == 3
+
+
+SKU = {"name": "sku", "type": "string"}
+BASE = json.dumps({"type": "record", "name": "Base", "namespace": "shop", "fields": [SKU]})
+QTY = {"name": "qty", "type": "int", "default": 1}
+BASE_2 = json.dumps({"type": "record", "name": "Base", "namespace": "shop", "fields": [SKU, QTY]})
+BASE_FIELD = {"name": "b", "type": "Base"}  # shop.Base, from the reference
+ORDER = json.dumps({"type": "record", "name": "Order", "namespace": "shop", "fields": [BASE_FIELD]})
+PROTO = 'syntax = "proto3";\npackage shop;\n\nmessage Ping {\n  int32 n = 1;\n}\n'
+
+
+def test_schemas_pages_show_what_a_client_registered(broker: ConsoleBroker) -> None:
+    from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
+
+    found = re.search(r"schema registry on (http://\S+)", broker.log_text())
+    assert found, "no 'schema registry on' line"
+    registry = found.group(1)
+    client = SchemaRegistryClient({"url": registry})
+    hostile = "orders" + support.HOSTILE  # markup in a subject name: text on every page
+    base_1 = client.register_schema("base", Schema(BASE, "AVRO"))
+    base_2 = client.register_schema("base", Schema(BASE_2, "AVRO"))
+    order = client.register_schema(
+        hostile, Schema(ORDER, "AVRO", [SchemaReference("shop.Base", "base", 1)])
+    )
+    ping = client.register_schema("pings/v1", Schema(PROTO, "PROTOBUF"))
+    client.set_compatibility("base", "FULL")
+    stored_base_1 = client.get_version("base", 1).schema.schema_str
+
+    listing = http(broker.url + "api/schemas").json()
+    assert listing["registry"] == {
+        "url": registry, "is_leader": True, "leader_url": registry, "subjects": 3,
+        "schemas": 4, "max_id": max(base_1, base_2, order, ping), "mode": "READWRITE",
+        "compatibility": "BACKWARD",
+    }  # fmt: skip
+    rows = {row.pop("subject"): row for row in listing["subjects"]}
+    assert rows == {
+        "base": {"schema_type": "AVRO", "versions": [1, 2], "latest_id": base_2,
+                 "compatibility": "FULL", "compatibility_own": True},
+        hostile: {"schema_type": "AVRO", "versions": [1], "latest_id": order,
+                  "compatibility": "BACKWARD", "compatibility_own": False},
+        "pings/v1": {"schema_type": "PROTOBUF", "versions": [1], "latest_id": ping,
+                     "compatibility": "BACKWARD", "compatibility_own": False},
+    }  # fmt: skip
+
+    def api(subject: str, version: str | None = None) -> support.Reply:
+        query = {"subject": subject} | ({} if version is None else {"version": version})
+        return http(broker.url + "api/schema?" + urlencode(query))
+
+    first = api("base", "1").json()["version"]
+    assert first == {"subject": "base", "version": 1, "id": base_1, "schema_type": "AVRO",
+                     "schema": stored_base_1, "references": [],
+                     "referenced_by": [{"subject": hostile, "version": 1}]}  # fmt: skip
+    assert api("base").json()["version"]["version"] == 2  # no version: the latest
+    assert api(hostile).json()["version"]["references"] == [
+        {"name": "shop.Base", "subject": "base", "version": 1}
+    ]
+    assert api("pings/v1").json()["version"]["schema"] == client.get_schema(ping).schema_str
+    assert api("base", "9").status == 404 and api("nope").status == 404
+    assert api("base", "two").json() == {
+        "error": "version must be a version number or latest, not 'two'"
+    }
+
+    page = http(broker.url + "schemas")
+    assert page.status == 200 and '<a href="/schemas" class="active">Schemas</a>' in page.text
+    assert support.HOSTILE not in page.text and escape(hostile, quote=True) in page.text
+    detail = http(broker.url + "schema?" + urlencode({"subject": hostile})).text
+    assert support.HOSTILE not in detail
+    assert '<a href="/schema?subject=base&amp;version=1">base</a>' in detail  # the reference
+    pretty = json.dumps(json.loads(client.get_schema(order).schema_str), indent=2)
+    assert escape(pretty, quote=True) in detail and pretty.count("\n") > 3
+    proto = http(broker.url + "schema?" + urlencode({"subject": "pings/v1"})).text
+    assert escape(client.get_schema(ping).schema_str, quote=True) in proto  # as stored
+    assert http(broker.url + "schema?subject=base&version=0").status == 400

@@ -1,7 +1,8 @@
 """The request log and the Prometheus endpoint, end to end.
 
 One ``kafkette serve`` process for the module (``--log-level DEBUG --log-format json
---metrics-listen 127.0.0.1:0``), real clients (confluent-kafka) and real HTTP scrapes
+--metrics-listen 127.0.0.1:0``, and a schema registry), real clients (confluent-kafka, its
+SchemaRegistryClient for the registry) and real HTTP scrapes
 (urllib) parsed with prometheus_client's own text parser. Lag is checked against the
 reference Kafka's ``kafka-consumer-groups.sh --describe`` run against kafkette where
 Java and the reference distribution are there (skipped with the reason otherwise).
@@ -29,6 +30,7 @@ from bench.harness.serve_process import ServeFailed, ServeProcess
 from tests.reference_kafka import reference_script_or_skip
 
 METRICS_URL = re.compile(r"metrics on (http://\S+/metrics)")
+REGISTRY_URL = re.compile(r"schema registry on (http://\S+)")
 RECORDS = 100
 VALUE = b"v" * 100
 
@@ -54,19 +56,24 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         tmp_path_factory.mktemp("observed"),
         "--log-level", "DEBUG", "--log-format", "json", "--metrics-listen", "127.0.0.1:0",
         "--config", "group.initial.rebalance.delay.ms=0",
+        "--schema-registry-listen", "127.0.0.1:0",
     )  # fmt: skip
     yield broker
     broker.stop()
 
 
 def metrics_url(served: Served) -> str:
+    return logged_url(served, "kafkette.metrics", METRICS_URL)
+
+
+def logged_url(served: Served, logger: str, pattern: re.Pattern[str]) -> str:
     for line in served.stderr_text().splitlines():
         entry = json.loads(line)
-        if entry["logger"] == "kafkette.metrics":
-            match = METRICS_URL.search(entry["message"])
+        if entry["logger"] == logger:
+            match = pattern.search(entry["message"])
             if match:
                 return match.group(1)
-    raise AssertionError("no 'metrics on' line")
+    raise AssertionError(f"no {pattern.pattern!r} line from {logger}")
 
 
 def scrape(served: Served) -> dict[tuple[str, frozenset], float]:
@@ -310,3 +317,37 @@ def test_a_busy_metrics_port_is_one_line_and_exit_1(tmp_path: Path) -> None:
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith(f"kafkette: cannot listen on 127.0.0.1:{port} for metrics")
     assert "Traceback" not in done.stderr
+
+
+def test_schema_registry_requests_errors_and_state_are_scraped(served: Served) -> None:
+    from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+    url = logged_url(served, "kafkette.schema_registry", REGISTRY_URL)
+    client = SchemaRegistryClient({"url": url})
+    subject = f"obs-{uuid.uuid4().hex[:10]}-value"
+    avro = '{"type":"record","name":"Reading","fields":[{"name":"c","type":"double"}]}'
+    before = scrape(served)
+    schema_id = client.register_schema(subject, Schema(avro, "AVRO"))
+    with pytest.raises(SchemaRegistryError) as missing:
+        client.get_latest_version(f"missing-{subject}")
+    with pytest.raises(SchemaRegistryError) as bad:
+        client.register_schema(subject, Schema('{"type":"record"', "AVRO"))
+    assert (missing.value.error_code, bad.value.error_code) == (40401, 42201)
+    after = scrape(served)
+
+    def moved(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    requests, versions = "kafkette_schema_registry_requests_total", "/subjects/{subject}/versions"
+    assert moved(requests, method="POST", endpoint=versions, status="200") == 1
+    assert moved(requests, method="POST", endpoint=versions, status="422") == 1
+    assert moved(requests, method="GET", endpoint=versions + "/{version}", status="404") == 1
+    assert moved("kafkette_schema_registry_errors_total", error_code="40401") == 1
+    assert moved("kafkette_schema_registry_errors_total", error_code="42201") == 1
+    assert moved("kafkette_schema_registry_request_seconds_total", endpoint=versions) > 0
+    # The gauges read the registry's state: this module registers nothing else.
+    assert value(after, "kafkette_schema_registry_subjects") == 1
+    assert value(after, "kafkette_schema_registry_schemas") == 1
+    assert value(after, "kafkette_schema_registry_max_id") == schema_id
+    assert value(after, "kafkette_schema_registry_leader") == 1

@@ -20,6 +20,8 @@ def test_share_deliveries_are_counted(tmp_path) -> None:
     try:
         before = scrape(served)
         assert not any(name.startswith("kafkette_share") for name, _ in before)
+        # No schema registry on this broker: none of its families either.
+        assert not any(name.startswith("kafkette_schema_registry") for name, _ in before)
         boot = served.bootstrap
         create_topic(boot, "jobs")
         set_group_configs(boot, "g", share_auto_offset_reset="earliest")
