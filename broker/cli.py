@@ -146,7 +146,9 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     cluster.set_defaults(run=run_cluster)
-    cluster.add_argument("--brokers", type=int, default=3, help="how many brokers (default 3)")
+    cluster.add_argument(
+        "--brokers", type=_broker_count, default=3, help="how many brokers (default 3)"
+    )
     cluster.add_argument(
         "--zookeeper",
         default=None,
@@ -177,6 +179,27 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         action="store_true",
         help="a schema registry on every broker, on free ports (URLs printed on stderr)",
     )
+
+
+def _read_config_file(path: str) -> str:
+    """``--config-file``'s text; a file that cannot be read is a usage error naming the flag."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"--config-file {path}: not UTF-8 text") from None
+    except OSError as exc:
+        raise ValueError(f"--config-file {path}: {exc.strerror or exc}") from None
+
+
+def _broker_count(text: str) -> int:
+    """``cluster --brokers``: a whole number, at least 1 (argparse's usage error, exit 2)."""
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"a cluster has at least 1 broker, not {count}")
+    return count
 
 
 def _configure_logging(level: str, log_format: str = "text") -> None:
@@ -253,7 +276,7 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         props: dict[str, str] = {}
         if args.config_file:
-            props.update(parse_properties(Path(args.config_file).read_text(encoding="utf-8")))
+            props.update(parse_properties(_read_config_file(args.config_file)))
         props.update(parse_assignments(args.config))
         data_dir = Path(args.data_dir) if args.data_dir else None
         config = load_config(props, data_dir=data_dir)

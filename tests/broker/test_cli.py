@@ -118,3 +118,22 @@ def test_version_flag() -> None:
     )
     assert result.returncode == 0
     assert result.stdout.strip() == f"kafkette {__version__}"
+
+
+def _kafkette(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kafkette", *args], capture_output=True, text=True, timeout=30
+    )
+
+
+def test_a_config_file_that_cannot_be_read_is_one_line_naming_the_flag(tmp_path) -> None:
+    missing = tmp_path / "missing.properties"
+    result = _kafkette("serve", "--config-file", str(missing), "--data-dir", str(tmp_path / "d"))
+    assert result.returncode == 2
+    assert result.stderr == f"kafkette: --config-file {missing}: No such file or directory\n"
+
+
+def test_cluster_with_no_brokers_is_a_usage_error() -> None:
+    result = _kafkette("cluster", "--brokers", "0")
+    assert result.returncode == 2
+    assert "argument --brokers: a cluster has at least 1 broker, not 0" in result.stderr
