@@ -150,6 +150,8 @@ UPDATE_CONFIG = _write("Failed to update compatibility level", "update config")
 DELETE_CONFIG = _write("Failed to delete compatibility level", "delete config")
 UPDATE_MODE = _write("Failed to update mode", "update mode")
 DELETE_MODE = _write("Failed to delete mode", "delete mode")
+# A read sent on by a broker that holds no replica of ``_schemas`` (see ``_answer``).
+READ = _write("Leader not known.", "read")
 
 
 @dataclass(frozen=True)
@@ -569,6 +571,12 @@ class RegistryApp:
         params: dict[str, Any],
         media: str,
     ) -> _Answer:
+        if write is None and not self.registry.store.has_local_copy():
+            # A broker beyond ``_schemas``' replicas (a cluster larger than its replication
+            # factor) has no state of its own: its reads are the leader's.
+            leader_url = self.registry.leadership.other_leader_url()
+            if leader_url is not None and request.headers.get(_FORWARDED) != "1":
+                return await self._forward(leader_url, READ, request)
         try:
             value = await handler(self.registry, request, params)
         except NotLeader as not_leader:

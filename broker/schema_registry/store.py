@@ -121,6 +121,11 @@ class SchemaStore:
         wanted = self.config.kafkastore_topic_replication_factor
         return len(cluster.metadata.brokers) >= wanted
 
+    def has_local_copy(self) -> bool:
+        """True while the tail folds a replica of the topic hosted here: this broker's
+        state is then the topic's (up to the high watermark), not an empty stand-in."""
+        return self._partition is not None
+
     def exists(self) -> bool:
         cluster = self.broker.cluster
         if cluster is not None:
@@ -169,9 +174,9 @@ class SchemaStore:
                     log.info("%s-0 is no longer hosted here", self.topic)
                     self._reset(None)
                 if not no_replica_said and self.exists():
-                    log.warning(
-                        "%s-0 has no replica on this broker: its schema registry answers"
-                        " from an empty state",
+                    log.info(
+                        "%s-0 has no replica on this broker: its schema registry forwards"
+                        " reads to the leader's",
                         self.topic,
                     )
                     no_replica_said = True

@@ -100,3 +100,16 @@ def test_writes_forward_to_the_leader_and_survive_its_kill_9(cluster, wait_until
         # An id given before the failover still names its schema (never given again).
         status, answer = _call(urls[broker_id], "GET", "/schemas/ids/2")
         assert (status, json.loads(answer["schema"])["name"]) == (200, "R2")
+
+
+def test_a_broker_without_a_replica_of_schemas_answers_reads_from_the_leader(cluster) -> None:
+    """``_schemas`` on one broker of three: the other two hold no copy of the state, so they
+    send reads on to the leader's registry instead of answering from nothing."""
+    c = cluster(3, configs={"kafkastore.topic.replication.factor": "1"}, schema_registry=True)
+    urls = {i: b.schema_registry_url for i, b in c.brokers.items()}
+    schema_id = _register(urls[1], "lonely", _schema(7), timeout=20)
+    leader = c.wait_leader(SCHEMAS, 0, timeout=30)
+    for broker_id in (i for i in urls if i != leader):
+        assert _call(urls[broker_id], "GET", "/subjects") == (200, ["lonely"])
+        status, answer = _call(urls[broker_id], "GET", f"/schemas/ids/{schema_id}")
+        assert (status, json.loads(answer["schema"])["name"]) == (200, "R7")
