@@ -58,6 +58,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from .harness.brokers import ApacheKafka, Broker, Kafkette, RunningBroker
 from .harness.processes import CpuWindow, ProcessRegistry
+from .harness.producing import produce_all
 
 START_TIMEOUT_S = 120.0
 WARMUP_CALLS = 20
@@ -240,16 +241,10 @@ def produce(
     )
     context = SerializationContext(topic, MessageField.VALUE)
     started = time.perf_counter()
-    for i in range(records):
-        value = encoded if serializer is None else serializer(_value(i), context)
-        while True:
-            try:
-                producer.produce(topic, value, partition=0)
-                break
-            except BufferError:
-                producer.poll(0.001)
-        if i % 1000 == 0:
-            producer.poll(0)
+    values = (
+        encoded if serializer is None else serializer(_value(i), context) for i in range(records)
+    )
+    produce_all(producer, topic, values)
     left = producer.flush(120)
     elapsed = time.perf_counter() - started
     if failures or left:

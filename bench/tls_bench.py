@@ -44,6 +44,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from .harness.brokers import HOST, ApacheKafka, Broker, Kafkette, RunningBroker
 from .harness.processes import CpuWindow, ProcessRegistry
+from .harness.producing import produce_all
 from .harness.raw_wire import free_port
 
 MB = 1_000_000
@@ -149,15 +150,7 @@ def produce(settings: dict, topic: str, size: int, records: int) -> float:
     }, on_delivery=on_delivery)
     value = bytes(size)
     started = time.perf_counter()
-    for i in range(records):
-        while True:
-            try:
-                producer.produce(topic, value, partition=0)
-                break
-            except BufferError:
-                producer.poll(0.001)
-        if i % 1000 == 0:
-            producer.poll(0)
+    produce_all(producer, topic, (value for _ in range(records)))
     left = producer.flush(120)
     elapsed = time.perf_counter() - started
     if failures or left:

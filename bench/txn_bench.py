@@ -40,6 +40,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from .harness.brokers import Broker, RunningBroker, all_brokers
 from .harness.processes import ProcessRegistry
+from .harness.producing import produce_all
 
 RECORD_SIZE = 1024
 MB = 1024 * 1024
@@ -105,15 +106,7 @@ def _producer(bootstrap: str, extra: dict, failures: list[str]) -> Producer:
 
 
 def _send(producer: Producer, topic: str, value: bytes, count: int) -> None:
-    for i in range(count):
-        while True:
-            try:
-                producer.produce(topic, value, partition=0)
-                break
-            except BufferError:
-                producer.poll(0.001)
-        if i % 1000 == 0:
-            producer.poll(0)
+    produce_all(producer, topic, (value for _ in range(count)))
 
 
 def produce_idempotent(bootstrap: str, topic: str, records: int) -> tuple[float, int]:

@@ -13,7 +13,7 @@ import logging
 import socket
 import ssl
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from hypercorn.config import Config, Sockets
 
@@ -103,3 +103,15 @@ def parse_listen_address(text: str) -> ListenAddress:
     if int(port) > 65535:
         raise ValueError(f"port {port} of {text!r} is outside 0-65535")
     return ListenAddress(scheme, host.strip("[]") or "0.0.0.0", int(port))
+
+
+async def answer_lifespan(receive: Any, send: Any) -> None:
+    """An ASGI ``lifespan`` scope for an app with nothing to set up or tear down: it says
+    ready at startup and done at shutdown (hypercorn waits for both)."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote_to_bytes
 
+from kafkette.broker.network.http_listener import answer_lifespan
 from kafkette.broker.schema_registry import errors
 from kafkette.broker.schema_registry.errors import NotLeader, RegistryError
 from kafkette.broker.schema_registry.forwarding import (
@@ -516,7 +517,7 @@ class RegistryApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+            await answer_lifespan(receive, send)
             return
         if scope["type"] != "http":
             return
@@ -687,13 +688,3 @@ def _error_code_of(status: int, body: bytes) -> int | None:
     except (ValueError, AttributeError):
         return status
     return code if isinstance(code, int) else status
-
-
-async def _lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
