@@ -37,6 +37,7 @@ SERVE_EXAMPLES = """examples:
   kafkette serve --listen 0.0.0.0:9092 --advertised-listener myhost:9092
   kafkette serve --data-dir /tmp/k --config num.partitions=3 --config log.retention.ms=60000
   kafkette serve --config-file server.properties --log-level DEBUG
+  kafkette serve --temp                           # data in a new temp dir, removed at exit
   kafkette serve --schema-registry                # + a schema registry on 127.0.0.1:8081
   kafkette serve --schema-registry-listen 0.0.0.0:8081 --config schema.compatibility.level=full
   kafkette serve --config listeners=PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093 \\
@@ -73,7 +74,14 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         default=None,
         help="HOST:PORT clients are told to connect to (default: the listen address)",
     )
-    serve.add_argument("--data-dir", default=None, help="data directory (default ./kafkette-data)")
+    where = serve.add_mutually_exclusive_group()
+    where.add_argument("--data-dir", default=None, help="data directory (default ./kafkette-data)")
+    where.add_argument(
+        "--temp",
+        action="store_true",
+        help="keep the data in a new directory under the system's temp dir (kafkette-temp-*)"
+        " and remove it at exit: for demos and scripts",
+    )
     serve.add_argument(
         "--config",
         action="append",
@@ -249,8 +257,43 @@ def _with_flags(config: BrokerConfig, flags: dict[str, str]) -> BrokerConfig:
     return dataclasses.replace(config, flags=flags, schema_registry=registry)
 
 
+TEMP_DIR_PREFIX = "kafkette-temp-"
+
+
 def run_serve(args: argparse.Namespace) -> int:
-    """``kafkette serve``: the exit code (0 after a clean stop, 1 start failure, 2 bad config)."""
+    """``kafkette serve``: the exit code (0 after a clean stop, 1 start failure, 2 bad config).
+
+    ``--temp``: the data dir is made here and removed however the broker ends short of a
+    SIGKILL (a clean stop, a failed start, a bad config), so scripts leave nothing behind.
+    """
+    if not args.temp:
+        return _run_serve(args)
+    import tempfile  # here: ~3 ms of every `kafkette` start otherwise
+
+    try:
+        temp_dir = Path(tempfile.mkdtemp(prefix=TEMP_DIR_PREFIX))
+    except OSError as exc:
+        print(f"kafkette: --temp: cannot make a data dir: {exc}", file=sys.stderr)
+        return 1
+    try:
+        return _run_serve(args, temp_dir)
+    finally:
+        _remove_temp_dir(temp_dir)
+
+
+def _remove_temp_dir(temp_dir: Path) -> None:
+    """Remove ``--temp``'s data dir; one line naming it when it cannot all go."""
+    import shutil
+
+    try:
+        shutil.rmtree(temp_dir)
+    except OSError as exc:
+        print(f"kafkette: --temp: could not remove {temp_dir}: {exc}", file=sys.stderr)
+    else:
+        log.info("removed the temporary data dir %s", temp_dir)
+
+
+def _run_serve(args: argparse.Namespace, temp_dir: Path | None = None) -> int:
     # Start time (issue 30): no cyclic GC while trio and the broker load (~3% of a start's
     # CPU went to collections over module objects that live as long as the process); they
     # then leave its reach (gc.freeze, as ``_tune_interpreter`` does once the broker is up:
@@ -273,12 +316,14 @@ def run_serve(args: argparse.Namespace) -> int:
             gc.enable()
 
     _configure_logging(args.log_level, args.log_format)
+    if temp_dir is not None:
+        log.info("--temp: data in %s, removed when the broker stops", temp_dir)
     try:
         props: dict[str, str] = {}
         if args.config_file:
             props.update(parse_properties(_read_config_file(args.config_file)))
         props.update(parse_assignments(args.config))
-        data_dir = Path(args.data_dir) if args.data_dir else None
+        data_dir = temp_dir or (Path(args.data_dir) if args.data_dir else None)
         config = load_config(props, data_dir=data_dir)
         listen = parse_endpoint(args.listen) if args.listen else None
         advertised = parse_endpoint(args.advertised_listener) if args.advertised_listener else None

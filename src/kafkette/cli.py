@@ -58,6 +58,9 @@ def build_parser(*, tools: bool = True) -> argparse.ArgumentParser:
     if tools:
         for name in SUBCOMMAND_MODULES:
             importlib.import_module(f"kafkette.tools.{name}").register(commands)
+        from kafkette import completion  # last: its scripts walk this whole parser
+
+        completion.register(commands)
     return parser
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
+from pathlib import Path
 
+from confluent_kafka import Producer
 from kafka.protocol.metadata import MetadataRequest
 
 from kafkette import __version__
@@ -137,3 +140,62 @@ def test_cluster_with_no_brokers_is_a_usage_error() -> None:
     result = _kafkette("cluster", "--brokers", "0")
     assert result.returncode == 2
     assert "argument --brokers: a cluster has at least 1 broker, not 0" in result.stderr
+
+
+# --- serve --temp: a throwaway data dir --------------------------------------------------------
+
+
+def temp_dirs(root: Path) -> list[Path]:
+    return sorted(root.glob("kafkette-temp-*"))
+
+
+def test_temp_data_dir_is_named_in_the_log_and_removed_after_sigterm(
+    tmp_path, broker_process, monkeypatch
+) -> None:
+    """``--temp``: the data lives under the system temp dir ($TMPDIR here) while the broker
+    runs, the log says where and that it goes, and a clean stop removes it."""
+    system_tmp = tmp_path / "system-tmp"
+    system_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(system_tmp))
+    process = broker_process(None, "--temp")
+    [data_dir] = temp_dirs(system_tmp)
+    assert f"--temp: data in {data_dir}, removed when the broker stops" in process.stderr_text()
+
+    producer = Producer({"bootstrap.servers": process.bootstrap, "linger.ms": 0})
+    producer.produce("temp-demo", b"hello")
+    assert producer.flush(30) == 0
+    del producer  # closed now, not reconnecting to the stopped broker
+    assert (data_dir / "temp-demo-0").is_dir()
+
+    assert process.terminate() == 0
+    assert not data_dir.exists()
+    assert list(system_tmp.iterdir()) == []
+    assert f"removed the temporary data dir {data_dir}" in process.stderr_text()
+
+
+def test_temp_data_dir_is_removed_when_the_start_fails(
+    tmp_path, broker_process, monkeypatch
+) -> None:
+    system_tmp = tmp_path / "system-tmp"
+    system_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(system_tmp))
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        process = broker_process(None, "--temp", "--listen", f"127.0.0.1:{port}", ready=False)
+        code, lines = process.wait_exit(30)
+    assert code == 1
+    assert f"kafkette: cannot listen on 127.0.0.1:{port}: address already in use" in lines
+    # It was made (and said so), then removed.
+    made = f"--temp: data in {system_tmp}/kafkette-temp-"
+    assert any(made in line for line in lines), lines
+    assert any("removed the temporary data dir" in line for line in lines), lines
+    assert list(system_tmp.iterdir()) == []
+
+
+def test_temp_and_data_dir_together_are_a_usage_error(tmp_path) -> None:
+    result = _kafkette("serve", "--temp", "--data-dir", str(tmp_path / "d"))
+    assert result.returncode == 2
+    assert "argument --data-dir: not allowed with argument --temp" in result.stderr
+    assert not (tmp_path / "d").exists()
