@@ -6,4 +6,19 @@ subparser (with ``run`` set) to the ``kafkette`` command. Modules import their c
 imports this package.
 """
 
-SUBCOMMAND_MODULES = ("topics", "produce", "consume", "groups", "configs", "dump_log", "schemas")
+SUBCOMMAND_MODULES = (
+    "topics",
+    "produce",
+    "consume",
+    "groups",
+    "configs",
+    "dump_log",
+    "schemas",
+    "metadata",
+    "transactions",
+    "acls",
+    "users",
+    "quotas",
+    "reassign",
+    "elect_leaders",
+)

@@ -41,6 +41,7 @@ EPILOG = """examples:
   kafkette groups describe my-workers              # a share group: start offsets, lag, members
   kafkette groups reset-offsets my-app --topic clicks --to-earliest            # plan only
   kafkette groups reset-offsets my-app --all-topics --shift-by -10 --execute
+  kafkette groups delete-offsets old-app --topic clicks:0
   kafkette groups delete my-app old-app
 """
 
@@ -114,6 +115,21 @@ def register(commands: argparse._SubParsersAction) -> None:
                      help="print the new offsets, change nothing (the default)")
     run.add_argument("--execute", action="store_true", help="write the new offsets")
     sub.set_defaults(run=lambda args: run_tool(run_reset, args))
+
+    sub = action(
+        "delete-offsets",
+        "delete a group's committed offsets of some topics (OffsetDelete)",
+        "  kafkette groups delete-offsets old-app --topic clicks:0\n"
+        "  kafkette groups delete-offsets old-app --topic clicks:1,2 --json\n"
+        "  kafkette groups delete-offsets old-app --topic clicks --topic views\n"
+        "\nThe group's consumers must not be subscribed to the topic: the broker refuses\n"
+        "with GROUP_SUBSCRIBED_TO_TOPIC, as Kafka does (kafka-consumer-groups.sh\n"
+        "--delete-offsets).\n",
+    )
+    sub.add_argument("group", metavar="GROUP")
+    sub.add_argument("--topic", action="append", required=True, metavar="TOPIC[:P,P...]",
+                     help="a topic, or some of its partitions (repeatable)")
+    sub.set_defaults(run=lambda args: run_tool(run_delete_offsets, args), all_topics=False)
 
     sub = action("delete", "delete consumer groups (their committed offsets go with them)",
                  "  kafkette groups delete my-app\n  kafkette groups delete my-app old-app\n")
@@ -388,12 +404,13 @@ def parse_duration_ms(text: str) -> int:
     return int(seconds * 1000)
 
 
-def parse_datetime_ms(text: str) -> int:
-    """Kafka's --to-datetime: 'YYYY-MM-DDTHH:mm:SS.sss', local time unless a zone is given."""
+def parse_datetime_ms(text: str, option: str = "--to-datetime") -> int:
+    """Kafka's --to-datetime: 'YYYY-MM-DDTHH:mm:SS.sss', local time unless a zone is given
+    (``option`` names the flag in the error: ``topics delete-records --before`` takes it too)."""
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError as exc:
-        raise ToolError(f"--to-datetime {text!r} is not a date-time: write e.g. "
+        raise ToolError(f"{option} {text!r} is not a date-time: write e.g. "
                         "2026-01-31T12:00:00.000 (local) or 2026-01-31T12:00:00Z", 2) from exc
     if moment.tzinfo is None:
         moment = moment.astimezone()  # naive means local time, as Kafka reads it
@@ -535,3 +552,71 @@ def run_delete(args: argparse.Namespace) -> None:
             print(f"Deleted consumer group {group}.")
     if failures:
         raise ToolError("; ".join(failures))
+
+
+# ---------------------------------------------------------------- delete-offsets
+
+
+def offset_delete(args: argparse.Namespace, group: str,
+                  partitions: list[tuple[str, int]]) -> dict[tuple[str, int], str | None]:
+    """OffsetDelete to the group's coordinator: each partition's error name, None where the
+    offset is gone. confluent-kafka has no call for it, so it goes over kafkette's own client;
+    a group-level refusal (no such group, ...) is a ToolError."""
+    from kafkette.tools.share_groups import RETRIES_ON
+    from kafkette.tools.wire_client import WireClient, error_text
+    from kafkette.wire.apis import ApiKey
+    from kafkette.wire.errors import ErrorCode
+
+    topics: dict[str, list[dict]] = {}
+    for topic, partition in partitions:
+        topics.setdefault(topic, []).append({"partition_index": partition})
+    request = {"group_id": group,
+               "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+    with WireClient(args) as client:
+        while True:
+            node = client.coordinator(group)
+            _, body = client.link(node.host, node.port).call(ApiKey.OFFSET_DELETE, request)
+            if body["error_code"] not in RETRIES_ON:
+                break
+            client.remaining()  # exit 3 once --timeout has passed
+            time.sleep(0.2)
+    code = body["error_code"]
+    if code == ErrorCode.GROUP_ID_NOT_FOUND:
+        raise missing_group(group)
+    if code:
+        raise ToolError(f"could not delete the offsets of group {group!r}: {error_text(code)}")
+    found: dict[tuple[str, int], str | None] = {}
+    for topic in body["topics"]:
+        for row in topic["partitions"]:
+            error = row["error_code"]
+            found[(topic["name"], row["partition_index"])] = (
+                ErrorCode(error).name if error else None)
+    return found
+
+
+def run_delete_offsets(args: argparse.Namespace) -> None:
+    from kafkette.tools.wire_client import Unsupported
+
+    admin = ac.admin_client(args)
+    scope = reset_scope(admin, args, {})
+    try:
+        outcome = offset_delete(args, args.group, scope)
+    except Unsupported as exc:
+        raise ToolError(f"OffsetDelete goes over kafkette's own client, which speaks PLAINTEXT "
+                        f"only ({exc}): use a PLAINTEXT listener") from None
+    rows = [{"group": args.group, "topic": t, "partition": p,
+             "error": outcome.get((t, p), "UNKNOWN_TOPIC_OR_PARTITION")} for t, p in scope]
+    if args.json:
+        print_json(rows)
+    else:
+        print_table(("GROUP", "TOPIC", "PARTITION", "STATUS"),
+                    [(r["group"], r["topic"], r["partition"], r["error"] or "Successful")
+                     for r in rows])
+    failed = [r for r in rows if r["error"]]
+    if not failed:
+        return
+    where = ", ".join(f"{r['topic']}-{r['partition']} ({r['error']})" for r in failed)
+    hint = ("the group's consumers are subscribed to the topic: stop them (or unsubscribe "
+            "them from it) first" if any(r["error"] == "GROUP_SUBSCRIBED_TO_TOPIC"
+                                         for r in failed) else "see the broker's reason")
+    raise ToolError(f"offsets of group {args.group!r} were not deleted for {where}: {hint}")

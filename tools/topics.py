@@ -10,6 +10,9 @@ end offsets (ListOffsets earliest/latest), which kafka-topics.sh leaves to anoth
 from __future__ import annotations
 
 import argparse
+import base64
+import re
+import struct
 from typing import Any
 
 from kafkette.tools import admin_client as ac
@@ -57,6 +60,36 @@ def known_topics(admin: Any, args: argparse.Namespace, internal: bool,
     return topics
 
 
+def kafka_topic_id(uuid: Any) -> str | None:
+    """A topic id as Kafka writes it (kafka-topics.sh's ``TopicId:``): URL-safe base64 of its
+    16 bytes without padding. librdkafka's ``str()`` uses the standard alphabet (``+``, ``/``),
+    which would not match what Kafka's tools and logs show. None for no id (the zero id)."""
+    if uuid is None:
+        return None
+    raw = struct.pack(">qq", uuid.get_most_significant_bits(), uuid.get_least_significant_bits())
+    if raw == bytes(16):
+        return None
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def describe_topics(admin: Any, args: argparse.Namespace, names: list[str]) -> dict[str, Any]:
+    """TopicDescription by name (DescribeTopics: topic id, partitions with leader, replicas
+    and ISR as nodes); a topic deleted since it was listed is left out, other errors stop."""
+    from confluent_kafka import TopicCollection
+
+    if not names:
+        return {}
+    futures = admin.describe_topics(TopicCollection(names), request_timeout=args.timeout)
+    found = {}
+    for name, value in ac.results(futures, args).items():
+        if isinstance(value, Exception):
+            if ac.error_code(value) == "UNKNOWN_TOPIC_OR_PART":
+                continue
+            raise ToolError(f"could not describe topic {name!r}: {ac.error_text(value)}")
+        found[name] = value
+    return found
+
+
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "topics", help="list, create, describe, alter and delete topics",
@@ -69,9 +102,13 @@ def register(commands: argparse._SubParsersAction) -> None:
         return ac.add_action(actions, name, help, examples)
 
     sub = action("list", "list topics with their partition count and replication factor",
-                 "  kafkette topics list\n  kafkette topics list --internal --json\n")
+                 "  kafkette topics list\n  kafkette topics list --internal --json\n"
+                 "  kafkette topics list --topic 'cl.*'        # names matching a regex\n")
     sub.add_argument("--internal", action="store_true",
                      help="include internal topics (__consumer_offsets, __transaction_state)")
+    sub.add_argument("--topic", metavar="REGEX",
+                     help="only topics whose whole name matches this regular expression "
+                          "(a comma means 'or', as in kafka-topics.sh)")
     sub.set_defaults(run=lambda args: run_tool(run_list, args))
 
     sub = action("create", "create topics",
@@ -92,7 +129,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                      help="succeed if the topic already exists")
     sub.set_defaults(run=lambda args: run_tool(run_create, args))
 
-    sub = action("describe", "show partitions (leader, replicas, ISR, log offsets) and configs",
+    sub = action("describe", "show topic ids, partitions (leader, replicas, ISR, log offsets) "
+                             "and configs",
                  "  kafkette topics describe clicks\n"
                  "  kafkette topics describe clicks views --json\n"
                  "  kafkette topics describe            # every topic\n")
@@ -114,6 +152,37 @@ def register(commands: argparse._SubParsersAction) -> None:
                      help="remove a topic config override, back to the default (repeatable)")
     sub.set_defaults(run=lambda args: run_tool(run_alter, args))
 
+    sub = action(
+        "delete-records",
+        "delete a topic's records before an offset or a time (kafka-delete-records.sh)",
+        "  kafkette topics delete-records clicks --offset -1           # every record\n"
+        "  kafkette topics delete-records clicks --partition 0 --before 2026-01-31T12:00:00.000\n"
+        "  kafkette topics delete-records clicks --timestamp 1767225600000 --json\n"
+        "  echo '{\"partitions\": [{\"topic\": \"clicks\", \"partition\": 0, "
+        "\"offset\": -1}], \"version\": 1}' > offsets.json\n"
+        "  kafkette topics delete-records --offset-json-file offsets.json\n"
+        "\nTo an offset: `--partition 0 --offset 42` deletes the records before offset 42 of\n"
+        "partition 0 (`--offset` alone: of every partition). They are gone for good: the\n"
+        "partition's log start offset (its low watermark) moves up to it; -1 means the high\n"
+        "watermark (every record), and an offset past it is the broker's OFFSET_OUT_OF_RANGE.\n"
+        "--before and --timestamp delete the records before the first one at or after that\n"
+        "time (ListOffsets by timestamp).\n")
+    sub.add_argument("topic", nargs="?", metavar="TOPIC")
+    sub.add_argument("--partition", type=int, action="append", metavar="P",
+                     help="only this partition (repeatable; default: every partition)")
+    to = sub.add_mutually_exclusive_group(required=True)
+    to.add_argument("--offset", type=int, metavar="N",
+                    help="delete the records before offset N (-1: before the high watermark)")
+    to.add_argument("--timestamp", type=int, metavar="MS",
+                    help="delete the records older than this time (epoch milliseconds)")
+    to.add_argument("--before", metavar="YYYY-MM-DDTHH:mm:SS.sss",
+                    help="delete the records older than this time (local time unless a zone "
+                         "is given, e.g. Z or +02:00)")
+    to.add_argument("--offset-json-file", metavar="FILE",
+                    help="Kafka's JSON file: {\"partitions\": [{\"topic\": T, \"partition\": "
+                         "P, \"offset\": N}], \"version\": 1}")
+    sub.set_defaults(run=lambda args: run_tool(run_delete_records, args))
+
     sub = action("delete", "delete topics",
                  "  kafkette topics delete clicks\n"
                  "  kafkette topics delete clicks views --if-exists\n")
@@ -128,12 +197,28 @@ def replication_factor(topic: Any) -> int:
     return len(partitions[0].replicas) if partitions else 0
 
 
+def topic_filter(text: str | None) -> re.Pattern[str] | None:
+    """kafka-topics.sh's ``--topic`` regex (its IncludeList): the whole name must match, a
+    comma means "or", spaces and surrounding quotes are dropped. A bad one is exit 2."""
+    if text is None:
+        return None
+    raw = text.strip().replace(",", "|").replace(" ", "").strip("'\"")
+    try:
+        return re.compile(raw)
+    except re.error as exc:
+        raise ToolError(f"--topic {text!r} is not a regular expression ({exc}): write e.g. "
+                        "--topic 'clicks.*' or --topic clicks,views", 2) from None
+
+
 def run_list(args: argparse.Namespace) -> None:
+    wanted = topic_filter(args.topic)
     admin = ac.admin_client(args)
     topics = known_topics(admin, args, args.internal)
     rows = []
     for name in sorted(topics):
         if is_internal(name) and not args.internal:
+            continue
+        if wanted is not None and not wanted.fullmatch(name):
             continue
         topic = topics[name]
         rows.append({"topic": name, "partitions": len(topic.partitions),
@@ -234,6 +319,7 @@ def run_describe(args: argparse.Namespace) -> None:
     partitions = [(name, p) for name in names for p in sorted(topics[name].partitions)]
     offsets = log_offsets(admin, args, partitions)
     overrides = topic_overrides(admin, args, names)
+    described = describe_topics(admin, args, names)
     documents = []
     for name in names:
         topic = topics[name]
@@ -244,12 +330,17 @@ def run_describe(args: argparse.Namespace) -> None:
             rows.append({"partition": pid, "leader": partition.leader,
                          "replicas": list(partition.replicas), "isr": list(partition.isrs),
                          "log_start_offset": start, "log_end_offset": end})
-        documents.append({"topic": name, "partition_count": len(rows),
+        topic_id = kafka_topic_id(described[name].topic_id) if name in described else None
+        documents.append({"topic": name, "topic_id": topic_id, "partition_count": len(rows),
                           "replication_factor": replication_factor(topic),
                           "partitions": rows, "configs": dict(sorted(overrides[name].items()))})
     if args.json:
         print_json(documents)
         return
+    print_table(("TOPIC", "TOPIC-ID", "PARTITIONS", "REPLICATION-FACTOR"),
+                [(doc["topic"], doc["topic_id"] or "-", doc["partition_count"],
+                  doc["replication_factor"]) for doc in documents])
+    print()
     print_table(
         ("TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR", "LOG-START-OFFSET", "LOG-END-OFFSET"),
         [(doc["topic"], row["partition"], row["leader"], ",".join(map(str, row["replicas"])),
@@ -345,3 +436,117 @@ def run_delete(args: argparse.Namespace) -> None:
             print(f"Deleted topic {name}.")
     if failures:
         raise ToolError("; ".join(failures))
+
+
+# ---------------------------------------------------------------- delete-records
+
+
+def offsets_from_json_file(path: str) -> dict[tuple[str, int], int]:
+    """kafka-delete-records.sh's ``--offset-json-file``: ``{"partitions": [{"topic",
+    "partition", "offset"}], "version": 1}``. A file that cannot be read or parsed, or that
+    names a partition twice, is a usage error (exit 2), as in Kafka's tool."""
+    import json
+
+    hint = ('write e.g. {"partitions": [{"topic": "clicks", "partition": 0, "offset": 1}], '
+            '"version": 1}')
+    try:
+        with open(path, encoding="utf-8") as handle:
+            document = json.load(handle)
+    except OSError as exc:
+        raise ToolError(f"--offset-json-file {path!r} cannot be read: {exc.strerror}", 2) from None
+    except ValueError as exc:
+        raise ToolError(f"--offset-json-file {path!r} is not JSON ({exc}): {hint}", 2) from None
+    entries = document.get("partitions") if isinstance(document, dict) else None
+    if not isinstance(entries, list) or not entries:
+        raise ToolError(f"--offset-json-file {path!r} has no \"partitions\" list: {hint}", 2)
+    wanted: dict[tuple[str, int], int] = {}
+    for entry in entries:
+        try:
+            tp, offset = (str(entry["topic"]), int(entry["partition"])), int(entry["offset"])
+        except (KeyError, TypeError, ValueError):
+            raise ToolError(f"--offset-json-file {path!r}: {entry!r} needs a topic, a "
+                            f"partition and an offset: {hint}", 2) from None
+        if tp in wanted:
+            raise ToolError(f"--offset-json-file {path!r} names {tp[0]}-{tp[1]} twice: one "
+                            "offset per partition", 2)
+        wanted[tp] = offset
+    return wanted
+
+
+def delete_records_plan(admin: Any, args: argparse.Namespace) -> dict[tuple[str, int], int]:
+    """The offset to delete before, per partition, checked against the cluster's topics (a
+    missing topic or partition stops everything before any record is deleted)."""
+    from kafkette.tools.groups import list_offsets, parse_datetime_ms
+
+    if args.offset_json_file is not None:
+        if args.topic is not None or args.partition:
+            raise ToolError("--offset-json-file names its own partitions: leave out TOPIC "
+                            "and --partition", 2)
+        wanted = offsets_from_json_file(args.offset_json_file)
+    elif args.topic is None:
+        raise ToolError("name the TOPIC whose records to delete, or give --offset-json-file", 2)
+    else:
+        wanted = {}
+    stamp = None
+    if args.before is not None:
+        stamp = parse_datetime_ms(args.before, "--before")
+    elif args.timestamp is not None:
+        stamp = args.timestamp
+    metadata = ac.cluster_metadata(admin, args)
+    if args.offset_json_file is None:
+        topic = metadata.topics.get(args.topic)
+        if topic is None:
+            raise missing_topic(args.topic)
+        numbers = sorted(set(args.partition)) if args.partition else sorted(topic.partitions)
+        wanted = {(args.topic, p): args.offset if stamp is None else -1 for p in numbers}
+    for name, partition in wanted:
+        topic = metadata.topics.get(name)
+        if topic is None:
+            raise missing_topic(name)
+        if partition not in topic.partitions:
+            raise ToolError(f"topic {name!r} has no partition {partition} "
+                            f"(it has {len(topic.partitions)})")
+    if stamp is not None:
+        from confluent_kafka.admin import OffsetSpec
+
+        found = list_offsets(admin, args, sorted(wanted), OffsetSpec.for_timestamp(stamp))
+        # No record at or after the time: every record is older, so all of them go (-1).
+        wanted = {tp: offset if offset >= 0 else -1 for tp, offset in found.items()}
+    return wanted
+
+
+def run_delete_records(args: argparse.Namespace) -> None:
+    from confluent_kafka import TopicPartition
+
+    if args.before is not None:
+        from kafkette.tools.groups import parse_datetime_ms
+
+        parse_datetime_ms(args.before, "--before")  # a usage error before any network
+    admin = ac.admin_client(args)
+    plan = delete_records_plan(admin, args)
+    request = [TopicPartition(t, p, offset) for (t, p), offset in sorted(plan.items())]
+    futures = admin.delete_records(request, request_timeout=args.timeout,
+                                   operation_timeout=args.timeout)
+    rows, failures = [], []
+    for tp, value in ac.results(futures, args).items():
+        row = {"topic": tp.topic, "partition": tp.partition, "low_watermark": None,
+               "error": None}
+        if isinstance(value, Exception):
+            row["error"] = ac.error_code(value) or str(value)
+            failures.append(f"{tp.topic}-{tp.partition}: {ac.error_text(value)}")
+        else:
+            row["low_watermark"] = value.low_watermark
+        rows.append(row)
+    rows.sort(key=lambda r: (r["topic"], r["partition"]))
+    if args.json:
+        print_json(rows)
+    else:
+        print_table(("TOPIC", "PARTITION", "LOW-WATERMARK"),
+                    [(r["topic"], r["partition"], r["low_watermark"]) for r in rows
+                     if r["error"] is None])
+    if failures:
+        hint = ("an offset must lie between the log start and the high watermark (-1 for the "
+                "high watermark; see `kafkette topics describe`)"
+                if any(r["error"] == "OFFSET_OUT_OF_RANGE" for r in rows)
+                else "see the broker's reason")
+        raise ToolError(f"records were not deleted from {'; '.join(failures)}: {hint}")

@@ -42,6 +42,7 @@ class Node:
     node_id: int
     host: str
     port: int
+    rack: str | None = None
 
     @property
     def address(self) -> str:
@@ -190,8 +191,8 @@ class WireClient:
             "include_cluster_authorized_operations": False,
             "include_topic_authorized_operations": False,
         }, lowest=1)  # v0 reads an empty topic list as "every topic"
-        return sorted((Node(b["node_id"], b["host"], b["port"]) for b in body["brokers"]),
-                      key=lambda n: n.node_id)
+        return sorted((Node(b["node_id"], b["host"], b["port"], b.get("rack"))
+                       for b in body["brokers"]), key=lambda n: n.node_id)
 
     def coordinator(self, group: str) -> Node:
         """The group's coordinator (FindCoordinator, key type GROUP), retried while the

@@ -8,6 +8,7 @@ on the same broker (where Java and the reference distribution are there).
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -278,3 +279,63 @@ def test_help_has_examples_and_no_broker_is_exit_3(cli):
         helped.stdout)
     down = cli("groups", "list", "-b", "127.0.0.1:1", timeout=30)
     assert down.returncode == 3 and down.stderr.startswith("kafkette: no broker answered")
+
+
+def committed(bootstrap: str, group: str, topic: str, partitions: int) -> list[int | None]:
+    """The group's committed offset of each partition (None where it has none)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 0})
+    try:
+        found = consumer.committed([TopicPartition(topic, p) for p in range(partitions)],
+                                   timeout=DEADLINE_S)
+        return [tp.offset if tp.offset >= 0 else None for tp in found]
+    finally:
+        consumer.close()
+
+
+def test_delete_offsets_matches_kafkas_tool(cli, any_bootstrap, unique_topic, active_member):
+    topic, other, group = unique_topic("deloff"), unique_topic("deloff-o"), unique_topic("dg")
+    b = ("-b", any_bootstrap)
+    create_topic(cli, any_bootstrap, topic, 3)
+    create_topic(cli, any_bootstrap, other, 1)
+    produce(any_bootstrap, topic, {0: [None] * 4, 1: [None] * 4, 2: [None] * 4})
+    commit(any_bootstrap, group, {(topic, 0): 1, (topic, 1): 2, (topic, 2): 3, (other, 0): 0})
+
+    done = cli("groups", "delete-offsets", group, "--topic", f"{topic}:0", *b)
+    assert done.returncode == 0, done.stderr
+    assert [line.split() for line in done.stdout.splitlines()] == [
+        ["GROUP", "TOPIC", "PARTITION", "STATUS"], [group, topic, "0", "Successful"]]
+    assert committed(any_bootstrap, group, topic, 3) == [None, 2, 3]
+
+    # Kafka's own tool on the same broker and group: the same answer, the same effect.
+    kafkas = kafka_groups_tool(any_bootstrap, "--delete-offsets", "--group", group, "--topic",
+                               f"{topic}:1")
+    assert re.search(rf"^{re.escape(topic)}\s+1\s+Successful\s*$", kafkas, re.M), kafkas
+    assert committed(any_bootstrap, group, topic, 3) == [None, None, 3]
+
+    # A whole topic; the other topic's offset stays.
+    rows = ok_json(cli("groups", "delete-offsets", group, "--topic", topic, "--json", *b))
+    assert rows == [{"group": group, "topic": topic, "partition": p, "error": None}
+                    for p in range(3)]
+    assert committed(any_bootstrap, group, topic, 3) == [None, None, None]
+    assert committed(any_bootstrap, group, other, 1) == [0]
+
+    # An active group subscribed to the topic: the broker's GROUP_SUBSCRIBED_TO_TOPIC, exit 1.
+    consumer = active_member(any_bootstrap, group, other, "deloff-client")
+    consumer.commit(offsets=[TopicPartition(other, 0, 1)], asynchronous=False)
+    refused = cli("groups", "delete-offsets", group, "--topic", other, *b)
+    assert refused.returncode == 1
+    assert refused.stdout.splitlines()[1].split() == [group, other, "0",
+                                                      "GROUP_SUBSCRIBED_TO_TOPIC"]
+    assert refused.stderr == (f"kafkette: offsets of group '{group}' were not deleted for "
+                              f"{other}-0 (GROUP_SUBSCRIBED_TO_TOPIC): the group's consumers "
+                              "are subscribed to the topic: stop them (or unsubscribe them "
+                              "from it) first\n")
+    assert committed(any_bootstrap, group, other, 1) == [1]
+
+    missing = cli("groups", "delete-offsets", unique_topic("nobody"), "--topic", topic, *b)
+    assert missing.returncode == 1 and missing.stdout == ""
+    assert "does not exist: see `kafkette groups list`" in missing.stderr
+    no_topic = cli("groups", "delete-offsets", group, "--topic", "no-such-topic-here", *b)
+    assert no_topic.returncode == 1
+    assert no_topic.stderr == ("kafkette: topic 'no-such-topic-here' does not exist: see "
+                               "`kafkette topics list`\n")

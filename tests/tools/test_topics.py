@@ -7,10 +7,15 @@ and one-line error a script would see.
 from __future__ import annotations
 
 import json
+import re
 import socket
+import subprocess
 import time
+from pathlib import Path
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+from tests.reference_kafka import reference_script_or_skip
 
 
 def produce(bootstrap: str, topic: str, counts: dict[int, int]) -> None:
@@ -70,6 +75,9 @@ def test_plain_output_is_an_aligned_table(cli, kafkette_bootstrap, unique_topic)
     assert lines[0].split() == ["TOPIC", "PARTITIONS", "REPLICATION-FACTOR"]
     assert [topic, "3", "1"] in [line.split() for line in lines[1:]]
     described = cli("topics", "describe", topic, *b).stdout.splitlines()
+    assert described[0].split() == ["TOPIC", "TOPIC-ID", "PARTITIONS", "REPLICATION-FACTOR"]
+    assert described[1].split()[0::2] == [topic, "3"] and described[2] == ""
+    described = described[3:]
     assert described[0].split() == ["TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR",
                                     "LOG-START-OFFSET", "LOG-END-OFFSET"]
     assert [line.split()[:2] for line in described[1:4]] == [[topic, "0"], [topic, "1"],
@@ -194,3 +202,163 @@ def test_registering_the_admin_tools_loads_no_client_library():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, check=True)
     assert done.stdout == "[]\n"
+
+
+# ---------------------------------------------------------------- topic ids, list --topic REGEX
+
+
+def kafka_tool(script: str, *args: str) -> str:
+    """stdout of one of Kafka's own scripts (skips without Java or the reference)."""
+    kafka_ref = reference_script_or_skip(f"{script} is the yardstick")
+    done = subprocess.run([str(kafka_ref), "bin", script, *args], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_topic_ids_and_the_list_regex_match_kafka_topics(cli, any_bootstrap, unique_topic):
+    """kafka-topics.sh --describe --topic REGEX on the same broker: the same topics match,
+    with the same topic ids, leaders, replicas and ISR."""
+    prefix = unique_topic("regex")
+    b = ("-b", any_bootstrap)
+    for suffix, partitions in (("a", "2"), ("b", "1"), ("other", "1")):
+        done = cli("topics", "create", f"{prefix}.{suffix}", "-p", partitions, *b)
+        assert done.returncode == 0, done.stderr
+    regex = f"{prefix}\\.[ab]"
+    listed = [t["topic"] for t in ok_json(cli("topics", "list", "--topic", regex, "--json", *b))]
+    assert listed == [f"{prefix}.a", f"{prefix}.b"]
+    either = ok_json(cli("topics", "list", "--topic", f"{prefix}.a,{prefix}.other", "--json", *b))
+    assert [t["topic"] for t in either] == [f"{prefix}.a", f"{prefix}.other"]
+    assert ok_json(cli("topics", "list", "--topic", prefix, "--json", *b)) == []  # whole name
+
+    kafkas = kafka_tool("kafka-topics.sh", "--bootstrap-server", any_bootstrap, "--describe",
+                        "--topic", regex)
+    theirs = {}
+    for line in kafkas.splitlines():
+        fields = dict(re.findall(r"(\w+): (\S*)", line))
+        if "TopicId" in fields:
+            theirs[fields["Topic"]] = {"topic_id": fields["TopicId"], "partitions": []}
+        elif "Partition" in fields:
+            theirs[fields["Topic"]]["partitions"].append(
+                (int(fields["Partition"]), int(fields["Leader"]), fields["Replicas"],
+                 fields["Isr"]))
+    assert sorted(theirs) == listed
+    docs = ok_json(cli("topics", "describe", *listed, "--json", *b))
+    ours = {d["topic"]: {"topic_id": d["topic_id"], "partitions": [
+        (p["partition"], p["leader"], ",".join(map(str, p["replicas"])),
+         ",".join(map(str, p["isr"]))) for p in d["partitions"]]} for d in docs}
+    assert ours == theirs
+
+
+def test_a_bad_list_regex_is_a_usage_error(cli):
+    done = cli("topics", "list", "--topic", "clicks(", "-b", "127.0.0.1:1")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("kafkette: --topic 'clicks(' is not a regular expression")
+
+
+# ---------------------------------------------------------------- delete-records
+
+
+def earliest_offsets(bootstrap: str, topic: str, partitions: int) -> list[int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "log_level": 0})
+    try:
+        return [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[0]
+                for p in range(partitions)]
+    finally:
+        consumer.close()
+
+
+def first_offset_read(bootstrap: str, topic: str, partition: int) -> int:
+    """The offset of the first record a consumer reads from the log start."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "log_level": 0,
+                         "auto.offset.reset": "earliest"})
+    try:
+        consumer.assign([TopicPartition(topic, partition, -2)])  # OFFSET_BEGINNING
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                return message.offset()
+        raise AssertionError("no record read")
+    finally:
+        consumer.close()
+
+
+def test_delete_records_matches_kafkas_tool(cli, any_bootstrap, unique_topic, tmp_path: Path):
+    topic = unique_topic("delrec")
+    b = ("-b", any_bootstrap)
+    assert cli("topics", "create", topic, "-p", "3", *b).returncode == 0
+    now = int(time.time() * 1000)
+    producer = Producer({"bootstrap.servers": any_bootstrap, "log_level": 0})
+    for partition in range(3):
+        for hours_ago in (5, 4, 3, 2, 1):  # offsets 0-4, an hour apart
+            producer.produce(topic, value=b"v", partition=partition,
+                             timestamp=now - hours_ago * 3_600_000)
+    assert producer.flush(30) == 0
+
+    # One partition to an offset: the log start moves there, the first record read is it.
+    done = cli("topics", "delete-records", topic, "--partition", "0", "--offset", "2", *b)
+    assert done.returncode == 0, done.stderr
+    assert [line.split() for line in done.stdout.splitlines()] == [
+        ["TOPIC", "PARTITION", "LOW-WATERMARK"], [topic, "0", "2"]]
+    assert earliest_offsets(any_bootstrap, topic, 3) == [2, 0, 0]
+    assert first_offset_read(any_bootstrap, topic, 0) == 2
+
+    # Kafka's own tool on the same broker, with its JSON file: the same kind of answer.
+    plan = tmp_path / "offsets.json"
+    plan.write_text(json.dumps({"partitions": [{"topic": topic, "partition": 1, "offset": 3}],
+                                "version": 1}))
+    kafkas = kafka_tool("kafka-delete-records.sh", "--bootstrap-server", any_bootstrap,
+                        "--offset-json-file", str(plan))
+    assert f"partition: {topic}-1\tlow_watermark: 3" in kafkas
+    assert earliest_offsets(any_bootstrap, topic, 3) == [2, 3, 0]
+
+    # Ours reads the same file format; -1 is the high watermark (every record).
+    plan.write_text(json.dumps({"partitions": [{"topic": topic, "partition": 2, "offset": -1},
+                                               {"topic": topic, "partition": 0, "offset": 3}],
+                                "version": 1}))
+    rows = ok_json(cli("topics", "delete-records", "--offset-json-file", str(plan), "--json",
+                       *b))
+    assert rows == [{"topic": topic, "partition": 0, "low_watermark": 3, "error": None},
+                    {"topic": topic, "partition": 2, "low_watermark": 5, "error": None}]
+    assert earliest_offsets(any_bootstrap, topic, 3) == [3, 3, 5]
+
+    # A time: the records older than it go (ListOffsets finds the first one at or after it).
+    cutoff = now - 3_600_000 - 60_000  # just before the last record of each partition
+    rows = ok_json(cli("topics", "delete-records", topic, "--timestamp", str(cutoff),
+                       "--json", *b))
+    assert [(r["partition"], r["low_watermark"]) for r in rows] == [(0, 4), (1, 4), (2, 5)]
+    assert first_offset_read(any_bootstrap, topic, 1) == 4
+
+    # Past the high watermark: the broker's OFFSET_OUT_OF_RANGE, exit 1, nothing else moved.
+    done = cli("topics", "delete-records", topic, "--offset", "9", *b)
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"kafkette: records were not deleted from {topic}-0: ")
+    assert "(OFFSET_OUT_OF_RANGE)" in done.stderr and len(done.stderr.splitlines()) == 1
+    assert earliest_offsets(any_bootstrap, topic, 3) == [4, 4, 5]
+
+
+def test_delete_records_checks_before_it_deletes(cli, kafkette_bootstrap, unique_topic,
+                                                 tmp_path: Path):
+    topic = unique_topic("delrec-check")
+    b = ("-b", kafkette_bootstrap)
+    assert cli("topics", "create", topic, "-p", "1", *b).returncode == 0
+    produce(kafkette_bootstrap, topic, {0: 3})
+    plan = tmp_path / "offsets.json"
+    plan.write_text(json.dumps({"partitions": [{"topic": topic, "partition": 0, "offset": 1},
+                                               {"topic": topic, "partition": 4, "offset": 1}],
+                                "version": 1}))
+    done = cli("topics", "delete-records", "--offset-json-file", str(plan), *b)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f"kafkette: topic {topic!r} has no partition 4 (it has 1)\n"
+    assert earliest_offsets(kafkette_bootstrap, topic, 1) == [0]
+    plan.write_text(json.dumps({"partitions": [{"topic": topic, "partition": 0, "offset": 1},
+                                               {"topic": topic, "partition": 0, "offset": 2}]}))
+    twice = cli("topics", "delete-records", "--offset-json-file", str(plan), *b)
+    assert twice.returncode == 2 and f"names {topic}-0 twice" in twice.stderr
+    usage = [cli("topics", "delete-records", topic, "--before", "soon", *b),
+             cli("topics", "delete-records", "--offset", "1", *b),
+             cli("topics", "delete-records", topic, *b)]
+    assert [u.returncode for u in usage] == [2, 2, 2]
+    assert usage[0].stderr.startswith("kafkette: --before 'soon' is not a date-time")
+    assert earliest_offsets(kafkette_bootstrap, topic, 1) == [0]
