@@ -15,10 +15,14 @@ rely on:
 * query booleans case-insensitive (Python sends ``False``), both ``deletedOnly`` and
   Python's ``deleted_only``;
 * writes this broker may not do (``NotLeader``) go to the leader's registry
-  (forwarding.py).
+  (forwarding.py), and so do the reads of a broker with no replica of ``_schemas`` (50004
+  when there is no leader to ask: it has no state of its own to answer from).
 
 Handlers are thin: decode the parameters, call the facade, encode. Every request is
-counted in ``registry.stats``.
+counted in ``registry.stats``. Work that grows with the data runs in worker threads of the
+app's own (JSON bodies over ``INLINE_JSON_BYTES``, ``GET /schemas``), and at most
+``MAX_BODY_REQUESTS`` requests with a body are read and handled at once (each may hold
+``MAX_BODY_BYTES``).
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote_to_bytes
+
+import trio
 
 from kafkette.broker.network.http_listener import answer_lifespan
 from kafkette.broker.schema_registry import errors
@@ -61,6 +67,13 @@ _OFFERED = ((V1_JSON, 1.0), (SR_JSON, 0.9), (JSON, 0.5))
 _REQUEST_TYPES = frozenset({V1_JSON, SR_JSON, JSON, "application/octet-stream"})
 # Confluent 7.0 has no limit; above this a body is refused with 42209 before it is read on.
 MAX_BODY_BYTES = 16 * 1024 * 1024
+# Requests with a body (POST, PUT) read and handled at once; more wait for a turn. Bodies
+# are the memory a request holds (GET and DELETE answer from the state).
+MAX_BODY_REQUESTS = 8
+# A body up to this size is decoded on the event loop (microseconds); a larger one, and the
+# encoding of a ``GET /schemas`` answer, in one of ``JSON_THREADS`` worker threads.
+INLINE_JSON_BYTES = 64 * 1024
+JSON_THREADS = 2
 # How long a follower that forwarded a write waits for its own copy of ``_schemas`` to hold
 # it before answering (a replica fetch and a high-watermark move; the leader's answer is
 # sent anyway after this).
@@ -78,6 +91,17 @@ class Raw:
     text: str
 
 
+@dataclass(frozen=True)
+class Built:
+    """An answer whose JSON value ``build`` makes (from immutable values) and the app
+    encodes in a worker thread: one that may be large."""
+
+    build: Callable[[], object]
+
+
+_NOT_DECODED = object()
+
+
 @dataclass
 class Request:
     """One HTTP request, decoded: what handlers read."""
@@ -88,6 +112,7 @@ class Request:
     headers: dict[str, str]  # lower-case names; the last of repeated headers
     query: dict[str, str]  # the first of repeated parameters
     body: bytes = b""
+    decoded: object = _NOT_DECODED  # the body's JSON value, or the RegistryError it gets
 
     def flag(self, *names: str, default: bool = False) -> bool:
         """A boolean parameter (JAX-RS rules: "true" in any case is true, anything else
@@ -106,26 +131,44 @@ class Request:
         except ValueError:
             return default
 
+    async def decode_body(self, limiter: trio.CapacityLimiter) -> None:
+        """Decode the body for ``json_body``: in a worker thread when it is large."""
+        if len(self.body) <= INLINE_JSON_BYTES:
+            self.decoded = _decode_json(self.body)
+        else:
+            self.decoded = await trio.to_thread.run_sync(_decode_json, self.body, limiter=limiter)
+
     def json_body(self) -> dict[str, Any]:
         """The body as a JSON object; {} when empty. 400 for anything else."""
-        if not self.body.strip():
-            return {}
-        try:
-            value = json.loads(self.body)
-        except json.JSONDecodeError as exc:
-            raise RegistryError(
-                400, 400, f"Unexpected JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-            ) from None
-        except UnicodeDecodeError:
-            raise RegistryError(400, 400, "Invalid UTF-8 in the request body") from None
-        if not isinstance(value, dict):
-            kind = {list: "Array", str: "String", bool: "Boolean", type(None): "null"}.get(
-                type(value), "Number"
-            )
-            raise RegistryError(
-                400, 400, f"Cannot deserialize the request from {kind} value: expected an object"
-            )
+        value = _decode_json(self.body) if self.decoded is _NOT_DECODED else self.decoded
+        if isinstance(value, RegistryError):
+            raise value
+        assert isinstance(value, dict)
         return value
+
+
+def _decode_json(body: bytes) -> dict[str, Any] | RegistryError:
+    """A request body as a JSON object ({} when empty), or the 400 it gets."""
+    if not body.strip():
+        return {}
+    try:
+        value = json.loads(body)
+    except json.JSONDecodeError as exc:
+        return RegistryError(
+            400, 400, f"Unexpected JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        )
+    except UnicodeDecodeError:
+        return RegistryError(400, 400, "Invalid UTF-8 in the request body")
+    except RecursionError:  # arrays or objects nested deeper than the decoder goes
+        return RegistryError(400, 400, "Unexpected JSON: nested too deeply")
+    if not isinstance(value, dict):
+        kind = {list: "Array", str: "String", bool: "Boolean", type(None): "null"}.get(
+            type(value), "Number"
+        )
+        return RegistryError(
+            400, 400, f"Cannot deserialize the request from {kind} value: expected an object"
+        )
+    return value
 
 
 Handler = Callable[["SchemaRegistry", Request, dict[str, Any]], Awaitable[object]]
@@ -237,7 +280,7 @@ async def _schema_by_id(registry: SchemaRegistry, request: Request, p: dict[str,
         p["id"], subject=request.text("subject"), fmt=request.text("format")
     )
     if request.flag("fetchMaxId"):
-        found = {**found, "maxId": registry.summary().max_id}
+        found = {**found, "maxId": registry.state.max_id()}
     return found
 
 
@@ -265,24 +308,21 @@ async def _schema_id_versions(
 
 
 def _prefix(request: Request) -> str:
-    prefix = request.text("subjectPrefix") or ""
-    return "" if prefix == ":*:" else prefix  # Confluent's "every context" wildcard
+    """``subjectPrefix``; its ``:*:`` context wildcard is the state's to read."""
+    return request.text("subjectPrefix") or ""
 
 
 async def _schemas(registry: SchemaRegistry, request: Request, p: dict[str, Any]) -> object:
     """``GET /schemas`` (Java ``getSchemas``): every version of the subjects with the
-    prefix, or the latest of each with ``latestOnly``."""
-    deleted = request.flag("deleted")
-    found = []
-    for subject in await registry.subjects(
-        deleted=deleted, deleted_only=False, prefix=_prefix(request)
-    ):
-        versions = await registry.versions(subject, deleted=deleted, deleted_only=False)
-        for version in versions[-1:] if request.flag("latestOnly") else versions:
-            found.append(
-                await registry.get_version(subject, str(version), deleted=deleted, fmt=None)
-            )
-    return _page(found, request)
+    prefix, or the latest of each with ``latestOnly``; built and encoded off the loop."""
+    from kafkette.broker.schema_registry.registry import version_entity
+
+    found = registry.versions_listed(
+        prefix=_prefix(request), deleted=request.flag("deleted"),
+        latest_only=request.flag("latestOnly"),
+    )  # fmt: skip
+    page = _page(found, request)
+    return Built(lambda: [version_entity(v) for v in page])
 
 
 async def _subjects(registry: SchemaRegistry, request: Request, p: dict[str, Any]) -> object:
@@ -514,6 +554,8 @@ class RegistryApp:
     def __init__(self, registry: SchemaRegistry, client_tls: ssl.SSLContext | None = None) -> None:
         self.registry = registry
         self.client_tls = client_tls
+        self._bodies = trio.CapacityLimiter(MAX_BODY_REQUESTS)
+        self._json = trio.CapacityLimiter(JSON_THREADS)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -544,8 +586,12 @@ class RegistryApp:
             handler, write = route.methods["GET" if method == "HEAD" else method]
             if method in ("POST", "PUT"):
                 _check_content_type(headers.get("content-type"))
-                request.body = await _read_body(receive)
-            answer = await self._answer(handler, write, request, params, media)
+                async with self._bodies:
+                    request.body = await _read_body(receive)
+                    await request.decode_body(self._json)
+                    answer = await self._answer(handler, write, request, params, media)
+            else:
+                answer = await self._answer(handler, write, request, params, media)
         except RegistryError as error:
             answer = _error(error, media)
         except Exception:
@@ -572,19 +618,22 @@ class RegistryApp:
         params: dict[str, Any],
         media: str,
     ) -> _Answer:
-        if write is None and not self.registry.store.has_local_copy():
+        store = self.registry.store
+        if write is None and not store.has_local_copy() and store.exists():
             # A broker beyond ``_schemas``' replicas (a cluster larger than its replication
-            # factor) has no state of its own: its reads are the leader's.
-            leader_url = self.registry.leadership.other_leader_url()
-            if leader_url is not None and request.headers.get(_FORWARDED) != "1":
-                return await self._forward(leader_url, READ, request)
+            # factor) has no state of its own: its reads are the leader's, and with no
+            # leader to ask it has no answer (50004, retriable; not an empty registry).
+            return await self._forward(self.registry.leadership.other_leader_url(), READ, request)
         try:
             value = await handler(self.registry, request, params)
         except NotLeader as not_leader:
             return await self._forward(not_leader.url, write, request)
         if isinstance(value, Raw):
-            return _Answer(200, value.text.encode("utf-8"), media)
-        applied = self.registry.store.applied_offset if write is not None else None
+            return _Answer(200, _raw_text(value.text), media)
+        if isinstance(value, Built):
+            body = await trio.to_thread.run_sync(lambda: _encode(value.build()), limiter=self._json)
+            return _Answer(200, body, media)
+        applied = store.applied_offset if write is not None else None
         return _Answer(200, _encode(value), media, applied_offset=applied)
 
     async def _forward(
@@ -603,10 +652,12 @@ class RegistryApp:
                 "schema registry: forwarding %s to the leader failed: %s", request.method, exc
             )
             raise errors.forwarding_error(wording.forward_failed) from None
-        if answer.status == 200 and answer.applied_offset is not None:
+        store = self.registry.store
+        if answer.status == 200 and answer.applied_offset is not None and store.has_local_copy():
             # Read-your-writes through this follower: a lookup right after the register
-            # must find it here too (bounded: the answer goes out late, never wrong).
-            await self.registry.store.wait_applied(answer.applied_offset, FOLLOWER_CATCH_UP_S)
+            # must find it here too (bounded: the answer goes out late, never wrong). A
+            # broker with no copy sends its reads to the leader: nothing to wait for.
+            await store.wait_applied(answer.applied_offset, FOLLOWER_CATCH_UP_S)
         return _Answer(
             answer.status,
             answer.body,
@@ -672,7 +723,28 @@ async def _read_body(receive: Receive) -> bytes:
 
 
 def _encode(value: object) -> bytes:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    """Compact JSON in UTF-8. A string holding a lone surrogate (a schema or subject read
+    from a ``_schemas`` written elsewhere: UTF-8 has no form for it) makes the whole answer
+    ASCII with ``\\uXXXX`` escapes instead: still exactly the stored text to any JSON
+    reader, where replacing the character would change the schema."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=(",", ":")).encode("ascii")
+
+
+def _raw_text(text: str) -> bytes:
+    """A schema's text alone, in UTF-8. One with a lone surrogate has no UTF-8 form, and a
+    replacement character would be another schema: 50001, pointing at the JSON answers,
+    which carry it escaped."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise errors.store_error(
+            "The stored schema holds a lone UTF-16 surrogate, which UTF-8 text cannot carry;"
+            " read it as JSON (GET /schemas/ids/{id} or /subjects/{subject}/versions/{version})"
+        ) from None
 
 
 def _error(error: RegistryError, media: str) -> _Answer:

@@ -18,6 +18,17 @@ class RegistryError(Exception):
         return {"error_code": self.error_code, "message": self.message}
 
 
+class UncertainWrite(RegistryError):
+    """A write that failed after its batch reached the log (no commit in time, a storage
+    failure mid-write): it may yet be applied. Answered as the ``RegistryError`` it is
+    (50001, 50002); the writer must read the log up to its end again before planning
+    another write, or it could plan against a state that lacks this one."""
+
+    @classmethod
+    def of(cls, error: RegistryError) -> UncertainWrite:
+        return cls(error.status, error.error_code, error.message)
+
+
 class NotLeader(Exception):
     """This broker's registry may not write now; ``url`` is the leader's registry (None:
     no leader known). ``api.py`` forwards the request there or answers 50004."""
@@ -130,12 +141,6 @@ def reference_exists(subject: str, version: int) -> RegistryError:
         "One or more references exist to the schema"
         f" {{magic=1,keytype=SCHEMA,subject={subject},version={version}}}.",
     )
-
-
-def id_does_not_match(
-    message: str = "The ID of an imported schema does not match the existing ID",
-) -> RegistryError:
-    return RegistryError(422, 42207, message)
 
 
 def invalid_subject(subject: str) -> RegistryError:

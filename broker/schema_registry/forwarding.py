@@ -8,8 +8,13 @@ verbatim, as Confluent's followers do. The copy carries ``X-Kafkette-Forwarded: 
 registry that receives a forwarded write and is not the leader either answers 50004 rather
 than forwarding again, so a leadership change in flight can never make a loop.
 
-stdlib ``urllib`` in a worker thread: a forward is rare (writes are), one at a time per
-request, with a 5 s timeout; the thread is abandoned if the request is cancelled.
+A broker with no replica of ``_schemas`` sends its reads the same way (api.py), so forwards
+are as frequent as such a broker's reads. Each is stdlib ``urllib`` in a worker thread, with
+a 5 s timeout, abandoned if the request is cancelled; at most ``MAX_FORWARDS`` run at once
+(a limiter of their own: an abandoned thread holds its token until its timeout, and must not
+hold one the broker's disk work needs). The call goes straight to the leader: no proxy from
+``HTTP(S)_PROXY`` (the leader is a peer on the cluster's network) and no redirect followed (a
+3xx answer is relayed as it is).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import urllib.request
 from dataclasses import dataclass, field
 
 import trio
+from trio.lowlevel import RunVar
 
 FORWARDED_HEADER = "X-Kafkette-Forwarded"
 FORWARD_TIMEOUT_S = 5.0
@@ -28,6 +34,8 @@ FORWARD_TIMEOUT_S = 5.0
 COPIED_HEADERS = ("content-type", "accept", "authorization")
 # At most this much of the leader's answer is relayed (more than any registry answer).
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
+MAX_FORWARDS = 8
+_LIMITER: RunVar[trio.CapacityLimiter] = RunVar("schema_registry_forwards")
 
 
 class ForwardingFailed(Exception):
@@ -66,7 +74,14 @@ async def forward(
 ) -> LeaderAnswer:
     """Send ``call`` to ``leader_url`` (``http(s)://host:port``) and return its answer,
     error statuses included; raises ``ForwardingFailed`` when there is no answer."""
-    return await trio.to_thread.run_sync(_send, leader_url, call, tls, abandon_on_cancel=True)
+    try:
+        limiter = _LIMITER.get()
+    except LookupError:
+        limiter = trio.CapacityLimiter(MAX_FORWARDS)
+        _LIMITER.set(limiter)
+    return await trio.to_thread.run_sync(
+        _send, leader_url, call, tls, abandon_on_cancel=True, limiter=limiter
+    )
 
 
 def forward_url(leader_url: str, call: ForwardedCall) -> str:
@@ -86,8 +101,13 @@ def _send(leader_url: str, call: ForwardedCall, tls: ssl.SSLContext | None) -> L
         method=call.method,
     )
     context = tls if leader_url.lower().startswith("https:") else None
+    opener = urllib.request.build_opener(
+        urllib.request.ProxyHandler({}),  # not the environment's proxies
+        _NoRedirect(),
+        urllib.request.HTTPSHandler(context=context),
+    )
     try:
-        with urllib.request.urlopen(request, timeout=FORWARD_TIMEOUT_S, context=context) as answer:
+        with opener.open(request, timeout=FORWARD_TIMEOUT_S) as answer:
             return LeaderAnswer(
                 answer.status,
                 answer.read(MAX_ANSWER_BYTES),
@@ -106,4 +126,11 @@ def _offset(text: str | None) -> int | None:
     try:
         return int(text) if text is not None else None
     except ValueError:
+        return None
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A 3xx from the leader is its answer (relayed), not a place to go."""
+
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
         return None

@@ -13,7 +13,8 @@ broker registers in ZooKeeper. ``schema.registry.listeners`` is ``[http://|https
 
 The context is built for the registry alone (no ALPN: hypercorn then speaks HTTP/1.1), with
 the listener's ``ssl.client.auth``. An HTTPS registry also gets a client context from the
-same settings, for forwarding writes to the leader's registry (forwarding.py).
+same settings, for forwarding to the leader's registry (forwarding.py: writes, and the reads
+of a broker with no replica of ``_schemas``).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class RegistryListener:
     sock: socket.socket  # bound and listening (port 0 resolved)
     url: str  # scheme + configured host + bound port, e.g. "http://127.0.0.1:8081"
     tls: ssl.SSLContext | None
-    # For forwarding writes to an https leader: the same ssl.* settings, client side.
+    # For forwarding to an https leader: the same ssl.* settings, client side.
     client_tls: ssl.SSLContext | None = None
 
     def close(self) -> None:

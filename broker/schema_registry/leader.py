@@ -9,7 +9,10 @@ Ids never collide after a failover: a broker that becomes leader first applies e
 log holds from earlier leaders (up to its log end when it took over, once committed), then
 appends a NOOP carrying the highest id it knows and waits until that is applied; only then
 does it plan writes. Each leadership gets a new ``token``, checked under the partition's append
-lock, so a write planned in an earlier leadership is never appended in a later one.
+lock, so a write planned in an earlier leadership is never appended in a later one. A write
+whose outcome is unknown (``UncertainWrite``: its batch may be in the log, not yet applied)
+makes the leader take over again (``write_uncertain``): the next write is planned only once
+the log up to its end is applied, so it cannot plan against a state lacking that write.
 
 ``leader_url`` is the registry URL the leader publishes in its ZooKeeper registration
 (``kafkette_schema_registry``): where a follower forwards writes.
@@ -48,6 +51,7 @@ class RegistryLeadership:
         self._changed = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._creating = False
+        self._under_replicated_said = False
 
     @property
     def is_leader(self) -> bool:
@@ -100,9 +104,11 @@ class RegistryLeadership:
                 "no longer the schema registry's leader (%s-0 is led elsewhere)", self.store.topic
             )
             self.token, self.ready = None, False
-        if not self._creating and not self.store.exists() and self.store.creatable():
-            self._creating = True
-            self._start_soon(self._create_topic)
+        # Judged by this snapshot: ``cluster.metadata`` shows it only after the listeners.
+        if not self._creating and not self.store.exists(metadata):
+            if self.store.creatable(metadata):
+                self._creating = True
+                self._start_soon(self._create_topic, metadata)
         self.store.poke()
         self._notify()
 
@@ -113,9 +119,9 @@ class RegistryLeadership:
         except RuntimeError:  # the broker is stopping
             pass
 
-    async def _create_topic(self) -> None:
+    async def _create_topic(self, metadata: ClusterMetadata) -> None:
         try:
-            await self.store.ensure_topic()
+            await self.store.ensure_topic(metadata=metadata)
         except Exception as exc:  # StartupError, ZooKeeper away: the next write tries again
             log.warning("cannot create %s: %s", self.store.topic, exc)
         finally:
@@ -177,6 +183,20 @@ class RegistryLeadership:
             log.info("schema registry leader (max id %d)", store.state.max_id())
             self._notify()
 
+    def write_uncertain(self, token: int) -> None:
+        """A write of leadership ``token`` failed with its outcome unknown: no write is
+        planned until the log is applied up to its end again (a new takeover)."""
+        if self.token != token or not self.ready:
+            return
+        log.warning(
+            "schema registry: a write to %s may still commit; reading the log to its end"
+            " before the next write",
+            self.store.topic,
+        )
+        self.ready = False
+        self._notify()
+        self._start_soon(self._take_over, token)
+
     async def _wait_changed(self, timeout_s: float) -> None:
         with trio.move_on_after(timeout_s):
             await self._changed.wait()
@@ -201,8 +221,19 @@ class RegistryLeadership:
         raise NotLeader(self.other_leader_url())
 
     async def _create_for_write(self) -> None:
+        """A write needs the topic: created now even with fewer live brokers than its
+        replication factor (said once: it stays under-replicated until reassigned)."""
         from kafkette.broker.server import StartupError
 
+        if not self.store.creatable() and not self._under_replicated_said:
+            self._under_replicated_said = True
+            log.warning(
+                "creating %s for a write with fewer live brokers than"
+                " kafkastore.topic.replication.factor (%d): its replication factor stays"
+                " lower unless its partition is reassigned",
+                self.store.topic,
+                self.store.config.kafkastore_topic_replication_factor,
+            )
         try:
             await self.store.ensure_topic()
         except StartupError as exc:

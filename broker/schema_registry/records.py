@@ -229,7 +229,9 @@ class _Garbage(Exception):
 def _load(data: bytes) -> dict[str, object]:
     try:
         obj = json.loads(data)
-    except (ValueError, UnicodeDecodeError):  # JSONDecodeError is a ValueError
+    except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError are
+        # ValueErrors; anyone who can produce to the topic can nest arrays deeper than the
+        # decoder goes: garbage too, never an exception that stops the tail
         raise _Garbage from None
     if not isinstance(obj, dict):
         raise _Garbage

@@ -5,11 +5,19 @@ one lock: may this broker write (``RegistryLeadership.writable``, else ``NotLead
 and the API forwards), plan against the state, append the records, answer once they are
 applied here. Parsing and compatibility checks (protoc, large JSON diffs) run in one worker
 thread at a time (a ``CapacityLimiter(1)`` of their own, so they neither stall the event loop
-nor queue behind disk work); stored versions parsed once are kept per id (a small LRU).
+nor queue behind disk work); stored versions parsed once are kept per id and dependencies
+(a small LRU).
+
+A register is parsed first (outside the locks: it may be slow), then planned in the worker
+thread under ``store.apply_lock`` (the tail held off): its references are resolved again
+there, and the schema parsed again if one now names another text, so what is stored (with
+resolved reference versions) matches the state it is checked against. Ids handed out in a
+write whose outcome is unknown are not handed out again in the same leadership (``_reserved``).
 
 Request bodies are validated here, as Confluent words it (research notes §2.4, §3): a missing
-or blank ``schema`` is 42201 ``Empty schema``, an unknown ``schemaType`` 42201, bad levels or
-modes 42203/42204. Answers are Confluent 7.0's shapes.
+or blank ``schema`` is 42201 ``Empty schema``, an unknown ``schemaType`` 42201; subjects,
+levels and modes by ``subjects.check_*`` (42208, 42203, 42204) before anything is forwarded.
+Answers are Confluent 7.0's shapes.
 """
 
 from __future__ import annotations
@@ -23,19 +31,25 @@ from typing import TYPE_CHECKING
 import trio
 
 from kafkette.broker.schema_registry import errors, formats
-from kafkette.broker.schema_registry.config import COMPATIBILITY_LEVELS, MODES
-from kafkette.broker.schema_registry.errors import NotLeader, RegistryError
+from kafkette.broker.schema_registry.errors import NotLeader, RegistryError, UncertainWrite
 from kafkette.broker.schema_registry.formats import (
     Dependency,
     ParsedSchema,
     Reference,
     SchemaFormatError,
+    levels,
 )
-from kafkette.broker.schema_registry.formats.levels import check_level
 from kafkette.broker.schema_registry.leader import RegistryLeadership
 from kafkette.broker.schema_registry.stats import RegistryStats
 from kafkette.broker.schema_registry.store import SchemaStore
-from kafkette.broker.schema_registry.subjects import Plan, StoredVersion, SubjectsState
+from kafkette.broker.schema_registry.subjects import (
+    Plan,
+    StoredVersion,
+    SubjectsState,
+    check_level,
+    check_mode,
+    check_subject,
+)
 
 if TYPE_CHECKING:
     from kafkette.broker.schema_registry.config import SchemaRegistryConfig
@@ -45,7 +59,6 @@ PARSED_CACHE_SIZE = 1024
 # How long a follower waits for an id it has not applied yet (one replica fetch: the
 # followers' long poll is replica.fetch.wait.max.ms, 500 ms).
 NEW_ID_WAIT_S = 1.0
-ALL_SUBJECTS = ":*:"  # the default subjectPrefix: every context (only the default one here)
 # (store failure, timeout) texts per write, Confluent's where it has them.
 _REGISTER = (
     "Register schema operation failed while writing to the Kafka store",
@@ -94,10 +107,16 @@ class SchemaRegistry:
         self.leadership = RegistryLeadership(broker, self.store, advertised_url)
         self._write_lock = trio.Lock()
         self._limiter = trio.CapacityLimiter(1)
-        # id -> the stored schema parsed; touched in the worker thread only (one at a time),
-        # emptied when the store rebuilds its state (``generation``).
-        self._parsed: OrderedDict[int, ParsedSchema] = OrderedDict()
+        # What a plan's worker thread runs under while the plan holds ``_limiter`` itself
+        # (so it never waits for the limiter while holding ``apply_lock``): never contended.
+        self._held = trio.CapacityLimiter(1)
+        # (id, dependencies) -> the stored schema parsed; touched in the worker thread only
+        # (one at a time), emptied when the store rebuilds its state (``generation``).
+        self._parsed: OrderedDict[tuple[int, tuple], ParsedSchema] = OrderedDict()
         self._parsed_generation = 0
+        # (leadership token, the highest id planned in it): a write whose outcome is unknown
+        # may still be applied; its id is not given again in the same leadership.
+        self._reserved = (0, 0)
 
     @property
     def state(self) -> SubjectsState:
@@ -122,9 +141,12 @@ class SchemaRegistry:
         if self._parsed_generation != self.store.generation:
             self._parsed.clear()
             self._parsed_generation = self.store.generation
-        cached = self._parsed.get(version.id)
+        # Keyed by what was parsed too: a reference stored as "latest" (a topic written
+        # elsewhere) may name another text later.
+        key = (version.id, tuple(deps.items()))
+        cached = self._parsed.get(key)
         if cached is not None:
-            self._parsed.move_to_end(version.id)
+            self._parsed.move_to_end(key)
             return cached
         try:
             parsed = formats.parse(version.schema_type, version.text, version.references, deps)
@@ -132,7 +154,7 @@ class SchemaRegistry:
             raise errors.store_error(
                 f"Stored schema {version.id} of subject {version.subject} cannot be parsed: {exc}"
             ) from None
-        self._parsed[version.id] = parsed
+        self._parsed[key] = parsed
         while len(self._parsed) > PARSED_CACHE_SIZE:
             self._parsed.popitem(last=False)
         return parsed
@@ -148,16 +170,32 @@ class SchemaRegistry:
 
         return await self._in_thread(functools.partial(render))  # type: ignore[return-value]
 
-    async def _parse_new(self, body: _Body, normalize: bool) -> ParsedSchema:
+    async def _parse_new(
+        self, body: _Body, normalize: bool
+    ) -> tuple[ParsedSchema, Mapping[str, Dependency]]:
+        """The request's schema parsed, and the dependencies it was parsed with."""
         deps = self.state.dependencies(body.references)
         work = functools.partial(_parse, body, deps, normalize)
-        return await self._in_thread(work)  # type: ignore[return-value]
+        return await self._in_thread(work), deps  # type: ignore[return-value]
 
     # -- reads ------------------------------------------------------------------------
 
     async def subjects(self, *, deleted: bool, deleted_only: bool, prefix: str) -> list[str]:
-        prefix = "" if prefix == ALL_SUBJECTS else prefix
         return self.state.subjects(deleted=deleted, deleted_only=deleted_only, prefix=prefix)
+
+    def versions_listed(
+        self, *, prefix: str, deleted: bool, latest_only: bool
+    ) -> list[StoredVersion]:
+        """``GET /schemas``: every version (with ``deleted``, soft-deleted ones too) of the
+        subjects with ``prefix``, or the latest of each with ``latest_only``; subjects in
+        Java's order, versions ascending. The values are immutable: encode them anywhere."""
+        state = self.state
+        found: list[StoredVersion] = []
+        for subject in state.subjects(deleted=deleted, prefix=prefix):
+            numbers = state.versions(subject, deleted=deleted)
+            for number in numbers[-1:] if latest_only else numbers:
+                found.append(state.version(subject, str(number), deleted=deleted))
+        return found
 
     async def versions(self, subject: str, *, deleted: bool, deleted_only: bool) -> list[int]:
         return self.state.versions(subject, deleted=deleted, deleted_only=deleted_only)
@@ -166,7 +204,7 @@ class SchemaRegistry:
         self, subject: str, version: str, *, deleted: bool, fmt: str | None
     ) -> dict:
         stored = self.state.version(subject, version, deleted=deleted)
-        return _version_entity(stored, await self._render(stored, fmt))
+        return version_entity(stored, await self._render(stored, fmt))
 
     async def get_schema(self, schema_id: int, *, subject: str | None, fmt: str | None) -> dict:
         # ``subject`` is a hint only (research §2.5): an id has one text whichever subject.
@@ -184,8 +222,11 @@ class SchemaRegistry:
         """A follower asked for an id above any it has applied: the leader may have given
         it a moment ago (a consumer reading what a producer registered through another
         broker), and a follower learns of a commit one replica fetch later. Wait for
-        that, at most ``NEW_ID_WAIT_S``, rather than answer 40403 at once."""
+        that, at most ``NEW_ID_WAIT_S``, rather than answer 40403 at once. A broker with no
+        copy of the topic applies nothing: no wait."""
         if self.leadership.is_leader or schema_id <= self.state.max_id():
+            return
+        if not self.store.has_local_copy():
             return
         with trio.move_on_after(NEW_ID_WAIT_S):
             while schema_id > self.state.max_id():
@@ -204,9 +245,9 @@ class SchemaRegistry:
         return self.state.referenced_by(subject, version)
 
     async def lookup(self, subject: str, body: dict, *, normalize: bool, deleted: bool) -> dict:
-        parsed = await self._parse_new(_register_body(body), normalize)
+        parsed, _ = await self._parse_new(_register_body(body), normalize)
         found = self.state.lookup(subject, parsed, deleted=deleted)
-        return _version_entity(found, parsed.canonical)
+        return version_entity(found, parsed.canonical)
 
     async def check_compatibility(
         self, subject: str, version: str | None, body: dict, *, verbose: bool, normalize: bool
@@ -239,7 +280,7 @@ class SchemaRegistry:
         def check() -> list[str]:
             new = _parse(request, deps, normalize)
             old = [(v.version, self._stored_parsed(v, d)) for v, d in previous_deps]
-            return check_level(level, new, old)
+            return levels.check_level(level, new, old)
 
         try:
             messages: list[str] = await self._in_thread(functools.partial(check))  # type: ignore[assignment]
@@ -262,9 +303,9 @@ class SchemaRegistry:
     # -- writes -----------------------------------------------------------------------
 
     async def register(self, subject: str, body: dict, *, normalize: bool) -> dict:
-        _check_subject(subject)
+        check_subject(subject)
         request = _register_body(body)
-        parsed = await self._parse_new(request, normalize)
+        parsed, parsed_deps = await self._parse_new(request, normalize)
         # Confluent's fast path, on any broker: already a live version -> its id.
         try:
             found = self.state.lookup(subject, parsed, deleted=False)
@@ -275,24 +316,34 @@ class SchemaRegistry:
         async with self._write_lock:
             token = await self.leadership.writable()
             store = self.store
+            floor = self._reserved[1] if self._reserved[0] == token else 0
 
             def plan() -> Plan:  # worker thread, the tail held off (it reads the state)
                 state = store.state
+                # The references as they stand now (a delete may have run since the parse):
+                # one that is gone is 42201, one that names another text is parsed again.
+                deps = state.dependencies(request.references)
+                new = parsed if deps == parsed_deps else _parse(request, deps, normalize)
 
                 def compat(level: str, live: Sequence[StoredVersion]) -> list[str]:
                     old = [
                         (v.version, self._stored_parsed(v, state.dependencies(v.references)))
                         for v in live
                     ]
-                    return check_level(level, parsed, old)
+                    return levels.check_level(level, new, old)
 
                 return state.plan_register(
-                    subject, parsed, request_id=request.id, request_version=request.version,
-                    compat=compat,
+                    subject, new, request_id=request.id, request_version=request.version,
+                    compat=compat, id_floor=floor,
                 )  # fmt: skip
 
-            async with store.apply_lock:
-                planned: Plan = await self._in_thread(functools.partial(plan))  # type: ignore[assignment]
+            # The parse limiter first: waiting for it (a lookup parsing) while holding the
+            # apply lock would hold the tail off for as long.
+            async with self._limiter, store.apply_lock:
+                planned: Plan = await trio.to_thread.run_sync(plan, limiter=self._held)
+            if planned.records:
+                schema_id = _answer_dict(planned.answer, "id")["id"]
+                self._reserved = (token, max(floor, schema_id))
             await self._append(planned, token, _REGISTER)
         return _answer_dict(planned.answer, "id")
 
@@ -315,17 +366,12 @@ class SchemaRegistry:
         return plan.answer  # type: ignore[return-value]
 
     async def set_config(self, subject: str | None, body: dict) -> dict:
-        if subject is not None:
-            _check_subject(subject)
-        level = body.get("compatibility") if isinstance(body, dict) else None
-        if not isinstance(level, str) or level.strip().upper() not in COMPATIBILITY_LEVELS:
-            raise errors.invalid_compatibility_level()
-        level = level.strip().upper()
+        level = check_level(subject, body.get("compatibility"))
         async with self._write_lock:
             token = await self.leadership.writable()
             plan = self.state.plan_config(subject, level)
             await self._append(plan, token, _CONFIG)
-        return {"compatibility": level}
+        return _answer_dict(plan.answer, "compatibility")
 
     async def delete_config(self, subject: str | None) -> dict:
         async with self._write_lock:
@@ -335,19 +381,14 @@ class SchemaRegistry:
         return _answer_dict(plan.answer, "compatibilityLevel")
 
     async def set_mode(self, subject: str | None, body: dict, *, force: bool) -> dict:
-        if subject is not None:
-            _check_subject(subject)
+        mode = check_mode(subject, body.get("mode"))
         if not self.config.mode_mutability:
             raise errors.operation_not_permitted("Mode changes are not allowed")
-        mode = body.get("mode") if isinstance(body, dict) else None
-        if not isinstance(mode, str) or mode.strip().upper() not in (*MODES, "READONLY_OVERRIDE"):
-            raise errors.invalid_mode()
-        mode = mode.strip().upper()
         async with self._write_lock:
             token = await self.leadership.writable()
             plan = self.state.plan_mode(subject, mode, force=force)
             await self._append(plan, token, _MODE)
-        return {"mode": mode}
+        return _answer_dict(plan.answer, "mode")
 
     async def delete_mode(self, subject: str) -> dict:
         if not self.config.mode_mutability:
@@ -368,24 +409,20 @@ class SchemaRegistry:
             )  # fmt: skip
         except NotLeader:
             raise NotLeader(self.leadership.other_leader_url()) from None
+        except UncertainWrite:
+            self.leadership.write_uncertain(token)  # before the write lock is let go
+            raise
 
     # -- at a glance ------------------------------------------------------------------
 
     def summary(self) -> RegistrySummary:
         state = self.state
-        ids: set[int] = set()
-        for subject in state.subjects(deleted=True):
-            try:
-                for version in state.versions(subject, deleted=True):
-                    ids.add(state.version(subject, str(version), deleted=True).id)
-            except RegistryError:
-                continue
         return RegistrySummary(
             url=self.url,
             is_leader=self.leadership.is_leader,
             leader_url=self.leadership.leader_url(),
             subjects=len(state.subjects()),
-            schemas=len(ids),
+            schemas=len(state.schema_ids()),
             max_id=state.max_id(),
             mode=state.mode(None),
             compatibility=state.compatibility(None),
@@ -403,12 +440,6 @@ def _parse(body: _Body, deps: Mapping[str, Dependency], normalize: bool) -> Pars
         )
     except SchemaFormatError as exc:
         raise errors.invalid_schema(str(exc)) from None
-
-
-def _check_subject(subject: str) -> None:
-    """7.0: a subject with an ISO control character is 42208."""
-    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in subject):
-        raise errors.invalid_subject(subject)
 
 
 def _int_field(body: dict, name: str) -> int | None:
@@ -467,7 +498,7 @@ def _references(references: Sequence[Reference]) -> list[dict]:
     return [{"name": r.name, "subject": r.subject, "version": r.version} for r in references]
 
 
-def _version_entity(stored: StoredVersion, text: str) -> dict:
+def version_entity(stored: StoredVersion, text: str | None = None) -> dict:
     """7.0's Schema entity: schemaType only when not AVRO, references only when any."""
     answer: dict[str, object] = {
         "subject": stored.subject,
@@ -478,7 +509,7 @@ def _version_entity(stored: StoredVersion, text: str) -> dict:
         answer["schemaType"] = stored.schema_type
     if stored.references:
         answer["references"] = _references(stored.references)
-    answer["schema"] = text
+    answer["schema"] = stored.text if text is None else text
     return answer
 
 

@@ -1,10 +1,15 @@
 """Counters of the registry's HTTP requests, kept by ``api.py`` and read by the metrics
-collector and the console: plain integers in the event loop's thread, no locks."""
+collector and the console: plain integers in the event loop's thread, no locks. Every key
+comes from a fixed set (methods outside ``METHODS`` are counted as ``OTHER``; endpoints are
+route templates), so no client can grow the counters or the metrics' label sets."""
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE"})
+OTHER_METHOD = "OTHER"
 
 
 @dataclass
@@ -20,6 +25,7 @@ class RegistryStats:
     def count(
         self, method: str, endpoint: str, status: int, error_code: int | None, took: float
     ) -> None:
+        method = method if method in METHODS else OTHER_METHOD
         self.requests[(method, endpoint, status)] += 1
         if error_code is not None:
             self.errors[error_code] += 1

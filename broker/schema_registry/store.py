@@ -3,10 +3,12 @@
 One compacted, one-partition topic (``kafkastore.topic``). Every broker's registry folds it
 into its ``SubjectsState`` with a tail task that applies only committed records (below the
 high watermark), in log order, so a write a new leader truncates away was never visible
-anywhere. Writes go through ``internal_topics.append_committed``, as the coordinators' do:
+anywhere. Writes go through ``internal_topics.append_uncommitted``, as the coordinators' do:
 appended under the partition's append lock while this broker leads it, answered once the
 high watermark passes them; then the writer waits until its own tail has applied what it
-wrote (read-your-writes), so its next read sees it.
+wrote (read-your-writes), so its next read sees it. A write that fails after its batch
+reached the log is ``UncertainWrite``: it may still commit, and the writer reads the log
+again before it plans another (leader.py).
 
 The log is only read through ``Partition`` (worker threads), never ``log/`` directly. A
 partition that changes under the tail (topic re-created, log truncated below what was
@@ -22,15 +24,16 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from kafkette.broker.internal_topics import READ_CHUNK_BYTES, append_committed
+from kafkette.broker.internal_topics import READ_CHUNK_BYTES, append_uncommitted
 from kafkette.broker.schema_registry import errors, records
-from kafkette.broker.schema_registry.errors import NotLeader
+from kafkette.broker.schema_registry.errors import NotLeader, UncertainWrite
 from kafkette.broker.schema_registry.subjects import SubjectsState
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.record_batch import read_header
 from kafkette.wire.records import Record, build_batch, decode_batches
 
 if TYPE_CHECKING:
+    from kafkette.broker.cluster.metadata import ClusterMetadata
     from kafkette.broker.partitions import Partition
     from kafkette.broker.schema_registry.config import SchemaRegistryConfig
     from kafkette.broker.server import Broker
@@ -40,6 +43,8 @@ log = logging.getLogger("kafkette.schema_registry")
 # With no local replica of the topic yet (a cluster still creating it), the tail looks again
 # this often; a partition it tails wakes it at every append and high watermark move.
 IDLE_RECHECK_S = 1.0
+# A failure the tail keeps meeting (a failing disk) is logged once, then at most this often.
+REPEAT_WARNING_S = 60.0
 # Errors of a write that did not commit in time: the client may retry (50002).
 _TIMEOUTS = {
     ErrorCode.NOT_ENOUGH_REPLICAS,
@@ -70,6 +75,8 @@ class SchemaStore:
         self._applied = trio.Event()  # set (and replaced) whenever applied_offset moves
         self._wake = trio.Event()  # the tail's: set by appends, HW moves and ``poke``
         self._unknown_said = False
+        self._ignored_said = 0  # ``state.ignored`` when last logged
+        self._failure: tuple[str, float] | None = None  # the tail's last failure, logged when
 
     @property
     def timeout_s(self) -> float:
@@ -77,20 +84,23 @@ class SchemaStore:
 
     # -- the topic --------------------------------------------------------------------
 
-    async def ensure_topic(self, *, create: bool = True) -> bool:
+    async def ensure_topic(
+        self, *, create: bool = True, metadata: ClusterMetadata | None = None
+    ) -> None:
         """Create the topic unless it exists (``create``), then check it: one partition,
-        ``cleanup.policy=compact``, else ``StartupError``. False when it does not exist
-        (not created: a cluster waiting for its brokers, see ``creatable``)."""
+        ``cleanup.policy=compact``, else ``StartupError``. Not created, it is left alone (a
+        cluster waiting for its brokers, see ``creatable``). ``metadata``: the cluster's
+        view to judge by (a listener's snapshot, newer than ``cluster.metadata``)."""
         from kafkette.broker.server import StartupError
         from kafkette.broker.topics import TopicError
 
-        if not self.exists():
+        if not self.exists(metadata):
             if not create:
-                return False
+                return
             cluster = self.broker.cluster
             rf = 1
             if cluster is not None:
-                live = max(1, len(cluster.metadata.brokers))
+                live = max(1, len((metadata or cluster.metadata).brokers))
                 rf = min(live, self.config.kafkastore_topic_replication_factor)
             try:
                 await self.broker.topics.create(
@@ -109,27 +119,27 @@ class SchemaStore:
             if not self.exists():
                 raise StartupError(f"the schema registry's topic {self.topic} did not appear")
         self._check_topic()
-        return True
 
-    def creatable(self) -> bool:
+    def creatable(self, metadata: ClusterMetadata | None = None) -> bool:
         """A cluster creates the topic once as many brokers as its replication factor
         are alive (else it would start under-replicated for ever); a write creates it
-        anyway."""
+        anyway. ``metadata``: as for ``ensure_topic``."""
         cluster = self.broker.cluster
         if cluster is None:
             return True
         wanted = self.config.kafkastore_topic_replication_factor
-        return len(cluster.metadata.brokers) >= wanted
+        return len((metadata or cluster.metadata).brokers) >= wanted
 
     def has_local_copy(self) -> bool:
         """True while the tail folds a replica of the topic hosted here: this broker's
         state is then the topic's (up to the high watermark), not an empty stand-in."""
         return self._partition is not None
 
-    def exists(self) -> bool:
+    def exists(self, metadata: ClusterMetadata | None = None) -> bool:
+        """Whether the topic exists (in ``metadata`` when given, a cluster's newest view)."""
         cluster = self.broker.cluster
         if cluster is not None:
-            return self.topic in cluster.metadata.topics
+            return self.topic in (metadata or cluster.metadata).topics
         return self.broker.topics.metadata(self.topic) is not None
 
     def _check_topic(self) -> None:
@@ -191,15 +201,28 @@ class SchemaStore:
             try:
                 progressed = await self._catch_up(partition)
             except Exception as exc:  # a failed disk, a log closed meanwhile: look again
-                log.warning("reading %s-0 failed: %r", self.topic, exc)
+                self._warn_failure(f"reading {self.topic}-0 failed: {exc!r}")
                 progressed = False
                 await trio.sleep(IDLE_RECHECK_S)
             if progressed:
+                self._failure = None
                 continue
             if not started:
                 task_status.started()
                 started = True
             await self._sleep_until_woken(partition)
+
+    def _warn_failure(self, text: str) -> None:
+        """Log a failure of the tail once, and again only every ``REPEAT_WARNING_S`` while
+        the same one recurs (it retries every ``IDLE_RECHECK_S``)."""
+        now = time.monotonic()
+        if self._failure is not None and self._failure[0] == text:
+            if now - self._failure[1] < REPEAT_WARNING_S:
+                return
+            log.warning("%s (still failing; retried every %g s)", text, IDLE_RECHECK_S)
+        else:
+            log.warning("%s", text)
+        self._failure = (text, now)
 
     async def _sleep_until_woken(self, partition: Partition | None) -> None:
         event = self._wake = trio.Event()
@@ -220,6 +243,7 @@ class SchemaStore:
             log.info("rebuilding the schema registry's state from %s-0", self.topic)
         self._partition = partition
         self.state = SubjectsState(self.config.default_level)
+        self._ignored_said = 0
         self.generation += 1
         self.applied_offset = partition.log_start_offset if partition is not None else 0
         self._wake_applied()
@@ -251,6 +275,15 @@ class SchemaStore:
             for offset, key, value in entries:
                 state.apply(key, value, offset)
             self.applied_offset = next_offset
+        if state.ignored > self._ignored_said:
+            self._ignored_said = state.ignored
+            log.warning(
+                "%s: %d SCHEMA record(s) so far ignored, each giving an id already bound to"
+                " another schema (the last below offset %d)",
+                self.topic,
+                state.ignored,
+                next_offset,
+            )
         self._wake_applied()
         return True
 
@@ -272,15 +305,19 @@ class SchemaStore:
         self,
         entries: Sequence[Entry],
         *,
-        failed: str = "Register schema operation failed while writing to the Kafka store",
-        timed_out: str = "Register operation timed out",
+        failed: str,
+        timed_out: str,
         check: Callable[[], ErrorCode] | None = None,
     ) -> int:
         """Append ``entries`` as one batch, committed, then applied here; the offset after
-        it. ``check`` runs under the append lock (its error refuses the write). Raises
-        ``NotLeader(None)`` when this broker does not lead the partition, 50002
-        (``timed_out``) when the write did not commit or apply in time, 50001 (``failed``)
-        for anything else."""
+        it. ``check`` runs under the append lock (its error refuses the write).
+
+        Refused before anything reached the log: ``NotLeader(None)`` (this broker does not
+        lead the partition), 50002 ``timed_out`` (too few in-sync replicas), 50001
+        ``failed``. Failed once the batch may be in the log: ``UncertainWrite`` (50002
+        ``timed_out`` when it did not commit or apply in time, 50001 ``failed`` for a
+        storage failure), or ``NotLeader(None)`` when leadership was lost meanwhile (a
+        new leadership reads the log again anyway)."""
         partition = self.broker.topics.partition(self.topic, 0)
         if partition is None or partition.is_closed:
             raise NotLeader(None)
@@ -291,20 +328,33 @@ class SchemaStore:
         batch = bytearray(build_batch(batch_records, base_timestamp=int(time.time() * 1000)))
         deadline = trio.current_time() + self.timeout_s
         try:
-            error = await append_committed(partition, batch, self.timeout_s, check)
-        except Exception as exc:  # storage failure
+            error, commit = await append_uncommitted(partition, batch, check)
+        except Exception as exc:  # storage failure: part of the batch may be written
             log.warning("writing %s-0 failed: %s", self.topic, exc)
-            raise errors.store_error(failed) from None
+            raise UncertainWrite.of(errors.store_error(failed)) from None
         if error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
             raise NotLeader(None)
-        if error in _TIMEOUTS:
+        if error in _TIMEOUTS:  # NOT_ENOUGH_REPLICAS: refused up front
             raise errors.operation_timeout(timed_out)
         if error != ErrorCode.NONE:
             log.warning("writing %s-0 failed: %s", self.topic, error.name)
             raise errors.store_error(failed)
+        if commit is not None:  # a cluster: wait until the in-sync replicas have it
+            try:
+                error = await commit(max(0.0, deadline - trio.current_time()))
+            except Exception as exc:
+                log.warning("writing %s-0 failed: %s", self.topic, exc)
+                raise UncertainWrite.of(errors.store_error(failed)) from None
+            if error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                raise NotLeader(None)
+            if error in _TIMEOUTS:
+                raise UncertainWrite.of(errors.operation_timeout(timed_out))
+            if error != ErrorCode.NONE:
+                log.warning("writing %s-0 failed: %s", self.topic, error.name)
+                raise UncertainWrite.of(errors.store_error(failed))
         end = read_header(batch).next_offset  # the log patched the base offset in
         if not await self.wait_applied(end, max(0.0, deadline - trio.current_time())):
-            raise errors.operation_timeout(timed_out)
+            raise UncertainWrite.of(errors.operation_timeout(timed_out))
         return end
 
 
@@ -330,7 +380,22 @@ def _read_chunk(
                 unknown.append(offset)
                 continue
             entries.append((offset, decoded[0], decoded[1]))
-    if next_offset == start:  # nothing readable below the HW (never expected): skip it
-        log.warning("%s-0: nothing readable in [%d, %d)", partition.topic, start, high_watermark)
-        next_offset = high_watermark
+    if next_offset == start:
+        next_offset = _past_gap(partition, start, high_watermark)
     return entries, next_offset, unknown
+
+
+def _past_gap(partition: Partition, start: int, high_watermark: int) -> int:
+    """Nothing was read from ``start`` below the high watermark: where to go on from.
+    Compaction may have removed every record in ``[start, high_watermark)`` (then the next
+    batch in the log starts at or past the high watermark, or there is none): skip the gap.
+    Anything else (a batch below the high watermark that the bounded read did not return)
+    is not expected: raise, and the tail reads again after a pause."""
+    probe = partition.read(start, 1)  # the first batch at or after ``start``, whole
+    data = probe.to_bytes()
+    if not data or read_header(data).base_offset >= high_watermark:
+        return high_watermark
+    raise RuntimeError(
+        f"{partition.topic}-0: nothing read in [{start}, {high_watermark}) though a batch"
+        f" starts at {read_header(data).base_offset}"
+    )

@@ -73,6 +73,7 @@ READWRITE, READONLY, READONLY_OVERRIDE, IMPORT = (
 # 7.0 accepts READONLY_OVERRIDE in PUT /mode (its enum has it) though its 42204 text omits it.
 SETTABLE_MODES = (*MODES, READONLY_OVERRIDE)
 LATEST = -1
+ALL_CONTEXTS = ":*:"  # Confluent's context wildcard, the default subjectPrefix
 
 _JAVA_TRIM = "".join(chr(c) for c in range(0x21))  # String.trim: every char <= U+0020
 _NUMBER = re.compile(r"[+-]?[0-9]+")
@@ -99,9 +100,28 @@ def valid_subject(subject: str) -> bool:
     return not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in subject)
 
 
-def _check_subject(subject: str | None) -> None:
+def check_subject(subject: str | None) -> None:
+    """42208 for a subject ``valid_subject`` refuses (None: the global scope, always fine)."""
     if subject is not None and not valid_subject(subject):
         raise errors.invalid_subject(subject)
+
+
+def check_level(subject: str | None, level: object) -> str:
+    """A ``PUT /config`` request validated in 7.0's order (the level's 42203, then the
+    subject's 42208); the level upper-cased, as stored and answered."""
+    if not isinstance(level, str) or level.strip().upper() not in COMPATIBILITY_LEVELS:
+        raise errors.invalid_compatibility_level()
+    check_subject(subject)
+    return level.strip().upper()
+
+
+def check_mode(subject: str | None, mode: object) -> str:
+    """A ``PUT /mode`` request validated in 7.0's order (the subject's 42208, then the
+    mode's 42204); the mode upper-cased, as stored and answered."""
+    check_subject(subject)
+    if not isinstance(mode, str) or mode.strip().upper() not in SETTABLE_MODES:
+        raise errors.invalid_mode()
+    return mode.strip().upper()
 
 
 def _java_order(subject: str) -> bytes:
@@ -137,12 +157,11 @@ class SubjectsState:
         self._modes: dict[str | None, str] = {}
         self._max_schema_id = 0  # the highest id of any SCHEMA record applied
         self._noop_max_id = 0  # the highest maxId of kafkette's NOOP records
-        self.applied_offset = -1  # the offset of the last record applied
         self.ignored = 0  # SCHEMA records refused: their id was bound to another schema text
 
     # -- the fold --------------------------------------------------------------------------
     def apply(self, key: Key, value: Value | None, offset: int) -> None:
-        self.applied_offset = offset
+        """Fold one record (``offset``: where it stands in the log, for the caller's use)."""
         if isinstance(key, SchemaKey):
             if value is None:
                 self._tombstone(key.subject, key.version)
@@ -223,7 +242,10 @@ class SubjectsState:
                 del self._versions[name]
 
     def _link(self, stored: StoredVersion) -> None:
-        self._ids.setdefault(stored.id, {})[stored.subject] = stored.version
+        by_subject = self._ids.setdefault(stored.id, {})
+        current = self._stored(stored.subject).get(by_subject.get(stored.subject, 0))
+        if current is None or current.id != stored.id or current.version <= stored.version:
+            by_subject[stored.subject] = stored.version  # the subject's highest with the id
         self._content[(stored.text, stored.references)] = stored.id
         if not stored.deleted:
             for ref in stored.references:
@@ -233,9 +255,19 @@ class SubjectsState:
     def _unlink(self, stored: StoredVersion) -> None:
         by_subject = self._ids.get(stored.id)
         if by_subject is not None and by_subject.get(stored.subject) == stored.version:
-            del by_subject[stored.subject]
-            if not by_subject:
-                del self._ids[stored.id]
+            # Another version of the subject may hold the same id (a soft-deleted one kept
+            # because it is referenced, below a re-registration): the id stays its.
+            others = [
+                v.version
+                for v in self._stored(stored.subject).values()
+                if v.id == stored.id and v.version != stored.version
+            ]
+            if others:
+                by_subject[stored.subject] = max(others)
+            else:
+                del by_subject[stored.subject]
+                if not by_subject:
+                    del self._ids[stored.id]
         for ref in stored.references:
             referrers = self._referrers.get((ref.subject, ref.version))
             if referrers is not None:
@@ -317,10 +349,12 @@ class SubjectsState:
     def subjects(
         self, *, deleted: bool = False, deleted_only: bool = False, prefix: str = ""
     ) -> list[str]:
-        """Sorted as Java sorts. ``prefix`` ``:*:`` (Confluent's default: every context) is
-        the same as none; ``deleted_only`` (newer Confluent) wins over ``deleted``: subjects
+        """Sorted as Java sorts. ``prefix`` may start with ``:*:``, Confluent's "every
+        context" (its default ``subjectPrefix``): ``:*:`` alone is every subject, ``:*:foo``
+        the subjects starting with ``foo`` in every context, here the default one (7.0's
+        ``allVersions``). ``deleted_only`` (newer Confluent) wins over ``deleted``: subjects
         with a soft-deleted version."""
-        prefix = prefix.removeprefix(":*:")
+        prefix = prefix.removeprefix(ALL_CONTEXTS)
         found = []
         for subject, versions in self._versions.items():
             if not subject.startswith(prefix):
@@ -424,9 +458,11 @@ class SubjectsState:
 
     def lookup(self, subject: str, parsed: ParsedSchema, *, deleted: bool = False) -> StoredVersion:
         """The version of ``subject`` with this content (7.0: a soft-deleted one only with
-        ``deleted``); 40401 when the subject has no version that ``deleted`` admits, else
-        40403 ``Schema not found``."""
-        found = self._under_subject(subject, parsed.canonical, parsed.references)
+        ``deleted``), its references compared once resolved as they are stored; 40401 when
+        the subject has no version that ``deleted`` admits, else 40403 ``Schema not found``
+        (42201 for a reference to nothing)."""
+        references = self.resolve_references(parsed.references)
+        found = self._under_subject(subject, parsed.canonical, references)
         if found is not None and (deleted or not found.deleted):
             return found
         if not self._has(subject, deleted):
@@ -479,10 +515,15 @@ class SubjectsState:
         request_id: int | None,
         request_version: int | None,
         compat: CompatCheck,
+        id_floor: int = 0,
     ) -> Plan:
-        """Answer ``{"id": n}``; an empty ``records`` when the schema already is a live version."""
-        _check_subject(subject)
-        text, references = parsed.canonical, tuple(parsed.references)
+        """Answer ``{"id": n}``; an empty ``records`` when the schema already is a live version.
+        References are stored resolved (version -1: the referenced subject's latest live
+        version now, as Confluent stores them; 42201 for one that is missing). A new id is
+        above both ``max_id`` and ``id_floor`` (the writer's highest id handed out in a write
+        whose outcome it does not know yet). The subject's validity is the caller's
+        (``check_subject``, before parsing)."""
+        text, references = parsed.canonical, self.resolve_references(parsed.references)
         explicit_id = request_id is not None and request_id >= 0
         explicit_version = request_version is not None and request_version > 0
         # Fast path (before the mode checks): already a live version of the subject.
@@ -511,7 +552,7 @@ class SubjectsState:
         version = request_version if explicit_version else max(versions, default=0) + 1
         assert version is not None
         if schema_id is None:
-            schema_id = self.max_id() + 1
+            schema_id = max(self.max_id(), id_floor) + 1
         elif self._bound_elsewhere(schema_id, text):
             raise errors.operation_not_permitted(
                 f"Overwrite new schema with id {schema_id} is not permitted."
@@ -590,16 +631,13 @@ class SubjectsState:
         return Plan(records, numbers)
 
     def plan_config(self, subject: str | None, level: str | None) -> Plan:
-        """``level`` None deletes the config (answer: the level it had)."""
+        """``level`` (as ``check_level`` returns it, upper-cased) is set, answered as stored:
+        ``{"compatibility": level}`` (7.0 echoes the body as sent). None deletes the
+        config, answered with the level it had."""
         if level is not None:
-            upper = level.upper()
-            if upper not in COMPATIBILITY_LEVELS:
-                raise errors.invalid_compatibility_level()
-            _check_subject(subject)
             self._writable(subject)
-            # 7.0 echoes the request body: {"compatibility": <as sent>}.
             return Plan(
-                [(ConfigKey(subject), ConfigValue(subject, upper))], {"compatibility": level}
+                [(ConfigKey(subject), ConfigValue(subject, level))], {"compatibility": level}
             )
         if subject is None:  # DELETE /config: newer Confluent only; back to the default
             self._writable(None)
@@ -615,28 +653,23 @@ class SubjectsState:
         return Plan([(ConfigKey(subject), None)], {"compatibilityLevel": previous_level})
 
     def plan_mode(self, subject: str | None, mode: str | None, *, force: bool) -> Plan:
-        """``mode`` None deletes the subject's mode (answer: the mode it had). Entering
-        IMPORT needs no live subject in scope unless ``force``, and writes CLEAR_SUBJECT
-        first. ``mode.mutability`` (42205 ``Mode changes are not allowed``) is the caller's."""
+        """``mode`` (as ``check_mode`` returns it, upper-cased) is set, answered as stored:
+        ``{"mode": mode}`` (7.0 echoes the body as sent). Entering IMPORT needs no live
+        subject in scope unless ``force``, and writes CLEAR_SUBJECT first. None deletes
+        ``subject``'s mode (there is no ``DELETE /mode``), answered with the mode it had.
+        ``mode.mutability`` (42205 ``Mode changes are not allowed``) is the caller's."""
         if mode is not None:
-            _check_subject(subject)
-            upper = mode.upper()
-            if upper not in SETTABLE_MODES:
-                raise errors.invalid_mode()
             records: list[tuple[Key, Value | None]] = []
-            if upper == IMPORT and self.mode(subject) != IMPORT and not force:
+            if mode == IMPORT and self.mode(subject) != IMPORT and not force:
                 live = self.subjects() if subject is None else self._has(subject, False)
                 if live:
                     raise errors.operation_not_permitted(
                         "Cannot import since found existing subjects"
                     )
                 records.append((ClearSubjectKey(subject), ClearSubjectValue(subject)))
-            records.append((ModeKey(subject), ModeValue(subject, upper)))
-            return Plan(records, {"mode": mode})  # 7.0 echoes the request body
-        if subject is None:  # DELETE /mode: newer Confluent only; back to READWRITE
-            previous = self.mode(None)
-            records = [(ModeKey(None), None)] if None in self._modes else []
-            return Plan(records, {"mode": previous})
+            records.append((ModeKey(subject), ModeValue(subject, mode)))
+            return Plan(records, {"mode": mode})
+        assert subject is not None, "the global mode is set, never deleted"
         global_mode = self._modes.get(None)
         previous_mode = (
             global_mode if global_mode == READONLY_OVERRIDE else self._modes.get(subject)

@@ -17,10 +17,12 @@ SCHEMAS = "_schemas"
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 
 
-def _call(url: str, method: str, path: str, body: object | None = None) -> tuple[int, Any]:
+def _call(
+    url: str, method: str, path: str, body: object | None = None, **headers: str
+) -> tuple[int, Any]:
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(
-        url + path, data=data, method=method, headers={"Content-Type": CONTENT_TYPE}
+        url + path, data=data, method=method, headers={"Content-Type": CONTENT_TYPE, **headers}
     )
     try:
         with urllib.request.urlopen(request, timeout=10) as answer:
@@ -67,6 +69,9 @@ def test_writes_forward_to_the_leader_and_survive_its_kill_9(cluster, wait_until
     urls = {i: b.schema_registry_url for i, b in c.brokers.items()}
     leader = c.wait_leader(SCHEMAS, 0, timeout=30)
     follower = next(i for i in urls if i != leader)
+    # Created once the third broker was seen (before any write): on all three.
+    topic = json.loads(c.zk().get(f"/brokers/topics/{SCHEMAS}")[0])
+    assert sorted(topic["partitions"]["0"]) == [1, 2, 3], topic
 
     # A follower forwards the write; the answer is the leader's, sent once the follower
     # has applied it too: a lookup through the same follower finds it at once.
@@ -109,7 +114,16 @@ def test_a_broker_without_a_replica_of_schemas_answers_reads_from_the_leader(clu
     urls = {i: b.schema_registry_url for i, b in c.brokers.items()}
     schema_id = _register(urls[1], "lonely", _schema(7), timeout=20)
     leader = c.wait_leader(SCHEMAS, 0, timeout=30)
-    for broker_id in (i for i in urls if i != leader):
+    others = [i for i in urls if i != leader]
+    for broker_id in others:
         assert _call(urls[broker_id], "GET", "/subjects") == (200, ["lonely"])
         status, answer = _call(urls[broker_id], "GET", f"/schemas/ids/{schema_id}")
         assert (status, json.loads(answer["schema"])["name"]) == (200, "R7")
+        # A read it cannot send on (here: one already forwarded) has no answer of its
+        # own, rather than an empty registry's: 50004, which clients retry.
+        status, answer = _call(urls[broker_id], "GET", "/subjects", **{"X-Kafkette-Forwarded": "1"})
+        assert (status, answer["error_code"]) == (500, 50004), answer
+    # A write it forwards is answered at once: it has no copy of its own to wait for.
+    started = time.monotonic()
+    _register(urls[others[0]], "lonely", _schema(7, evolved=True), timeout=10)
+    assert time.monotonic() - started < 4

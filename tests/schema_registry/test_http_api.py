@@ -9,10 +9,13 @@ required) from the test CA. The listener choice (http/https, TLS settings) is ch
 from __future__ import annotations
 
 import http.client
+import http.server
 import json
 import re
 import socket
 import ssl
+import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -262,6 +265,24 @@ def test_malformed_bodies_are_400(url: str, body: bytes, message_start: str) -> 
     assert answer.json()["message"].startswith(message_start)
 
 
+@pytest.mark.parametrize("size", [40_000, 100_000], ids=["on-the-loop", "in-a-thread"])
+def test_bodies_nested_deeper_than_the_decoder_goes_are_400(url: str, size: int) -> None:
+    for body in (b"[" * size, b'{"schema":' * size):
+        answer = call(url, "POST", "/subjects/deep/versions", body, headers={"Content-Type": JSON})
+        assert (answer.status, answer.json()["error_code"]) == (400, 400), answer.body[:200]
+
+
+def test_large_bodies_are_decoded_off_the_loop_with_the_same_answers(url: str) -> None:
+    from kafkette.broker.schema_registry.api import INLINE_JSON_BYTES
+
+    doc = "d" * INLINE_JSON_BYTES
+    schema = json.dumps({"type": "enum", "name": "Big", "symbols": ["A"], "doc": doc})
+    assert register(url, "large-body", schema) > 0
+    bad = b'{"schema": "' + b"x" * INLINE_JSON_BYTES + b'"'
+    answer = call(url, "POST", "/subjects/large-body/versions", bad, headers={"Content-Type": JSON})
+    assert answer.status == 400 and answer.json()["message"].startswith("Unexpected JSON: ")
+
+
 def test_body_over_the_limit_is_42209(url: str) -> None:
     from kafkette.broker.schema_registry.api import MAX_BODY_BYTES
 
@@ -305,6 +326,23 @@ def test_schema_by_id_object_and_raw(url: str) -> None:
     assert raw.body.decode() == found["schema"]
     with_max = call(url, "GET", f"/schemas/ids/{schema_id}?fetchMaxId=true").json()
     assert with_max["maxId"] >= schema_id
+
+
+def test_schemas_listing(url: str) -> None:
+    first = register(url, "listed-a", record("ListedA", ("a", "int")))
+    put = call(url, "PUT", "/config/listed-a", {"compatibility": "NONE"})
+    assert put.status == 200
+    second = register(url, "listed-a", record("ListedC", ("c", "string")))
+    third = register(url, "listed-b", record("ListedB", ("a", "int")))
+    found = call(url, "GET", "/schemas?subjectPrefix=listed-").json()
+    assert [(v["subject"], v["version"], v["id"]) for v in found] == [
+        ("listed-a", 1, first), ("listed-a", 2, second), ("listed-b", 1, third)
+    ]  # fmt: skip
+    assert set(found[0]) == {"subject", "version", "id", "schema"}
+    latest = call(url, "GET", "/schemas?subjectPrefix=%3A*%3Alisted-&latestOnly=true").json()
+    assert [v["id"] for v in latest] == [second, third]
+    paged = call(url, "GET", "/schemas?subjectPrefix=listed-&offset=1&limit=1").json()
+    assert [v["id"] for v in paged] == [second]
 
 
 def test_booleans_are_case_insensitive(url: str) -> None:
@@ -397,6 +435,67 @@ def test_requests_are_counted(url: str, kafkette: KafkaBroker) -> None:
     assert codes[40401] >= 1 and codes[404] >= 1
 
 
+def test_unknown_methods_are_counted_as_other(url: str, kafkette: KafkaBroker) -> None:
+    for method in ("FOO1", "FOO2", "PATCH"):
+        answer = call(url, method, "/subjects")
+        assert (answer.status, answer.json()["error_code"]) == (405, 405)
+    embedded = kafkette.embedded
+    assert embedded is not None
+    requests = embedded.on_loop(lambda: dict(embedded.broker.schema_registry.stats.requests))
+    known = {"GET", "HEAD", "POST", "PUT", "DELETE", "OTHER"}
+    assert {method for method, _, _ in requests} <= known
+    assert requests[("OTHER", "unmatched", 405)] >= 3  # no route takes these methods
+
+
+def _produce(bootstrap: str, key: bytes, value: bytes | None) -> None:
+    """One record into ``_schemas``, as anyone allowed to produce there can write it."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce("_schemas", key=key, value=value)
+    assert producer.flush(10) == 0
+
+
+def test_a_record_nested_too_deeply_does_not_stall_the_registry(
+    url: str, kafkette: KafkaBroker
+) -> None:
+    # Before: the tail raised RecursionError on it and read the same chunk again for ever;
+    # every write then timed out (50002) waiting to be applied.
+    _produce(kafkette.bootstrap, b"[" * 100_000, b"{}")
+    started = time.monotonic()
+    assert register(url, "after-nested", record("AfterNested", ("a", "int"))) > 0
+    assert time.monotonic() - started < 4
+
+
+def test_lone_surrogates_never_make_a_500_traceback(url: str, kafkette: KafkaBroker) -> None:
+    # In an answer's text (a reference to a subject named with one): JSON escapes.
+    body = {
+        "schema": record("Refs", ("a", "int")),
+        "references": [{"name": "x", "subject": "\ud800", "version": 1}],
+    }
+    refused = call(url, "POST", "/subjects/surrogate-refs/versions", body)
+    assert (refused.status, refused.json()["error_code"]) == (422, 42201)
+    assert "\ud800" in refused.json()["message"]
+    # In a stored schema (a _schemas written elsewhere): the JSON answers carry it escaped,
+    # exactly; the raw text endpoint has no UTF-8 for it and says so.
+    text = '{"type":"string","doc":"\ud800"}'
+    value = {"subject": "surrogate", "version": 1, "id": 40_000, "schema": text}
+    _produce(
+        kafkette.bootstrap,
+        b'{"keytype":"SCHEMA","subject":"surrogate","version":1,"magic":1}',
+        json.dumps(value).encode(),
+    )
+    deadline = time.monotonic() + 10
+    while (found := call(url, "GET", "/schemas/ids/40000")).status == 404:
+        assert time.monotonic() < deadline, found.body
+        time.sleep(0.05)
+    assert found.status == 200 and found.json() == {"schema": text}
+    version = call(url, "GET", "/subjects/surrogate/versions/1")
+    assert version.status == 200 and version.json()["schema"] == text
+    raw = call(url, "GET", "/schemas/ids/40000/schema")
+    assert (raw.status, raw.json()["error_code"]) == (500, 50001)
+
+
 # --- forwarding -------------------------------------------------------------------------
 
 
@@ -436,6 +535,108 @@ def test_forward_to_nobody_fails() -> None:
 
     with pytest.raises(ForwardingFailed):
         trio.run(main)
+
+
+def test_forward_ignores_proxy_settings(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = sock.getsockname()[1]  # a proxy nobody serves
+    for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"):
+        monkeypatch.setenv(name, f"http://127.0.0.1:{dead}")
+    for name in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(urllib.request, "_opener", None)  # urlopen's, built from the env
+
+    async def main() -> Any:
+        return await forward(url, ForwardedCall("GET", b"/schemas/types", b"", b""))
+
+    answer = trio.run(main)
+    assert (answer.status, json.loads(answer.body)) == (200, ["JSON", "PROTOBUF", "AVRO"])
+
+
+def test_forward_relays_a_redirect_without_following_it(url: str) -> None:
+    class Redirecting(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(307)
+            self.send_header("Location", f"{url}/schemas/types")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Redirecting)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        leader = f"http://127.0.0.1:{server.server_address[1]}"
+
+        async def main() -> Any:
+            return await forward(leader, ForwardedCall("GET", b"/schemas/types", b"", b""))
+
+        answer = trio.run(main)
+        assert answer.status == 307
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# --- a write whose outcome is unknown ----------------------------------------------------
+
+
+def test_an_id_from_a_timed_out_write_is_never_given_to_another_schema(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A register whose record reached the log but was not applied in time (50002) may
+    still be applied: the next register must not plan against a state lacking it. The
+    registry's tail is held (as a slow disk would) between the two registers."""
+    from kafkette.broker.schema_registry import store as store_module
+
+    gate = threading.Event()
+    gate.set()
+    read_chunk = store_module._read_chunk
+
+    def held_read_chunk(*args: Any) -> Any:
+        assert gate.wait(30)
+        return read_chunk(*args)
+
+    monkeypatch.setattr(store_module, "_read_chunk", held_read_chunk)
+    with broker(schema_registry=True, configs={"kafkastore.timeout.ms": "500"}) as running:
+        registry_url = running.schema_registry_url
+        embedded = running.embedded
+        assert registry_url is not None and embedded is not None
+
+        def log_end() -> int:
+            partition = embedded.broker.topics.partition("_schemas", 0)
+            assert partition is not None
+            return partition.log_end_offset
+
+        a_schema, b_schema = record("Timed", ("a", "int")), record("Other", ("b", "string"))
+        gate.clear()
+        a = call(registry_url, "POST", "/subjects/a/versions", {"schema": a_schema})
+        assert (a.status, a.json()["error_code"]) == (500, 50002), a.body
+        a_end = embedded.on_loop(log_end)
+        answers: list[Answer] = []
+        second = threading.Thread(
+            target=lambda: answers.append(
+                call(registry_url, "POST", "/subjects/b/versions", {"schema": b_schema})
+            )
+        )
+        second.start()
+        deadline = time.monotonic() + 1.0
+        while embedded.on_loop(log_end) == a_end and time.monotonic() < deadline:
+            time.sleep(0.02)  # the second register appended (planned without the first)?
+        gate.set()
+        second.join(15)
+        b = answers[0]
+        while b.status == 500 and b.json()["error_code"] in (50002, 50004):  # retriable
+            b = call(registry_url, "POST", "/subjects/b/versions", {"schema": b_schema})
+        assert b.status == 200, b.body
+        b_id = b.json()["id"]
+        stored = call(registry_url, "GET", f"/schemas/ids/{b_id}").json()["schema"]
+        assert json.loads(stored) == json.loads(b_schema)
+        a_found = call(registry_url, "POST", "/subjects/a", {"schema": a_schema}).json()
+        assert a_found["id"] != b_id  # the first write was applied after all, with its id
 
 
 # --- listener and TLS -------------------------------------------------------------------

@@ -28,7 +28,14 @@ from kafkette.broker.schema_registry.records import (
     encode_key,
     encode_value,
 )
-from kafkette.broker.schema_registry.subjects import Plan, SubjectsState, parse_version
+from kafkette.broker.schema_registry.subjects import (
+    Plan,
+    SubjectsState,
+    check_level,
+    check_mode,
+    check_subject,
+    parse_version,
+)
 
 
 class Registry:
@@ -71,10 +78,12 @@ class Registry:
     def delete_subject(self, subject, *, permanent=False):
         return self.commit(self.state.plan_delete_subject(subject, permanent=permanent))
 
-    def config(self, subject, level):
+    def config(self, subject, level):  # validated first, as the facade does
+        level = None if level is None else check_level(subject, level)
         return self.commit(self.state.plan_config(subject, level))
 
     def mode(self, subject, mode, *, force=False):
+        mode = None if mode is None else check_mode(subject, mode)
         return self.commit(self.state.plan_mode(subject, mode, force=force))
 
     def replayed(self) -> SubjectsState:
@@ -310,6 +319,24 @@ def test_soft_deleted_version_still_referenced_is_not_tombstoned():
     assert plan.records == [(SchemaKey("dep", 3), SchemaValue("dep", 3, 1, "D"))]
 
 
+def test_new_ids_start_above_the_writers_floor():
+    # The leader handed out id 3 in a write whose outcome it does not know (not applied
+    # here yet): a new schema gets 4, not 3 again; an already known content keeps its id.
+    r = Registry()
+    r.register("s", "A")
+    parsed = ParsedSchema("AVRO", "B")
+    plan = r.state.plan_register(
+        "s", parsed, request_id=None, request_version=None, compat=lambda *a: [], id_floor=3
+    )
+    assert plan.answer == {"id": 4}
+    r.register("t", "C")
+    again = r.state.plan_register(
+        "u", ParsedSchema("AVRO", "C"), request_id=None, request_version=None,
+        compat=lambda *a: [], id_floor=9,
+    )  # fmt: skip
+    assert again.answer == {"id": 2}
+
+
 def test_new_ids_start_above_noop_max_id_and_plan_noop_carries_it():
     r = Registry()
     r.register("s", "A")
@@ -339,24 +366,38 @@ def test_permanent_delete_of_the_max_id_writes_a_noop_so_compaction_cannot_lose_
 
 
 @pytest.mark.parametrize(
-    "write",
+    "check",
     [
-        lambda s: s.plan_register(
-            "a\x00b",
-            ParsedSchema("AVRO", "A"),
-            request_id=None,
-            request_version=None,
-            compat=lambda *a: [],
-        ),
-        lambda s: s.plan_config("a\x9fb", "FULL"),
-        lambda s: s.plan_mode("a\nb", "READONLY", force=False),
+        lambda: check_subject("a\x00b"),
+        lambda: check_level("a\x9fb", "FULL"),
+        lambda: check_mode("a\nb", "READONLY"),
     ],
     ids=["register", "config", "mode"],
 )
-def test_subject_with_control_character_is_42208(write):
-    state = SubjectsState()
+def test_subject_with_control_character_is_42208(check):
     with fails(42208):
-        write(state)
+        check()
+
+
+@pytest.mark.parametrize(
+    ("subject", "value", "check", "outcome"),
+    [
+        ("s", " full ", check_level, "FULL"),
+        ("s", "sometimes", check_level, 42203),
+        ("a\x01", "sometimes", check_level, 42203),  # the level before the subject (7.0)
+        (None, 7, check_level, 42203),
+        ("s", "readonly_override", check_mode, "READONLY_OVERRIDE"),
+        ("s", "sometimes", check_mode, 42204),
+        ("a\x01", "sometimes", check_mode, 42208),  # the subject before the mode (7.0)
+        (None, None, check_mode, 42204),
+    ],
+)
+def test_config_and_mode_requests_are_validated_in_7_0_order(subject, value, check, outcome):
+    if isinstance(outcome, int):
+        with fails(outcome):
+            check(subject, value)
+    else:
+        assert check(subject, value) == outcome
 
 
 def test_plan_applies_nothing():
@@ -501,6 +542,7 @@ def test_ids_resolve_while_any_version_is_stored():
         ({"deleted": True, "deleted_only": True}, ["b", "c"]),
         ({"prefix": "b"}, ["b"]),
         ({"prefix": ":*:"}, ["a", "b"]),
+        ({"prefix": ":*:b"}, ["b"]),  # 7.0: "b..." in every context (here: the default one)
     ],
 )
 def test_subjects_listing(kw, expected):
@@ -738,6 +780,38 @@ def test_missing_reference_is_42201_naming_it(ref, message):
         r.state.resolve_references([ref])
 
 
+def test_latest_references_are_stored_resolved_and_protect_the_version_they_name():
+    r = Registry()
+    r.register("dep", "D1")
+    r.register("dep", "D2", incompatible=False)
+    plan = r.plan_register("main", "M", refs=[Reference("d", "dep", -1)])
+    assert plan.records[0][1].references == (Reference("d", "dep", 2),)
+    r.commit(plan)
+    assert r.state.version("main", "1").references == (Reference("d", "dep", 2),)
+    assert r.state.referenced_by("dep", "2") == [3]
+    with fails(42206):  # the version "latest" named when main was registered
+        r.state.plan_delete_version("dep", "2", permanent=False)
+    # A lookup with "latest" finds it while dep's latest is still that version.
+    assert r.state.lookup("main", ParsedSchema("AVRO", "M", (Reference("d", "dep", -1),))).id == 3
+    with fails(42201, 'No schema reference found for subject "nope" and version -1'):
+        r.plan_register("other", "O", refs=[Reference("n", "nope", -1)])
+
+
+def test_an_id_held_by_two_versions_of_a_subject_resolves_while_either_is_stored():
+    r = Registry()
+    r.register("dep", "D")
+    r.register("dep", "E")
+    r.delete_version("dep", "1")
+    r.register("main", "M", refs=[Reference("d", "dep", 1)])
+    assert r.register("dep", "D") == 1  # version 3; the referenced soft-deleted 1 is kept
+    assert r.state.versions("dep", deleted=True) == [1, 2, 3]
+    r.delete_version("dep", "3")
+    r.delete_version("dep", "3", permanent=True)
+    assert r.state.schema_by_id(1).version == 1
+    assert r.state.versions_of(1, deleted=True) == [("dep", 1)]
+    assert r.replayed().versions_of(1, deleted=True) == [("dep", 1)]
+
+
 def test_reference_cycles_end():
     r = Registry()
     r.append(SchemaKey("a", 1), SchemaValue("a", 1, 1, "A", references=(Reference("b", "b", 1),)))
@@ -769,12 +843,8 @@ def test_referenced_by_lists_ids_of_live_referrers():
 
 def test_config_levels():
     r = Registry()
-    with fails(42203):
-        r.state.plan_config("s", "sometimes")
-    with fails(42203):  # the level is checked before the subject (7.0's order)
-        r.state.plan_config("a\x01", "sometimes")
-    assert r.state.plan_config("s", "full").records == [(ConfigKey("s"), ConfigValue("s", "FULL"))]
-    assert r.config("s", "full") == {"compatibility": "full"}  # 7.0 echoes the request
+    assert r.state.plan_config("s", "FULL").records == [(ConfigKey("s"), ConfigValue("s", "FULL"))]
+    assert r.config("s", "FULL") == {"compatibility": "FULL"}  # as stored (7.0: as sent)
     assert r.config(None, "NONE") == {"compatibility": "NONE"}
     assert r.state.compatibility("s") == "FULL"
     assert r.state.compatibility("t") == "NONE"
@@ -806,11 +876,9 @@ def test_config_writes_refused_in_read_only(subject, message):
 def test_modes():
     r = Registry()
     assert r.state.mode(None) == "READWRITE"
-    with fails(42208):  # the subject is checked before the mode (7.0's order)
-        r.state.plan_mode("a\x01", "sometimes", force=False)
     with fails(42204, "Invalid mode. Valid values are READWRITE, READONLY, and IMPORT."):
-        r.state.plan_mode("s", "sometimes", force=False)
-    assert r.mode("s", "readonly") == {"mode": "readonly"}
+        check_mode("s", "sometimes")
+    assert r.mode("s", "READONLY") == {"mode": "READONLY"}  # as stored (7.0: as sent)
     assert r.state.mode("s") == "READONLY"
     assert r.state.mode("t") == "READWRITE"
     with fails(40409, "Subject 't' does not have subject-level mode configured"):
