@@ -548,3 +548,68 @@ def test_a_different_schema_type_in_any_live_version_is_incompatible():
     old, new = parse(record(INT_A)), parse(record(INT_A))
     assert check_level("BACKWARD", new, [(1, other), (2, old)]) == [DIFFERENT_TYPE]
     assert check_level("NONE", new, [(1, other), (2, old)]) == []
+
+
+# ---- hostile or odd input: a refusal (42201) or a bounded answer, never a crash ----------
+def test_a_default_that_needs_itself_is_invalid_not_endless():
+    """R's field a (of type R) defaults to {}: valid only if a's default is, forever."""
+    text = '{"type":"record","name":"R","fields":[{"name":"a","type":"R","default":{}}]}'
+    with pytest.raises(SchemaFormatError, match=r"details: Invalid default for field a: \{\}"):
+        parse(text)
+
+
+def test_nested_defaults_are_checked_once_per_field():
+    """R0 has two fields of type R1 defaulting to {}, R1 two of R2, ...: expanding the
+    defaults anew at each use would take 2^40 steps."""
+    schema: object = record({"name": "v", "type": "int", "default": 0}, name="R40")
+    for i in range(39, -1, -1):
+        schema = record(
+            {"name": "a", "type": schema, "default": {}},
+            {"name": "b", "type": f"R{i + 1}", "default": {}},
+            name=f"R{i}",
+        )
+    assert parse(schema).canonical.startswith('{"type":"record","name":"R0"')
+
+
+def test_many_incompatibilities_are_bounded():
+    """Each incompatibility prints the reader and the writer record whole: 300 of them would
+    print the 300-field records 600 times. The first 100 are written out, the rest counted."""
+    old = parse(record(*({"name": f"f{i}", "type": "int"} for i in range(300))))
+    new = parse(record(*({"name": f"f{i}", "type": "string"} for i in range(300))))
+    messages = check_level("BACKWARD", new, [(1, old)])
+    assert len(messages) == 101
+    assert messages[0].startswith("Incompatibility{type:TYPE_MISMATCH, location:/fields/0/type")
+    assert messages[99].startswith("Incompatibility{type:TYPE_MISMATCH, location:/fields/99/")
+    assert messages[100] == "... and 200 more incompatibilities"
+
+
+def test_incompatibility_text_is_bounded():
+    """With big records the bound is the text: messages stop after about 1 MiB (each of these
+    prints both 300 KB records)."""
+    doc, old_field = "d" * 300_000, {"name": "f", "type": "int"}
+    old = parse(record(old_field, doc=doc))
+    new = parse(record(old_field, *({"name": f"g{i}", "type": "int"} for i in range(5)), doc=doc))
+    messages = check_level("BACKWARD", new, [(1, old)])
+    assert len(messages) == 3
+    assert messages[0].startswith("Incompatibility{type:READER_FIELD_MISSING_DEFAULT_VALUE")
+    assert messages[2] == "... and 3 more incompatibilities"
+
+
+HOSTILE = [
+    ('{"type":"record","name":"R","fields":[{"name":"a","type":"double","default":NaN}]}', "NaN"),
+    ('{"type":"record","name":"R","fields":[{"name":"a","type":"float","default":-Infinity}]}',
+     "-Infinity"),
+    ('{"type":"record","name":"R","doc":"\\ud800","fields":[]}', "unpaired surrogate U+D800"),
+    ('{"type":"record","name":"R","fields":[],"x":"\ud800"}', "unpaired surrogate U+D800"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "reason"), HOSTILE)
+def test_non_standard_json_is_refused(text, reason):
+    """JSON that Jackson refuses (NaN, Infinity) or that no answer could encode (a lone
+    surrogate): stored, it would break every later read of its subject."""
+    with pytest.raises(SchemaFormatError) as caught:
+        parse(text)
+    message = str(caught.value)
+    assert message.startswith("Invalid schema ") and reason in message
+    message.encode("utf-8")  # the 42201 answer can carry it

@@ -773,3 +773,25 @@ def test_serve_flag_serves_the_registry(tmp_path: Path) -> None:
 def test_serve_refuses_bad_registry_settings(tmp_path: Path, args: list[str], message: str) -> None:
     code, lines = serve_refused(*serve_args(tmp_path / "data"), *args)
     assert code == 2 and lines[-1].startswith(message), lines
+
+
+def _property_chain(levels: int, leaf_type: str) -> str:
+    """A JSON Schema whose ``d0`` has two properties of schema ``d1``, and so on: 2^levels
+    paths to the leaf, so a changed leaf is found on each of them."""
+    definitions: dict = {f"d{levels}": {"type": leaf_type}}
+    for i in range(levels):
+        ref = {"$ref": f"#/definitions/d{i + 1}"}
+        definitions[f"d{i}"] = {"type": "object", "properties": {"a": ref, "b": ref}}
+    return json.dumps({"definitions": definitions, "$ref": "#/definitions/d0"})
+
+
+def test_a_schema_too_complex_to_compare_is_422_not_a_500(url: str) -> None:
+    """The comparison's step budget (formats/budget.py) runs out: no verdict, 42201."""
+    assert register(url, "too-complex", _property_chain(40, "integer"), schemaType="JSON") > 0
+    body = json.dumps({"schema": _property_chain(40, "string"), "schemaType": "JSON"})
+    answer = call(url, "POST", "/subjects/too-complex/versions", body.encode(),
+                  headers={"Content-Type": JSON})  # fmt: skip
+    assert (answer.status, answer.json()) == (
+        422,
+        {"error_code": 42201, "message": "schema too complex to compare"},
+    ), answer.body[:300]

@@ -9,7 +9,12 @@ import json
 import pytest
 
 from kafkette.broker.schema_registry import formats
-from kafkette.broker.schema_registry.formats import Dependency, Reference, SchemaFormatError
+from kafkette.broker.schema_registry.formats import (
+    Dependency,
+    Reference,
+    SchemaFormatError,
+    budget,
+)
 from kafkette.broker.schema_registry.formats.levels import check_level
 
 
@@ -382,3 +387,158 @@ def test_draft_2020_schemas_with_defs_work():
     }
     parsed = parse(schema)
     assert formats.check(parsed, parsed) == []
+
+
+# ---- hostile or odd input: a refusal (42201), never a hang or another exception ----------
+def _closed_by_pattern(pattern: str, **properties: object) -> dict:
+    return {
+        "type": "object",
+        "properties": properties,
+        "patternProperties": {pattern: STR},
+        "additionalProperties": False,
+    }
+
+
+def test_pattern_properties_match_with_re2():
+    """A removed property is judged by the pattern that covers it. Patterns run on RE2: a
+    backreference (Python's re knows it, RE2 does not) covers nothing, and a pattern that
+    backtracks catastrophically in Python's re takes linear time."""
+    old = parse(_closed_by_pattern(r"^(x)\1$", xx=STR))
+    new = parse(_closed_by_pattern(r"^(x)\1$"))
+    assert formats.check(new, old) == [
+        "Found incompatible change: Difference{jsonPath='#/properties/xx', "
+        "type=PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL}"
+    ]
+    name = "a" * 64 + "!"
+    old = parse(_closed_by_pattern("^(a+)+$", **{name: STR}))
+    new = parse(_closed_by_pattern("^(a+)+$"))
+    [message] = formats.check(new, old)
+    assert "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL" in message
+
+
+def _any_of_chain(levels: int, leaf: dict) -> dict:
+    """``d0`` is an anyOf of two (distinct) references to ``d1``, and so on: 4^levels pairs
+    of schemas for a walk that does not remember the pairs it compared."""
+    definitions: dict = {f"d{levels}": leaf}
+    for i in range(levels):
+        ref = f"#/definitions/d{i + 1}"
+        definitions[f"d{i}"] = {"anyOf": [{"$ref": ref, "title": "a"}, {"$ref": ref, "title": "b"}]}
+    return {"definitions": definitions, "$ref": "#/definitions/d0"}
+
+
+def test_each_pair_of_schemas_is_compared_once():
+    old = parse(_any_of_chain(40, INT))
+    assert formats.check(parse(_any_of_chain(40, INT)), old) == []
+    assert formats.check(parse(_any_of_chain(40, {"type": "number"})), old) == []
+    narrowed = formats.check(old, parse(_any_of_chain(40, {"type": "number"})))
+    assert narrowed == [
+        "Found incompatible change: Difference{jsonPath='#/', "
+        "type=COMBINED_TYPE_SUBSCHEMAS_CHANGED}"
+    ]
+
+
+def _property_chain(levels: int, leaf: dict) -> dict:
+    """``d0`` has two properties of schema ``d1``, and so on: 2^levels paths to the leaf."""
+    definitions: dict = {f"d{levels}": leaf}
+    for i in range(levels):
+        ref = {"$ref": f"#/definitions/d{i + 1}"}
+        definitions[f"d{i}"] = {"type": "object", "properties": {"a": ref, "b": ref}}
+    return {"definitions": definitions, "$ref": "#/definitions/d0"}
+
+
+def test_a_comparison_past_the_budget_is_refused_not_an_incompatibility(monkeypatch):
+    """Each pair of schemas is compared once, but the leaf's change is found on each of 2^40
+    paths: the check gives up after its step budget, with an error rather than a verdict."""
+    monkeypatch.setattr(budget, "STEPS", 5000)  # the default's behaviour, sooner
+    assert formats.check(parse(_property_chain(40, INT)), parse(_property_chain(40, INT))) == []
+    old, new = parse(_property_chain(40, INT)), parse(_property_chain(40, STR))
+    with pytest.raises(SchemaFormatError, match=r"^schema too complex to compare$"):
+        check_level("BACKWARD", new, [(1, old)])
+
+
+NUMBERS = [
+    # multipleOf 1e30 / 0.7 has more digits than a decimal context: no remainder, a change
+    ('"multipleOf": 0.7', '"multipleOf": 1e30', ["MULTIPLE_OF_CHANGED #/multipleOf"]),
+    ('"multipleOf": 1e30', '"multipleOf": 0.7', ["MULTIPLE_OF_CHANGED #/multipleOf"]),
+    ('"multipleOf": 2', '"multipleOf": 6', ["MULTIPLE_OF_EXPANDED #/multipleOf"]),
+    ('"multipleOf": 0.5', '"multipleOf": 0.25', []),
+    ('"maximum": 1E-400', '"maximum": 1E-500', ["MAXIMUM_DECREASED #/maximum"]),
+    ('"maximum": 1E+999999', '"maximum": 1E+999998', ["MAXIMUM_DECREASED #/maximum"]),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "expected"), NUMBERS)
+def test_number_keywords_compare_without_decimal_errors(old, new, expected):
+    old_parsed = parse(f'{{"type": "number", {old}}}')
+    messages = formats.check(parse(f'{{"type": "number", {new}}}'), old_parsed)
+    found = [m.split("type=")[1][:-1] + " " + m.split("'")[1] for m in messages]
+    assert found == expected
+
+
+def test_numbers_that_cannot_be_ordered_are_a_change():
+    from decimal import Decimal
+
+    old, new = parse({"type": "number", "maximum": 1.5}), parse({"type": "number", "maximum": 2})
+    new.native.root.maximum = Decimal("NaN")  # unreachable from a text now: NaN is refused
+    assert formats.check(new, old) == [
+        "Found incompatible change: Difference{jsonPath='#/maximum', type=MAXIMUM_CHANGED}"
+    ]
+
+
+def _one_ref(dependency_text: str, root: dict | None = None):
+    refs = [Reference("dep.json", "dep-value", 1)]
+    deps = {"dep.json": Dependency("dep.json", "JSON", dependency_text)}
+    return parse({**(root or {}), "$ref": "dep.json"}, refs, deps)
+
+
+HOSTILE = [
+    ("not nested 300 deep", lambda: parse('{"not":' * 300 + "{}" + "}" * 300), "nested too"),
+    ("$schema an array", lambda: parse('{"$schema": []}'), "[] is not of type 'string'"),
+    ("NaN", lambda: parse('{"type": "number", "maximum": NaN}'), "non-standard token 'NaN'"),
+    ("Infinity", lambda: parse('{"multipleOf": Infinity}'), "non-standard token 'Infinity'"),
+    ("-Infinity", lambda: parse('{"minimum": -Infinity}'), "non-standard token '-Infinity'"),
+    ("lone surrogate", lambda: parse('{"description": "\\ud800"}'), "unpaired surrogate"),
+    ("a reference that is no JSON object", lambda: _one_ref('"string"'), "dep.json is not"),
+    ("a reference's $schema a number", lambda: _one_ref('{"$schema": 5}'), "not a string"),
+    ("a root $id that is no URL", lambda: _one_ref("{}", {"$id": "http://["}), "IPv6"),
+    ("a circular $ref", lambda: parse('{"$ref": "#"}'), "circular"),
+    (
+        "a chain of 65 $refs",
+        lambda: parse(
+            {
+                "definitions": {f"r{i}": {"$ref": f"#/definitions/r{i + 1}"} for i in range(65)}
+                | {"r65": STR},
+                "$ref": "#/definitions/r0",
+            }
+        ),
+        "more than 64 references",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "attempt", "reason"), HOSTILE, ids=[h[0] for h in HOSTILE])
+def test_hostile_schemas_are_refused_with_a_reason(name, attempt, reason):
+    with pytest.raises(SchemaFormatError) as caught:
+        attempt()
+    message = str(caught.value)
+    assert message.startswith("Invalid schema ") and reason in message, message
+    message.encode("utf-8")  # the 42201 answer can carry it
+
+
+def test_surrogate_pairs_are_fine():
+    parsed = parse('{"description": "\\ud83d\\ude00"}')
+    assert parsed.canonical == '{"description":"\U0001f600"}'
+
+
+def test_combined_subschemas_are_matched_without_deep_recursion():
+    """The matching of combined subschemas: old i reads like new i+1 and new i, and the last
+    one only like its own, so the last augmenting path runs through all 3000 of them."""
+    from kafkette.broker.schema_registry.formats import json_diff
+
+    n = 3000
+    edges: dict = {}
+    for i in range(n - 1):
+        edges[(i, i + 1)] = []
+        edges[(i, i)] = []
+    edges[(n - 1, n - 1)] = []
+    assert json_diff._maximum_matching(n, n, edges) == {(i, i) for i in range(n)}

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import base64
 import importlib
+import os
 import sys
+from collections import OrderedDict
+from pathlib import Path
 
 import pytest
 from google.protobuf import descriptor_pb2
@@ -567,3 +570,106 @@ def test_an_input_that_aborts_protoc_is_refused_and_the_next_compiles() -> None:
         parse("PROTOBUF", ABORTS_PROTOC)
     parsed = parse("PROTOBUF", 'syntax = "proto3";\nmessage AfterTheCrash { string a = 1; }\n')
     assert "message AfterTheCrash" in parsed.canonical
+
+
+# ---- hostile or odd input: a refusal (42201), never a hang or another exception ----------
+@pytest.mark.parametrize(
+    ("names", "reason"),
+    [
+        (["a.proto", "a.proto/b.proto"], "reference name 'a.proto/b.proto' cannot be used"),
+        (["a\0.proto"], "not a relative import path"),
+        (["a\\b.proto"], "not a relative import path"),
+        (["\ud800.proto"], "cannot be used"),
+    ],
+)
+def test_reference_names_that_are_no_file_names_are_refused(names: list[str], reason: str):
+    deps = {name: Dependency(name, P, 'syntax = "proto3";\n') for name in names}
+    with pytest.raises(SchemaFormatError) as caught:
+        _parse('syntax = "proto3";\nmessage M {}\n', dependencies=deps)
+    assert reason in str(caught.value)
+    str(caught.value).encode("utf-8")  # the 42201 answer can carry it
+
+
+def test_a_lone_surrogate_is_refused():
+    text = 'syntax = "proto3";\n// \ud800\nmessage M {}\n'
+    with pytest.raises(SchemaFormatError, match="unpaired surrogate") as caught:
+        _parse(text)
+    assert "\\ud800" in str(caught.value)  # quoted, so that the answer encodes
+
+
+def test_a_protoc_that_hangs_is_killed_and_replaced(tmp_path):
+    """protoc reading a FIFO nobody writes blocks forever: the parent kills the child after
+    its timeout, says so, and the next compile gets a new child."""
+    from kafkette.broker.schema_registry.formats import protoc_child
+
+    os.mkfifo(tmp_path / "hang.proto")
+    (tmp_path / "ok.proto").write_text('syntax = "proto3";\nmessage Ok {}\n')
+    child = protoc_child._Child(timeout_s=0.5)
+    try:
+        with pytest.raises(protoc_child.ProtocCrashed, match=r"took more than 0\.5 s"):
+            child.compile("hang.proto", [str(tmp_path)])
+        [(module, _source)] = child.compile("ok.proto", [str(tmp_path)])
+        assert module == "ok_pb2.py"
+    finally:
+        if child._proc is not None:
+            child._proc.kill()
+            child._proc.wait()
+
+
+def test_the_protoc_child_is_bounded_and_answers_on_its_own_pipe():
+    """Its address space is limited, and its fd 1 is not the answer pipe (a stray print in
+    the child cannot break the line protocol)."""
+    from kafkette.broker.schema_registry.formats import protoc_child
+
+    _parse('syntax = "proto3";\nmessage Limits {}\n')
+    proc = protoc_child._CHILD._proc
+    assert proc is not None
+    limits = Path(f"/proc/{proc.pid}/limits").read_text()
+    [line] = [row for row in limits.splitlines() if row.startswith("Max address space")]
+    assert line.split()[3] == str(protoc_child.MEMORY_LIMIT)
+    assert not os.readlink(f"/proc/{proc.pid}/fd/1").startswith("pipe:")
+
+
+def test_parses_are_cached_by_digest_and_big_texts_are_not_cached(monkeypatch):
+    """The cache holds no request text (bodies may be megabytes): keys are SHA-256 digests,
+    and inputs over ``CACHE_MAX_INPUT`` are not kept at all."""
+    from kafkette.broker.schema_registry.formats import protobuf
+
+    monkeypatch.setattr(protobuf, "_cache", OrderedDict())
+    small = 'syntax = "proto3";\nmessage Cached {}\n'
+    _parse(small)
+    assert _parse(small).canonical == 'syntax = "proto3";\n\nmessage Cached {\n}\n'
+    [key] = protobuf._cache
+    assert isinstance(key, bytes) and len(key) == 32
+    _parse(small + "// " + "x" * protobuf.CACHE_MAX_INPUT + "\n")
+    assert list(protobuf._cache) == [key]
+
+
+def _chain(levels: int, leaf: str) -> str:
+    """M0 has two fields of type M1, M1 two of M2, ..."""
+    out = ['syntax = "proto3";\npackage chain;\n']
+    for i in range(levels):
+        out.append(f"message M{i} {{ M{i + 1} a = 1; M{i + 1} b = 2; }}\n")
+    out.append(f"message M{levels} {{ {leaf} v = 1; }}\n")
+    return "".join(out)
+
+
+def _top(chain: str, version: int):
+    ref = Reference("chain.proto", "chain-value", version)
+    text = 'syntax = "proto3";\nimport "chain.proto";\nmessage Top { chain.M0 m = 1; }\n'
+    return _parse(text, references=[ref], dependencies={ref.name: Dependency(ref.name, P, chain)})
+
+
+def test_referenced_message_types_are_compared_once_per_pair(monkeypatch):
+    """Each side's M0 comes from another version of the reference, so every message-typed
+    field is followed: 2^40 times without a memo. With a leaf change, its difference is
+    found on each path: the check gives up after its budget, with an error."""
+    from kafkette.broker.schema_registry.formats import budget
+
+    assert (
+        check_level("FULL", _top(_chain(40, "int32"), 2), [(1, _top(_chain(40, "int32"), 1))]) == []
+    )
+    monkeypatch.setattr(budget, "STEPS", 5000)  # the default's behaviour, sooner
+    old, new = _top(_chain(40, "int32"), 1), _top(_chain(40, "string"), 2)
+    with pytest.raises(SchemaFormatError, match=r"^schema too complex to compare$"):
+        check_level("BACKWARD", new, [(1, old)])

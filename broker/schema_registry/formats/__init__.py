@@ -3,8 +3,14 @@ parse a registered text into a ``ParsedSchema`` (or refuse it with the parser's 
 it back (``render``), and say whether a reader schema can read a writer's data (``check``).
 ``levels.check_level`` turns ``check`` into Confluent's compatibility levels.
 
-Pure and synchronous (no I/O, no trio): the registry runs these in a worker thread. Each type's
-module is imported on first use, so a registry that only sees Avro never loads protoc.
+Synchronous and without trio: the registry runs these in a worker thread. AVRO and JSON are
+pure computations; PROTOBUF writes the schema and its references to a temporary directory and
+compiles them with protoc in a child process (``protoc_child``). Each type's module is
+imported on first use, so a registry that only sees Avro never loads protoc.
+
+They run on whatever any client sends, so they are bounded: bad input of any kind is a
+``SchemaFormatError`` (never another exception), and ``check`` raises one too
+(``budget.TOO_COMPLEX``) rather than run without end on a pathological pair of schemas.
 """
 
 from __future__ import annotations
@@ -87,5 +93,6 @@ def render(parsed: ParsedSchema, fmt: str | None = None) -> str:
 
 def check(reader: ParsedSchema, writer: ParsedSchema) -> list[str]:
     """Why ``reader`` cannot read data written with ``writer`` (both of one type), as
-    Confluent words it; [] when it can."""
+    Confluent words it; [] when it can. Raises ``SchemaFormatError`` when the comparison is
+    too complex to finish (see ``budget``): not an incompatibility."""
     return _module(reader.schema_type).check(reader, writer)

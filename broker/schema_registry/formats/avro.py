@@ -11,7 +11,6 @@ branches are unique, ``aliases`` are arrays of strings.
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,8 +28,9 @@ from kafkette.broker.schema_registry.formats import (
 )
 from kafkette.broker.schema_registry.formats import avro_text as text_
 from kafkette.broker.schema_registry.formats.avro_compat import Checker
+from kafkette.broker.schema_registry.formats.budget import TOO_COMPLEX
 from kafkette.broker.schema_registry.formats.invalid import invalid_schema
-from kafkette.broker.schema_registry.formats.json_text import dumps
+from kafkette.broker.schema_registry.formats.json_text import dumps, load_json
 from kafkette.broker.schema_registry.formats.normalize import sorted_references
 
 # An unknown or invalid logicalType is a plain type for Java too; the library warns each time.
@@ -59,15 +59,18 @@ def parse(
     """``text`` parsed with ``references`` resolved in ``dependencies``; raises
     ``SchemaFormatError`` with Confluent's 42201 text plus the parser's reason."""
     try:
-        native = _load(text, references, dependencies)
-        if normalize:
-            known = set(native.known)
-            data = text_.normalized(native.schema, native.raw_of, known)
-            native = _load(dumps(data), references, dependencies)
-            references = sorted_references(references)
+        try:
+            native = _load(text, references, dependencies)
+            if normalize:
+                known = set(native.known)
+                data = text_.normalized(native.schema, native.raw_of, known)
+                native = _load(dumps(data), references, dependencies)
+                references = sorted_references(references)
+            canonical = text_.Printer(native.raw_of, native.known).print(native.schema)
+        except RecursionError:  # nesting deeper than the walks here can follow
+            raise SchemaFormatError("schema nested too deeply") from None
     except SchemaFormatError as exc:
         raise invalid_schema(text, references, TYPE, str(exc)) from None
-    canonical = text_.Printer(native.raw_of, native.known).print(native.schema)
     return ParsedSchema(TYPE, canonical, tuple(references), native)
 
 
@@ -81,15 +84,17 @@ def render(parsed: ParsedSchema, fmt: str | None) -> str:
 
 def check(reader: ParsedSchema, writer: ParsedSchema) -> list[str]:
     """Java Avro's incompatibilities of ``reader`` reading ``writer``'s data, as Confluent 7.0
-    words them (``Incompatibility{type:.., location:.., message:.., reader:.., writer:..}``)."""
+    words them (``Incompatibility{type:.., location:.., message:.., reader:.., writer:..}``):
+    the first ones (``avro_compat.Checker.texts`` bounds them), then how many more."""
     r_native, w_native = reader.native, writer.native
     assert isinstance(r_native, AvroNative) and isinstance(w_native, AvroNative)
     raw_of = {**w_native.raw_of, **r_native.raw_of}
     try:
-        found = Checker(raw_of).check(r_native.schema, w_native.schema)
+        return Checker(raw_of).texts(r_native.schema, w_native.schema)
     except ValueError as exc:  # a reader field matching two writer fields, as Java throws
         return [f"Unexpected exception during compatibility check: {exc}"]
-    return [incompatibility.text(raw_of) for incompatibility in found]
+    except RecursionError:
+        raise SchemaFormatError(TOO_COMPLEX) from None
 
 
 def _load(
@@ -112,6 +117,7 @@ class _Loader:
         self.known: dict[str, Any] = {}
         self.loaded: set[str] = set()
         self.checked: set[int] = set()
+        self.defaults = _Defaults()
 
     def dependency(self, name: str, path: tuple[str, ...]) -> None:
         if name in self.loaded:
@@ -129,10 +135,7 @@ class _Loader:
             self.known[schema.fullname] = schema
 
     def parse(self, text: str) -> Any:
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError) as exc:
-            raise SchemaFormatError(f"Invalid JSON: {exc}") from None
+        data = load_json(text)
         try:
             if isinstance(data, str) and self.names.has_name(data, None):
                 schema = self.names.get_name(data, None)  # a referenced type by name alone
@@ -192,7 +195,7 @@ class _Loader:
     def _default(self, field_: Any) -> None:
         try:
             value = text_.field_default(field_)
-            valid = _valid_default(field_.type, value)
+            valid = self.defaults.field(field_)
         except ValueError as exc:
             raise SchemaFormatError(str(exc)) from None
         if not valid:
@@ -264,44 +267,63 @@ def _aliases(raw: Mapping[str, object]) -> None:
             raise SchemaFormatError(f"alias not a string: {dumps(alias)}")
 
 
-_INT_RANGE = (-(2**31), 2**31 - 1)
-_LONG_RANGE = (-(2**63), 2**63 - 1)
-_MISSING = object()
+class _Defaults:
+    """Java Avro's ``isValidDefault`` (a union's default is its first branch's), over one
+    parse. A record field missing from a value takes its own default, whose validity is
+    computed once per field (``known``). ``expanding`` are the fields whose defaults are being
+    checked on this path: a default that needs itself again (a record with a field of its own
+    type, defaulting to ``{}``) would be infinite, so it is invalid (Java overflows its stack)."""
 
+    def __init__(self) -> None:
+        self.known: dict[int, bool] = {}
+        self.expanding: set[int] = set()
 
-def _valid_default(schema: Any, value: object) -> bool:
-    """Java Avro's ``isValidDefault`` (a union's default is its first branch's)."""
-    kind = schema.type
-    if value is _MISSING:
-        return False
-    if kind in ("string", "bytes", "enum", "fixed"):
-        return isinstance(value, str)
-    if kind in ("int", "long"):
-        low, high = _INT_RANGE if kind == "int" else _LONG_RANGE
-        return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
-    if kind in ("float", "double"):
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if kind == "boolean":
-        return isinstance(value, bool)
-    if kind == "null":
-        return value is None
-    if kind == "array":
-        return isinstance(value, list) and all(_valid_default(schema.items, v) for v in value)
-    if kind == "map":
-        return isinstance(value, dict) and all(
-            _valid_default(schema.values, v) for v in value.values()
-        )
-    if kind == "union":
-        return _valid_default(schema.schemas[0], value)
-    if kind in ("record", "error"):
-        if not isinstance(value, dict):
+    def field(self, field_: Any) -> bool:
+        """Whether the field's default is valid for its type."""
+        key = id(field_)
+        if key in self.known:
+            return self.known[key]
+        if key in self.expanding:
             return False
-        for field_ in schema.fields:
-            if field_.name in value:
-                item = value[field_.name]
-            else:
-                item = text_.field_default(field_) if field_.has_default else _MISSING
-            if not _valid_default(field_.type, item):
+        self.expanding.add(key)
+        try:
+            valid = self.valid(field_.type, text_.field_default(field_))
+        finally:
+            self.expanding.discard(key)
+        self.known[key] = valid
+        return valid
+
+    def valid(self, schema: Any, value: object) -> bool:
+        kind = schema.type
+        if kind in ("string", "bytes", "enum", "fixed"):
+            return isinstance(value, str)
+        if kind == "int":
+            return text_.java_int(value)
+        if kind == "long":
+            return text_.java_long(value)
+        if kind in ("float", "double"):
+            return isinstance(value, int | float) and not isinstance(value, bool)
+        if kind == "boolean":
+            return isinstance(value, bool)
+        if kind == "null":
+            return value is None
+        if kind == "array":
+            return isinstance(value, list) and all(self.valid(schema.items, v) for v in value)
+        if kind == "map":
+            return isinstance(value, dict) and all(
+                self.valid(schema.values, v) for v in value.values()
+            )
+        if kind == "union":
+            return self.valid(schema.schemas[0], value)
+        if kind in ("record", "error"):
+            if not isinstance(value, dict):
                 return False
-        return True
-    return False
+            for field_ in schema.fields:
+                if field_.name in value:
+                    valid = self.valid(field_.type, value[field_.name])
+                else:
+                    valid = field_.has_default and self.field(field_)
+                if not valid:
+                    return False
+            return True
+        return False

@@ -12,6 +12,10 @@ Java's quirks kept: a writer union's branches and a reader union's search start 
 location (``/``); a pair being compared higher up counts as compatible (recursive types);
 results are memoized per (reader, writer) object pair; names compare unqualified, or by the
 reader's aliases (full names).
+
+Bounded for hostile input: the first ``SHOWN`` findings are kept and the rest counted, each
+schema is printed once per check however many findings name it, and every pair compared
+spends a step of the check's ``budget.Budget``.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkette.broker.schema_registry.formats import avro_text
+from kafkette.broker.schema_registry.formats.budget import Budget
 from kafkette.broker.schema_registry.formats.json_text import java_sort_key
 
 _PROMOTIONS = {
@@ -29,6 +34,10 @@ _PROMOTIONS = {
     "bytes": ("string",),
     "string": ("bytes",),
 }
+
+
+SHOWN = 100  # incompatibilities written out; the rest are counted
+SHOWN_CHARS = 1 << 20  # and no more text than this (each one prints two whole schemas)
 
 
 @dataclass(frozen=True)
@@ -45,110 +54,145 @@ class Incompatibility:
             token.replace("~", "~0").replace("/", "~1") for token in self.location[1:]
         )
 
-    def text(self, raw_of: dict[int, dict]) -> str:
-        reader = avro_text.Printer(raw_of).print(self.reader)
-        writer = avro_text.Printer(raw_of).print(self.writer)
-        return (
-            f"Incompatibility{{type:{self.type}, location:{self.pointer()}, "
-            f"message:{self.message}, reader:{reader}, writer:{writer}}}"
-        )
+
+class Found:
+    """Incompatibilities in walk order: the first ``SHOWN`` kept, all counted (a memoised
+    pair is counted once per place it is reached, so the count can be large)."""
+
+    __slots__ = ("items", "total")
+
+    def __init__(self) -> None:
+        self.items: list[Incompatibility] = []
+        self.total = 0
+
+    def __bool__(self) -> bool:
+        return self.total > 0
+
+    def add(self, incompatibility: Incompatibility) -> None:
+        self.total += 1
+        if len(self.items) < SHOWN:
+            self.items.append(incompatibility)
+
+    def extend(self, other: Found) -> None:
+        self.total += other.total
+        room = SHOWN - len(self.items)
+        if room > 0:
+            self.items += other.items[:room]
 
 
-_IN_PROGRESS: tuple[Incompatibility, ...] = ()
+_NOTHING = Found()  # a pair in progress counts as compatible; never extended
 
 
 class Checker:
-    """One check's memo; ``check(reader, writer)`` lists why the reader cannot read data
-    written with the writer (empty: it can)."""
+    """One check's memo; ``check(reader, writer)`` finds why the reader cannot read data
+    written with the writer (empty: it can), ``texts`` words them."""
 
-    def __init__(self, raw_of: dict[int, dict]) -> None:
+    def __init__(self, raw_of: dict[int, dict], budget: Budget | None = None) -> None:
         self.raw_of = raw_of
-        self.memo: dict[tuple[int, int], tuple[Incompatibility, ...] | None] = {}
+        self.budget = budget or Budget()
+        self.memo: dict[tuple[int, int], Found | None] = {}
+        self.printed: dict[int, str] = {}
 
-    def check(self, reader: Any, writer: Any) -> list[Incompatibility]:
-        return list(self._pair("", reader, writer, ()))
+    def check(self, reader: Any, writer: Any) -> Found:
+        return self._pair("", reader, writer, ())
 
-    def _pair(
-        self, token: str, reader: Any, writer: Any, location: tuple[str, ...]
-    ) -> tuple[Incompatibility, ...]:
+    def texts(self, reader: Any, writer: Any) -> list[str]:
+        """Confluent 7.0's ``Incompatibility{type:.., location:.., message:.., reader:..,
+        writer:..}`` per finding, at most ``SHOWN`` of them and about ``SHOWN_CHARS`` of
+        text, then a line saying how many more there are."""
+        found = self.check(reader, writer)
+        out: list[str] = []
+        size = 0
+        for incompatibility in found.items:
+            if out and size >= SHOWN_CHARS:
+                break
+            out.append(self.text(incompatibility))
+            size += len(out[-1])
+        if found.total > len(out):
+            out.append(f"... and {found.total - len(out)} more incompatibilities")
+        return out
+
+    def text(self, incompatibility: Incompatibility) -> str:
+        reader = self._print(incompatibility.reader)
+        writer = self._print(incompatibility.writer)
+        return (
+            f"Incompatibility{{type:{incompatibility.type}, location:{incompatibility.pointer()}"
+            f", message:{incompatibility.message}, reader:{reader}, writer:{writer}}}"
+        )
+
+    def _print(self, schema: Any) -> str:
+        text = self.printed.get(id(schema))
+        if text is None:
+            text = self.printed[id(schema)] = avro_text.Printer(self.raw_of).print(schema)
+        return text
+
+    def _pair(self, token: str, reader: Any, writer: Any, location: tuple[str, ...]) -> Found:
         location = (*location, token)
         key = (id(reader), id(writer))
         if key in self.memo:
             found = self.memo[key]
-            return () if found is None else found
+            return _NOTHING if found is None else found
         self.memo[key] = None  # in progress: compatible unless proven otherwise
+        self.budget.spend()
         result = self._calculate(reader, writer, location)
         self.memo[key] = result
         return result
 
-    def _fresh(self, reader: Any, writer: Any) -> tuple[Incompatibility, ...]:
+    def _fresh(self, reader: Any, writer: Any) -> Found:
         return self._pair("", reader, writer, ())
 
-    def _calculate(
-        self, reader: Any, writer: Any, location: tuple[str, ...]
-    ) -> tuple[Incompatibility, ...]:
+    def _calculate(self, reader: Any, writer: Any, location: tuple[str, ...]) -> Found:
+        found = Found()
         r_type, w_type = _kind(reader), _kind(writer)
         if r_type == w_type:
             if r_type == "array":
                 return self._pair("items", reader.items, writer.items, location)
             if r_type == "map":
                 return self._pair("values", reader.values, writer.values, location)
+            if r_type in ("fixed", "enum", "record"):
+                self._names(found, reader, writer, location)
             if r_type == "fixed":
-                return self._names(reader, writer, location) + _fixed_size(reader, writer, location)
-            if r_type == "enum":
-                return self._names(reader, writer, location) + _enum_symbols(
-                    reader, writer, location
-                )
-            if r_type == "record":
-                return self._names(reader, writer, location) + self._fields(
-                    reader, writer, location
-                )
-            if r_type == "union":
-                found: tuple[Incompatibility, ...] = ()
+                _fixed_size(found, reader, writer, location)
+            elif r_type == "enum":
+                _enum_symbols(found, reader, writer, location)
+            elif r_type == "record":
+                self._fields(found, reader, writer, location)
+            elif r_type == "union":
                 for index, branch in enumerate(writer.schemas):
                     if self._fresh(reader, branch):
                         message = f"reader union lacking writer type: {_java(branch)}"
-                        found += (
-                            Incompatibility(
-                                "MISSING_UNION_BRANCH",
-                                (*location, str(index)),
-                                message,
-                                reader,
-                                writer,
-                            ),
+                        at = (*location, str(index))
+                        found.add(
+                            Incompatibility("MISSING_UNION_BRANCH", at, message, reader, writer)
                         )
-                return found
-            return ()
+            return found
         if w_type == "union":
-            found = ()
             for branch in writer.schemas:
-                found += self._fresh(reader, branch)
+                found.extend(self._fresh(reader, branch))
             return found
         if r_type == "union":
             for branch in reader.schemas:
                 if not self._fresh(branch, writer):
-                    return ()
+                    return found
             message = f"reader union lacking writer type: {_java(writer)}"
-            return (Incompatibility("MISSING_UNION_BRANCH", location, message, reader, writer),)
+            found.add(Incompatibility("MISSING_UNION_BRANCH", location, message, reader, writer))
+            return found
         if w_type in _PROMOTIONS.get(r_type, ()):
-            return ()
+            return found
         message = f"reader type: {_java(reader)} not compatible with writer type: {_java(writer)}"
-        return (Incompatibility("TYPE_MISMATCH", location, message, reader, writer),)
+        found.add(Incompatibility("TYPE_MISMATCH", location, message, reader, writer))
+        return found
 
-    def _names(
-        self, reader: Any, writer: Any, location: tuple[str, ...]
-    ) -> tuple[Incompatibility, ...]:
+    def _names(self, found: Found, reader: Any, writer: Any, location: tuple[str, ...]) -> None:
         if reader.name == writer.name:
-            return ()
+            return
         if writer.fullname in avro_text.aliases(reader, self.raw_of):
-            return ()
+            return
         message = f"expected: {writer.fullname}"
-        return (Incompatibility("NAME_MISMATCH", (*location, "name"), message, reader, writer),)
+        at = (*location, "name")
+        found.add(Incompatibility("NAME_MISMATCH", at, message, reader, writer))
 
-    def _fields(
-        self, reader: Any, writer: Any, location: tuple[str, ...]
-    ) -> tuple[Incompatibility, ...]:
-        found: tuple[Incompatibility, ...] = ()
+    def _fields(self, found: Found, reader: Any, writer: Any, location: tuple[str, ...]) -> None:
         writer_fields = writer.fields_dict
         for index, field in enumerate(reader.fields):
             at = (*location, "fields", str(index))
@@ -164,18 +208,14 @@ class Checker:
                     f" schema {writer.fullname}"
                 )
             if matches:
-                found += self._pair("type", field.type, matches[0].type, at)
+                found.extend(self._pair("type", field.type, matches[0].type, at))
             elif field.has_default:
                 continue
             elif field.type.type == "enum" and field.type.props.get("default") is not None:
-                found += self._pair("type", field.type, writer, at)
+                found.extend(self._pair("type", field.type, writer, at))
             else:
-                found += (
-                    Incompatibility(
-                        "READER_FIELD_MISSING_DEFAULT_VALUE", at, field.name, reader, writer
-                    ),
-                )
-        return found
+                kind = "READER_FIELD_MISSING_DEFAULT_VALUE"
+                found.add(Incompatibility(kind, at, field.name, reader, writer))
 
 
 def _kind(schema: Any) -> str:
@@ -186,23 +226,20 @@ def _java(schema: Any) -> str:
     return avro_text.java_type(schema)
 
 
-def _fixed_size(reader: Any, writer: Any, location: tuple[str, ...]) -> tuple[Incompatibility, ...]:
-    if reader.size == writer.size:
-        return ()
-    message = f"expected: {writer.size}, found: {reader.size}"
-    return (Incompatibility("FIXED_SIZE_MISMATCH", (*location, "size"), message, reader, writer),)
+def _fixed_size(found: Found, reader: Any, writer: Any, location: tuple[str, ...]) -> None:
+    if reader.size != writer.size:
+        message = f"expected: {writer.size}, found: {reader.size}"
+        at = (*location, "size")
+        found.add(Incompatibility("FIXED_SIZE_MISMATCH", at, message, reader, writer))
 
 
-def _enum_symbols(
-    reader: Any, writer: Any, location: tuple[str, ...]
-) -> tuple[Incompatibility, ...]:
+def _enum_symbols(found: Found, reader: Any, writer: Any, location: tuple[str, ...]) -> None:
     missing = sorted(set(writer.symbols) - set(reader.symbols), key=java_sort_key)
     if not missing:
-        return ()
+        return
     default = reader.props.get("default")
     if default is not None and default in reader.symbols:
-        return ()
+        return
     message = "[" + ", ".join(missing) + "]"
-    return (
-        Incompatibility("MISSING_ENUM_SYMBOLS", (*location, "symbols"), message, reader, writer),
-    )
+    at = (*location, "symbols")
+    found.add(Incompatibility("MISSING_ENUM_SYMBOLS", at, message, reader, writer))

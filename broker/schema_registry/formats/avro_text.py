@@ -261,7 +261,7 @@ def _logical(schema: Any, raw_of: dict[int, dict]) -> dict[str, object]:
     if name != "decimal" or kind not in ("bytes", "fixed"):
         return {}
     precision, scale = raw.get("precision"), raw.get("scale", 0)
-    if not _java_int(precision) or not _java_int(scale):
+    if not java_int(precision) or not java_int(scale):
         return {}
     assert isinstance(precision, int) and isinstance(scale, int)
     if precision <= 0 or scale < 0 or scale > precision:
@@ -274,8 +274,14 @@ def _logical(schema: Any, raw_of: dict[int, dict]) -> dict[str, object]:
     return out
 
 
-def _java_int(value: object) -> bool:
+def java_int(value: object) -> bool:
+    """Whether ``value`` is a JSON integer in Java's ``int`` range."""
     return isinstance(value, int) and not isinstance(value, bool) and -(2**31) <= value < 2**31
+
+
+def java_long(value: object) -> bool:
+    """Whether ``value`` is a JSON integer in Java's ``long`` range."""
+    return isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
 
 
 def _max_decimal_precision(size: int) -> int:

@@ -27,4 +27,10 @@ def invalid_schema(
 ) -> SchemaFormatError:
     """The exception for ``text`` of ``schema_type`` refused by its parser for ``reason``."""
     head = f"Invalid schema {text} with refs {references_text(references)} of type {schema_type}"
-    return SchemaFormatError(f"{head}, details: {reason}")
+    return SchemaFormatError(encodable(f"{head}, details: {reason}"))
+
+
+def encodable(text: str) -> str:
+    """``text`` with any lone surrogate written as ``\\udXXX`` (the answer is UTF-8: a schema
+    refused for holding one must still be quotable in the refusal)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -26,13 +26,26 @@ Deliberate differences from 7.0.16: unchanged property ``dependencies`` arrays a
 ``multipleOf`` change is judged on the exact numbers (7.0.16 truncates them to integers);
 combined subschemas are compared in their document, so their ``$ref``s resolve. The order of
 the reported differences follows the schemas' key order, not Java's hash order.
+
+Bounded for hostile input: each (original, update) pair of schemas is compared once per check
+and its differences, relative to the pair, reused wherever the pair is met again (unless they
+depended on a recursive schema being cut short higher up; a pair met again inside a recursive
+schema reports what its first comparison found, where the walk without memo would stop short).
+Every comparison and every reused difference spends a step of a ``budget.Budget``, and a check
+(``incompatible``) collects no compatible difference: no decision depends on one.
+``patternProperties`` are matched with RE2 (linear time; a pattern RE2 refuses matches
+nothing). Numbers compare as decimals with no trap: a comparison that cannot be made (a
+remainder too large to compute) is a change.
 """
 
 from __future__ import annotations
 
-import re
+import decimal
 from dataclasses import dataclass
+from decimal import Decimal
 
+from kafkette.broker.groups.consumer.regex import InvalidRegex, compile_regex
+from kafkette.broker.schema_registry.formats.budget import Budget
 from kafkette.broker.schema_registry.formats.json_model import Node, referred
 from kafkette.broker.schema_registry.formats.json_text import dumps
 
@@ -75,36 +88,68 @@ class Difference:
         return f"Difference{{jsonPath='{self.json_path}', type={self.type}}}"
 
 
+_Diff = tuple[str, tuple[str, ...]]  # (type, path parts)
+_NO_CUT = 1 << 62
+_QUIET = decimal.Context(traps=[])  # an impossible operation gives NaN instead of raising
+
+
+class _Walk:
+    """What one comparison shares across its contexts: the memo of pairs, the budget, and
+    for each pair being compared the shallowest scope entry a recursion cut inside it used
+    (a pair cut short by a schema entered above it is not memoised: elsewhere it differs)."""
+
+    def __init__(self, budget: Budget, keep_compatible: bool) -> None:
+        self.budget = budget
+        self.keep_compatible = keep_compatible
+        # per pair: (the length of the path it was first compared at, its differences there)
+        self.memo: dict[tuple[int, int], tuple[int, list[_Diff]]] = {}
+        self.cuts: list[int] = []
+        self.keys: dict[int, tuple[str, str, bool, str]] = {}
+
+
 class _Context:
     """The walk's state: the path, the original schemas being compared (a recursive schema
-    stops there), the differences found."""
+    stops there; each with its depth in the scope), the differences found."""
 
-    def __init__(self, path: list[str] | None = None, scope: set[int] | None = None) -> None:
+    def __init__(
+        self, walk: _Walk, path: list[str] | None = None, scope: dict[int, int] | None = None
+    ) -> None:
+        self.walk = walk
         self.path = list(path or [])
-        self.scope = set(scope or ())
-        self.diffs: list[Difference] = []
+        self.scope = dict(scope or {})
+        self.diffs: list[_Diff] = []
 
     def sub(self) -> _Context:
-        return _Context(self.path, self.scope)
+        return _Context(self.walk, self.path, self.scope)
 
     def add(self, kind: str, attribute: str | None = None) -> None:
-        path = [*self.path, attribute] if attribute is not None else self.path
-        self.diffs.append(Difference(kind, "#/" + "/".join(path)))
+        if kind in COMPATIBLE and not self.walk.keep_compatible:
+            return  # no decision depends on one: only whether an incompatible one is found
+        path = (*self.path, attribute) if attribute is not None else tuple(self.path)
+        self.diffs.append((kind, path))
 
     def compatible(self) -> bool:
-        return all(diff.type in COMPATIBLE for diff in self.diffs)
+        return all(kind in COMPATIBLE for kind, _ in self.diffs)
 
 
-def compare(original: Node, update: Node) -> list[Difference]:
-    """Every difference from ``original`` to ``update``."""
-    ctx = _Context()
+def compare(original: Node, update: Node, budget: Budget | None = None) -> list[Difference]:
+    """Every difference from ``original`` to ``update``; raises ``SchemaFormatError`` when
+    the comparison would take more than the ``budget``."""
+    return _run(original, update, budget, keep_compatible=True)
+
+
+def incompatible(original: Node, update: Node, budget: Budget | None = None) -> list[Difference]:
+    """The differences that make ``update`` unable to read data valid under ``original``
+    (those of ``compare`` not in ``COMPATIBLE``, found without collecting the others)."""
+    return _run(original, update, budget, keep_compatible=False)
+
+
+def _run(
+    original: Node, update: Node, budget: Budget | None, *, keep_compatible: bool
+) -> list[Difference]:
+    ctx = _Context(_Walk(budget or Budget(), keep_compatible))
     _compare(ctx, original, update)
-    return ctx.diffs
-
-
-def incompatible(original: Node, update: Node) -> list[Difference]:
-    """The differences that make ``update`` unable to read data valid under ``original``."""
-    return [diff for diff in compare(original, update) if diff.type not in COMPATIBLE]
+    return [Difference(kind, "#/" + "/".join(path)) for kind, path in ctx.diffs]
 
 
 def _compare(ctx: _Context, original: Node | None, update: Node | None) -> None:
@@ -117,6 +162,30 @@ def _compare(ctx: _Context, original: Node | None, update: Node | None) -> None:
         ctx.add("SCHEMA_REMOVED")
         return
     original, update = referred(original), referred(update)
+    walk = ctx.walk
+    key = (id(original), id(update))
+    known = walk.memo.get(key)
+    base = len(ctx.path)
+    if known is not None:
+        at, diffs = known
+        walk.budget.spend(1 + len(diffs))
+        prefix = tuple(ctx.path)
+        ctx.diffs += [(kind, prefix + path[at:]) for kind, path in diffs]
+        return
+    walk.budget.spend()
+    start, depth = len(ctx.diffs), len(ctx.scope)
+    walk.cuts.append(_NO_CUT)
+    try:
+        _compare_pair(ctx, original, update)
+    finally:
+        cut = walk.cuts.pop()
+        if walk.cuts:
+            walk.cuts[-1] = min(walk.cuts[-1], cut)
+    if cut >= depth:  # nothing above this pair shaped the result: the same everywhere
+        walk.memo[key] = (base, ctx.diffs[start:])
+
+
+def _compare_pair(ctx: _Context, original: Node, update: Node) -> None:
     if original.kind != "combined" and update.kind == "combined":
         if _into_combined(ctx, original, update):
             return
@@ -128,9 +197,11 @@ def _compare(ctx: _Context, original: Node | None, update: Node | None) -> None:
             return
         ctx.add("TYPE_CHANGED")
         return
-    if id(original) in ctx.scope:
+    entered = ctx.scope.get(id(original))
+    if entered is not None:
+        ctx.walk.cuts[-1] = min(ctx.walk.cuts[-1], entered)
         return
-    ctx.scope.add(id(original))
+    ctx.scope[id(original)] = len(ctx.scope)
     try:
         if original.id != update.id:
             ctx.add("ID_CHANGED")
@@ -138,13 +209,13 @@ def _compare(ctx: _Context, original: Node | None, update: Node | None) -> None:
             ctx.add("TITLE_CHANGED")
         if original.description != update.description:
             ctx.add("DESCRIPTION_CHANGED")
-        if _json(original.default) != _json(update.default):
+        if dumps(original.default) != dumps(update.default):
             ctx.add("DEFAULT_CHANGED")
         compare_kind = _BY_KIND.get(original.kind)
         if compare_kind is not None:
             compare_kind(ctx, original, update)
     finally:
-        ctx.scope.discard(id(original))
+        del ctx.scope[id(original)]
 
 
 def _into_combined(ctx: _Context, original: Node, update: Node) -> bool:
@@ -188,22 +259,44 @@ def _out_of_combined(ctx: _Context, original: Node, update: Node) -> bool:
     return False
 
 
-def _json(value: object) -> str:
-    return dumps(value)
-
-
 def _limit(ctx: _Context, keyword: str, stem: str, old: object, new: object) -> None:
-    """``<STEM>_ADDED/_REMOVED/_INCREASED/_DECREASED`` for a numeric keyword."""
-    if old == new or (old is None and new is None):
+    """``<STEM>_ADDED/_REMOVED/_INCREASED/_DECREASED`` for a numeric keyword (``_CHANGED``
+    when the two cannot be ordered)."""
+    if old is None and new is None:
         return
     if old is None:
         ctx.add(f"{stem}_ADDED", keyword)
     elif new is None:
         ctx.add(f"{stem}_REMOVED", keyword)
-    elif old < new:  # type: ignore[operator]
-        ctx.add(f"{stem}_INCREASED", keyword)
-    elif old > new:  # type: ignore[operator]
-        ctx.add(f"{stem}_DECREASED", keyword)
+    else:
+        order = _order(old, new)
+        if order:
+            ctx.add(f"{stem}_{order}", keyword)
+
+
+def _exact(value: object) -> Decimal:
+    return value if isinstance(value, Decimal) else Decimal(value)  # type: ignore[arg-type]
+
+
+def _order(old: object, new: object) -> str:
+    """``INCREASED``/``DECREASED`` from ``old`` to ``new``, "" if equal, ``CHANGED`` if the
+    two cannot be compared."""
+    with decimal.localcontext(_QUIET):
+        a, b = _exact(old), _exact(new)
+        if a == b:
+            return ""
+        if a < b:
+            return "INCREASED"
+        if a > b:
+            return "DECREASED"
+    return "CHANGED"
+
+
+def _divides(divisor: object, value: object) -> bool:
+    """Whether ``value`` is a multiple of ``divisor`` (False when it cannot be computed)."""
+    with decimal.localcontext(_QUIET):
+        remainder = _exact(value) % _exact(divisor)
+        return not remainder.is_nan() and remainder == 0
 
 
 def _string(ctx: _Context, original: Node, update: Node) -> None:
@@ -235,24 +328,27 @@ def _number(ctx: _Context, original: Node, update: Node) -> None:
         update.exclusive_minimum,
     )
     old, new = original.multiple_of, update.multiple_of
-    if old != new:
-        if old is None:
-            ctx.add("MULTIPLE_OF_ADDED", "multipleOf")
-        elif new is None:
-            ctx.add("MULTIPLE_OF_REMOVED", "multipleOf")
-        elif new % old == 0:  # type: ignore[operator]
-            ctx.add("MULTIPLE_OF_EXPANDED", "multipleOf")
-        elif old % new == 0:  # type: ignore[operator]
-            ctx.add("MULTIPLE_OF_REDUCED", "multipleOf")
-        else:
-            ctx.add("MULTIPLE_OF_CHANGED", "multipleOf")
+    if old is None and new is None:
+        pass
+    elif old is None:
+        ctx.add("MULTIPLE_OF_ADDED", "multipleOf")
+    elif new is None:
+        ctx.add("MULTIPLE_OF_REMOVED", "multipleOf")
+    elif _order(old, new) == "":
+        pass
+    elif _divides(old, new):
+        ctx.add("MULTIPLE_OF_EXPANDED", "multipleOf")
+    elif _divides(new, old):
+        ctx.add("MULTIPLE_OF_REDUCED", "multipleOf")
+    else:
+        ctx.add("MULTIPLE_OF_CHANGED", "multipleOf")
     if original.integer != update.integer:
         ctx.add("TYPE_EXTENDED" if original.integer else "TYPE_NARROWED")
 
 
 def _enum(ctx: _Context, original: Node, update: Node) -> None:
-    old = {_json(value) for value in original.values}
-    new = {_json(value) for value in update.values}
+    old = {dumps(value) for value in original.values}
+    new = {dumps(value) for value in update.values}
     if old == new:
         return
     if new >= old:
@@ -280,12 +376,12 @@ def _combined(ctx: _Context, original: Node, update: Node) -> None:
         else:
             ctx.add("COMBINED_TYPE_CHANGED")
             return
-    olds, news = _distinct(original.subschemas), _distinct(update.subschemas)
+    olds, news = _distinct(ctx, original.subschemas), _distinct(ctx, update.subschemas)
     if len(olds) < len(news):
         ctx.add("PRODUCT_TYPE_EXTENDED" if update.criterion == "allOf" else "SUM_TYPE_EXTENDED")
     elif len(olds) > len(news):
         ctx.add("PRODUCT_TYPE_NARROWED" if update.criterion == "allOf" else "SUM_TYPE_NARROWED")
-    edges: dict[tuple[int, int], list[Difference]] = {}
+    edges: dict[tuple[int, int], list[_Diff]] = {}
     for i, old in enumerate(olds):
         ctx.path.append(f"{original.criterion}/{i}")
         try:
@@ -303,13 +399,16 @@ def _combined(ctx: _Context, original: Node, update: Node) -> None:
         ctx.add("COMBINED_TYPE_SUBSCHEMAS_CHANGED")
 
 
-def _distinct(nodes: list[Node]) -> list[Node]:
+def _distinct(ctx: _Context, nodes: list[Node]) -> list[Node]:
     """Equal subschemas collapsed (Confluent puts them in a set). Facets of one JSON object
     (``"type": [..]``, ``enum`` next to ``type``) share it, so their kind counts too."""
+    keys = ctx.walk.keys
     seen: set[tuple[str, str, bool, str]] = set()
     out: list[Node] = []
     for node in nodes:
-        key = (node.kind, node.criterion, node.integer, _json(node.raw))
+        key = keys.get(id(node))
+        if key is None:
+            key = keys[id(node)] = (node.kind, node.criterion, node.integer, dumps(node.raw))
         if key not in seen:
             seen.add(key)
             out.append(node)
@@ -317,26 +416,36 @@ def _distinct(nodes: list[Node]) -> list[Node]:
 
 
 def _maximum_matching(
-    left: int, right: int, edges: dict[tuple[int, int], list[Difference]]
+    left: int, right: int, edges: dict[tuple[int, int], list[_Diff]]
 ) -> set[tuple[int, int]]:
-    """A maximum bipartite matching over ``edges`` (augmenting paths)."""
+    """A maximum bipartite matching over ``edges`` (augmenting paths, searched with an
+    explicit stack: a path can be as long as there are subschemas)."""
     adjacent: dict[int, list[int]] = {i: [] for i in range(left)}
     for i, j in edges:
         adjacent[i].append(j)
     owner: dict[int, int] = {}
-
-    def augment(i: int, visited: set[int]) -> bool:
-        for j in adjacent[i]:
+    for root in range(left):
+        visited: set[int] = set()
+        # each frame: (left vertex, index of its next edge, right vertex it came through)
+        stack: list[list[int]] = [[root, 0, -1]]
+        while stack:
+            frame = stack[-1]
+            i, k = frame[0], frame[1]
+            if k == len(adjacent[i]):
+                stack.pop()  # no augmenting path through i
+                continue
+            frame[1] += 1
+            j = adjacent[i][k]
             if j in visited:
                 continue
             visited.add(j)
-            if j not in owner or augment(owner[j], visited):
-                owner[j] = i
-                return True
-        return False
-
-    for i in range(left):
-        augment(i, set())
+            frame[2] = j
+            if j in owner:
+                stack.append([owner[j], 0, -1])
+                continue
+            for left_vertex, _, right_vertex in stack:  # flip the path found
+                owner[right_vertex] = left_vertex
+            break
     return {(i, j) for j, i in owner.items()}
 
 
@@ -347,10 +456,11 @@ def _open(node: Node) -> bool:
 def _partial_schema(node: Node, name: str) -> Node | None:
     for pattern, schema in node.pattern_properties:
         try:
-            if re.search(pattern, name):
-                return schema
-        except re.error:
-            continue
+            compiled = compile_regex(pattern)  # RE2, cached
+        except InvalidRegex:
+            continue  # a pattern RE2 refuses matches nothing
+        if compiled.search(name):
+            return schema
     return node.additional_schema
 
 
@@ -459,7 +569,7 @@ def _dependencies(ctx: _Context, original: Node, update: Node) -> None:
             elif was is None:
                 ctx.add("DEPENDENCY_ARRAY_ADDED", name)
             else:
-                old_set, new_set = {_json(v) for v in was}, {_json(v) for v in now}
+                old_set, new_set = {dumps(v) for v in was}, {dumps(v) for v in now}
                 if old_set == new_set:
                     continue
                 if new_set >= old_set:

@@ -289,9 +289,13 @@ class Loader:
         return target
 
 
+MAX_REF_CHAIN = 64  # $ref to $ref to ...: longer (or circular) chains are refused
+
+
 def resolve_all(root: Node) -> None:
     """Follow every reference reachable from ``root`` (raises ValueError if one does not
-    resolve): Everit resolves them while loading, so a dangling one is an invalid schema."""
+    resolve, or starts a chain of references longer than ``MAX_REF_CHAIN`` or circular):
+    Everit resolves them while loading, so a dangling one is an invalid schema."""
     seen: set[int] = set()
     stack = [root]
     while stack:
@@ -300,7 +304,7 @@ def resolve_all(root: Node) -> None:
             continue
         seen.add(id(node))
         if node.kind == "ref":
-            stack.append(node.target())
+            stack.append(_chain_end(node))
             continue
         stack.extend(node.properties.values())
         stack.extend(sub for _, sub in node.pattern_properties)
@@ -313,10 +317,21 @@ def resolve_all(root: Node) -> None:
                 stack.append(extra)
 
 
-def referred(node: Node) -> Node:
-    """``node`` with references followed (to the first non-reference schema)."""
-    seen = 0
-    while node.kind == "ref" and seen < 64:
+def _chain_end(node: Node) -> Node:
+    start = node
+    for _ in range(MAX_REF_CHAIN):
         node = node.target()
-        seen += 1
+        if node.kind != "ref":
+            return node
+    raise ValueError(
+        f"$ref {start.raw.get('$ref') if isinstance(start.raw, dict) else ''} starts a chain of"
+        f" more than {MAX_REF_CHAIN} references (or a circular one)"
+    )
+
+
+def referred(node: Node) -> Node:
+    """``node`` with references followed (to the first non-reference schema; ``resolve_all``
+    has checked that every chain ends)."""
+    while node.kind == "ref":
+        node = node.target()
     return node

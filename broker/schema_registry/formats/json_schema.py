@@ -11,17 +11,16 @@ loading), else the schema is invalid.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from urllib.parse import urljoin
 
 import jsonschema
 import jsonschema_specifications
 from jsonschema.exceptions import SchemaError
 from referencing import Registry, Resource, Specification
-from referencing.jsonschema import DRAFT4, DRAFT7, specification_with
+from referencing.exceptions import CannotDetermineSpecification, NoInternalID, Unresolvable
+from referencing.jsonschema import DRAFT4, DRAFT7, UnknownDialect, specification_with
 
 from kafkette.broker.schema_registry.formats import (
     Dependency,
@@ -30,12 +29,26 @@ from kafkette.broker.schema_registry.formats import (
     SchemaFormatError,
     json_diff,
 )
+from kafkette.broker.schema_registry.formats.budget import TOO_COMPLEX
 from kafkette.broker.schema_registry.formats.invalid import invalid_schema
 from kafkette.broker.schema_registry.formats.json_model import Loader, Node, resolve_all
-from kafkette.broker.schema_registry.formats.json_text import dumps
+from kafkette.broker.schema_registry.formats.json_text import dumps, load_json
 from kafkette.broker.schema_registry.formats.normalize import deep_sorted, sorted_references
 
 TYPE = "JSON"
+# What resolving and walking a hostile document can raise besides our own errors (a
+# reference's odd ``$schema``, an ``$id`` that is no URL, nesting deeper than the stack).
+_LIBRARY_ERRORS = (
+    ValueError,
+    TypeError,
+    AttributeError,
+    KeyError,
+    RecursionError,
+    CannotDetermineSpecification,
+    NoInternalID,
+    Unresolvable,
+    UnknownDialect,
+)
 
 
 @dataclass
@@ -58,8 +71,6 @@ def parse(
     reason."""
     try:
         document = _load_json(text)
-        if not isinstance(document, dict):
-            raise SchemaFormatError("a JSON schema must be a JSON object")
         _check_metaschema(document)
         root = _model(document, references, dependencies)
     except SchemaFormatError as exc:
@@ -80,27 +91,35 @@ def check(reader: ParsedSchema, writer: ParsedSchema) -> list[str]:
     as Confluent 7.0 words it."""
     r_native, w_native = reader.native, writer.native
     assert isinstance(r_native, JsonNative) and isinstance(w_native, JsonNative)
-    return [
-        f"Found incompatible change: {diff}"
-        for diff in json_diff.incompatible(w_native.root, r_native.root)
-    ]
-
-
-def _load_json(text: str) -> object:
-    """JSON with decimals kept as written (Confluent reads them as ``BigDecimal``)."""
     try:
-        return json.loads(text, parse_float=Decimal)
-    except (ValueError, RecursionError) as exc:
-        raise SchemaFormatError(f"Invalid JSON: {exc}") from None
+        found = json_diff.incompatible(w_native.root, r_native.root)
+    except RecursionError:
+        raise SchemaFormatError(TOO_COMPLEX) from None
+    return [f"Found incompatible change: {diff}" for diff in found]
+
+
+def _load_json(text: str) -> dict:
+    """A JSON object with decimals kept as written (Confluent reads them as ``BigDecimal``)."""
+    document = load_json(text, decimals=True)
+    if not isinstance(document, dict):
+        raise SchemaFormatError("a JSON schema must be a JSON object")
+    return document
 
 
 def _check_metaschema(document: dict) -> None:
-    validator = jsonschema.validators.validator_for(document, default=jsonschema.Draft7Validator)
+    try:
+        validator = jsonschema.validators.validator_for(
+            document, default=jsonschema.Draft7Validator
+        )
+    except TypeError:  # an unhashable "$schema": the draft-07 metaschema says what is wrong
+        validator = jsonschema.Draft7Validator
     try:
         validator.check_schema(document)
     except SchemaError as exc:
         where = "/".join(str(part) for part in exc.path)
         raise SchemaFormatError(f"{exc.message} at #/{where}") from None
+    except RecursionError:
+        raise SchemaFormatError("schema nested too deeply") from None
 
 
 def _specification(document: dict) -> Specification:
@@ -115,20 +134,33 @@ def _model(
     draft4 = specification is DRAFT4
     base = document.get("id" if draft4 else "$id")
     base = base if isinstance(base, str) else ""
-    resources = [(base, specification.create_resource(document))]
-    for name in _closure(references, dependencies):
-        dep_document = _load_json(dependencies[name].text)
-        resource = Resource.from_contents(dep_document, default_specification=DRAFT7)
-        resources.append((urljoin(base, name) if base else name, resource))
     try:
+        resources = [(base, specification.create_resource(document))]
+        for name in _closure(references, dependencies):
+            dep_document = _dependency_document(name, dependencies[name])
+            resource = Resource.from_contents(dep_document, default_specification=DRAFT7)
+            resources.append((urljoin(base, name) if base else name, resource))
         registry: Registry = jsonschema_specifications.REGISTRY.with_resources(resources)
         registry = registry.crawl()
         loader = Loader(draft4, specification)
         root = loader.load(document, registry.resolver(base_uri=base))
         resolve_all(root)
-    except (ValueError, TypeError, RecursionError) as exc:
-        raise SchemaFormatError(str(exc)) from None
+    except _LIBRARY_ERRORS as exc:
+        raise SchemaFormatError(str(exc) or type(exc).__name__) from None
     return root
+
+
+def _dependency_document(name: str, dependency: Dependency) -> dict:
+    """A referenced schema's JSON object (one registered as another type, e.g. an Avro
+    ``"string"``, is not one)."""
+    try:
+        document = _load_json(dependency.text)
+    except SchemaFormatError as exc:
+        raise SchemaFormatError(f"Reference {name} is not a JSON schema: {exc}") from None
+    dialect = document.get("$schema")
+    if dialect is not None and not isinstance(dialect, str):
+        raise SchemaFormatError(f"Reference {name} has a $schema that is not a string")
+    return document
 
 
 def _closure(references: Sequence[Reference], dependencies: Mapping[str, Dependency]) -> list[str]:

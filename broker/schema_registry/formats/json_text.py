@@ -7,11 +7,21 @@ control characters are escaped with upper-case hex (``\\u001F``); ``float`` prin
 prints numbers; ``Decimal`` prints as Java's ``BigDecimal.toString`` (``1.50``, ``1E+2``), which
 is how Confluent's JSON Schema mapper (``USE_BIG_DECIMAL_FOR_FLOATS``) prints them. Non-finite
 numbers are quoted (``"NaN"``), Jackson's default.
+
+``load_json`` is the other direction, shared by the AVRO and JSON formats: Python's parser
+with Jackson's refusals (``NaN``/``Infinity``, which a stored text could not be re-read with)
+and no string that cannot be encoded (a lone surrogate: every answer printing it would fail).
 """
 
 from __future__ import annotations
 
+import json
+import re
 from decimal import Decimal
+
+from kafkette.broker.schema_registry.formats import SchemaFormatError
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\f": "\\f", "\n": "\\n"}
 _SHORT_ESCAPES["\r"] = "\\r"
@@ -26,6 +36,59 @@ _ESCAPES = {chr(code): _escape_char(chr(code)) for code in range(0x20)}
 _ESCAPES['"'] = '\\"'
 _ESCAPES["\\"] = "\\\\"
 _TABLE = str.maketrans(_ESCAPES)
+
+
+def load_json(text: str, *, decimals: bool = False) -> object:
+    """``text`` parsed as JSON (``decimals``: non-integer numbers as ``Decimal``, as written);
+    raises ``SchemaFormatError`` for invalid JSON, nesting too deep for the parser, the
+    non-standard ``NaN``/``Infinity``/``-Infinity`` and lone surrogates."""
+    lone = _SURROGATE.search(text)
+    if lone is not None:
+        raise SchemaFormatError(f"Invalid JSON: {_lone(lone.group())}")
+    try:
+        value = json.loads(
+            text, parse_float=Decimal if decimals else None, parse_constant=_non_standard
+        )
+    except RecursionError:
+        raise SchemaFormatError("Invalid JSON: nested too deeply") from None
+    except ValueError as exc:
+        raise SchemaFormatError(f"Invalid JSON: {exc}") from None
+    if "\\u" in text:  # an escape may have made a lone surrogate
+        _refuse_surrogates(value)
+    return value
+
+
+def _non_standard(name: str) -> object:
+    raise SchemaFormatError(f"Invalid JSON: non-standard token '{name}' (not a JSON number)")
+
+
+def _lone(char: str) -> str:
+    return f"unpaired surrogate U+{ord(char):04X} in a string"
+
+
+def _refuse_surrogates(value: object) -> None:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            strings: list[object] = [item]
+        elif isinstance(item, dict):
+            strings = list(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+            continue
+        else:
+            continue
+        for text in strings:
+            lone = _SURROGATE.search(text) if isinstance(text, str) else None
+            if lone is not None:
+                raise SchemaFormatError(f"Invalid JSON: {_lone(lone.group())}")
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a surrogate code point (not encodable as UTF-8)."""
+    return _SURROGATE.search(text) is not None
 
 
 def quote(text: str) -> str:

@@ -4,6 +4,11 @@ BACKWARD: the new schema reads data written with the latest; FORWARD: the latest
 new one's; FULL: both. ``_TRANSITIVE``: against every live version, newest first, stopping
 at the first that fails. NONE: no check. A different schema type than a previous version's
 is incompatible at any level but NONE.
+
+A comparison too complex to finish raises ``SchemaFormatError("schema too complex to
+compare")`` (``budget.TOO_COMPLEX``) out of ``check_level``: that is no verdict, so it is not
+turned into an incompatibility message; the registry answers it as 422 with error code 42201
+(invalid schema, this text), as for a schema it cannot parse.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ def check_level(
     level: str, new: ParsedSchema, previous: Sequence[tuple[int, ParsedSchema]]
 ) -> list[str]:
     """Messages saying why ``new`` breaks ``level`` against ``previous`` (live versions as
-    (version, schema), oldest first); [] when compatible."""
+    (version, schema), oldest first); [] when compatible. Raises ``SchemaFormatError`` when
+    a comparison is too complex to finish."""
     level = level.upper()
     if level == "NONE" or not previous:
         return []

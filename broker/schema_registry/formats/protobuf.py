@@ -23,15 +23,19 @@ import atexit
 import base64
 import binascii
 import functools
+import hashlib
 import os
 import shutil
 import tempfile
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from google.protobuf import descriptor_pb2, descriptor_pool
+from google.protobuf import descriptor_pool
 from google.protobuf.message import DecodeError
+from google.protobuf.text_encoding import CEscape
 
 from kafkette.broker.schema_registry.formats import (
     Dependency,
@@ -42,11 +46,16 @@ from kafkette.broker.schema_registry.formats import (
     protoc_child,
 )
 from kafkette.broker.schema_registry.formats.invalid import invalid_schema
+from kafkette.broker.schema_registry.formats.json_text import has_lone_surrogate
+from kafkette.broker.schema_registry.formats.protobuf_text import FDP, dependency_order
 
 SCHEMA_TYPE = "PROTOBUF"
-FDP = descriptor_pb2.FileDescriptorProto
 _PROTOS_DIR = Path(__file__).with_name("protos")
 _MAIN_NAME = "schema.proto"
+# Parses are cached by a digest of their inputs (the same schema is parsed again for every
+# lookup and registration); inputs larger than this are not cached.
+CACHE_SIZE = 256
+CACHE_MAX_INPUT = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -78,6 +87,8 @@ def parse(
     texts (``dependencies``, by import path) are compiled alongside."""
     deps = tuple(sorted((name, dep.text) for name, dep in dependencies.items()))
     try:
+        if has_lone_surrogate(text):
+            raise _ProtocError("unpaired surrogate in the schema text")
         canonical, fdp_bytes, files_bytes = _parse_cached(text, deps, normalize)
     except _ProtocError as exc:
         raise invalid_schema(text, references, SCHEMA_TYPE, exc.reason) from None
@@ -105,10 +116,37 @@ def check(reader: ParsedSchema, writer: ParsedSchema) -> list[str]:
 
 
 # ---- the pipeline -----------------------------------------------------------------------
-@functools.lru_cache(maxsize=256)
-def _parse_cached(
-    text: str, deps: tuple[tuple[str, str], ...], normalize: bool
-) -> tuple[str, bytes, tuple[tuple[str, bytes], ...]]:
+_Parsed = tuple[str, bytes, tuple[tuple[str, bytes], ...]]
+_cache: OrderedDict[bytes, _Parsed] = OrderedDict()
+_cache_lock = threading.Lock()  # parses run in worker threads
+
+
+def _parse_cached(text: str, deps: tuple[tuple[str, str], ...], normalize: bool) -> _Parsed:
+    """``_parse`` through an LRU cache keyed by the SHA-256 of the inputs (a key holds no
+    text), for inputs of at most ``CACHE_MAX_INPUT`` characters."""
+    size = len(text) + sum(len(name) + len(dep) for name, dep in deps)
+    if size > CACHE_MAX_INPUT:
+        return _parse(text, deps, normalize)
+    digest = hashlib.sha256(b"1" if normalize else b"0")
+    for part in (text, *(item for dep in deps for item in dep)):
+        data = part.encode("utf-8", "surrogatepass")
+        digest.update(len(data).to_bytes(8, "big"))
+        digest.update(data)
+    key = digest.digest()
+    with _cache_lock:
+        found = _cache.get(key)
+        if found is not None:
+            _cache.move_to_end(key)
+            return found
+    parsed = _parse(text, deps, normalize)
+    with _cache_lock:
+        _cache[key] = parsed
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return parsed
+
+
+def _parse(text: str, deps: tuple[tuple[str, str], ...], normalize: bool) -> _Parsed:
     dep_texts = dict(deps)
     try:
         fdp, files = _compile(text, dep_texts)
@@ -122,6 +160,8 @@ def _parse_cached(
         canonical = protobuf_text.to_text(fdp, files, normalize=normalize)
     except protobuf_text.UnsupportedDescriptor as exc:
         raise _ProtocError(str(exc)) from None
+    except RecursionError:  # a descriptor nested deeper than the printer can follow
+        raise _ProtocError("schema nested too deeply") from None
     try:
         final, final_files = _compile(canonical, dep_texts)
     except _ProtocError as exc:  # a printer bug, not the user's: say so
@@ -152,7 +192,7 @@ def _compile_imports(fdp: FDP, dep_texts: Mapping[str, str]) -> dict[str, FDP]:
     if not fdp.dependency:
         return {}
     stub = 'syntax = "proto3";\n' + "".join(
-        f'import "{protobuf_text.CEscape(dep, True)}";\n' for dep in fdp.dependency
+        f'import "{CEscape(dep, True)}";\n' for dep in fdp.dependency
     )
     _stub, files = _compile(stub, dep_texts)
     return files
@@ -162,30 +202,13 @@ def _check_in_pool(fdp: FDP, files: Mapping[str, FDP]) -> None:
     """Add ``fdp`` to a fresh pool after its dependencies: the pool refuses missing imports,
     undefined types, duplicate numbers... with a reason."""
     pool = descriptor_pool.DescriptorPool()
-    for f in _dependency_order(files):
+    for f in dependency_order(files):
         pool.Add(f)
     try:
         pool.Add(fdp)
         pool.FindFileByName(fdp.name)
     except (TypeError, KeyError, ValueError) as exc:
         raise _ProtocError(str(exc)) from None
-
-
-def _dependency_order(files: Mapping[str, FDP]) -> list[FDP]:
-    out: list[FDP] = []
-    seen: set[str] = set()
-
-    def visit(name: str) -> None:
-        if name in seen or name not in files:
-            return
-        seen.add(name)
-        for dep in files[name].dependency:
-            visit(dep)
-        out.append(files[name])
-
-    for name in sorted(files):
-        visit(name)
-    return out
 
 
 # ---- protoc ------------------------------------------------------------------------------
@@ -196,8 +219,13 @@ def _compile(text: str, dep_texts: Mapping[str, str]) -> tuple[FDP, dict[str, FD
     with tempfile.TemporaryDirectory(prefix="kafkette-proto-") as tmp:
         for name, dep_text in [*dep_texts.items(), (main, text)]:
             path = _safe_path(tmp, name)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(dep_text, encoding="utf-8")
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(dep_text, encoding="utf-8")
+            except (OSError, ValueError) as exc:  # "a.proto" and "a.proto/b.proto", ...
+                reason = exc.strerror if isinstance(exc, OSError) else None
+                reason = reason or type(exc).__name__
+                raise _ProtocError(f"reference name '{name}' cannot be used: {reason}") from None
         include = [tmp, *(str(d) for d in _include_dirs())]
         try:
             generated = protoc_child.compile_protos(main, include)
@@ -223,7 +251,8 @@ def _main_name(dep_texts: Mapping[str, str]) -> str:
 
 def _safe_path(root: str, name: str) -> Path:
     parts = name.split("/")
-    if not name or name.startswith("/") or any(p in ("", ".", "..") for p in parts):
+    bad = not name or name.startswith("/") or "\0" in name or "\\" in name
+    if bad or any(p in ("", ".", "..") for p in parts):
         raise _ProtocError(f"reference name '{name}' is not a relative import path")
     return Path(root, *parts)
 

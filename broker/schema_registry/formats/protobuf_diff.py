@@ -11,6 +11,11 @@ fields without a label have no label (``optional`` and ``repeated`` are labels),
 of proto3 ``optional``'s synthetic oneofs are plain fields. Differences are listed in the
 iteration order of the Java HashMaps Confluent uses (emulated), so ``verbose`` answers list
 them as Confluent does.
+
+Bounded for hostile input: a message-typed field whose two sides come from different places
+(a reference changed) is compared in a fresh context, once per pair of types (memoised), and
+every comparison and reused difference spends a step of a ``budget.Budget``; a check collects
+no compatible difference (no decision depends on one).
 """
 
 from __future__ import annotations
@@ -18,11 +23,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from google.protobuf import descriptor_pb2
-
-FieldProto = descriptor_pb2.FieldDescriptorProto
-MessageProto = descriptor_pb2.DescriptorProto
-EnumProto = descriptor_pb2.EnumDescriptorProto
+from kafkette.broker.schema_registry.formats import SchemaFormatError
+from kafkette.broker.schema_registry.formats.budget import TOO_COMPLEX, Budget
+from kafkette.broker.schema_registry.formats.protobuf_text import (
+    SCALAR_NAMES,
+    EnumProto,
+    FieldProto,
+    MessageProto,
+    is_group_type,
+    real_oneof,
+)
 
 COMPATIBLE_CHANGES = frozenset(
     {
@@ -60,7 +70,6 @@ _SCALAR_GROUPS = {
     "float": "FLOAT",
     "double": "DOUBLE",
 }
-_SCALAR_NAMES = {getattr(FieldProto, f"TYPE_{name.upper()}"): name for name in _SCALAR_GROUPS}
 _LOCAL = ("", -1)  # Confluent's dummy reference for the schema's own types
 
 
@@ -89,16 +98,29 @@ _Type = tuple
 def check(reader: object, writer: object) -> list[str]:
     """Why ``reader`` (a ``protobuf.ProtoSchema``) cannot read ``writer``'s data: Confluent's
     ``compare(original=writer, update=reader)`` filtered to incompatible differences."""
-    return [f"Found incompatible change: {d}" for d in incompatible(compare(writer, reader))]
+    try:
+        found = incompatible(compare(writer, reader, keep_compatible=False))
+    except RecursionError:
+        raise SchemaFormatError(TOO_COMPLEX) from None
+    return [f"Found incompatible change: {d}" for d in found]
 
 
 def incompatible(differences: Iterable[Difference]) -> list[Difference]:
     return [d for d in differences if d.type not in COMPATIBLE_CHANGES]
 
 
-def compare(original: object, update: object) -> list[Difference]:
-    """Every difference from ``original`` to ``update`` (both ``protobuf.ProtoSchema``)."""
-    ctx = _Context(_types(original), _types(update))
+def compare(
+    original: object,
+    update: object,
+    budget: Budget | None = None,
+    *,
+    keep_compatible: bool = True,
+) -> list[Difference]:
+    """Every difference from ``original`` to ``update`` (both ``protobuf.ProtoSchema``;
+    without the compatible ones unless ``keep_compatible``: no decision depends on them);
+    raises ``SchemaFormatError`` when that would take more than the ``budget``."""
+    walk = _Walk(budget or Budget(), keep_compatible)
+    ctx = _Context(_types(original), _types(update), walk)
     o_fdp, u_fdp = original.fdp, update.fdp
     if o_fdp.package != u_fdp.package:
         ctx.add("PACKAGE_CHANGED")
@@ -146,19 +168,41 @@ def _scoped(scope: str, messages: Iterable, enums: Iterable) -> list[tuple[str, 
 
 
 # ---- context ------------------------------------------------------------------------------
+_NO_CUT = 1 << 62
+
+
+@dataclass
+class _Walk:
+    """What one comparison shares across its contexts. A field of a message type whose two
+    sides come from different places is compared in a context of its own, whose differences
+    do not depend on where the field is: ``memo`` keeps them per (original, update) type, unless
+    a recursion cut inside used a message entered above (``cuts``: per memoisable comparison
+    in progress, the shallowest such entry). ``budget`` bounds the comparisons and the
+    differences copied from the memo."""
+
+    budget: Budget
+    keep_compatible: bool
+    memo: dict[tuple[str, str], tuple[tuple[Difference, ...], bool]] = field(default_factory=dict)
+    cuts: list[int] = field(default_factory=list)
+
+
 @dataclass
 class _Context:
     original: dict[str, _TypeInfo]
     update: dict[str, _TypeInfo]
+    walk: _Walk
     path: list[str] = field(default_factory=list)
     diffs: list[Difference] = field(default_factory=list)
-    comparing: set[int] = field(default_factory=set)  # ids of original messages in progress
+    # ids of original messages in progress, each with its depth among them
+    comparing: dict[int, int] = field(default_factory=dict)
 
     def add(self, kind: str) -> None:
+        if kind in COMPATIBLE_CHANGES and not self.walk.keep_compatible:
+            return
         self.diffs.append(Difference(kind, "#/" + "/".join(self.path)))
 
     def sub(self, path: list[str]) -> _Context:
-        return _Context(self.original, self.update, list(path), [], set(self.comparing))
+        return _Context(self.original, self.update, self.walk, list(path), [], dict(self.comparing))
 
     def is_compatible(self) -> bool:
         return not incompatible(self.diffs)
@@ -223,12 +267,9 @@ def _synthetic(full: str, types: Mapping[str, _TypeInfo]) -> bool:
     if info.is_map:
         return True
     parent = types.get(full.rpartition(".")[0])
-    if parent is None or isinstance(parent.proto, EnumProto):
+    if parent is None or not isinstance(parent.proto, MessageProto):
         return False
-    return any(
-        f.type == FieldProto.TYPE_GROUP and f.type_name.lstrip(".") == full
-        for f in parent.proto.field
-    )
+    return is_group_type(parent.proto, full)
 
 
 def _compare_enums(ctx: _Context, original: EnumProto, update: EnumProto) -> None:
@@ -248,12 +289,16 @@ def _compare_messages(
     ctx: _Context, original: tuple[str, MessageProto], update: tuple[str, MessageProto]
 ) -> None:
     (o_full, o_msg), (u_full, u_msg) = original, update
-    if id(o_msg) not in ctx.comparing:
-        ctx.comparing.add(id(o_msg))
+    ctx.walk.budget.spend()
+    entered = ctx.comparing.get(id(o_msg))
+    if entered is None:
+        ctx.comparing[id(o_msg)] = len(ctx.comparing)
         try:
             _compare_fields(ctx, o_full, o_msg, u_full, u_msg)
         finally:
-            ctx.comparing.discard(id(o_msg))
+            del ctx.comparing[id(o_msg)]
+    elif ctx.walk.cuts:
+        ctx.walk.cuts[-1] = min(ctx.walk.cuts[-1], entered)
     _compare_types(
         ctx,
         _scoped(o_full, o_msg.nested_type, o_msg.enum_type),
@@ -269,8 +314,9 @@ def _members(msg: MessageProto) -> tuple[dict[int, FieldProto], list[tuple[str, 
     for f in msg.field:
         if f.type == FieldProto.TYPE_GROUP:
             continue
-        if f.HasField("oneof_index") and not f.proto3_optional:
-            oneofs[f.oneof_index][1].append(f)
+        oneof = real_oneof(f)
+        if oneof is not None:
+            oneofs[oneof][1].append(f)
         else:
             top[f.number] = f
     synthetic = {f.oneof_index for f in msg.field if f.proto3_optional}
@@ -330,6 +376,7 @@ def _compare_fields(
 def _compare_field(
     ctx: _Context, o_scope: str, original: FieldProto, u_scope: str, update: FieldProto
 ) -> None:
+    ctx.walk.budget.spend()
     if original.name != update.name:
         ctx.add("FIELD_NAME_CHANGED")
     _compare_labels_and_types(
@@ -342,7 +389,7 @@ def _compare_field(
 
 
 def _label(f: FieldProto, owner: _TypeInfo | None) -> str | None:
-    if f.HasField("oneof_index") and not f.proto3_optional:
+    if real_oneof(f) is not None:
         return None
     if f.label == FieldProto.LABEL_REPEATED:
         return "REPEATED"
@@ -353,8 +400,8 @@ def _label(f: FieldProto, owner: _TypeInfo | None) -> str | None:
 
 
 def _field_type(f: FieldProto, types: Mapping[str, _TypeInfo]) -> _Type:
-    if f.type in _SCALAR_NAMES:
-        return ("scalar", _SCALAR_NAMES[f.type])
+    if f.type in SCALAR_NAMES:
+        return ("scalar", SCALAR_NAMES[f.type])
     full = f.type_name.lstrip(".")
     info = types.get(full)
     if info is not None and info.is_map and len(info.proto.field) >= 2:
@@ -410,10 +457,23 @@ def _compare_message_types(ctx: _Context, o_full: str, u_full: str) -> None:
         return
     if o_info.ref is not None and o_info.ref == u_info.ref:
         return  # both the schema's own types, or one referenced subject-version
-    sub = ctx.sub(o_local.split("."))
-    _compare_messages(sub, (o_full, o_info.proto), (u_full, u_info.proto))
-    ctx.diffs += sub.diffs
-    if not sub.is_compatible():
+    walk = ctx.walk
+    known = walk.memo.get((o_full, u_full))
+    if known is None:
+        sub = ctx.sub(o_local.split("."))
+        walk.cuts.append(_NO_CUT)
+        try:
+            _compare_messages(sub, (o_full, o_info.proto), (u_full, u_info.proto))
+        finally:
+            cut = walk.cuts.pop()
+            if walk.cuts:
+                walk.cuts[-1] = min(walk.cuts[-1], cut)
+        known = (tuple(sub.diffs), sub.is_compatible())
+        if cut >= len(ctx.comparing):  # no message entered above was cut short inside
+            walk.memo[(o_full, u_full)] = known
+    walk.budget.spend(len(known[0]))
+    ctx.diffs += known[0]
+    if not known[1]:
         ctx.add("FIELD_NAMED_TYPE_CHANGED")
 
 

@@ -23,8 +23,11 @@ from google.protobuf.message import Message
 from google.protobuf.text_encoding import CEscape
 from google.protobuf.unknown_fields import UnknownFieldSet
 
+# The descriptor classes, by the names the Protobuf modules use.
 FDP = descriptor_pb2.FileDescriptorProto
 FieldProto = descriptor_pb2.FieldDescriptorProto
+MessageProto = descriptor_pb2.DescriptorProto
+EnumProto = descriptor_pb2.EnumDescriptorProto
 MAX_FIELD_NUMBER = 536_870_911
 MAX_ENUM_NUMBER = 2_147_483_647
 INDENT = "  "
@@ -48,6 +51,42 @@ SCALAR_NAMES = {
 }
 _NAMED = (FieldProto.TYPE_MESSAGE, FieldProto.TYPE_ENUM, FieldProto.TYPE_GROUP)
 _SKIPPED_OPTIONS = {"uninterpreted_option", "features"}
+
+
+def real_oneof(fl: FieldProto) -> int | None:
+    """The index of the oneof ``fl`` is a member of, None for a plain field (or a proto3
+    ``optional`` one: its synthetic oneof is not written)."""
+    if fl.HasField("oneof_index") and not fl.proto3_optional:
+        return fl.oneof_index
+    return None
+
+
+def is_group_type(parent: MessageProto, full: str) -> bool:
+    """Whether the nested type ``full`` is the type of a group field of ``parent`` (written
+    by the group, not as a message of its own)."""
+    return any(
+        fl.type == FieldProto.TYPE_GROUP and fl.type_name.lstrip(".") == full for fl in parent.field
+    )
+
+
+def dependency_order(files: Mapping[str, FDP]) -> list[FDP]:
+    """``files`` ordered so that each comes after those it imports (that are in ``files``),
+    the order a ``DescriptorPool`` accepts them in."""
+    out: list[FDP] = []
+    seen: set[str] = set()
+    for root in sorted(files):
+        stack = [(root, iter(files[root].dependency))] if root not in seen else []
+        seen.add(root)
+        while stack:
+            name, deps = stack[-1]
+            dep = next(deps, None)
+            if dep is None:
+                stack.pop()
+                out.append(files[name])
+            elif dep in files and dep not in seen:
+                seen.add(dep)
+                stack.append((dep, iter(files[dep].dependency)))
+    return out
 
 
 class UnsupportedDescriptor(ValueError):
@@ -158,23 +197,23 @@ class _Printer:
         return [f'import {kind}"{_quote(dep)}";\n' for _, dep, kind in rows]
 
     # ---- messages ----------------------------------------------------------------------
-    def message(self, m: descriptor_pb2.DescriptorProto, scope: str) -> list[str]:
+    def message(self, m: MessageProto, scope: str) -> list[str]:
         full = f"{scope}.{m.name}" if scope else m.name
         body = self.message_body(m, full)
         return [f"message {m.name} {{\n", *_indent(body), "}\n"]
 
-    def message_body(self, m: descriptor_pb2.DescriptorProto, full: str) -> list[str]:
+    def message_body(self, m: MessageProto, full: str) -> list[str]:
         out: list[str] = []
         out += self._reserved(m.reserved_range, m.reserved_name, MAX_FIELD_NUMBER, True)
         out += [f"option {n} = {v};\n" for n, v in self.options(m.options, full)]
         synthetic = {
             f"{full}.{t.name}": t
             for t in m.nested_type
-            if t.options.map_entry or any(_is_group_of(fl, full, t) for fl in m.field)
+            if t.options.map_entry or is_group_type(m, f"{full}.{t.name}")
         }
         # ordinary nested messages, each with the number of synthetic (map entry / group)
         # types before it: it must be printed before the field that makes the next one.
-        pending: list[tuple[int, descriptor_pb2.DescriptorProto]] = []
+        pending: list[tuple[int, MessageProto]] = []
         seen = 0
         for t in m.nested_type:
             if f"{full}.{t.name}" in synthetic:
@@ -198,14 +237,7 @@ class _Printer:
             out += self.enum(e, full)
         return out
 
-    def _items(
-        self, m: descriptor_pb2.DescriptorProto, full: str, synthetic: Mapping[str, object]
-    ) -> list[_Item]:
-        def real_oneof(fl: FieldProto) -> int | None:
-            if fl.HasField("oneof_index") and not fl.proto3_optional:
-                return fl.oneof_index
-            return None
-
+    def _items(self, m: MessageProto, full: str, synthetic: Mapping[str, object]) -> list[_Item]:
         items: list[_Item] = []
         done: set[int] = set()
         for fl in m.field:
@@ -230,9 +262,7 @@ class _Printer:
         # Sorting must not reorder map entry / group types (message indexes count them).
         return normalized if owners(normalized) == owners(items) else items
 
-    def _item(
-        self, item: _Item, m: descriptor_pb2.DescriptorProto, full: str, synthetic: Mapping
-    ) -> list[str]:
+    def _item(self, item: _Item, m: MessageProto, full: str, synthetic: Mapping) -> list[str]:
         if item.oneof is None:
             return self.field(item.fields[0], full, synthetic, in_oneof=False)
         decl = m.oneof_decl[item.oneof]
@@ -312,7 +342,7 @@ class _Printer:
         return out
 
     # ---- enums, extensions, services ---------------------------------------------------
-    def enum(self, e: descriptor_pb2.EnumDescriptorProto, scope: str) -> list[str]:
+    def enum(self, e: EnumProto, scope: str) -> list[str]:
         full = f"{scope}.{e.name}" if scope else e.name
         body = self._reserved(e.reserved_range, e.reserved_name, MAX_ENUM_NUMBER, False)
         body += [f"option {n} = {v};\n" for n, v in self.options(e.options, full)]
@@ -398,20 +428,9 @@ def _option_classes(fdp: FDP, files: Mapping[str, FDP]) -> dict[str, type[Messag
     """Message classes for google.protobuf.*Options from a pool holding ``fdp`` and its
     dependencies, so extensions they define parse as fields; {} if the pool refuses."""
     pool = descriptor_pool.DescriptorPool()
-    added: set[str] = set()
-
-    def add(f: FDP) -> None:
-        if f.name in added:
-            return
-        added.add(f.name)
-        for dep in f.dependency:
-            if dep in files:
-                add(files[dep])
-        pool.Add(f)
-
     try:
-        for f in [*files.values(), fdp]:
-            add(f)
+        for f in [*dependency_order(files), fdp]:
+            pool.Add(f)
         names = [d.full_name for d in descriptor_pb2.DESCRIPTOR.message_types_by_name.values()]
         out = {}
         for name in names:
@@ -475,10 +494,6 @@ def _indent(lines: list[str]) -> list[str]:
     ]
 
 
-def _is_group_of(fl: FieldProto, scope: str, t: descriptor_pb2.DescriptorProto) -> bool:
-    return fl.type == FieldProto.TYPE_GROUP and fl.type_name.lstrip(".") == f"{scope}.{t.name}"
-
-
 def _collect_symbols(f: FDP, out: set[str]) -> None:
     """Every name protoc may find while resolving: package prefixes, types, fields, oneofs,
     enum values (siblings of their enum), extensions, services and methods."""
@@ -490,7 +505,7 @@ def _collect_symbols(f: FDP, out: set[str]) -> None:
     def q(scope: str, name: str) -> str:
         return f"{scope}.{name}" if scope else name
 
-    def message(m: descriptor_pb2.DescriptorProto, scope: str) -> None:
+    def message(m: MessageProto, scope: str) -> None:
         full = q(scope, m.name)
         out.add(full)
         out.update(q(full, x.name) for x in [*m.field, *m.extension, *m.oneof_decl])
@@ -499,7 +514,7 @@ def _collect_symbols(f: FDP, out: set[str]) -> None:
         for e in m.enum_type:
             enum(e, full)
 
-    def enum(e: descriptor_pb2.EnumDescriptorProto, scope: str) -> None:
+    def enum(e: EnumProto, scope: str) -> None:
         out.add(q(scope, e.name))
         out.update(q(scope, v.name) for v in e.value)
 

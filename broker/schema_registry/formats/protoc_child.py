@@ -5,20 +5,29 @@ check, not an error return; e.g. a custom option value naming an extension of an
 options message). In the broker that would end the broker, so it runs here: a long-lived
 child started on first use, fed one request per line on stdin (JSON: the main file name and
 the include dirs, the files already written by the parent), answering one JSON line on
-stdout: the generated modules' sources, or protoc's errors. A child that dies answers
-nothing; the parent says so for that schema and starts a new child for the next one.
-Its stderr (protoc's warnings) is discarded.
+the pipe that was its stdout: the generated modules' sources, or protoc's errors.
+
+The child is bounded: its address space is limited (``MEMORY_LIMIT``: an allocation past it
+fails and protoc aborts), and the parent kills it when an answer takes longer than
+``TIMEOUT_S``. A child that dies, is killed or answers garbage answers nothing; the parent says
+so for that schema (``ProtocCrashed``) and starts a new child for the next one. The answers go
+out on a duplicate of fd 1, and fd 1 itself is pointed at stderr, so that nothing else the
+child's code prints can break the line protocol. Its stderr (protoc's warnings) is discarded.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 import subprocess
 import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+TIMEOUT_S = 30.0  # for one compile; protoc takes milliseconds on any sane schema
+MEMORY_LIMIT = 1 << 30  # the child's address space (RLIMIT_AS), bytes
 
 
 @dataclass(frozen=True)
@@ -44,9 +53,11 @@ class ProtocFailed(Exception):
 
 
 class _Child:
-    """The running child; one request at a time (the lock)."""
+    """The running child; one request at a time (the lock), each killed after
+    ``timeout_s``."""
 
-    def __init__(self) -> None:
+    def __init__(self, timeout_s: float = TIMEOUT_S) -> None:
+        self.timeout_s = timeout_s
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -65,21 +76,46 @@ class _Child:
                 self._proc = self._start()
             proc = self._proc
             assert proc.stdin is not None and proc.stdout is not None
+            expired = threading.Event()
+
+            def expire() -> None:
+                expired.set()
+                proc.kill()  # readline then sees the end of the pipe
+
+            timer = threading.Timer(self.timeout_s, expire)
+            timer.start()
             try:
                 proc.stdin.write(request)
                 proc.stdin.flush()
                 line = proc.stdout.readline()
             except OSError:
                 line = b""
-            if not line:
+            finally:
+                timer.cancel()
+            answer = _answer(line)
+            if answer is None:
                 proc.kill()
                 proc.wait()
                 self._proc = None
+                if expired.is_set():
+                    raise ProtocCrashed(
+                        f"protoc took more than {self.timeout_s:g} s compiling this schema"
+                    )
                 raise ProtocCrashed("protoc stopped while compiling this schema")
-        answer = json.loads(line)
         if "errors" in answer:
             raise ProtocFailed([ProtocError(*e) for e in answer["errors"]])
         return [(module, base64.b64decode(source)) for module, source in answer["generated"]]
+
+
+def _answer(line: bytes) -> dict | None:
+    """The child's answer line decoded; None for no answer (it died) or a garbled one."""
+    if not line.endswith(b"\n"):
+        return None
+    try:
+        answer = json.loads(line)
+    except ValueError:
+        return None
+    return answer if isinstance(answer, dict) else None
 
 
 _CHILD = _Child()
@@ -92,6 +128,10 @@ def compile_protos(main: str, include: Sequence[str]) -> list[tuple[str, bytes]]
 
 
 def _serve() -> None:
+    _limit_memory()
+    answers = os.fdopen(os.dup(1), "w", encoding="utf-8")  # the line protocol
+    os.dup2(2, 1)  # anything else written to fd 1 goes where stderr goes
+    sys.stdout = sys.stderr
     from grpc_tools import _protoc_compiler
 
     for line in sys.stdin.buffer:
@@ -110,8 +150,19 @@ def _serve() -> None:
                     for module, source in generated
                 ]
             }
-        sys.stdout.write(json.dumps(answer) + "\n")
-        sys.stdout.flush()
+        answers.write(json.dumps(answer) + "\n")
+        answers.flush()
+
+
+def _limit_memory() -> None:
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = MEMORY_LIMIT
+    for current in (soft, hard):
+        if current != resource.RLIM_INFINITY:
+            limit = min(limit, current)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
 def _text(value: object) -> str:
