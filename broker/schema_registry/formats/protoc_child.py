@@ -3,7 +3,8 @@
 grpcio-tools' embedded protoc aborts its process on some malformed inputs (an internal
 check, not an error return; e.g. a custom option value naming an extension of another
 options message). In the broker that would end the broker, so it runs here: a long-lived
-child started on first use, fed one request per line on stdin (JSON: the main file name and
+child started on first use (it says ``ready`` once protoc is loaded, so its start is not
+counted in a compile's time), fed one request per line on stdin (JSON: the main file name and
 the include dirs, the files already written by the parent), answering one JSON line on
 the pipe that was its stdout: the generated modules' sources, or protoc's errors.
 
@@ -52,6 +53,11 @@ class ProtocFailed(Exception):
         self.errors = errors
 
 
+# The child's first line, once protoc is loaded; and how long a start may take.
+READY = b"ready\n"
+START_TIMEOUT_S = 60.0
+
+
 class _Child:
     """The running child; one request at a time (the lock), each killed after
     ``timeout_s``."""
@@ -62,12 +68,26 @@ class _Child:
         self._proc: subprocess.Popen[bytes] | None = None
 
     def _start(self) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
+        """A new child, once it says it is ready (protoc loaded): its start, which takes
+        longer on a busy machine, is not counted in the first compile's ``timeout_s``."""
+        proc = subprocess.Popen(
             [sys.executable, "-m", __name__],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
         )
+        assert proc.stdout is not None
+        timer = threading.Timer(START_TIMEOUT_S, proc.kill)
+        timer.start()
+        try:
+            ready = proc.stdout.readline()
+        finally:
+            timer.cancel()
+        if ready != READY:
+            proc.kill()
+            proc.wait()
+            raise ProtocCrashed("protoc's process did not start")
+        return proc
 
     def compile(self, main: str, include: Sequence[str]) -> list[tuple[str, bytes]]:
         request = json.dumps({"main": main, "include": list(include)}).encode() + b"\n"
@@ -134,6 +154,8 @@ def _serve() -> None:
     sys.stdout = sys.stderr
     from grpc_tools import _protoc_compiler
 
+    answers.write(READY.decode())
+    answers.flush()
     for line in sys.stdin.buffer:
         request = json.loads(line)
         try:
