@@ -2,9 +2,9 @@
 whole test files, the slowest first.
 
 - A file is one unit of work, so its module-scoped broker starts once, on one worker.
-- Folders whose files share an expensive session fixture are one unit each, on one worker:
-  the Spark tests share one SparkSession (a JVM, seconds and a GiB), the tools' tests one
-  reference Apache Kafka broker; spread over the workers, each would start its own.
+- Files that share an expensive session fixture are one unit, on one worker: the Spark tests
+  share one SparkSession (a JVM, seconds and a GiB), the tools' tests that compare with Kafka
+  one reference Apache Kafka broker; spread over the workers, each would start its own.
 - A file of long, CPU-bound tests that share nothing (``SPLIT_BY_FUNCTION``) is one unit per
   test function instead, so that it spreads over the workers.
 - Files start in the order of ``SLOWEST_FIRST`` (folders whose files take minutes: Spark,
@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -214,7 +215,24 @@ SLOWEST_FIRST = (
     "tests/",
 )
 # Folders run as one unit of work (see the module's docstring).
-SHARED_SESSION_UNITS = ("spark-examples/", "tests/tools/")
+SHARED_SESSION_UNITS = ("spark-examples/",)
+# The tools' test files that use the session's reference Kafka (its ``reference_kafka``
+# fixture, directly or through ``any_bootstrap``) are one unit: one broker JVM for all of them.
+# The folder's other files are units of their own, so they spread over the workers instead of
+# queueing behind that unit (which takes minutes).
+REFERENCE_KAFKA_UNIT = "tests/tools/ (reference Kafka)"
+_USES_REFERENCE_KAFKA = re.compile(r"(?<!tests\.)\breference_kafka\b|\bany_bootstrap\b")
+
+
+def _reference_kafka_files() -> frozenset[str]:
+    return frozenset(
+        f"tests/tools/{path.name}"
+        for path in (REPO / "tests" / "tools").glob("test_*.py")
+        if _USES_REFERENCE_KAFKA.search(path.read_text(encoding="utf-8"))
+    )
+
+
+REFERENCE_KAFKA_FILES = _reference_kafka_files()
 # Files run as one unit per test function: the codec's oracle tests are half a minute of CPU
 # in four functions (a minute and a half with hypothesis drawing every value); as one unit,
 # started last among the quick files, they were the run's last minute, other workers done.
@@ -244,6 +262,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):  # log: xdist's Pro
             for folder in SHARED_SESSION_UNITS:
                 if nodeid.startswith(folder):
                     return folder
+            if nodeid.split("::", 1)[0] in REFERENCE_KAFKA_FILES:
+                return REFERENCE_KAFKA_UNIT
             if nodeid.startswith(SPLIT_BY_FUNCTION):
                 return nodeid.split("[", 1)[0]
             return super()._split_scope(nodeid)
