@@ -10,7 +10,7 @@ removes every ACL of the resource, and ``delete`` asks before it removes (``--fo
 not). The requests go through confluent-kafka's AdminClient (DescribeAcls, CreateAcls,
 DeleteAcls), so every listener and SASL mechanism librdkafka speaks works; delegation-token
 resources, which librdkafka cannot name, and listings (see ``lister``) go through the tools'
-own wire client (tools/secure_wire.py) where it can log in.
+own wire client (tools/wire_client.py) where it can log in.
 
 Plain output is kafka-acls.sh's text (``Current ACLs for resource `ResourcePattern(...)`:``),
 so scripts written for Kafka's tool read it; a terminal gets a table, ``--json`` a list.
@@ -20,11 +20,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
 
 from kafkette.tools import admin_client as ac
-from kafkette.tools.common import EXIT_USAGE, ToolError, print_json, print_table, run_tool
+from kafkette.tools.common import (
+    EXIT_USAGE,
+    ToolError,
+    authorization_hint,
+    print_json,
+    print_table,
+    run_tool,
+)
 
 EPILOG = """examples:
   kafkette acls list
@@ -134,15 +142,14 @@ ANY_ENTRY = Entry(None, None, "ANY", "ANY")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
+    actions = ac.add_tool(
+        commands,
         "acls",
         help="list, create and delete ACLs (like kafka-acls.sh)",
         description="List, create and delete ACLs (like kafka-acls.sh). The broker needs an "
         "authorizer (authorizer.class.name).",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     sub = ac.add_action(
         actions,
@@ -418,9 +425,8 @@ def refused(exc: BaseException, doing: str) -> ToolError:
         )
     if code == "CLUSTER_AUTHORIZATION_FAILED":
         return ToolError(
-            f"could not {doing} ACLs: this principal may not "
-            "(CLUSTER_AUTHORIZATION_FAILED): connect as a super user or with "
-            f"{'Describe' if doing == 'list' else 'Alter'} on the cluster"
+            f"could not {doing} ACLs: this principal may not (CLUSTER_AUTHORIZATION_FAILED): "
+            + authorization_hint("Describe" if doing == "list" else "Alter")
         )
     return ToolError(f"could not {doing} ACLs: {ac.error_text(exc)}")
 
@@ -431,6 +437,9 @@ class ConfluentAcls:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.admin = ac.admin_client(args)
+
+    def close(self) -> None:
+        """Nothing to close: librdkafka's client goes with the process."""
 
     @staticmethod
     def _binding_of(pattern: Pattern, entry: Entry, exact: bool) -> Any:
@@ -503,31 +512,20 @@ class ConfluentAcls:
 
 
 class WireAcls:
-    """The same three requests through the tools' wire client (tools/secure_wire.py), for
-    the resource types librdkafka cannot name (delegation tokens)."""
+    """The same three requests through the tools' wire client (tools/wire_client.py), for
+    the resource types librdkafka cannot name (delegation tokens). ``close`` closes its
+    connections."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
-        from kafkette.tools.secure_wire import SecureWireClient
-        from kafkette.tools.wire_client import Unsupported
+    def __init__(self, client: Any) -> None:
+        self.client = client
 
-        self.args = args
-        try:
-            self.client = SecureWireClient(args)
-        except Unsupported as exc:
-            raise ToolError(
-                f"delegation-token ACLs cannot log in with {exc} here: use PLAIN "
-                "or SCRAM, or a PLAINTEXT or SSL listener",
-                EXIT_USAGE,
-            ) from exc
+    def close(self) -> None:
+        self.client.close()
 
     def _call(self, api: str, body: dict) -> dict:
-        from kafkette.tools.wire_client import Unsupported
         from kafkette.wire.apis import ApiKey
 
-        try:
-            return self.client.bootstrap().call(ApiKey[api], body, lowest=1)[1]
-        except Unsupported as exc:
-            raise ToolError(f"the broker cannot take this request: {exc}") from exc
+        return self.client.bootstrap().request(ApiKey[api], body, lowest=1)
 
     @staticmethod
     def _filter_body(pattern: Pattern, entry: Entry) -> dict:
@@ -604,7 +602,11 @@ class WireAcls:
 
 
 def client(args: argparse.Namespace, patterns: list[Pattern]) -> Any:
-    return WireAcls(args) if needs_wire(patterns) else ConfluentAcls(args)
+    """Where create and delete go: the wire client for delegation tokens (librdkafka cannot
+    name them), confluent-kafka otherwise (every mechanism librdkafka has)."""
+    from kafkette.tools.wire_client import open_client
+
+    return WireAcls(open_client(args)) if needs_wire(patterns) else ConfluentAcls(args)
 
 
 def lister(args: argparse.Namespace) -> Any:
@@ -613,13 +615,12 @@ def lister(args: argparse.Namespace) -> Any:
     (CLUSTER_AUTHORIZATION_FAILED). Other SASL mechanisms (GSSAPI, OAUTHBEARER) take
     confluent-kafka."""
     from kafkette.tools.common import probe
+    from kafkette.tools.wire_client import Unsupported, WireClient
 
     probe(args.bootstrap, args.timeout)
     try:
-        return WireAcls(args)
-    except ToolError as exc:
-        if exc.exit_code != EXIT_USAGE:
-            raise
+        return WireAcls(WireClient(args))
+    except Unsupported:
         return ConfluentAcls(args)
 
 
@@ -693,11 +694,11 @@ def run_list(args: argparse.Namespace) -> None:
     if not patterns:
         patterns = [Pattern("ANY", None, "ANY" if kind == "LITERAL" else kind)]
     principals = [principal(p, "--principal") for p in args.principal]
-    acls = lister(args)
     found: list[tuple[Pattern, Entry]] = []
-    for pattern in patterns:
-        for entry in [Entry(p, None, "ANY", "ANY") for p in principals] or [ANY_ENTRY]:
-            found += acls.describe(pattern, entry)
+    with closing(lister(args)) as acls:
+        for pattern in patterns:
+            for entry in [Entry(p, None, "ANY", "ANY") for p in principals] or [ANY_ENTRY]:
+                found += acls.describe(pattern, entry)
     found = list(dict.fromkeys(found))
     if args.json:
         print_json([binding_json(p, e) for p, acls_ in grouped(found).items() for e in acls_])
@@ -716,23 +717,23 @@ def run_create(args: argparse.Namespace) -> None:
         raise ToolError(
             "name who: --allow-principal TYPE:NAME or --deny-principal TYPE:NAME", EXIT_USAGE
         )
-    acls = client(args, list(wanted))
     created: list[tuple[Pattern, Entry]] = []
     existing: list[tuple[Pattern, Entry]] = []
-    for pattern, entries_ in wanted.items():
-        present = set(acls.describe(pattern, ANY_ENTRY))
-        new = [(pattern, e) for e in sorted(entries_) if (pattern, e) not in present]
-        old = [(pattern, e) for e in sorted(entries_) if (pattern, e) in present]
-        existing += old
-        if not args.json:  # kafka-acls.sh's lines, resource by resource
-            for _, entry in old:
-                print(f"Acl (pattern={pattern}, entry={entry}) already exists.")
+    with closing(client(args, list(wanted))) as acls:
+        for pattern, entries_ in wanted.items():
+            present = set(acls.describe(pattern, ANY_ENTRY))
+            new = [(pattern, e) for e in sorted(entries_) if (pattern, e) not in present]
+            old = [(pattern, e) for e in sorted(entries_) if (pattern, e) in present]
+            existing += old
+            if not args.json:  # kafka-acls.sh's lines, resource by resource
+                for _, entry in old:
+                    print(f"Acl (pattern={pattern}, entry={entry}) already exists.")
+                if new:
+                    lines = "\n".join(f"\t{entry}" for _, entry in new)
+                    print(f"Adding ACLs for resource `{pattern}`: \n {lines}\n")
             if new:
-                lines = "\n".join(f"\t{entry}" for _, entry in new)
-                print(f"Adding ACLs for resource `{pattern}`: \n {lines}\n")
-        if new:
-            acls.create(new)
-            created += new
+                acls.create(new)
+                created += new
     if args.json:
         print_json(
             {
@@ -743,7 +744,8 @@ def run_create(args: argparse.Namespace) -> None:
 
 
 def confirm(question: str) -> bool:
-    """Ask on the terminal, as kafka-acls.sh does without --force; scripts must say --force."""
+    """Ask on the terminal, as kafka-acls.sh does without --force; scripts must say --force.
+    Only ``y`` is yes; an end of input (Ctrl-D) is no."""
     if not sys.stdin.isatty():
         raise ToolError(
             "acls delete asks before it removes ACLs and there is no terminal to "
@@ -751,7 +753,10 @@ def confirm(question: str) -> bool:
             EXIT_USAGE,
         )
     print(question, file=sys.stderr)
-    return input().strip().lower() == "y"
+    try:
+        return input().strip().lower() == "y"
+    except EOFError:
+        return False
 
 
 def run_delete(args: argparse.Namespace) -> None:
@@ -770,11 +775,13 @@ def run_delete(args: argparse.Namespace) -> None:
             chosen = sorted(entries_)
         if args.force or confirm(question + " (y/n)"):
             filters += [(pattern, entry) for entry in chosen]
-    deleted = client(args, list(wanted)).delete(filters) if filters else []
-    deleted = list(dict.fromkeys(deleted))
+    deleted: list[tuple[Pattern, Entry]] = []
+    if filters:
+        with closing(client(args, list(wanted))) as acls:
+            deleted = list(dict.fromkeys(acls.delete(filters)))
     if args.json:
         print_json({"deleted": [binding_json(p, e) for p, e in deleted]})
         return
-    if not deleted:
+    if filters and not deleted:  # nothing asked for (every answer no): nothing to say
         print("No ACL matched: nothing was removed.", file=sys.stderr)
     print_blocks("Removed ACLs for resource", grouped(deleted))

@@ -1,6 +1,6 @@
 """The admin tools' one way to reach a broker: an AdminClient whose every call is bounded.
 
-``topics``, ``configs`` and ``groups`` share it so that they fail alike: no broker at the
+The admin tools share it so that they fail alike: no broker at the
 bootstrap address is exit 3 within seconds (a TCP probe before librdkafka starts retrying
 for ever), a call that gets no answer within ``--timeout`` is exit 3 too, and a broker's
 error code becomes one line that names what to do. confluent-kafka is imported inside the
@@ -10,7 +10,7 @@ functions, never at module import (``kafkette --help`` and ``kafkette serve`` st
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from kafkette.tools.common import (
@@ -19,7 +19,9 @@ from kafkette.tools.common import (
     add_client_options,
     add_json_option,
     client_config,
+    partition_name,
     probe,
+    split_outside_brackets,
 )
 
 DEFAULT_TIMEOUT_S = 10.0
@@ -28,24 +30,62 @@ DEFAULT_TIMEOUT_S = 10.0
 _UNREACHABLE_CODES = {"_TRANSPORT", "_TIMED_OUT", "_ALL_BROKERS_DOWN", "_RESOLVE", "_WAIT_COORD"}
 
 
-def add_timeout_option(parser: argparse.ArgumentParser) -> None:
+def _milliseconds(text: str) -> float:
+    """``--timeout MS`` as the seconds every bound here counts in."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of ms") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive number of ms")
+    return value / 1000
+
+
+def add_timeout_option(parser: argparse.ArgumentParser, milliseconds: bool = False,
+                       what: str = "a broker") -> None:
+    """``--timeout``, kept in seconds in ``args.timeout``. Given in seconds, except where the
+    matching Kafka script's ``--timeout`` is milliseconds (kafka-reassign-partitions.sh)."""
+    if milliseconds:
+        parser.add_argument(
+            "--timeout", type=_milliseconds, default=DEFAULT_TIMEOUT_S, metavar="MS",
+            help=f"give up on {what} that does not answer after this many milliseconds "
+                 f"(default {DEFAULT_TIMEOUT_S * 1000:g}; milliseconds, as Kafka's script "
+                 "takes it)",
+        )
+        return
     parser.add_argument(
         "--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
-        help="give up on a broker that does not answer after this long "
+        help=f"give up on {what} that does not answer after this long "
              f"(default {DEFAULT_TIMEOUT_S:g})",
     )
 
 
+def add_tool(commands: argparse._SubParsersAction, name: str,
+             **options: Any) -> argparse._SubParsersAction:
+    """``kafkette NAME`` (``help``, ``description``, ``epilog`` in ``options``; the epilog's
+    layout kept) and the subparsers of its actions, one of which is required."""
+    parser = commands.add_parser(name, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 **options)
+    return parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+
 def add_action(
-    actions: argparse._SubParsersAction, name: str, help: str, examples: str
+    actions: argparse._SubParsersAction, name: str, help: str, examples: str,
+    options: Callable[[argparse.ArgumentParser], None] | None = None,
+    timeout_ms: bool = False,
 ) -> argparse.ArgumentParser:
-    """One ``kafkette topics|groups ACTION`` subparser with the admin tools' common options
-    (bootstrap, -X, --timeout, --json) and its examples in the epilog."""
+    """One ``kafkette TOOL ACTION`` subparser with its examples in the epilog and the tools'
+    common options: bootstrap, -X, --command-config, --timeout (``timeout_ms``: in
+    milliseconds) and --json; or, for a tool that talks to something else (a schema
+    registry), what ``options`` adds."""
     sub = actions.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".",
                              epilog="examples:\n" + examples,
                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    if options is not None:
+        options(sub)
+        return sub
     add_client_options(sub)
-    add_timeout_option(sub)
+    add_timeout_option(sub, milliseconds=timeout_ms)
     add_json_option(sub)
     return sub
 
@@ -134,6 +174,24 @@ def results(futures: Mapping[Any, Any], args: argparse.Namespace) -> dict[Any, A
     return outcome
 
 
+def list_offsets(admin: Any, args: argparse.Namespace, partitions: list[tuple[str, int]],
+                 spec: Any) -> dict[tuple[str, int], int]:
+    """ListOffsets of each partition for one ``OffsetSpec`` (earliest, latest, a time)."""
+    from confluent_kafka import TopicPartition
+
+    if not partitions:
+        return {}
+    request = {TopicPartition(t, p): spec for t, p in partitions}
+    futures = admin.list_offsets(request, request_timeout=args.timeout)
+    found = {}
+    for tp, value in results(futures, args).items():
+        if isinstance(value, Exception):
+            where = partition_name(tp.topic, tp.partition)
+            raise ToolError(f"could not read the offsets of {where}: {error_text(value)}")
+        found[(tp.topic, tp.partition)] = value.offset
+    return found
+
+
 def cluster_metadata(admin: Any, args: argparse.Namespace, topic: str | None = None) -> Any:
     try:
         return admin.list_topics(topic=topic, timeout=args.timeout)
@@ -149,10 +207,14 @@ def request_timeout(args: argparse.Namespace) -> float:
 
 def parse_key_values(items: Iterable[str], option: str, comma_list: bool = False) -> dict[str, str]:
     """``k=v`` items; with ``comma_list`` each may hold several, comma-separated, with
-    ``[a,b]`` for a list value (as kafka-configs.sh's --add-config takes them)."""
+    ``[a,b]`` for a list value (as kafka-configs.sh's --add-config takes them: the brackets
+    go, the list's commas stay)."""
     pairs: dict[str, str] = {}
     for item in items:
-        for part in (_split_config_list(item) if comma_list else [item]):
+        parts = split_outside_brackets(item) if comma_list else [item]
+        for part in parts:
+            if comma_list:
+                part = part.replace("[", "").replace("]", "")
             key, sep, value = part.partition("=")
             if not sep or not key.strip():
                 raise ToolError(f"{option} {part!r} is not KEY=VALUE: write e.g. "
@@ -161,28 +223,88 @@ def parse_key_values(items: Iterable[str], option: str, comma_list: bool = False
     return pairs
 
 
-def _split_config_list(item: str) -> list[str]:
-    """Split on commas outside ``[...]`` (kafka-configs.sh's way to put a list in a value)."""
-    parts, depth, current = [], 0, []
-    for char in item:
-        if char == "[":
-            depth += 1
-            continue
-        if char == "]":
-            depth -= 1
-            continue
-        if char == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
-            continue
-        current.append(char)
-    if current:
-        parts.append("".join(current))
-    return [part for part in (p.strip() for p in parts) if part]
-
-
 def split_names(items: Iterable[str]) -> list[str]:
     names: list[str] = []
     for item in items:
         names.extend(part.strip() for part in item.split(",") if part.strip())
     return names
+
+
+# ---------------------------------------------------------------- topics
+
+
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
+
+
+def is_internal(name: str) -> bool:
+    return name.startswith("__")
+
+
+def missing_topic(name: str) -> ToolError:
+    return ToolError(f"topic {name!r} does not exist: see `kafkette topics list`, "
+                     f"or create it with `kafkette topics create {name}`")
+
+
+def check_partitions(known: Mapping[str, Collection[int]],
+                     wanted: Iterable[tuple[str, int]]) -> None:
+    """Exit 1 before anything is changed when a wanted partition is not in ``known`` (each
+    topic's partition numbers, from Metadata): a topic that does not exist, or a partition
+    number past the topic's count."""
+    for topic, partition in wanted:
+        partitions = known.get(topic)
+        if partitions is None:
+            raise missing_topic(topic)
+        if partition not in partitions:
+            raise ToolError(f"topic {topic!r} has no partition {partition} (it has "
+                            f"{len(partitions)}): see `kafkette topics describe {topic}`")
+
+
+def known_topics(admin: Any, args: argparse.Namespace, internal: bool,
+                 wanted: list[str] | None = None) -> dict[str, Any]:
+    """Topic metadata by name; with ``internal`` (or when named), the internal topics too.
+
+    Kafka (and kafkette since topic ids everywhere) lists internal topics in an all-topics
+    Metadata answer; older kafkette brokers answer them only when asked by name, so those
+    missing from the answer are asked for by name here.
+    """
+    topics = dict(cluster_metadata(admin, args).topics)
+    extra = [n for n in (INTERNAL_TOPICS if internal else ()) if n not in topics]
+    extra += [n for n in (wanted or []) if is_internal(n) and n not in topics and n not in extra]
+    for name in extra:
+        found = cluster_metadata(admin, args, topic=name).topics.get(name)
+        if found is not None and found.error is None and found.partitions:
+            topics[name] = found
+    return topics
+
+
+def kafka_topic_id(uuid: Any) -> str | None:
+    """A topic id as Kafka writes it (kafka-topics.sh's ``TopicId:``): URL-safe base64 of its
+    16 bytes without padding. librdkafka's ``str()`` uses the standard alphabet (``+``, ``/``),
+    which would not match what Kafka's tools and logs show. None for no id (the zero id)."""
+    import base64
+    import struct
+
+    if uuid is None:
+        return None
+    raw = struct.pack(">qq", uuid.get_most_significant_bits(), uuid.get_least_significant_bits())
+    if raw == bytes(16):
+        return None
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def describe_topics(admin: Any, args: argparse.Namespace, names: list[str]) -> dict[str, Any]:
+    """TopicDescription by name (DescribeTopics: topic id, partitions with leader, replicas
+    and ISR as nodes); a topic deleted since it was listed is left out, other errors stop."""
+    from confluent_kafka import TopicCollection
+
+    if not names:
+        return {}
+    futures = admin.describe_topics(TopicCollection(names), request_timeout=args.timeout)
+    found = {}
+    for name, value in results(futures, args).items():
+        if isinstance(value, Exception):
+            if error_code(value) == "UNKNOWN_TOPIC_OR_PART":
+                continue
+            raise ToolError(f"could not describe topic {name!r}: {error_text(value)}")
+        found[name] = value
+    return found

@@ -1,9 +1,11 @@
 """What every client tool shares: broker options, client configs, output, errors, exit codes.
 
 Exit codes scripts can trust (docs/cli.md): 0 done; 1 the broker or the data said no (a topic
-exists, a group is not empty, an invalid config...); 2 the command line is wrong; 3 no broker
-answered at the bootstrap address; 130 interrupted. Errors are one line on stderr,
-``kafkette: <what happened>: <what to do>``, and nothing else.
+exists, a group is not empty, an invalid config...), or the connection asked for is one the
+tool's client cannot speak (``-X sasl.mechanism=GSSAPI`` for a request that goes over
+kafkette's own wire client: the command line is right, the client lacks the mechanism); 2 the
+command line is wrong; 3 no broker answered at the bootstrap address; 130 interrupted. Errors
+are one line on stderr, ``kafkette: <what happened>: <what to do>``, and nothing else.
 
 Output: aligned tables (rich) when stdout is a terminal; the same columns as plain
 space-aligned text on a pipe, with no colour, progress or decoration; ``--json`` prints JSON
@@ -15,9 +17,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import socket
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -41,10 +45,14 @@ class ToolError(Exception):
 
 
 def add_client_options(parser: argparse.ArgumentParser) -> None:
-    """``-b/--bootstrap`` and ``-X key=value`` (client configs, as kcat takes them)."""
+    """``-b/--bootstrap`` (or Kafka's ``--bootstrap-server``), ``-X key=value`` (client
+    configs, as kcat takes them) and ``--command-config FILE`` (Kafka's scripts' properties
+    file of client configs)."""
     parser.add_argument(
         "-b",
         "--bootstrap",
+        "--bootstrap-server",
+        dest="bootstrap",
         default=os.environ.get(BOOTSTRAP_ENV, DEFAULT_BOOTSTRAP),
         metavar="HOST:PORT[,...]",
         help=f"brokers to bootstrap from (default ${BOOTSTRAP_ENV} or {DEFAULT_BOOTSTRAP})",
@@ -57,6 +65,12 @@ def add_client_options(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="a librdkafka client config (repeatable), e.g. -X security.protocol=SASL_PLAINTEXT",
     )
+    parser.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="a properties file of client configs, as Kafka's scripts take it (-X wins; a "
+        "PLAIN or SCRAM sasl.jaas.config gives sasl.username and sasl.password)",
+    )
 
 
 def add_json_option(parser: argparse.ArgumentParser) -> None:
@@ -64,15 +78,75 @@ def add_json_option(parser: argparse.ArgumentParser) -> None:
 
 
 def client_config(args: argparse.Namespace, **defaults: Any) -> dict[str, Any]:
-    """The confluent-kafka config: ``defaults``, then bootstrap, then every ``-X`` (last wins)."""
+    """The confluent-kafka config: ``defaults``, then bootstrap, then ``--command-config``'s
+    file, then every ``-X`` (last wins)."""
     config: dict[str, Any] = dict(defaults)
     config["bootstrap.servers"] = args.bootstrap
+    path = getattr(args, "command_config", None)
+    if path is not None:
+        config.update(command_config(path))
     for item in args.client_configs:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ToolError(f"-X {item!r} is not KEY=VALUE: write e.g. -X acks=all", EXIT_USAGE)
         config[key.strip()] = value
     return config
+
+
+# A JAAS line's credentials: username="alice" password="secret" (Kafka's PLAIN and SCRAM modules).
+_JAAS_CREDENTIAL = re.compile(r'\b(username|password)\s*=\s*"((?:[^"\\]|\\.)*)"')
+_JAAS_MODULES = ("PlainLoginModule", "ScramLoginModule")
+
+
+def command_config(path: str) -> dict[str, str]:
+    """Kafka's ``--command-config`` file as client configs. Java's client reads its SASL
+    login from ``sasl.jaas.config``; librdkafka has none, so a PLAIN or SCRAM login module's
+    ``username``/``password`` become ``sasl.username``/``sasl.password``. The file's
+    ``bootstrap.servers`` gives way to ``-b``, as it does to Kafka's ``--bootstrap-server``."""
+    found = read_properties(path, "--command-config")
+    found.pop("bootstrap.servers", None)
+    jaas = found.get("sasl.jaas.config")
+    if jaas is not None and any(module in jaas for module in _JAAS_MODULES):
+        del found["sasl.jaas.config"]
+        for key, value in _JAAS_CREDENTIAL.findall(jaas):
+            found.setdefault(f"sasl.{key}", _unescaped(value))
+    return found
+
+
+def read_properties(path: str, option: str) -> dict[str, str]:
+    """A Java properties file: ``key=value``, ``key: value`` or ``key value`` lines, ``#`` and
+    ``!`` comments, a trailing backslash continuing a line."""
+    logical: list[str] = []
+    pending: str | None = None
+    for raw in read_input(path, option).splitlines():
+        line = raw.lstrip()
+        if pending is None and (not line or line[0] in "#!"):
+            continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        text = (pending or "") + (line[:-1] if trailing % 2 else line)
+        if trailing % 2:
+            pending = text
+            continue
+        logical.append(text)
+        pending = None
+    if pending is not None:
+        logical.append(pending)
+    found: dict[str, str] = {}
+    for line in logical:
+        match = re.match(r"((?:[^\\=:\s]|\\.)+)\s*[=:\s]?\s*(.*)$", line)
+        if match is None:
+            continue
+        key, value = (_unescaped(part) for part in match.groups())
+        found[key] = value
+    return found
+
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescaped(text: str) -> str:
+    """Java's escapes: ``\\t``, ``\\n``, ``\\r``, ``\\f``; any other escaped character is itself."""
+    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), text)
 
 
 def unreachable(bootstrap: str) -> ToolError:
@@ -197,3 +271,156 @@ def print_table(
     for line in lines:
         text = "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=False))
         sys.stdout.write(text.rstrip() + "\n")
+
+
+def dash(value: Any) -> Any:
+    """``-`` where a table has no value (JSON keeps ``null``)."""
+    return "-" if value is None else value
+
+
+def partition_name(topic: str, partition: int) -> str:
+    """``clicks-0``: a partition as Kafka's tools and logs name it."""
+    return f"{topic}-{partition}"
+
+
+# --- whole numbers as the wire carries them ------------------------------------------------------
+
+
+def _bounded_int(bits: int) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number that fits a signed ``bits``-bit field, so that a
+    value the request cannot carry is a usage error (exit 2), not a failed encoding."""
+    low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"{value} does not fit: Kafka carries it as an int{bits} ({low}..{high})"
+            )
+        return value
+
+    parse.__name__ = f"int{bits}"
+    return parse
+
+
+int16 = _bounded_int(16)
+int32 = _bounded_int(32)
+int64 = _bounded_int(64)
+
+
+# --- input files ---------------------------------------------------------------------------------
+
+
+def read_input(path: str, option: str) -> str:
+    """The text of the file an option names, or of standard input for ``-``; a file that
+    cannot be read is a usage error (exit 2)."""
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise ToolError(
+            f"{option} {path}: {exc.strerror or exc}: check the path", EXIT_USAGE
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise ToolError(f"{option} {path} is not UTF-8 text ({exc.reason})", EXIT_USAGE) from None
+
+
+def read_json_file(path: str, option: str) -> Any:
+    """The JSON document of a file (or ``-``, standard input) an option names; exit 2 when it
+    cannot be read or is not JSON."""
+    text = read_input(path, option)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ToolError(
+            f"{option} {path} is not JSON ({exc.msg}, line {exc.lineno}): fix the file",
+            EXIT_USAGE,
+        ) from None
+
+
+def partition_entries(
+    entries: Any,
+    malformed: str,
+    duplicated: str,
+    value: Callable[[dict], Any] = lambda entry: None,
+) -> dict[tuple[str, int], Any]:
+    """Kafka's JSON lists of ``{"topic": T, "partition": N, ...}`` (reassignment plans,
+    elections, record deletions) by partition, with ``value(entry)`` for each. An entry
+    without a topic and a partition number is ``malformed`` (exit 2); partitions named twice
+    are ``duplicated`` with ``{partitions}`` replaced by their names (exit 2)."""
+    if not isinstance(entries, list):
+        raise ToolError(malformed, EXIT_USAGE)
+    found: dict[tuple[str, int], Any] = {}
+    repeated: set[tuple[str, int]] = set()
+    for entry in entries:
+        try:
+            where = (str(entry["topic"]), int(entry["partition"]))
+            data = value(entry)
+        except (TypeError, KeyError, ValueError):
+            raise ToolError(malformed, EXIT_USAGE) from None
+        if where in found:
+            repeated.add(where)
+        found[where] = data
+    if repeated:
+        names = ",".join(partition_name(*where) for where in sorted(repeated))
+        raise ToolError(duplicated.replace("{partitions}", names), EXIT_USAGE)
+    return found
+
+
+# --- option values -------------------------------------------------------------------------------
+
+
+def split_outside_brackets(text: str) -> list[str]:
+    """Split on the commas outside ``[...]``: kafka-configs.sh's way to put a list in a value
+    (``k=[a,b],k2=c``, ``SCRAM-SHA-256=[iterations=8192,password=x]``); brackets stay."""
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(text):
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == "," and depth <= 0:
+            parts.append(text[start:index])
+            start = index + 1
+    parts.append(text[start:])
+    return [part.strip() for part in parts if part.strip()]
+
+
+def parse_datetime_ms(text: str, option: str) -> int:
+    """Kafka's date-time options (``--to-datetime``, ``--before``): 'YYYY-MM-DDTHH:mm:SS.sss',
+    local time unless a zone is given, in epoch milliseconds; exit 2 otherwise."""
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError as exc:
+        raise ToolError(f"{option} {text!r} is not a date-time: write e.g. "
+                        "2026-01-31T12:00:00.000 (local) or 2026-01-31T12:00:00Z",
+                        EXIT_USAGE) from exc
+    if moment.tzinfo is None:
+        moment = moment.astimezone()  # naive means local time, as Kafka reads it
+    return int(moment.timestamp() * 1000)
+
+
+def authorization_hint(operation: str) -> str:
+    """What to do about CLUSTER_AUTHORIZATION_FAILED: the ACL Kafka checks for the request is
+    ``operation`` (Describe, Alter, DescribeConfigs, AlterConfigs) on the CLUSTER resource."""
+    return (f"connect as a super user, or as a principal with {operation} on the cluster "
+            f"(kafkette acls create --allow-principal User:NAME --operation {operation} --cluster)")
+
+
+def ca_context(location: str | None, option: str) -> Any:
+    """An ``ssl.SSLContext`` that trusts the CA certificates of ``location``: a PEM file or a
+    directory of them (OpenSSL's hashed names, as librdkafka's ``ssl.ca.location`` takes a
+    directory), the system's when None or ``probe``. A location that does not load is a usage
+    error (exit 2) naming ``option``."""
+    import ssl
+
+    try:
+        if location and location != "probe" and os.path.isdir(location):
+            return ssl.create_default_context(capath=location)
+        return ssl.create_default_context(cafile=None if location == "probe" else location or None)
+    except (OSError, ssl.SSLError) as exc:  # no such file, or not PEM certificates
+        reason = exc.strerror or getattr(exc, "reason", None) or str(exc)
+        raise ToolError(f"{option} {location}: {reason}: give a PEM file of CA certificates "
+                        "(or a directory of them)", EXIT_USAGE) from None

@@ -57,12 +57,11 @@ def add_resource_options(parser: argparse.ArgumentParser) -> None:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
-        "configs", help="describe and alter topic, broker and group configs",
+    actions = ac.add_tool(
+        commands, "configs", help="describe and alter topic, broker and group configs",
         description="Describe and alter configs (like kafka-configs.sh).",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EPILOG,
     )
-    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     sub = actions.add_parser(
         "describe", help="show a resource's configs and where each value comes from",

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kafkette.tools.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from kafkette.tools.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, partition_name
 
 EXAMPLES = """\
 examples:
@@ -648,7 +648,7 @@ def _transaction_parser(key: bytes | None, value: bytes | None) -> tuple[Any, An
     if value is None:
         return key_text, "<DELETE>"
     meta = log_records.decode_value(transactional_id, value)
-    partitions = ",".join(f"{topic}-{index}" for topic, index in sorted(meta.partitions))
+    partitions = ",".join(partition_name(topic, index) for topic, index in sorted(meta.partitions))
     state = "".join(part.capitalize() for part in meta.state.name.split("_"))
     return key_text, (
         f"producerId:{meta.producer_id},producerEpoch:{meta.producer_epoch},state={state},"

@@ -21,7 +21,11 @@ from kafkette.tools.common import (
     ToolError,
     add_client_options,
     add_json_option,
+    int32,
+    partition_entries,
+    partition_name,
     print_json,
+    read_json_file,
     run_tool,
 )
 
@@ -65,14 +69,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         action="store_true",
         help="every partition the election type applies to",
     )
-    parser.add_argument("--partition", type=int, metavar="N", help="the partition of --topic")
+    parser.add_argument("--partition", type=int32, metavar="N", help="the partition of --topic")
     parser.set_defaults(run=lambda args: run_tool(run_elect, args))
 
 
 def partitions_of(args: argparse.Namespace) -> list[tuple[str, int]] | None:
     """The partitions to elect for; None for every one."""
-    from kafkette.tools.reassign import read_json
-
     if args.topic is not None:
         if args.partition is None:
             raise ToolError("--topic needs --partition, e.g. --topic clicks --partition 0", 2)
@@ -81,23 +83,16 @@ def partitions_of(args: argparse.Namespace) -> list[tuple[str, int]] | None:
         raise ToolError("--partition goes with --topic", 2)
     if args.all_topic_partitions:
         return None
-    document = read_json(args.path_to_json_file, "--path-to-json-file")
-    if "partitions" not in document:
+    document = read_json_file(args.path_to_json_file, "--path-to-json-file")
+    if not isinstance(document, dict) or "partitions" not in document:
         raise ToolError('Replica election data is missing "partitions" field', 2)
-    try:
-        found = [(str(e["topic"]), int(e["partition"])) for e in document["partitions"]]
-    except (TypeError, KeyError, ValueError):
-        raise ToolError(
-            '--path-to-json-file: each entry is {"topic": T, "partition": N}', 2
-        ) from None
-    repeated = sorted({p for p in found if found.count(p) > 1})
-    if repeated:
-        raise ToolError(
-            "Replica election data contains duplicate partitions: "
-            + ",".join(f"{t}-{p}" for t, p in repeated),
-            2,
+    return list(
+        partition_entries(
+            document["partitions"],
+            '--path-to-json-file: each entry is {"topic": T, "partition": N}',
+            "Replica election data contains duplicate partitions: {partitions}",
         )
-    return found
+    )
 
 
 def kafka_error(value: Any) -> Any:
@@ -128,7 +123,7 @@ def run_elect(args: argparse.Namespace) -> None:
     elected, needless, failed = [], [], []
     for tp in sorted(outcome, key=lambda tp: (tp.topic, tp.partition)):
         error = kafka_error(outcome[tp])
-        where = f"{tp.topic}-{tp.partition}"
+        where = partition_name(tp.topic, tp.partition)
         if error is None:
             elected.append(where)
         elif error.name() == "ELECTION_NOT_NEEDED":

@@ -22,12 +22,15 @@ import argparse
 import re
 import sys
 import time
-from datetime import datetime
 from typing import Any
 
 from kafkette.tools import admin_client as ac
 from kafkette.tools.common import (
     ToolError,
+    dash,
+    int64,
+    parse_datetime_ms,
+    partition_name,
     print_json,
     print_table,
     run_tool,
@@ -49,14 +52,13 @@ INACTIVE_STATES = {"EMPTY", "DEAD"}
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
-        "groups", help="list, describe, reset offsets of and delete consumer groups",
+    actions = ac.add_tool(
+        commands, "groups", help="list, describe, reset offsets of and delete consumer groups",
         description="List, describe, reset offsets of and delete consumer groups "
                     "(like kafka-consumer-groups.sh); list and describe share groups "
                     "(like kafka-share-groups.sh).",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EPILOG,
     )
-    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     def action(name: str, help: str, examples: str) -> argparse.ArgumentParser:
         return ac.add_action(actions, name, help, examples)
@@ -101,9 +103,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     to.add_argument("--to-latest", action="store_true", help="the log end offset")
     to.add_argument("--to-current", action="store_true",
                     help="the committed offset (log end where there is none)")
-    to.add_argument("--to-offset", type=int, metavar="N",
+    to.add_argument("--to-offset", type=int64, metavar="N",
                     help="offset N (kept within the log's start and end)")
-    to.add_argument("--shift-by", type=int, metavar="N",
+    to.add_argument("--shift-by", type=int64, metavar="N",
                     help="the committed offset plus N (negative: back), kept within the log")
     to.add_argument("--to-datetime", metavar="YYYY-MM-DDTHH:mm:SS.sss",
                     help="the first offset at or after this time (local time unless a zone "
@@ -169,28 +171,11 @@ def committed_offsets(admin: Any, args: argparse.Namespace, group: str) -> dict[
             if tp.offset >= 0}
 
 
-def list_offsets(admin: Any, args: argparse.Namespace, partitions: list[tuple[str, int]],
-                 spec: Any) -> dict[tuple[str, int], int]:
-    from confluent_kafka import TopicPartition
-
-    if not partitions:
-        return {}
-    request = {TopicPartition(t, p): spec for t, p in partitions}
-    futures = admin.list_offsets(request, request_timeout=args.timeout)
-    found = {}
-    for tp, value in ac.results(futures, args).items():
-        if isinstance(value, Exception):
-            raise ToolError(f"could not read the offsets of {tp.topic}-{tp.partition}: "
-                            f"{ac.error_text(value)}")
-        found[(tp.topic, tp.partition)] = value.offset
-    return found
-
-
 def log_end_offsets(admin: Any, args: argparse.Namespace,
                     partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
     from confluent_kafka.admin import OffsetSpec
 
-    return list_offsets(admin, args, partitions, OffsetSpec.latest())
+    return ac.list_offsets(admin, args, partitions, OffsetSpec.latest())
 
 
 def missing_group(group: str) -> ToolError:
@@ -230,10 +215,6 @@ def offset_rows(admin: Any, args: argparse.Namespace, group: str,
     return rows
 
 
-def dash(value: Any) -> Any:
-    return "-" if value is None else value
-
-
 def coordinator_text(node: dict | None) -> str:
     return f"{node['host']}:{node['port']} ({node['id']})" if node is not None else "-"
 
@@ -241,32 +222,41 @@ def coordinator_text(node: dict | None) -> str:
 # ---------------------------------------------------------------- share groups (KIP-932)
 
 
-def share_listing(args: argparse.Namespace) -> list[dict]:
-    """The share groups, for ``list``; none, said on stderr, over a non-PLAINTEXT connection
-    (the share APIs go through kafkette's own codec, which speaks PLAINTEXT only)."""
-    from kafkette.tools import share_groups
-    from kafkette.tools.wire_client import Unsupported
+def share_client(args: argparse.Namespace) -> Any:
+    """The wire client the share-group requests go through (confluent-kafka has none), or
+    the reason it cannot log in (a SASL mechanism it lacks, e.g. GSSAPI): each caller says
+    what that means for its command, since the consumer groups still work."""
+    from kafkette.tools.wire_client import Unsupported, WireClient
 
     try:
-        return share_groups.list_share_groups(args)
+        return WireClient(args)
     except Unsupported as exc:
-        print(f"kafkette: share groups are not listed: over {exc} only consumer groups are "
-              "(share groups need a PLAINTEXT listener)", file=sys.stderr)
+        return f"kafkette's own client, which asks for share groups, cannot log in with {exc}"
+
+
+def share_listing(args: argparse.Namespace) -> list[dict]:
+    """The share groups, for ``list``; none, said on stderr, where the wire client cannot log in."""
+    from kafkette.tools import share_groups
+
+    client = share_client(args)
+    if isinstance(client, str):
+        print(f"kafkette: share groups are not listed: {client}", file=sys.stderr)
         return []
+    with client:
+        return share_groups.list_share_groups(client)
 
 
 def describe_share(args: argparse.Namespace, group: str) -> dict:
     """The share group's document, for a group that is not a consumer group."""
     from kafkette.tools import share_groups
-    from kafkette.tools.wire_client import Unsupported
 
-    try:
+    client = share_client(args)
+    if isinstance(client, str):
+        raise ToolError(f"consumer group {group!r} does not exist, and share groups cannot be "
+                        f"looked up: {client}: see `kafkette groups list`")
+    with client:
         document = share_groups.describe_share_group(
-            args, group, offsets=not (args.members or args.state))
-    except Unsupported as exc:
-        raise ToolError(f"consumer group {group!r} does not exist, and share groups are looked "
-                        f"up over a PLAINTEXT listener only ({exc}): see `kafkette groups list`"
-                        ) from None
+            client, group, offsets=not (args.members or args.state))
     if document is None:
         raise missing_group(group)
     return document
@@ -276,12 +266,12 @@ def refuse_share_group(args: argparse.Namespace, group: str) -> None:
     """reset-offsets writes consumer-group offsets (OffsetCommit): for a share group they
     would be written beside it and read by nobody, so say what it is instead."""
     from kafkette.tools import share_groups
-    from kafkette.tools.wire_client import Unsupported
 
-    try:
-        found = share_groups.describe_share_group(args, group, offsets=False)
-    except Unsupported:
-        return  # not PLAINTEXT: as before, the consumer-group path alone
+    client = share_client(args)
+    if isinstance(client, str):
+        return  # no share groups to look at: the consumer-group path alone
+    with client:
+        found = share_groups.describe_share_group(client, group, offsets=False)
     if found is not None:
         raise ToolError(f"group {group!r} is a share group, which has start offsets, not "
                         "committed offsets: this command resets consumer groups only (see "
@@ -404,41 +394,30 @@ def parse_duration_ms(text: str) -> int:
     return int(seconds * 1000)
 
 
-def parse_datetime_ms(text: str, option: str = "--to-datetime") -> int:
-    """Kafka's --to-datetime: 'YYYY-MM-DDTHH:mm:SS.sss', local time unless a zone is given
-    (``option`` names the flag in the error: ``topics delete-records --before`` takes it too)."""
-    try:
-        moment = datetime.fromisoformat(text.strip())
-    except ValueError as exc:
-        raise ToolError(f"{option} {text!r} is not a date-time: write e.g. "
-                        "2026-01-31T12:00:00.000 (local) or 2026-01-31T12:00:00Z", 2) from exc
-    if moment.tzinfo is None:
-        moment = moment.astimezone()  # naive means local time, as Kafka reads it
-    return int(moment.timestamp() * 1000)
-
-
 def reset_scope(admin: Any, args: argparse.Namespace,
                 committed: dict[tuple[str, int], int]) -> list[tuple[str, int]]:
     if args.all_topics:
         return sorted(committed)
-    metadata = ac.cluster_metadata(admin, args)
-    partitions: set[tuple[str, int]] = set()
+    wanted: list[tuple[str, int | None]] = []
     for item in args.topic:
         topic, sep, numbers = item.partition(":")
-        known = metadata.topics.get(topic)
-        if known is None:
-            raise ToolError(f"topic {topic!r} does not exist: see `kafkette topics list`")
         if not sep:
-            partitions.update((topic, p) for p in known.partitions)
+            wanted.append((topic, None))
             continue
         for number in numbers.split(","):
             if not number.strip().isdigit():
                 raise ToolError(f"--topic {item!r}: partitions are numbers, "
                                 "e.g. --topic clicks:0,1", 2)
-            if int(number) not in known.partitions:
-                raise ToolError(f"topic {topic!r} has no partition {int(number)} "
-                                f"(it has {len(known.partitions)})")
-            partitions.add((topic, int(number)))
+            wanted.append((topic, int(number)))
+    metadata = ac.cluster_metadata(admin, args)
+    known = {name: topic.partitions for name, topic in metadata.topics.items()}
+    ac.check_partitions(known, [(t, p) for t, p in wanted if p is not None])
+    partitions = {(t, p) for t, p in wanted if p is not None}
+    for topic, number in wanted:
+        if number is None:
+            if topic not in known:
+                raise ac.missing_topic(topic)
+            partitions.update((topic, p) for p in known[topic])
     return sorted(partitions)
 
 
@@ -446,8 +425,8 @@ def new_offsets(admin: Any, args: argparse.Namespace, scope: list[tuple[str, int
                 committed: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
     from confluent_kafka.admin import OffsetSpec
 
-    earliest = list_offsets(admin, args, scope, OffsetSpec.earliest())
-    latest = list_offsets(admin, args, scope, OffsetSpec.latest())
+    earliest = ac.list_offsets(admin, args, scope, OffsetSpec.earliest())
+    latest = ac.list_offsets(admin, args, scope, OffsetSpec.latest())
 
     def clamp(tp: tuple[str, int], offset: int) -> int:
         return max(earliest[tp], min(latest[tp], offset))
@@ -463,16 +442,15 @@ def new_offsets(admin: Any, args: argparse.Namespace, scope: list[tuple[str, int
     if args.shift_by is not None:
         without = [tp for tp in scope if tp not in committed]
         if without:
-            topic, partition = without[0]
-            raise ToolError(f"cannot shift {topic}-{partition}: group {args.group!r} has no "
-                            "committed offset there; use --to-offset, --to-earliest or "
+            raise ToolError(f"cannot shift {partition_name(*without[0])}: group {args.group!r} "
+                            "has no committed offset there; use --to-offset, --to-earliest or "
                             "--to-latest for it")
         return {tp: clamp(tp, committed[tp] + args.shift_by) for tp in scope}
     if args.to_datetime is not None:
-        stamp = parse_datetime_ms(args.to_datetime)
+        stamp = parse_datetime_ms(args.to_datetime, "--to-datetime")
     else:
         stamp = int(time.time() * 1000) - parse_duration_ms(args.by_duration)
-    found = list_offsets(admin, args, scope, OffsetSpec.for_timestamp(stamp))
+    found = ac.list_offsets(admin, args, scope, OffsetSpec.for_timestamp(stamp))
     # No record at or after the time: the log end, as Kafka's tool does.
     return {tp: found[tp] if found[tp] >= 0 else latest[tp] for tp in scope}
 
@@ -483,7 +461,7 @@ def run_reset(args: argparse.Namespace) -> None:
     if args.by_duration is not None:
         parse_duration_ms(args.by_duration)  # a usage error before any network
     if args.to_datetime is not None:
-        parse_datetime_ms(args.to_datetime)
+        parse_datetime_ms(args.to_datetime, "--to-datetime")
     admin = ac.admin_client(args)
     group = args.group
     description = describe_group(admin, args, group)
@@ -514,7 +492,8 @@ def run_reset(args: argparse.Namespace) -> None:
         failed = [tp for tp in value.topic_partitions if tp.error is not None]
         if failed:
             tp = failed[0]
-            raise ToolError(f"could not reset {tp.topic}-{tp.partition} of group {group!r}: "
+            raise ToolError(f"could not reset {partition_name(tp.topic, tp.partition)} of group "
+                            f"{group!r}: "
                             f"{tp.error.str()}")
     if args.json:
         print_json({"group": group, "executed": bool(args.execute), "offsets": rows})
@@ -562,24 +541,19 @@ def offset_delete(args: argparse.Namespace, group: str,
     """OffsetDelete to the group's coordinator: each partition's error name, None where the
     offset is gone. confluent-kafka has no call for it, so it goes over kafkette's own client;
     a group-level refusal (no such group, ...) is a ToolError."""
-    from kafkette.tools.share_groups import RETRIES_ON
-    from kafkette.tools.wire_client import WireClient, error_text
+    from kafkette.tools.wire_client import RETRIABLE, by_topic, error_text, open_client
     from kafkette.wire.apis import ApiKey
     from kafkette.wire.errors import ErrorCode
 
-    topics: dict[str, list[dict]] = {}
-    for topic, partition in partitions:
-        topics.setdefault(topic, []).append({"partition_index": partition})
     request = {"group_id": group,
-               "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
-    with WireClient(args) as client:
-        while True:
-            node = client.coordinator(group)
-            _, body = client.link(node.host, node.port).call(ApiKey.OFFSET_DELETE, request)
-            if body["error_code"] not in RETRIES_ON:
-                break
-            client.remaining()  # exit 3 once --timeout has passed
-            time.sleep(0.2)
+               "topics": [{"name": t, "partitions": [{"partition_index": p} for p in ps]}
+                          for t, ps in by_topic(partitions).items()]}
+    with open_client(args) as client:
+        body = client.retry(
+            lambda: client.node_link(client.coordinator(group)).request(
+                ApiKey.OFFSET_DELETE, request),
+            lambda answer: answer["error_code"] in RETRIABLE,
+        )
     code = body["error_code"]
     if code == ErrorCode.GROUP_ID_NOT_FOUND:
         raise missing_group(group)
@@ -595,15 +569,9 @@ def offset_delete(args: argparse.Namespace, group: str,
 
 
 def run_delete_offsets(args: argparse.Namespace) -> None:
-    from kafkette.tools.wire_client import Unsupported
-
     admin = ac.admin_client(args)
     scope = reset_scope(admin, args, {})
-    try:
-        outcome = offset_delete(args, args.group, scope)
-    except Unsupported as exc:
-        raise ToolError(f"OffsetDelete goes over kafkette's own client, which speaks PLAINTEXT "
-                        f"only ({exc}): use a PLAINTEXT listener") from None
+    outcome = offset_delete(args, args.group, scope)
     rows = [{"group": args.group, "topic": t, "partition": p,
              "error": outcome.get((t, p), "UNKNOWN_TOPIC_OR_PARTITION")} for t, p in scope]
     if args.json:
@@ -615,7 +583,8 @@ def run_delete_offsets(args: argparse.Namespace) -> None:
     failed = [r for r in rows if r["error"]]
     if not failed:
         return
-    where = ", ".join(f"{r['topic']}-{r['partition']} ({r['error']})" for r in failed)
+    where = ", ".join(f"{partition_name(r['topic'], r['partition'])} ({r['error']})"
+                      for r in failed)
     hint = ("the group's consumers are subscribed to the topic: stop them (or unsubscribe "
             "them from it) first" if any(r["error"] == "GROUP_SUBSCRIBED_TO_TOPIC"
                                          for r in failed) else "see the broker's reason")

@@ -5,12 +5,16 @@ One command, named after the Kafka request it shows (and ``kcat -L``'s "Metadata
 topics"): it covers topics and partitions too, which ``brokers`` would misname. The cluster
 view goes through confluent-kafka's AdminClient (DescribeCluster for the cluster id,
 controller and brokers with their racks; DescribeTopics for topic ids, leaders, replicas and
-ISR), so it works over any listener the client library speaks. A replica is offline when its
-broker is not among the cluster's live brokers: Metadata's ``offline_replicas`` is not in
-librdkafka's API, and a missing broker is what makes a replica offline in KRaft.
+ISR), so it works over any listener the client library speaks. The controller is what
+DescribeCluster answers: kafkette's controller, but on a KRaft Kafka a random broker (its
+controllers are not reachable by clients, so its brokers name one of themselves). A replica is
+offline when its broker is not among the cluster's live brokers: Metadata's
+``offline_replicas`` is not in librdkafka's API, and a missing broker is what makes a replica
+offline in KRaft.
 
 ``--api-versions`` asks every broker directly for its ApiVersions, as Kafka's script does,
-over kafkette's own wire client (librdkafka keeps the answer to itself); "usable" is the
+over kafkette's own wire client (librdkafka keeps the answer to itself; TLS and SASL
+PLAIN/SCRAM from ``-X`` as for the other tools); "usable" is the
 highest version both the broker and this client's codec speak, where Kafka's script compares
 against its own Java client.
 """
@@ -21,14 +25,16 @@ import argparse
 from typing import Any
 
 from kafkette.tools import admin_client as ac
-from kafkette.tools.common import ToolError, print_json, print_table, run_tool
-from kafkette.tools.groups import dash
+from kafkette.tools.common import dash, print_json, print_table, run_tool
 
 EPILOG = """  kafkette metadata                     # cluster, brokers, topics, partitions
   kafkette metadata --topic clicks
   kafkette metadata --internal --json
   kafkette metadata --api-versions      # per broker, like kafka-broker-api-versions.sh
   kafkette metadata --json | jq -r '.topics[] | "\\(.topic) \\(.topic_id)"'
+
+CONTROLLER is the broker DescribeCluster names: kafkette's controller, but on a KRaft Kafka
+a random broker, not the active controller (clients cannot reach Kafka's controllers).
 """
 
 
@@ -56,8 +62,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--api-versions",
         action="store_true",
-        help="print the API versions each broker serves, in "
-        "kafka-broker-api-versions.sh's format (PLAINTEXT listeners)",
+        help="print the API versions each broker serves, in kafka-broker-api-versions.sh's format",
     )
     parser.set_defaults(run=lambda args: run_tool(run, args))
 
@@ -85,19 +90,17 @@ def node_id(node: Any) -> int | None:
 
 def cluster_document(args: argparse.Namespace) -> dict[str, Any]:
     """``metadata --json``'s document, from DescribeCluster and DescribeTopics."""
-    from kafkette.tools import topics as topics_tool
-
     admin = ac.admin_client(args)
     cluster = ac.result(admin.describe_cluster(request_timeout=args.timeout), args)
     if args.topic:
         names = list(dict.fromkeys(args.topic))
     else:
-        listed = topics_tool.known_topics(admin, args, args.internal)
-        names = sorted(n for n in listed if args.internal or not topics_tool.is_internal(n))
-    described = topics_tool.describe_topics(admin, args, names)
+        listed = ac.known_topics(admin, args, args.internal)
+        names = sorted(n for n in listed if args.internal or not ac.is_internal(n))
+    described = ac.describe_topics(admin, args, names)
     for name in names:
         if args.topic and name not in described:
-            raise topics_tool.missing_topic(name)
+            raise ac.missing_topic(name)
     brokers = sorted(cluster.nodes, key=lambda n: n.id)
     live = {n.id for n in brokers}
     topics = []
@@ -120,8 +123,8 @@ def cluster_document(args: argparse.Namespace) -> dict[str, Any]:
         topics.append(
             {
                 "topic": name,
-                "topic_id": topics_tool.kafka_topic_id(topic.topic_id),
-                "internal": bool(topic.is_internal) or topics_tool.is_internal(name),
+                "topic_id": ac.kafka_topic_id(topic.topic_id),
+                "internal": bool(topic.is_internal) or ac.is_internal(name),
                 "partitions": partitions,
             }
         )
@@ -253,27 +256,19 @@ def api_line(entry: dict[str, Any]) -> str:
 
 
 def run_api_versions(args: argparse.Namespace) -> None:
-    from kafkette.tools.wire_client import Unsupported, WireClient
+    from kafkette.tools.wire_client import open_client
 
-    documents = []
-    try:
-        with WireClient(args) as client:
-            for node in client.brokers():
-                link = client.link(node.host, node.port)
-                documents.append(
-                    {
-                        "id": node.node_id,
-                        "host": node.host,
-                        "port": node.port,
-                        "rack": node.rack or None,
-                        "apis": api_entries(dict(link.versions)),
-                    }
-                )
-    except Unsupported as exc:
-        raise ToolError(
-            f"--api-versions asks each broker over kafkette's own client, which "
-            f"speaks PLAINTEXT only ({exc}): use a PLAINTEXT listener"
-        ) from None
+    with open_client(args) as client:
+        documents = [
+            {
+                "id": node.node_id,
+                "host": node.host,
+                "port": node.port,
+                "rack": node.rack or None,
+                "apis": api_entries(dict(client.node_link(node).versions)),
+            }
+            for node in client.brokers()
+        ]
     if args.json:
         print_json(documents)
         return

@@ -5,7 +5,7 @@ An entity is a user, a client id, a user and a client id, or an ip, each by name
 default one; the options are kafka-configs.sh's shorthands (``--user``, ``--client``,
 ``--ip``, ``--user-defaults``, ``--client-defaults``, ``--ip-defaults``). The requests are
 DescribeClientQuotas and AlterClientQuotas (KIP-546), which confluent-kafka does not offer:
-they go through the tools' wire client (tools/secure_wire.py: TLS and SASL PLAIN/SCRAM from
+they go through the tools' wire client (tools/wire_client.py: TLS and SASL PLAIN/SCRAM from
 ``-X``, as librdkafka takes them). ``describe`` asks what kafka-configs.sh asks: the
 entities with exactly the types named (a name: that entity; no name: every one of that
 type; defaults: the default entity); with no option, every entity. The broker checks keys
@@ -17,10 +17,16 @@ on its own, as Kafka does.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from kafkette.tools import admin_client as ac
-from kafkette.tools.common import EXIT_USAGE, ToolError, print_json, print_table, run_tool
+from kafkette.tools.common import (
+    EXIT_USAGE,
+    ToolError,
+    authorization_hint,
+    print_json,
+    print_table,
+    run_tool,
+)
 
 EPILOG = """examples:
   kafkette quotas describe
@@ -39,16 +45,15 @@ MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
+    actions = ac.add_tool(
+        commands,
         "quotas",
         help="describe and alter client quotas (like kafka-configs.sh --entity-type "
         "users|clients|ips)",
         description="Describe and alter client quotas of users, client ids and ips "
         "(DescribeClientQuotas / AlterClientQuotas).",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     sub = ac.add_action(
         actions,
@@ -135,40 +140,22 @@ def named(args: argparse.Namespace) -> list[tuple[str, str | None, bool]]:
     return parts
 
 
-def wire_client(args: argparse.Namespace) -> Any:
-    from kafkette.tools.secure_wire import SecureWireClient
-    from kafkette.tools.wire_client import Unsupported
-
-    try:
-        return SecureWireClient(args)
-    except Unsupported as exc:
-        raise ToolError(
-            f"quotas cannot log in with {exc}: use PLAIN or SCRAM, or a PLAINTEXT or SSL listener",
-            EXIT_USAGE,
-        ) from exc
-
-
 def call(args: argparse.Namespace, api: str, body: dict) -> dict:
-    from kafkette.tools.wire_client import Unsupported
+    from kafkette.tools.wire_client import open_client
     from kafkette.wire.apis import ApiKey
 
-    with wire_client(args) as client:
-        try:
-            return client.bootstrap().call(ApiKey[api], body)[1]
-        except Unsupported as exc:
-            raise ToolError(f"the broker does not serve client quotas: {exc}") from exc
+    with open_client(args) as client:
+        return client.bootstrap().request(ApiKey[api], body)
 
 
 def refusal(code: int, message: str | None, doing: str) -> ToolError:
+    """Kafka checks DescribeConfigs (describe) or AlterConfigs (alter) on the cluster."""
     from kafkette.tools.wire_client import error_text
 
     text = error_text(code, message)
     if "CLUSTER_AUTHORIZATION_FAILED" in text:
-        return ToolError(
-            f"could not {doing} quotas: {text}: connect as a super user or with "
-            f"{'DescribeConfigs' if doing == 'describe' else 'AlterConfigs'} on "
-            "the cluster"
-        )
+        operation = "DescribeConfigs" if doing == "describe" else "AlterConfigs"
+        return ToolError(f"could not {doing} quotas: {text}: {authorization_hint(operation)}")
     return ToolError(f"could not {doing} quotas: {text}")
 
 

@@ -9,14 +9,17 @@ modes, with its JSON files and its words, without a JVM.
 * ``execute`` prints the current assignment (save it: it is the rollback plan), optionally
   sets Kafka's replication throttles (``--throttle``), and sends AlterPartitionReassignments.
 * ``verify`` asks ListPartitionReassignments and the topics' replicas: each partition "is
-  completed" or "is still in progress"; once nothing moves, it clears the throttles
-  (``--preserve-throttles`` keeps them), as Kafka's tool does.
+  completed" or "is still in progress"; once none of the plan's partitions moves (moves of
+  other partitions do not count), it clears the throttles (``--preserve-throttles`` keeps
+  them), as Kafka's tool does.
 * ``cancel`` sends AlterPartitionReassignments with no target for the partitions that move.
 * ``list`` shows every ongoing move with its adding and removing replicas.
 
-confluent-kafka has no reassignment calls: those two requests go over kafkette's own codec
-(``wire_client.py``, PLAINTEXT only) to the controller; topics, brokers and configs go through
-the AdminClient. A JSON file may be ``-``, standard input.
+confluent-kafka has no reassignment calls: those two requests go over kafkette's own client
+(``wire_client.py``) to the broker DescribeCluster names as controller (on KRaft Kafka any
+broker, which forwards them); topics, brokers and configs go through the AdminClient. A JSON
+file may be ``-``, standard input. ``--timeout`` is milliseconds, as kafka-reassign-partitions.sh
+takes it.
 """
 
 from __future__ import annotations
@@ -24,15 +27,20 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
-import time
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from kafkette.tools import admin_client as ac
-from kafkette.tools.common import ToolError, print_json, run_tool
-from kafkette.tools.wire_client import Unsupported, WireClient, error_text
+from kafkette.tools.common import (
+    ToolError,
+    int64,
+    partition_entries,
+    partition_name,
+    print_json,
+    read_json_file,
+    run_tool,
+)
+from kafkette.tools.wire_client import by_topic, error_text, open_client
 
 PLAN_TOPICS = '{"version":1,"topics":[{"topic":"clicks"}]}'
 PLAN_MOVE = '{"version":1,"partitions":[{"topic":"clicks","partition":0,"replicas":[1]}]}'
@@ -72,17 +80,16 @@ Partition = tuple[str, int]
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
+    actions = ac.add_tool(
+        commands,
         "reassign",
         help="move partitions between brokers (generate, execute, verify, cancel)",
         description=DESCRIPTION,
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     def action(name: str, help: str, examples: str) -> argparse.ArgumentParser:
-        return ac.add_action(actions, name, help, examples)
+        return ac.add_action(actions, name, help, examples, timeout_ms=True)
 
     sub = action(
         "generate",
@@ -118,7 +125,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     sub.add_argument(
         "--throttle",
-        type=int,
+        type=int64,
         default=-1,
         metavar="BYTES_PER_S",
         help="limit replication of the moving partitions to this rate (cleared "
@@ -170,18 +177,7 @@ def preserve_option(sub: argparse.ArgumentParser) -> None:
 
 
 def read_json(path: str, option: str) -> dict:
-    try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ToolError(f"{option} {path}: {exc.strerror}: check the path", 2) from None
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ToolError(
-            f"{option} {path} is not JSON ({exc.msg}, line {exc.lineno}): write "
-            "it as kafka-reassign-partitions.sh takes it",
-            2,
-        ) from None
+    document = read_json_file(path, option)
     if not isinstance(document, dict) or document.get("version", 1) != 1:
         raise ToolError(f'{option} {path}: a JSON object with "version": 1 is expected', 2)
     return document
@@ -203,43 +199,20 @@ def topics_to_move(path: str) -> list[str]:
 
 
 def plan(path: str) -> dict[Partition, list[int]]:
-    """The plan's target replicas by partition, checked as Kafka's tool checks them."""
+    """The plan's target replicas by partition, checked as Kafka's tool checks them (in its
+    order: an empty plan, an empty replica list, a partition twice, a replica twice)."""
     document = read_json(path, "--reassignment-json-file")
-    targets: list[tuple[Partition, list[int]]] = []
-    try:
-        for entry in document.get("partitions", []):
-            replicas = [int(r) for r in entry["replicas"]]
-            where = (str(entry["topic"]), int(entry["partition"]))
-            log_dirs = entry.get("log_dirs", [ANY_LOG_DIR] * len(replicas))
-            if len(log_dirs) != len(replicas):
-                raise ToolError(
-                    f"Size of replicas list {replicas} is different from size of log "
-                    f"dirs list {log_dirs} for partition {name(where)}",
-                    2,
-                )
-            if any(d != ANY_LOG_DIR for d in log_dirs):
-                raise ToolError(
-                    f'{name(where)}: log_dirs other than "any" (moves between a '
-                    'broker\'s log directories) are not supported: use "any"',
-                    2,
-                )
-            targets.append((where, replicas))
-    except (TypeError, KeyError, ValueError):
-        raise ToolError(
-            '--reassignment-json-file: each entry is {"topic": T, "partition": N, '
-            '"replicas": [ID, ...]}',
-            2,
-        ) from None
-    if not targets:
+    entries = document.get("partitions", [])
+    if entries == []:
         raise ToolError("Partition reassignment list cannot be empty", 2)
-    if any(not replicas for _, replicas in targets):
-        raise ToolError("Partition replica list cannot be empty", 2)
-    repeated = duplicates(name(p) for p, _ in targets)
-    if repeated:
-        raise ToolError(
-            f"Partition reassignment contains duplicate topic partitions: {','.join(repeated)}", 2
-        )
-    for where, replicas in targets:
+    targets: dict[Partition, list[int]] = partition_entries(
+        entries,
+        '--reassignment-json-file: each entry is {"topic": T, "partition": N, '
+        '"replicas": [ID, ...]}',
+        "Partition reassignment contains duplicate topic partitions: {partitions}",
+        target_replicas,
+    )
+    for where, replicas in targets.items():
         if duplicates(map(str, replicas)):
             raise ToolError(
                 f"Partition replica lists may not contain duplicate entries: "
@@ -247,7 +220,29 @@ def plan(path: str) -> dict[Partition, list[int]]:
                 f"{','.join(duplicates(map(str, replicas)))}",
                 2,
             )
-    return dict(targets)
+    return targets
+
+
+def target_replicas(entry: dict) -> list[int]:
+    """One plan entry's replicas (``log_dirs`` must be "any" each, one per replica)."""
+    replicas = [int(r) for r in entry["replicas"]]
+    where = partition_name(str(entry["topic"]), int(entry["partition"]))
+    if not replicas:
+        raise ToolError("Partition replica list cannot be empty", 2)
+    log_dirs = entry.get("log_dirs", [ANY_LOG_DIR] * len(replicas))
+    if len(log_dirs) != len(replicas):
+        raise ToolError(
+            f"Size of replicas list {replicas} is different from size of log "
+            f"dirs list {log_dirs} for partition {where}",
+            2,
+        )
+    if any(d != ANY_LOG_DIR for d in log_dirs):
+        raise ToolError(
+            f'{where}: log_dirs other than "any" (moves between a '
+            'broker\'s log directories) are not supported: use "any"',
+            2,
+        )
+    return replicas
 
 
 def duplicates(items: Iterable[str]) -> list[str]:
@@ -256,7 +251,7 @@ def duplicates(items: Iterable[str]) -> list[str]:
 
 
 def name(partition: Partition) -> str:
-    return f"{partition[0]}-{partition[1]}"
+    return partition_name(*partition)
 
 
 def reassignment_json(assignment: dict[Partition, list[int]]) -> str:
@@ -313,23 +308,13 @@ def controller_call(admin: Any, args: argparse.Namespace, api: str, body: dict) 
     is) while the broker asked answers NOT_CONTROLLER, as Kafka's admin client does."""
     from kafkette.wire.apis import ApiKey
 
-    try:
-        client = WireClient(args)
-    except Unsupported as exc:
-        raise ToolError(
-            f"reassignments are sent over a PLAINTEXT listener only ({exc}): point -b at one"
-        ) from None
-    with client:
-        while True:
+    with open_client(args) as client:
+
+        def attempt() -> dict:
             node = controller(admin, args)
-            try:
-                _, answer = client.link(node.host, node.port).call(ApiKey[api], body)
-            except Unsupported as exc:
-                raise ToolError(f"{exc}: the broker does not serve reassignments") from None
-            if answer["error_code"] != NOT_CONTROLLER:
-                break
-            client.remaining()  # exit 3 once --timeout has passed
-            time.sleep(0.2)
+            return client.link(node.host, node.port).request(ApiKey[api], body)
+
+        answer = client.retry(attempt, lambda a: a["error_code"] == NOT_CONTROLLER)
     if answer["error_code"]:
         raise ToolError(
             f"the controller refused: {error_text(answer['error_code'], answer['error_message'])}"
@@ -344,10 +329,7 @@ def ongoing(
     its replicas and the replicas being added and removed."""
     topics = None
     if partitions is not None:
-        by_topic: dict[str, list[int]] = {}
-        for topic, index in sorted(partitions):
-            by_topic.setdefault(topic, []).append(index)
-        topics = [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]
+        topics = [{"name": t, "partition_indexes": ps} for t, ps in by_topic(partitions).items()]
     answer = controller_call(
         admin,
         args,
@@ -369,17 +351,15 @@ def alter(
     admin: Any, args: argparse.Namespace, targets: dict[Partition, list[int] | None]
 ) -> dict[Partition, str]:
     """AlterPartitionReassignments (None cancels): the partitions refused, with why."""
-    by_topic: dict[str, list[dict]] = {}
-    for (topic, index), replicas in sorted(targets.items()):
-        by_topic.setdefault(topic, []).append({"partition_index": index, "replicas": replicas})
+    topics = [
+        {"name": t, "partitions": [{"partition_index": p, "replicas": targets[(t, p)]} for p in ps]}
+        for t, ps in by_topic(targets).items()
+    ]
     answer = controller_call(
         admin,
         args,
         "ALTER_PARTITION_REASSIGNMENTS",
-        {
-            "timeout_ms": int(args.timeout * 1000),
-            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
-        },
+        {"timeout_ms": int(args.timeout * 1000), "topics": topics},
     )
     return {
         (topic["name"], part["partition_index"]): error_text(
@@ -663,7 +643,7 @@ def run_execute(args: argparse.Namespace) -> None:
 def run_verify(args: argparse.Namespace) -> None:
     targets = plan(args.reassignment_json_file)
     admin = ac.admin_client(args)
-    moving = ongoing(admin, args)
+    moving = ongoing(admin, args, targets)  # the plan's partitions only, as Kafka's tool asks
     settled = {
         p: r
         for p, r in current_replicas(admin, args, {t for t, _ in targets}).items()

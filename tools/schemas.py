@@ -5,7 +5,8 @@ Speaks Confluent Schema Registry's REST API, so it works against kafkette's regi
 ``$KAFKETTE_SCHEMA_REGISTRY`` or http://127.0.0.1:8081. Plain ``urllib`` (no client
 library). The registry's refusals are one line with its own error code,
 ``kafkette: 40401 Subject 'x' not found.``, exit 1; a registry that does not answer is
-exit 3; ``check`` exits 0 when compatible and 1 when not, with the reasons.
+exit 3, and a URL that answers something other than a registry's JSON (the web console's
+page, say) is exit 1; ``check`` exits 0 when compatible and 1 when not, with the reasons.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ import argparse
 import base64
 import json
 import os
-import ssl
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from kafkette.tools import admin_client as ac
 from kafkette.tools.common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -30,15 +30,16 @@ from kafkette.tools.common import (
     EXIT_USAGE,
     ToolError,
     add_json_option,
+    ca_context,
     print_json,
     print_table,
+    read_input,
     run_tool,
     stdout_is_terminal,
 )
 
 REGISTRY_ENV = "KAFKETTE_SCHEMA_REGISTRY"
 DEFAULT_REGISTRY = "http://127.0.0.1:8081"
-DEFAULT_TIMEOUT_S = 10.0
 # Lookups of a just-registered schema (a follower may read it back a moment later).
 LOOKUP_ATTEMPTS = 8
 MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
@@ -82,9 +83,20 @@ class RegistryClient:
         if args.user:
             token = base64.b64encode(args.user.encode("utf-8")).decode("ascii")
             self.headers["Authorization"] = f"Basic {token}"
-        self.context = ssl.create_default_context(cafile=args.ca_file) if args.ca_file else None
+        self.context = ca_context(args.ca_file, "--ca-file") if args.ca_file else None
 
-    def call(self, method: str, path: str, body: object = None, **params: object) -> Any:
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: object = None,
+        expect: type = dict,
+        keys: tuple[str, ...] = (),
+        **params: object,
+    ) -> Any:
+        """The registry's answer to one request: JSON of the ``expect`` type (``dict``,
+        ``list`` or ``int``; an object with ``keys``). Anything else is not a schema
+        registry's answer: one line, exit 1."""
         query = {k: _param(v) for k, v in params.items() if v is not None}
         url = self.base + path + ("?" + urlencode(query) if query else "")
         data = None if body is None else json.dumps(body).encode("utf-8")
@@ -104,7 +116,29 @@ class RegistryClient:
                 f" `kafkette serve --schema-registry` or point -r (or ${REGISTRY_ENV}) at one",
                 EXIT_UNREACHABLE,
             ) from None
-        return json.loads(text) if text.strip() else None
+        try:
+            answer = json.loads(text)
+        except ValueError:
+            answer = text
+        wrong = not isinstance(answer, expect) or isinstance(answer, bool)
+        if wrong or (isinstance(answer, dict) and not all(k in answer for k in keys)):
+            raise ToolError(
+                f"{self.base} is not a schema registry: {method} {path} answered "
+                f"{_shown(answer)} where a registry answers a JSON "
+                f"{ {dict: 'object', list: 'array', int: 'number'}[expect] }"
+                f"{' with ' + ', '.join(keys) if keys else ''}: check -r "
+                f"(or ${REGISTRY_ENV})",
+                EXIT_FAILED,
+            )
+        return answer
+
+
+def _shown(answer: object) -> str:
+    """A short view of an unexpected answer for the error line."""
+    if isinstance(answer, bytes | str):
+        text = answer.decode("utf-8", "replace") if isinstance(answer, bytes) else answer
+        return repr(" ".join(text.split())[:60])
+    return f"JSON {type(answer).__name__} {json.dumps(answer)[:60]}"
 
 
 def _param(value: object) -> str:
@@ -129,26 +163,17 @@ def subject_path(subject: str) -> str:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
+    actions = ac.add_tool(
+        commands,
         "schemas",
         help="list, get, register, check and delete schemas in a schema registry",
         description="Work with a Confluent-compatible schema registry (kafkette's own, "
         "from `kafkette serve --schema-registry`, or any other).",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     def action(name: str, help: str, examples: str) -> argparse.ArgumentParser:
-        sub = actions.add_parser(
-            name,
-            help=help,
-            description=help[0].upper() + help[1:] + ".",
-            epilog="examples:\n" + examples,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
-        _add_registry_options(sub)
-        return sub
+        return ac.add_action(actions, name, help, examples, options=_add_registry_options)
 
     sub = action(
         "list",
@@ -262,15 +287,12 @@ def _add_registry_options(parser: argparse.ArgumentParser) -> None:
         help=f"the registry (default ${REGISTRY_ENV} or {DEFAULT_REGISTRY})",
     )
     parser.add_argument("--user", metavar="USER:PASSWORD", help="HTTP basic authentication")
-    parser.add_argument("--ca-file", metavar="PEM", help="CA certificates for an https registry")
     parser.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT_S,
-        metavar="SECONDS",
-        help=f"give up on a registry that does not answer after this long "
-        f"(default {DEFAULT_TIMEOUT_S:g})",
+        "--ca-file",
+        metavar="PEM",
+        help="CA certificates (a file or a directory) for an https registry",
     )
+    ac.add_timeout_option(parser, what="a registry")
     add_json_option(parser)
 
 
@@ -298,14 +320,8 @@ def _add_schema_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def schema_body(args: argparse.Namespace) -> dict[str, Any]:
-    """The register/check request body from FILE, --type and --reference."""
-    if args.file == "-":
-        text = sys.stdin.read()
-    else:
-        try:
-            text = Path(args.file).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ToolError(f"cannot read {args.file}: {exc.strerror or exc}", EXIT_USAGE) from None
+    """The register/check request body from FILE (``-``: stdin), --type and --reference."""
+    text = read_input(args.file, "FILE")
     kind = args.schema_type or TYPE_BY_SUFFIX.get(Path(args.file).suffix.lower(), "AVRO")
     body: dict[str, Any] = {"schema": text, "schemaType": kind}
     references = [_reference(item) for item in args.reference]
@@ -329,12 +345,16 @@ def _reference(item: str) -> dict[str, Any]:
 def run_list(args: argparse.Namespace) -> None:
     client = RegistryClient(args)
     subjects = client.call(
-        "GET", "/subjects", deleted=args.deleted or None, subjectPrefix=args.prefix or None
+        "GET",
+        "/subjects",
+        expect=list,
+        deleted=args.deleted or None,
+        subjectPrefix=args.prefix or None,
     )
     rows = []
     for subject in subjects:
         path = f"/subjects/{subject_path(subject)}/versions"
-        versions = client.call("GET", path, deleted=args.deleted or None)
+        versions = client.call("GET", path, expect=list, deleted=args.deleted or None)
         try:
             latest = client.call("GET", f"{path}/latest")
         except ToolError:  # only soft-deleted versions left (listed with --deleted)
@@ -369,15 +389,16 @@ def run_get(args: argparse.Namespace) -> None:
             EXIT_USAGE,
         )
     if args.id is not None:
-        found = client.call("GET", f"/schemas/ids/{args.id}")
+        found = client.call("GET", f"/schemas/ids/{args.id}", keys=("schema",))
         found = {"id": args.id, **found}
         found["versions"] = client.call(
-            "GET", f"/schemas/ids/{args.id}/versions", deleted=args.deleted or None
+            "GET", f"/schemas/ids/{args.id}/versions", expect=list, deleted=args.deleted or None
         )
     else:
         found = client.call(
             "GET",
             f"/subjects/{subject_path(args.subject)}/versions/{quote(args.version, safe='')}",
+            keys=("schema", "id"),
             deleted=args.deleted or None,
         )
     if args.json:
@@ -416,7 +437,9 @@ def run_register(args: argparse.Namespace) -> None:
     client = RegistryClient(args)
     body = schema_body(args)
     path = f"/subjects/{subject_path(args.subject)}"
-    answer = client.call("POST", f"{path}/versions", body, normalize=args.normalize or None)
+    answer = client.call(
+        "POST", f"{path}/versions", body, keys=("id",), normalize=args.normalize or None
+    )
     schema_id = answer["id"]
     version = answer.get("version")
     if version is None:  # Confluent 7 answers the id alone; the lookup names the version
@@ -477,9 +500,9 @@ def run_delete(args: argparse.Namespace) -> None:
     permanent = args.permanent or None
     if args.version is not None:
         path += f"/versions/{quote(args.version, safe='')}"
-        deleted = [client.call("DELETE", path, permanent=permanent)]
+        deleted = [client.call("DELETE", path, expect=int, permanent=permanent)]
     else:
-        deleted = client.call("DELETE", path, permanent=permanent)
+        deleted = client.call("DELETE", path, expect=list, permanent=permanent)
     if args.json:
         print_json(
             {"subject": args.subject, "deleted_versions": deleted, "permanent": args.permanent}
@@ -525,11 +548,11 @@ def _show_or_change(
     else:
         source = "subject" if args.subject else "global"
         try:
-            value = client.call("GET", path)[get_key]
+            value = client.call("GET", path, keys=(get_key,))[get_key]
         except ToolError as exc:
             if not str(exc).startswith(f"{unset_code} "):
                 raise
-            value = client.call("GET", f"/{resource}")[get_key]
+            value = client.call("GET", f"/{resource}", keys=(get_key,))[get_key]
             source = "global"
         result = {"subject": args.subject, resource: value, "source": source}
         line = ""

@@ -9,26 +9,30 @@ offset: every record below it is delivered and done with; its lag is what is lef
 so a partition has a row per member assigned it.
 
 How many records are in flight or archived is not in Kafka's APIs: ``kafkette serve --ui``
-shows it for kafkette's own share partitions.
+shows it for kafkette's own share partitions. The caller opens the wire client (``groups.py``
+decides what a connection it cannot open means for its command).
 """
 
 from __future__ import annotations
 
-import argparse
 import re
-import time
 from typing import Any
 
 from kafkette.tools.common import ToolError
-from kafkette.tools.wire_client import Link, Node, Unsupported, WireClient, error_text, node_json
+from kafkette.tools.wire_client import (
+    RETRIABLE,
+    Link,
+    Node,
+    Unsupported,
+    WireClient,
+    error_text,
+    node_json,
+)
 from kafkette.wire.apis import ApiKey
 from kafkette.wire.errors import ErrorCode
 
 GROUP_TYPE = "SHARE"
 PROTOCOL_TYPE = "share"
-# The coordinator is loading, moving or not there yet: ask again (Kafka's admin client does).
-RETRIES_ON = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-                        ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
 
@@ -37,65 +41,63 @@ def state_name(state: str) -> str:
     return _CAMEL.sub("_", state).upper() if state else "UNKNOWN"
 
 
-def list_share_groups(args: argparse.Namespace) -> list[dict[str, Any]]:
+def list_share_groups(client: WireClient) -> list[dict[str, Any]]:
     """``[{"group", "state"}]`` of every share group of the cluster, by group id.
 
     ListGroups goes to each broker, since each lists the groups it coordinates; a broker
     without share groups (ListGroups below v5 lists no group type) adds none.
     """
     found: dict[str, dict[str, Any]] = {}
-    with WireClient(args) as client:
-        for node in client.brokers():
-            link = client.link(node.host, node.port)
-            try:
-                _, body = link.call(ApiKey.LIST_GROUPS, {
-                    "states_filter": [], "types_filter": ["share"]}, lowest=5, highest=5)
-            except Unsupported:
-                continue
-            if body["error_code"]:
-                raise ToolError(f"could not list the share groups of broker {node.node_id}: "
-                                f"{error_text(body['error_code'])}")
-            for group in body["groups"]:
-                if group["group_type"].lower() == PROTOCOL_TYPE:
-                    found[group["group_id"]] = {"group": group["group_id"],
-                                                "state": state_name(group["group_state"])}
+    for node in client.brokers():
+        try:
+            _, body = client.node_link(node).call(ApiKey.LIST_GROUPS, {
+                "states_filter": [], "types_filter": ["share"]}, lowest=5, highest=5)
+        except Unsupported:
+            continue
+        if body["error_code"]:
+            raise ToolError(f"could not list the share groups of broker {node.node_id}: "
+                            f"{error_text(body['error_code'])}")
+        for group in body["groups"]:
+            if group["group_type"].lower() == PROTOCOL_TYPE:
+                found[group["group_id"]] = {"group": group["group_id"],
+                                            "state": state_name(group["group_state"])}
     return [found[g] for g in sorted(found)]
 
 
-def describe_share_group(args: argparse.Namespace, group: str,
+def describe_share_group(client: WireClient, group: str,
                          offsets: bool) -> dict[str, Any] | None:
     """The group's document (``kafkette groups describe --json``'s shape), or None when the
     cluster has no share group of that name (or no share groups at all)."""
-    with WireClient(args) as client:
-        while True:
-            node = client.coordinator(group)
-            link = client.link(node.host, node.port)
-            try:
-                _, body = link.call(ApiKey.SHARE_GROUP_DESCRIBE,
-                                    {"group_ids": [group], "include_authorized_operations": False})
-            except Unsupported:
-                return None
-            entry = body["groups"][0]
-            code = entry["error_code"]
-            if code in RETRIES_ON:
-                client.remaining()  # exit 3 once --timeout has passed
-                time.sleep(0.2)
-                continue
-            break
-        if code == ErrorCode.GROUP_ID_NOT_FOUND or (code == 0 and entry["group_state"] == "Dead"):
+
+    def attempt() -> tuple[Node, Link, dict] | None:
+        node = client.coordinator(group)
+        link = client.node_link(node)
+        try:
+            _, body = link.call(ApiKey.SHARE_GROUP_DESCRIBE,
+                                {"group_ids": [group], "include_authorized_operations": False})
+        except Unsupported:
             return None
-        if code:
-            raise ToolError(f"could not describe share group {group!r}: "
-                            f"{error_text(code, entry['error_message'])}")
-        members = [_member(m) for m in entry["members"]]
-        document: dict[str, Any] = {
-            "group": group, "type": GROUP_TYPE, "state": state_name(entry["group_state"]),
-            "coordinator": node_json(node),
-            "assignment_strategy": entry["assignor_name"] or None,
-            "members": members,
-        }
-        if offsets:
-            document["offsets"] = _offset_rows(link, node, group, members)
+        return node, link, body["groups"][0]
+
+    answer = client.retry(attempt, lambda a: a is not None and a[2]["error_code"] in RETRIABLE)
+    if answer is None:
+        return None
+    node, link, entry = answer
+    code = entry["error_code"]
+    if code == ErrorCode.GROUP_ID_NOT_FOUND or (code == 0 and entry["group_state"] == "Dead"):
+        return None
+    if code:
+        raise ToolError(f"could not describe share group {group!r}: "
+                        f"{error_text(code, entry['error_message'])}")
+    members = [_member(m) for m in entry["members"]]
+    document: dict[str, Any] = {
+        "group": group, "type": GROUP_TYPE, "state": state_name(entry["group_state"]),
+        "coordinator": node_json(node),
+        "assignment_strategy": entry["assignor_name"] or None,
+        "members": members,
+    }
+    if offsets:
+        document["offsets"] = _offset_rows(link, node, group, members)
     return document
 
 

@@ -10,16 +10,28 @@ end offsets (ListOffsets earliest/latest), which kafka-topics.sh leaves to anoth
 from __future__ import annotations
 
 import argparse
-import base64
 import re
-import struct
 from typing import Any
 
 from kafkette.tools import admin_client as ac
+from kafkette.tools.admin_client import (
+    describe_topics,
+    is_internal,
+    kafka_topic_id,
+    known_topics,
+    missing_topic,
+)
 from kafkette.tools.common import (
     ToolError,
+    int16,
+    int32,
+    int64,
+    parse_datetime_ms,
+    partition_entries,
+    partition_name,
     print_json,
     print_table,
+    read_json_file,
     run_tool,
 )
 
@@ -35,68 +47,12 @@ EPILOG = """examples:
 """
 
 
-INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
-
-
-def is_internal(name: str) -> bool:
-    return name.startswith("__")
-
-
-def known_topics(admin: Any, args: argparse.Namespace, internal: bool,
-                 wanted: list[str] | None = None) -> dict[str, Any]:
-    """Topic metadata by name; with ``internal`` (or when named), the internal topics too.
-
-    Kafka (and kafkette since topic ids everywhere) lists internal topics in an all-topics
-    Metadata answer; older kafkette brokers answer them only when asked by name, so those
-    missing from the answer are asked for by name here.
-    """
-    topics = dict(ac.cluster_metadata(admin, args).topics)
-    extra = [n for n in (INTERNAL_TOPICS if internal else ()) if n not in topics]
-    extra += [n for n in (wanted or []) if is_internal(n) and n not in topics and n not in extra]
-    for name in extra:
-        found = ac.cluster_metadata(admin, args, topic=name).topics.get(name)
-        if found is not None and found.error is None and found.partitions:
-            topics[name] = found
-    return topics
-
-
-def kafka_topic_id(uuid: Any) -> str | None:
-    """A topic id as Kafka writes it (kafka-topics.sh's ``TopicId:``): URL-safe base64 of its
-    16 bytes without padding. librdkafka's ``str()`` uses the standard alphabet (``+``, ``/``),
-    which would not match what Kafka's tools and logs show. None for no id (the zero id)."""
-    if uuid is None:
-        return None
-    raw = struct.pack(">qq", uuid.get_most_significant_bits(), uuid.get_least_significant_bits())
-    if raw == bytes(16):
-        return None
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def describe_topics(admin: Any, args: argparse.Namespace, names: list[str]) -> dict[str, Any]:
-    """TopicDescription by name (DescribeTopics: topic id, partitions with leader, replicas
-    and ISR as nodes); a topic deleted since it was listed is left out, other errors stop."""
-    from confluent_kafka import TopicCollection
-
-    if not names:
-        return {}
-    futures = admin.describe_topics(TopicCollection(names), request_timeout=args.timeout)
-    found = {}
-    for name, value in ac.results(futures, args).items():
-        if isinstance(value, Exception):
-            if ac.error_code(value) == "UNKNOWN_TOPIC_OR_PART":
-                continue
-            raise ToolError(f"could not describe topic {name!r}: {ac.error_text(value)}")
-        found[name] = value
-    return found
-
-
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
-        "topics", help="list, create, describe, alter and delete topics",
+    actions = ac.add_tool(
+        commands, "topics", help="list, create, describe, alter and delete topics",
         description="List, create, describe, alter and delete topics (like kafka-topics.sh).",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EPILOG,
     )
-    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     def action(name: str, help: str, examples: str) -> argparse.ArgumentParser:
         return ac.add_action(actions, name, help, examples)
@@ -118,9 +74,9 @@ def register(commands: argparse._SubParsersAction) -> None:
                  "--config segment.bytes=1048576\n"
                  "  kafkette topics create clicks --if-not-exists   # exit 0 if it exists\n")
     sub.add_argument("topics", nargs="+", metavar="TOPIC")
-    sub.add_argument("-p", "--partitions", type=int, default=-1,
+    sub.add_argument("-p", "--partitions", type=int32, default=-1,
                      help="partition count (default: the broker's num.partitions)")
-    sub.add_argument("-r", "--replication-factor", type=int, default=-1,
+    sub.add_argument("-r", "--replication-factor", type=int16, default=-1,
                      help="replicas per partition "
                           "(default: the broker's default.replication.factor)")
     sub.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE",
@@ -144,7 +100,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                  "  kafkette topics alter clicks --config retention.ms=3600000\n"
                  "  kafkette topics alter clicks --delete-config retention.ms\n")
     sub.add_argument("topic", metavar="TOPIC")
-    sub.add_argument("-p", "--partitions", type=int,
+    sub.add_argument("-p", "--partitions", type=int32,
                      help="the new partition count (partitions can only be added)")
     sub.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE",
                      help="set a topic config (repeatable; IncrementalAlterConfigs SET)")
@@ -168,19 +124,19 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--before and --timestamp delete the records before the first one at or after that\n"
         "time (ListOffsets by timestamp).\n")
     sub.add_argument("topic", nargs="?", metavar="TOPIC")
-    sub.add_argument("--partition", type=int, action="append", metavar="P",
+    sub.add_argument("--partition", type=int32, action="append", metavar="P",
                      help="only this partition (repeatable; default: every partition)")
     to = sub.add_mutually_exclusive_group(required=True)
-    to.add_argument("--offset", type=int, metavar="N",
+    to.add_argument("--offset", type=int64, metavar="N",
                     help="delete the records before offset N (-1: before the high watermark)")
-    to.add_argument("--timestamp", type=int, metavar="MS",
+    to.add_argument("--timestamp", type=int64, metavar="MS",
                     help="delete the records older than this time (epoch milliseconds)")
     to.add_argument("--before", metavar="YYYY-MM-DDTHH:mm:SS.sss",
                     help="delete the records older than this time (local time unless a zone "
                          "is given, e.g. Z or +02:00)")
     to.add_argument("--offset-json-file", metavar="FILE",
                     help="Kafka's JSON file: {\"partitions\": [{\"topic\": T, \"partition\": "
-                         "P, \"offset\": N}], \"version\": 1}")
+                         "P, \"offset\": N}], \"version\": 1} (- for stdin)")
     sub.set_defaults(run=lambda args: run_tool(run_delete_records, args))
 
     sub = action("delete", "delete topics",
@@ -266,21 +222,11 @@ def run_create(args: argparse.Namespace) -> None:
 def log_offsets(admin: Any, args: argparse.Namespace,
                 partitions: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
     """(log start offset, log end offset) of each partition, by ListOffsets."""
-    from confluent_kafka import TopicPartition
     from confluent_kafka.admin import OffsetSpec
 
-    if not partitions:
-        return {}
-    found: dict[tuple[str, int], list[int]] = {tp: [-1, -1] for tp in partitions}
-    for slot, spec in ((0, OffsetSpec.earliest()), (1, OffsetSpec.latest())):
-        request = {TopicPartition(t, p): spec for t, p in partitions}
-        futures = admin.list_offsets(request, request_timeout=args.timeout)
-        for tp, value in ac.results(futures, args).items():
-            if isinstance(value, Exception):
-                raise ToolError(f"could not read the offsets of {tp.topic}-{tp.partition}: "
-                                f"{ac.error_text(value)}")
-            found[(tp.topic, tp.partition)][slot] = value.offset
-    return {tp: (pair[0], pair[1]) for tp, pair in found.items()}
+    starts = ac.list_offsets(admin, args, partitions, OffsetSpec.earliest())
+    ends = ac.list_offsets(admin, args, partitions, OffsetSpec.latest())
+    return {tp: (starts.get(tp, -1), ends.get(tp, -1)) for tp in partitions}
 
 
 def topic_overrides(admin: Any, args: argparse.Namespace, names: list[str]) -> dict[str, dict]:
@@ -302,11 +248,6 @@ def topic_overrides(admin: Any, args: argparse.Namespace, names: list[str]) -> d
             or entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG
         }
     return overrides
-
-
-def missing_topic(name: str) -> ToolError:
-    return ToolError(f"topic {name!r} does not exist: see `kafkette topics list`, "
-                     f"or create it with `kafkette topics create {name}`")
 
 
 def run_describe(args: argparse.Namespace) -> None:
@@ -442,42 +383,27 @@ def run_delete(args: argparse.Namespace) -> None:
 
 
 def offsets_from_json_file(path: str) -> dict[tuple[str, int], int]:
-    """kafka-delete-records.sh's ``--offset-json-file``: ``{"partitions": [{"topic",
-    "partition", "offset"}], "version": 1}``. A file that cannot be read or parsed, or that
-    names a partition twice, is a usage error (exit 2), as in Kafka's tool."""
-    import json
-
+    """kafka-delete-records.sh's ``--offset-json-file`` (``-``: stdin): ``{"partitions":
+    [{"topic", "partition", "offset"}], "version": 1}``. A file that cannot be read or parsed,
+    or that names a partition twice, is a usage error (exit 2), as in Kafka's tool."""
     hint = ('write e.g. {"partitions": [{"topic": "clicks", "partition": 0, "offset": 1}], '
             '"version": 1}')
-    try:
-        with open(path, encoding="utf-8") as handle:
-            document = json.load(handle)
-    except OSError as exc:
-        raise ToolError(f"--offset-json-file {path!r} cannot be read: {exc.strerror}", 2) from None
-    except ValueError as exc:
-        raise ToolError(f"--offset-json-file {path!r} is not JSON ({exc}): {hint}", 2) from None
+    document = read_json_file(path, "--offset-json-file")
     entries = document.get("partitions") if isinstance(document, dict) else None
     if not isinstance(entries, list) or not entries:
         raise ToolError(f"--offset-json-file {path!r} has no \"partitions\" list: {hint}", 2)
-    wanted: dict[tuple[str, int], int] = {}
-    for entry in entries:
-        try:
-            tp, offset = (str(entry["topic"]), int(entry["partition"])), int(entry["offset"])
-        except (KeyError, TypeError, ValueError):
-            raise ToolError(f"--offset-json-file {path!r}: {entry!r} needs a topic, a "
-                            f"partition and an offset: {hint}", 2) from None
-        if tp in wanted:
-            raise ToolError(f"--offset-json-file {path!r} names {tp[0]}-{tp[1]} twice: one "
-                            "offset per partition", 2)
-        wanted[tp] = offset
-    return wanted
+    return partition_entries(
+        entries,
+        f"--offset-json-file {path!r}: each entry needs a topic, a partition and an offset: "
+        f"{hint}",
+        f"--offset-json-file {path!r} names {{partitions}} twice: one offset per partition",
+        lambda entry: int(entry["offset"]),
+    )
 
 
 def delete_records_plan(admin: Any, args: argparse.Namespace) -> dict[tuple[str, int], int]:
     """The offset to delete before, per partition, checked against the cluster's topics (a
     missing topic or partition stops everything before any record is deleted)."""
-    from kafkette.tools.groups import list_offsets, parse_datetime_ms
-
     if args.offset_json_file is not None:
         if args.topic is not None or args.partition:
             raise ToolError("--offset-json-file names its own partitions: leave out TOPIC "
@@ -499,17 +425,11 @@ def delete_records_plan(admin: Any, args: argparse.Namespace) -> dict[tuple[str,
             raise missing_topic(args.topic)
         numbers = sorted(set(args.partition)) if args.partition else sorted(topic.partitions)
         wanted = {(args.topic, p): args.offset if stamp is None else -1 for p in numbers}
-    for name, partition in wanted:
-        topic = metadata.topics.get(name)
-        if topic is None:
-            raise missing_topic(name)
-        if partition not in topic.partitions:
-            raise ToolError(f"topic {name!r} has no partition {partition} "
-                            f"(it has {len(topic.partitions)})")
+    ac.check_partitions({n: t.partitions for n, t in metadata.topics.items()}, wanted)
     if stamp is not None:
         from confluent_kafka.admin import OffsetSpec
 
-        found = list_offsets(admin, args, sorted(wanted), OffsetSpec.for_timestamp(stamp))
+        found = ac.list_offsets(admin, args, sorted(wanted), OffsetSpec.for_timestamp(stamp))
         # No record at or after the time: every record is older, so all of them go (-1).
         wanted = {tp: offset if offset >= 0 else -1 for tp, offset in found.items()}
     return wanted
@@ -519,8 +439,6 @@ def run_delete_records(args: argparse.Namespace) -> None:
     from confluent_kafka import TopicPartition
 
     if args.before is not None:
-        from kafkette.tools.groups import parse_datetime_ms
-
         parse_datetime_ms(args.before, "--before")  # a usage error before any network
     admin = ac.admin_client(args)
     plan = delete_records_plan(admin, args)
@@ -533,7 +451,8 @@ def run_delete_records(args: argparse.Namespace) -> None:
                "error": None}
         if isinstance(value, Exception):
             row["error"] = ac.error_code(value) or str(value)
-            failures.append(f"{tp.topic}-{tp.partition}: {ac.error_text(value)}")
+            failures.append(f"{partition_name(tp.topic, tp.partition)}: "
+                            f"{ac.error_text(value)}")
         else:
             row["low_watermark"] = value.low_watermark
         rows.append(row)

@@ -21,7 +21,7 @@ client codec (``wire_client.py``), asked as Kafka's AdminClient asks them:
   finds those with DescribeProducers (a coordinator epoch of -1, a producer that never saw a
   marker, becomes 0, as Kafka's tool does).
 
-The wire client speaks PLAINTEXT only; over another ``security.protocol`` the tool says so.
+The wire client connects as ``-X`` says (TLS, SASL PLAIN/SCRAM), as the other tools do.
 """
 
 from __future__ import annotations
@@ -29,11 +29,29 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Iterable
-from typing import Any
 
 from kafkette.tools import admin_client as ac
-from kafkette.tools.common import ToolError, print_json, print_table, run_tool
-from kafkette.tools.wire_client import Link, Node, Unsupported, WireClient, error_text
+from kafkette.tools.common import (
+    ToolError,
+    dash,
+    int16,
+    int32,
+    int64,
+    partition_name,
+    print_json,
+    print_table,
+    run_tool,
+)
+from kafkette.tools.wire_client import (
+    KEY_TYPE_TRANSACTION,
+    RETRIABLE,
+    Link,
+    Node,
+    WireClient,
+    by_topic,
+    error_text,
+    open_client,
+)
 
 EPILOG = """examples:
   kafkette transactions list
@@ -54,24 +72,18 @@ STATES = (
     "Dead",
     "PrepareEpochFence",
 )
-# Ask again: the coordinator is loading or moving (Kafka's admin retries these):
-# COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR.
-RETRY_CODES = frozenset({14, 15, 16})
 TRANSACTIONAL_ID_NOT_FOUND = 105
-KEY_TYPE_TRANSACTION = 1
-RETRY_PAUSE_S = 0.2
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
+    actions = ac.add_tool(
+        commands,
         "transactions",
         help="list, describe, find hanging and abort transactions",
         description="List and describe transactions, find hanging ones and abort them "
         "(like kafka-transactions.sh).",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     def action(name: str, help: str, examples: str) -> argparse.ArgumentParser:
         return ac.add_action(actions, name, help, examples)
@@ -93,14 +105,14 @@ def register(commands: argparse._SubParsersAction) -> None:
     sub.add_argument(
         "--producer-id",
         action="append",
-        type=int,
+        type=int64,
         default=[],
         metavar="ID",
         help="only this producer id (repeatable)",
     )
     sub.add_argument(
         "--duration-filter",
-        type=int,
+        type=int64,
         default=-1,
         metavar="MS",
         help="only transactions running longer than this many milliseconds",
@@ -128,7 +140,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     partition_options(sub, required=True)
     sub.add_argument(
-        "--broker-id", type=int, metavar="ID", help="ask this replica instead of the leader"
+        "--broker-id", type=int32, metavar="ID", help="ask this replica instead of the leader"
     )
     sub.set_defaults(run=lambda args: run_tool(run_describe_producers, args))
 
@@ -140,14 +152,14 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     sub.add_argument(
         "--broker-id",
-        type=int,
+        type=int32,
         metavar="ID",
         help="search the partitions this broker holds a replica of",
     )
     partition_options(sub, required=False)
     sub.add_argument(
         "--max-transaction-timeout",
-        type=int,
+        type=int64,
         default=15,
         metavar="MINUTES",
         help="only transactions whose producer last wrote longer ago than this "
@@ -165,48 +177,35 @@ def register(commands: argparse._SubParsersAction) -> None:
     partition_options(sub, required=True)
     sub.add_argument(
         "--start-offset",
-        type=int,
+        type=int64,
         metavar="OFFSET",
         help="the first offset of the transaction to abort (find-hanging's START-OFFSET)",
     )
     sub.add_argument(
         "--producer-id",
-        type=int,
+        type=int64,
         metavar="ID",
         help="or name the producer: its id, with --producer-epoch and --coordinator-epoch",
     )
-    sub.add_argument("--producer-epoch", type=int, metavar="EPOCH")
-    sub.add_argument("--coordinator-epoch", type=int, metavar="EPOCH")
+    sub.add_argument("--producer-epoch", type=int16, metavar="EPOCH")
+    sub.add_argument("--coordinator-epoch", type=int32, metavar="EPOCH")
     sub.set_defaults(run=lambda args: run_tool(run_abort, args))
 
 
 def partition_options(sub: argparse.ArgumentParser, required: bool) -> None:
     sub.add_argument("--topic", required=required, metavar="TOPIC", help="the topic")
     sub.add_argument(
-        "--partition", required=required, type=int, metavar="N", help="the partition number"
+        "--partition", required=required, type=int32, metavar="N", help="the partition number"
     )
 
 
 # ---------------------------------------------------------------- over the wire
 
 
-def wire(args: argparse.Namespace) -> WireClient:
-    """A wire client, or one line saying why there is none (the codec speaks PLAINTEXT)."""
-    try:
-        return WireClient(args)
-    except Unsupported as exc:
-        raise ToolError(
-            f"transactions are asked over a PLAINTEXT listener only ({exc}): point -b at one"
-        ) from None
-
-
 def ask(link: Link, api: str, body: dict, lowest: int = 0, highest: int | None = None) -> dict:
     from kafkette.wire.apis import ApiKey
 
-    try:
-        return link.call(ApiKey[api], body, lowest=lowest, highest=highest)[1]
-    except Unsupported as exc:
-        raise ToolError(f"{exc}: the broker is too old for this command") from None
+    return link.request(ApiKey[api], body, lowest=lowest, highest=highest)
 
 
 def topic_layout(client: WireClient, topics: list[str] | None) -> dict[str, dict[int, dict]]:
@@ -242,7 +241,7 @@ def node_link(client: WireClient, nodes: dict[int, Node], node_id: int, what: st
         raise ToolError(
             f"broker {node_id} ({what}) is not in the cluster: see `kafkette topics describe`"
         )
-    return client.link(node.host, node.port)
+    return client.node_link(node)
 
 
 def list_transactions(
@@ -257,7 +256,7 @@ def list_transactions(
     }
     for node in client.brokers():
         body = ask(
-            client.link(node.host, node.port),
+            client.node_link(node),
             "LIST_TRANSACTIONS",
             body_in,
             lowest=1 if duration_ms >= 0 else 0,
@@ -279,58 +278,32 @@ def list_transactions(
     return sorted(rows, key=lambda r: (r["transactional_id"], r["coordinator"]))
 
 
-def find_coordinators(client: WireClient, ids: list[str]) -> dict[str, Node]:
-    """The transaction coordinator of each id (FindCoordinator, key type TRANSACTION, v4's
-    batch), asked again while one is loading or not there yet."""
-    found: dict[str, Node] = {}
-    link = client.bootstrap()
-    while pending := [i for i in ids if i not in found]:
-        body = ask(
-            link,
-            "FIND_COORDINATOR",
-            {"key_type": KEY_TYPE_TRANSACTION, "coordinator_keys": pending},
-            lowest=4,
-        )
-        for entry in body["coordinators"]:
-            if entry["error_code"] == 0:
-                found[entry["key"]] = Node(entry["node_id"], entry["host"], entry["port"])
-            elif entry["error_code"] not in RETRY_CODES:
-                raise ToolError(
-                    f"no coordinator for transactional id {entry['key']!r}: "
-                    f"{error_text(entry['error_code'], entry['error_message'])}"
-                )
-        if len(found) < len(ids):
-            client.remaining()  # exit 3 once --timeout has passed
-            time.sleep(RETRY_PAUSE_S)
-    return found
-
-
 def describe_transactions(client: WireClient, ids: list[str]) -> dict[str, dict | None]:
-    """DescribeTransactions of each id at its coordinator; None for an id the coordinator
-    does not know (TRANSACTIONAL_ID_NOT_FOUND: expired, or never used)."""
+    """DescribeTransactions of each id at its coordinator (FindCoordinator, key type
+    TRANSACTION); None for an id the coordinator does not know (TRANSACTIONAL_ID_NOT_FOUND:
+    expired, or never used). An id whose coordinator is loading or moved is asked again."""
     described: dict[str, dict | None] = {}
-    while pending := [i for i in ids if i not in described]:
-        coordinators = find_coordinators(client, pending)
+
+    def attempt() -> bool:
+        pending = [i for i in ids if i not in described]
+        coordinators = client.coordinators(pending, KEY_TYPE_TRANSACTION)
         for node in set(coordinators.values()):
             mine = [i for i in pending if coordinators[i] == node]
-            body = ask(
-                client.link(node.host, node.port),
-                "DESCRIBE_TRANSACTIONS",
-                {"transactional_ids": mine},
-            )
+            body = ask(client.node_link(node), "DESCRIBE_TRANSACTIONS", {"transactional_ids": mine})
             for state in body["transaction_states"]:
                 code, txn_id = state["error_code"], state["transactional_id"]
                 if code == TRANSACTIONAL_ID_NOT_FOUND:
                     described[txn_id] = None
                 elif code == 0:
                     described[txn_id] = transaction_document(node, state)
-                elif code not in RETRY_CODES:
+                elif code not in RETRIABLE:
                     raise ToolError(
                         f"could not describe transactional id {txn_id!r}: {error_text(code)}"
                     )
-        if len(described) < len(ids):
-            client.remaining()
-            time.sleep(RETRY_PAUSE_S)
+        return len(described) < len(set(ids))
+
+    if ids:
+        client.retry(attempt, bool)
     return described
 
 
@@ -356,17 +329,18 @@ def describe_producers(
     partitions listed under it."""
     found: dict[tuple, list[dict]] = {}
     for broker_id, partitions in sorted(by_broker.items()):
-        topics: dict[str, list[int]] = {}
-        for topic, partition in partitions:
-            topics.setdefault(topic, []).append(partition)
         body = ask(
             node_link(client, nodes, broker_id, "a replica"),
             "DESCRIBE_PRODUCERS",
-            {"topics": [{"name": t, "partition_indexes": ps} for t, ps in topics.items()]},
+            {
+                "topics": [
+                    {"name": t, "partition_indexes": ps} for t, ps in by_topic(partitions).items()
+                ]
+            },
         )
         for topic in body["topics"]:
             for part in topic["partitions"]:
-                where = f"{topic['name']}-{part['partition_index']}"
+                where = partition_name(topic["name"], part["partition_index"])
                 if part["error_code"]:
                     reason = error_text(part["error_code"], part["error_message"])
                     raise ToolError(
@@ -396,16 +370,15 @@ def producer_document(topic: str, partition: int, state: dict) -> dict:
 def leaders_of(
     layout: dict[str, dict[int, dict]], partitions: Iterable[tuple[str, int]]
 ) -> dict[int, list[tuple[str, int]]]:
+    partitions = list(partitions)
+    ac.check_partitions(layout, partitions)
     by_broker: dict[int, list[tuple[str, int]]] = {}
     for topic, partition in partitions:
-        info = layout.get(topic, {}).get(partition)
-        if info is None:
-            raise ToolError(
-                f"topic {topic!r} has no partition {partition}: see "
-                f"`kafkette topics describe {topic}`"
-            )
+        info = layout[topic][partition]
         if info["leader"] < 0:
-            raise ToolError(f"{topic}-{partition} has no leader now: retry once one is elected")
+            raise ToolError(
+                f"{partition_name(topic, partition)} has no leader now: retry once one is elected"
+            )
         by_broker.setdefault(info["leader"], []).append((topic, partition))
     return by_broker
 
@@ -415,7 +388,7 @@ def leaders_of(
 
 def run_list(args: argparse.Namespace) -> None:
     states = [canonical_state(s) for s in args.state]
-    with wire(args) as client:
+    with open_client(args) as client:
         rows = list_transactions(client, states, args.producer_id, args.duration_filter)
     if args.json:
         print_json(rows)
@@ -438,7 +411,7 @@ def canonical_state(text: str) -> str:
 
 def run_describe(args: argparse.Namespace) -> None:
     ids = list(dict.fromkeys(args.transactional_id))
-    with wire(args) as client:
+    with open_client(args) as client:
         described = describe_transactions(client, ids)
     missing = [i for i in ids if described[i] is None]
     if missing:
@@ -472,7 +445,7 @@ def run_describe(args: argparse.Namespace) -> None:
                 d["timeout_ms"],
                 dash(d["start_time_ms"]),
                 dash(d["duration_ms"]),
-                ",".join(f"{t}-{p}" for t, p in d["partitions"]) or "-",
+                ",".join(partition_name(t, p) for t, p in d["partitions"]) or "-",
             )
             for d in documents
             if d is not None
@@ -480,13 +453,9 @@ def run_describe(args: argparse.Namespace) -> None:
     )
 
 
-def dash(value: Any) -> Any:
-    return "-" if value is None else value
-
-
 def run_describe_producers(args: argparse.Namespace) -> None:
     where = (args.topic, args.partition)
-    with wire(args) as client:
+    with open_client(args) as client:
         nodes = {n.node_id: n for n in client.brokers()}
         layout = topic_layout(client, [args.topic])
         by_broker = leaders_of(layout, [where])
@@ -520,15 +489,15 @@ def run_describe_producers(args: argparse.Namespace) -> None:
 
 
 def search_scope(client: WireClient, args: argparse.Namespace) -> list[tuple[str, int]]:
-    """find-hanging's partitions: the one named, the topic's, or every topic's (Kafka's
-    tool leaves internal topics out unless named); with ``--broker-id``, those it holds."""
+    """find-hanging's partitions: the one named, the topic's, or every topic's, internal
+    ones included as in Kafka's tool (``__consumer_offsets`` holds transactional offset
+    commits, which can hang too); with ``--broker-id``, those it holds."""
     if args.topic is not None and args.partition is not None:
         return [(args.topic, args.partition)]
     layout = topic_layout(client, [args.topic] if args.topic is not None else None)
     return sorted(
         (topic, partition)
         for topic, partitions in layout.items()
-        if args.topic is not None or not topic.startswith("__")
         for partition, info in partitions.items()
         if args.broker_id is None or args.broker_id in info["replicas"]
     )
@@ -581,7 +550,7 @@ def run_find_hanging(args: argparse.Namespace) -> None:
         )
     if args.partition is not None and args.topic is None:
         raise ToolError("--partition needs --topic, e.g. --topic clicks --partition 0", 2)
-    with wire(args) as client:
+    with open_client(args) as client:
         hanging = find_hanging(client, args)
     if args.json:
         print_json(hanging)
@@ -617,7 +586,7 @@ def abort_spec(
     client: WireClient, nodes: dict[int, Node], leader: int, args: argparse.Namespace
 ) -> dict:
     """The producer id, epoch and coordinator epoch of the transaction to abort."""
-    where = f"{args.topic}-{args.partition}"
+    where = partition_name(args.topic, args.partition)
     if args.start_offset is None:
         if args.producer_id is None:
             raise ToolError(
@@ -648,7 +617,7 @@ def abort_spec(
 
 
 def run_abort(args: argparse.Namespace) -> None:
-    with wire(args) as client:
+    with open_client(args) as client:
         nodes = {n.node_id: n for n in client.brokers()}
         ((leader, _),) = leaders_of(
             topic_layout(client, [args.topic]), [(args.topic, args.partition)]
@@ -673,7 +642,7 @@ def run_abort(args: argparse.Namespace) -> None:
         for topic in marker["topics"]
         for p in topic["partitions"]
     ]
-    where = f"{args.topic}-{args.partition}"
+    where = partition_name(args.topic, args.partition)
     if codes != [0]:
         reason = error_text(codes[0]) if codes else "no answer for the partition"
         raise ToolError(

@@ -7,7 +7,10 @@ computes the salted password on the client: the password itself never leaves thi
 and the broker stores what it is sent. Iterations default to 4096, Kafka's; brokers take
 4096..16384. One request per mechanism, because Kafka 4.0 refuses a user named twice in one
 request (DUPLICATE_RESOURCE), which is why ``kafka-configs.sh`` with both mechanisms in one
-``--add-config`` fails there.
+``--add-config`` fails there. ``list`` asks DescribeUserScramCredentials over the tools' own
+wire client where it can log in (TLS, SASL PLAIN/SCRAM): librdkafka 2.16 crashes the process
+(SIGSEGV, or ``free(): invalid size``) on Kafka's refusal of it, CLUSTER_AUTHORIZATION_FAILED,
+which a principal without Describe on the cluster gets.
 
 The password comes from ``--password``, else from the terminal (asked twice), else from the
 first line of stdin, so that it need not show in ``ps`` or the shell's history.
@@ -21,7 +24,16 @@ import sys
 from typing import Any
 
 from kafkette.tools import admin_client as ac
-from kafkette.tools.common import EXIT_USAGE, ToolError, print_json, print_table, run_tool
+from kafkette.tools.common import (
+    EXIT_USAGE,
+    ToolError,
+    authorization_hint,
+    int32,
+    print_json,
+    print_table,
+    run_tool,
+    split_outside_brackets,
+)
 
 EPILOG = """examples:
   kafkette users set alice --password alice-secret
@@ -32,19 +44,19 @@ EPILOG = """examples:
 """
 
 MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+SCRAM_CODES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}  # DescribeUserScramCredentials' numbers
 DEFAULT_ITERATIONS = 4096  # Kafka's (ScramCredentialInfo's default in kafka-configs.sh)
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
+    actions = ac.add_tool(
+        commands,
         "users",
         help="list, set and delete SCRAM users (like kafka-configs.sh --entity-type users)",
         description="List, set and delete the SCRAM credentials of users (what "
         "kafka-configs.sh --entity-type users does with SCRAM-SHA-256/512).",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     sub = ac.add_action(
         actions,
@@ -74,7 +86,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     sub.add_argument(
         "--iterations",
-        type=int,
+        type=int32,
         default=None,
         metavar="N",
         help=f"PBKDF2 iterations (default {DEFAULT_ITERATIONS}, Kafka's; brokers take 4096..16384)",
@@ -128,22 +140,24 @@ def scram_mechanism(name: str) -> Any:
 
 
 def refused(exc: BaseException, user: str, doing: str) -> ToolError:
-    code = ac.error_code(exc)
+    return refusal(ac.error_code(exc), ac.error_text(exc), user, doing)
+
+
+def refusal(code: str, text: str, user: str, doing: str) -> ToolError:
+    """The broker's error ``code`` (its name; ``text`` with the message) as one line."""
     if code == "RESOURCE_NOT_FOUND":
         return ToolError(f"user {user!r} has no such SCRAM credential: see `kafkette users list`")
-    if code == "CLUSTER_AUTHORIZATION_FAILED":
+    if code == "CLUSTER_AUTHORIZATION_FAILED":  # Kafka checks Describe / Alter on CLUSTER
         return ToolError(
             f"could not {doing} user {user!r}: this principal may not "
-            "(CLUSTER_AUTHORIZATION_FAILED): connect as a super user or with "
-            f"{'DescribeConfigs' if doing == 'describe' else 'AlterConfigs'} on "
-            "the cluster"
+            "(CLUSTER_AUTHORIZATION_FAILED): "
+            + authorization_hint("Describe" if doing == "describe" else "Alter")
         )
     if code == "UNSUPPORTED_SASL_MECHANISM":
         return ToolError(
-            f"could not {doing} user {user!r}: {ac.error_text(exc)}: the broker "
-            "does not take that mechanism"
+            f"could not {doing} user {user!r}: {text}: the broker does not take that mechanism"
         )
-    return ToolError(f"could not {doing} user {user!r}: {ac.error_text(exc)}")
+    return ToolError(f"could not {doing} user {user!r}: {text}")
 
 
 def credentials(description: Any) -> list[dict[str, Any]]:
@@ -153,8 +167,52 @@ def credentials(description: Any) -> list[dict[str, Any]]:
     ]
 
 
-def described(admin: Any, args: argparse.Namespace, users: list[str]) -> dict[str, list[dict]]:
-    """User -> its credentials (broker order); a named user without any is an error."""
+def described(args: argparse.Namespace, users: list[str]) -> dict[str, list[dict]]:
+    """User -> its credentials (broker order); a named user without any is an error. Over
+    the wire client where it can log in (see the module's docstring), else confluent-kafka."""
+    from kafkette.tools.wire_client import Unsupported, WireClient, error_text
+    from kafkette.wire.apis import ApiKey
+    from kafkette.wire.errors import ErrorCode
+
+    try:
+        client = WireClient(args)
+    except Unsupported:
+        return described_by_librdkafka(ac.admin_client(args), args, users)
+    with client:
+        # [] asks for every user; Kafka 4.0 answers its refusal of a null list with nothing.
+        body = client.bootstrap().request(
+            ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, {"users": [{"name": user} for user in users]}
+        )
+    if body["error_code"]:
+        code = body["error_code"]
+        raise refusal(ErrorCode(code).name, error_text(code, body.get("error_message")), "*",
+                      "describe")  # fmt: skip
+    found: dict[str, list[dict]] = {}
+    for result in body["results"]:
+        user, code = result["user"], result["error_code"]
+        if code == ErrorCode.RESOURCE_NOT_FOUND:
+            raise missing_user(user)
+        if code:
+            raise refusal(ErrorCode(code).name, error_text(code, result.get("error_message")),
+                          user, "describe")  # fmt: skip
+        found[user] = [
+            {"mechanism": SCRAM_CODES.get(info["mechanism"], str(info["mechanism"])),
+             "iterations": info["iterations"]}
+            for info in result["credential_infos"]
+        ]  # fmt: skip
+    return {user: found.get(user, []) for user in users or sorted(found)}
+
+
+def missing_user(user: str) -> ToolError:
+    return ToolError(
+        f"user {user!r} has no SCRAM credentials: see `kafkette users list`, or add it with "
+        "`kafkette users set`"
+    )
+
+
+def described_by_librdkafka(
+    admin: Any, args: argparse.Namespace, users: list[str]
+) -> dict[str, list[dict]]:
     if not users:
         future = admin.describe_user_scram_credentials(request_timeout=args.timeout)
         try:
@@ -169,18 +227,14 @@ def described(admin: Any, args: argparse.Namespace, users: list[str]) -> dict[st
     for user, value in ac.results(futures, args).items():
         if isinstance(value, Exception):
             if ac.error_code(value) == "RESOURCE_NOT_FOUND":
-                raise ToolError(
-                    f"user {user!r} has no SCRAM credentials: see "
-                    "`kafkette users list`, or add it with `kafkette users set`"
-                )
+                raise missing_user(user)
             raise refused(value, user, "describe")
         out[user] = credentials(value)
     return {user: out[user] for user in users}
 
 
 def run_list(args: argparse.Namespace) -> None:
-    admin = ac.admin_client(args)
-    users = described(admin, args, list(dict.fromkeys(args.users)))
+    users = described(args, list(dict.fromkeys(args.users)))
     if args.json:
         print_json([{"user": user, "credentials": creds} for user, creds in users.items()])
         return
@@ -194,7 +248,7 @@ def from_add_config(items: list[str]) -> dict[str, dict[str, str]]:
     """kafka-configs.sh's ``SCRAM-SHA-256=[iterations=8192,password=secret]``, by mechanism."""
     found: dict[str, dict[str, str]] = {}
     for item in items:
-        for part in _bracketed(item):
+        for part in split_outside_brackets(item):
             name, sep, inner = part.partition("=")
             if not sep or not inner.startswith("[") or not inner.endswith("]"):
                 raise ToolError(
@@ -214,18 +268,6 @@ def from_add_config(items: list[str]) -> dict[str, dict[str, str]]:
                 settings[key.strip()] = value
             found[mechanism(name)] = settings
     return found
-
-
-def _bracketed(item: str) -> list[str]:
-    """Split ``A=[..],B=[..]`` on the commas outside brackets."""
-    parts, depth, start = [], 0, 0
-    for index, char in enumerate(item):
-        depth += {"[": 1, "]": -1}.get(char, 0)
-        if char == "," and depth == 0:
-            parts.append(item[start:index])
-            start = index + 1
-    parts.append(item[start:])
-    return [part.strip() for part in parts if part.strip()]
 
 
 def read_password(user: str) -> str:
@@ -294,7 +336,7 @@ def run_delete(args: argparse.Namespace) -> None:
     admin = ac.admin_client(args)
     names = list(dict.fromkeys(mechanism(m) for m in args.mechanism))
     if not names:
-        names = [c["mechanism"] for c in described(admin, args, [args.user])[args.user]]
+        names = [c["mechanism"] for c in described(args, [args.user])[args.user]]
     for name in names:
         deletion = UserScramCredentialDeletion(args.user, scram_mechanism(name))
         futures = admin.alter_user_scram_credentials([deletion], request_timeout=args.timeout)

@@ -400,6 +400,13 @@ def test_a_scram_user_produces_and_consumes_what_its_acls_allow(cli, secured, un
     assert refused.returncode == 1
     assert refused.stderr.startswith("kafkette: could not list ACLs: ")
     assert "CLUSTER_AUTHORIZATION_FAILED" in refused.stderr
+    # Nor list SCRAM users: Kafka checks Describe on the cluster (Alter to change them).
+    users = cli("users", "list", *alice)
+    assert users.returncode == 1
+    assert "with Describe on the cluster" in users.stderr, users.stderr
+    setting = cli("users", "set", f"{user}-2", "--password", "x", *alice)
+    assert setting.returncode == 1
+    assert "with Alter on the cluster" in setting.stderr, setting.stderr
     wrong = cli(
         "users",
         "list",

@@ -338,4 +338,5 @@ def test_delete_offsets_matches_kafkas_tool(cli, any_bootstrap, unique_topic, ac
     no_topic = cli("groups", "delete-offsets", group, "--topic", "no-such-topic-here", *b)
     assert no_topic.returncode == 1
     assert no_topic.stderr == ("kafkette: topic 'no-such-topic-here' does not exist: see "
-                               "`kafkette topics list`\n")
+                               "`kafkette topics list`, or create it with `kafkette topics "
+                               "create no-such-topic-here`\n")

@@ -350,7 +350,8 @@ def test_delete_records_checks_before_it_deletes(cli, kafkette_bootstrap, unique
                                 "version": 1}))
     done = cli("topics", "delete-records", "--offset-json-file", str(plan), *b)
     assert (done.returncode, done.stdout) == (1, "")
-    assert done.stderr == f"kafkette: topic {topic!r} has no partition 4 (it has 1)\n"
+    assert done.stderr == (f"kafkette: topic {topic!r} has no partition 4 (it has 1): see "
+                           f"`kafkette topics describe {topic}`\n")
     assert earliest_offsets(kafkette_bootstrap, topic, 1) == [0]
     plan.write_text(json.dumps({"partitions": [{"topic": topic, "partition": 0, "offset": 1},
                                                {"topic": topic, "partition": 0, "offset": 2}]}))

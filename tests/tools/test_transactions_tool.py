@@ -458,9 +458,10 @@ def test_usage_and_refusals_are_one_line(cli, unverified_kafkette: str, unique_t
             done.stderr,
         )
         assert done.stderr.count("\n") == 1, done.stderr
-    unplain = cli("transactions", "list", "-X", "security.protocol=ssl", *b)
-    assert unplain.returncode == 1
-    assert "PLAINTEXT listener only" in unplain.stderr
+    gssapi = ("-X", "security.protocol=sasl_plaintext", "-X", "sasl.mechanism=GSSAPI")
+    unsupported = cli("transactions", "list", *gssapi, *b)
+    assert unsupported.returncode == 1
+    assert "cannot log in with sasl.mechanism=GSSAPI" in unsupported.stderr
 
 
 def test_describe_producers_shows_the_open_transaction(
@@ -637,3 +638,85 @@ def test_reassign_and_elect_leaders_on_one_broker(
         1,
         ["kafkette", " Unknown broker id 7"],
     )
+
+
+def make_hanging_offsets(bootstrap: str, topic: str, group: str, txn_id: str) -> int:
+    """A transactional offset commit that no coordinator knows about (TxnOffsetCommit v3
+    without AddOffsetsToTxn, which the unverified broker takes): it hangs in the group's
+    ``__consumer_offsets`` partition. Its producer id."""
+    deadline = time.monotonic() + 60
+    with WireConnection(bootstrap, "hanging-offsets", timeout=30) as connection:
+        for key_type, key in ((1, txn_id), (0, group)):
+            retried(
+                connection,
+                ApiKey.FIND_COORDINATOR,
+                4,
+                {"key_type": key_type, "coordinator_keys": [key]},
+                ["coordinators.error_code"],
+                deadline,
+            )
+        init = retried(
+            connection,
+            ApiKey.INIT_PRODUCER_ID,
+            4,
+            {
+                "transactional_id": txn_id,
+                "transaction_timeout_ms": 60000,
+                "producer_id": -1,
+                "producer_epoch": -1,
+            },
+            ["error_code"],
+            deadline,
+        )
+        partition = {
+            "partition_index": 0,
+            "committed_offset": 1,
+            "committed_leader_epoch": -1,
+            "committed_metadata": None,
+        }
+        retried(
+            connection,
+            ApiKey.TXN_OFFSET_COMMIT,
+            3,
+            {
+                "transactional_id": txn_id,
+                "group_id": group,
+                "producer_id": init["producer_id"],
+                "producer_epoch": init["producer_epoch"],
+                "generation_id": -1,
+                "member_id": "",
+                "group_instance_id": None,
+                "topics": [{"name": topic, "partitions": [partition]}],
+            },
+            ["topics.partitions.error_code"],
+            deadline,
+        )
+    return init["producer_id"]
+
+
+def test_find_hanging_searches_internal_topics_too(
+    cli, unverified_kafkette: str, unique_topic
+) -> None:
+    """Kafka's find-hanging searches every topic a broker holds, ``__consumer_offsets``
+    included: a transactional offset commit hangs there like a produce does elsewhere."""
+    topic = unique_topic("offsets-hang")
+    b = ("-b", unverified_kafkette)
+    assert cli("topics", "create", topic, *b).returncode == 0
+    producer_id = make_hanging_offsets(unverified_kafkette, topic, f"{topic}-g", f"{topic}-id")
+    search = ("--broker-id", "1", "--max-transaction-timeout", "0", "--json", *b)
+    found = [
+        row
+        for row in ok_json(cli("transactions", "find-hanging", *search))
+        if row["producer_id"] == producer_id
+    ]
+    # Its id's transaction (Empty) does not include the partition: nothing will end it.
+    assert [(r["topic"], r["transactional_id"]) for r in found] == [
+        ("__consumer_offsets", f"{topic}-id")
+    ]
+    where = ("--topic", "__consumer_offsets", "--partition", str(found[0]["partition"]))
+    aborted = cli(
+        "transactions", "abort", *where, "--start-offset", str(found[0]["start_offset"]), *b
+    )
+    assert aborted.returncode == 0, aborted.stderr
+    left = ok_json(cli("transactions", "find-hanging", *search))
+    assert [r for r in left if r["producer_id"] == producer_id] == []
