@@ -12,8 +12,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -81,10 +84,54 @@ def any_bootstrap(request: pytest.FixtureRequest) -> str:
     return request.getfixturevalue(name)
 
 
+# Admin subcommands that run in the test's own process: each is a few requests and a print,
+# and a child interpreter costs a third of a CPU second to start and import (hundreds of
+# calls a run). The others (produce, consume: stdin, signals, long-lived clients; dump-log;
+# completion) and any call with input run as a child, as a user's shell runs them.
+IN_PROCESS = frozenset({
+    "topics", "configs", "groups", "metadata", "users", "quotas", "transactions", "reassign",
+    "elect-leaders", "acls", "schemas",
+})
+
+
+def run_in_process(args: tuple[str, ...], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``kafkette ARGS`` in this process, as the child would run it: stdout and stderr are
+    pipes (not terminals: the tools print plain text), stdin is empty, ``env`` is set for the
+    call only; the exit code is what ``main`` returns or exits with."""
+    from kafkette.cli import main
+
+    out, err = io.TextIOWrapper(io.BytesIO()), io.TextIOWrapper(io.BytesIO())
+    saved_env = {name: os.environ.get(name) for name in env}
+    saved_stdin, saved_sigint = sys.stdin, signal.getsignal(signal.SIGINT)
+    os.environ.update(env)
+    sys.stdin = io.TextIOWrapper(io.BytesIO(b""))
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        sys.stdin = saved_stdin
+        signal.signal(signal.SIGINT, saved_sigint)  # main() sets the tools' own
+        for name, value in saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    texts = []
+    for stream in (out, err):
+        stream.flush()
+        texts.append(stream.buffer.getvalue().decode("utf-8", "replace"))  # type: ignore[attr-defined]
+    return subprocess.CompletedProcess(["kafkette", *args], code, texts[0], texts[1])
+
+
 @pytest.fixture
 def cli() -> Callable[..., subprocess.CompletedProcess[str]]:
     def run(*args: str, input: str | None = None, env: dict[str, str] | None = None,
             timeout: float = CLI_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+        if args and args[0] in IN_PROCESS and input is None:
+            return run_in_process(args, env or {})
         return subprocess.run(
             [sys.executable, "-m", "kafkette", *args],
             input=input, capture_output=True, text=True, timeout=timeout, check=False,
