@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from kafkette.broker.schema_registry.config import COMPATIBILITY_LEVELS
 from kafkette.tools import admin_client as ac
 from kafkette.tools.common import (
     EXIT_FAILED,
@@ -44,15 +45,7 @@ DEFAULT_REGISTRY = "http://127.0.0.1:8081"
 LOOKUP_ATTEMPTS = 8
 MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
 SCHEMA_TYPES = ("AVRO", "JSON", "PROTOBUF")
-LEVELS = (
-    "NONE",
-    "BACKWARD",
-    "BACKWARD_TRANSITIVE",
-    "FORWARD",
-    "FORWARD_TRANSITIVE",
-    "FULL",
-    "FULL_TRANSITIVE",
-)
+LEVELS = COMPATIBILITY_LEVELS  # Confluent's seven levels
 MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
 # A schema file's type by its extension, when --type is not given.
 TYPE_BY_SUFFIX = {".avsc": "AVRO", ".avro": "AVRO", ".json": "JSON", ".proto": "PROTOBUF"}

@@ -24,6 +24,7 @@ from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSe
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
+from kafkette.broker.schema_registry.config import COMPATIBILITY_LEVELS
 from kafkette.testing import KafkaBroker, broker
 
 RECORDS = 20
@@ -195,15 +196,7 @@ def _proto(*fields: str) -> str:
     )
 
 
-ALL_LEVELS = (
-    "NONE",
-    "BACKWARD",
-    "BACKWARD_TRANSITIVE",
-    "FORWARD",
-    "FORWARD_TRANSITIVE",
-    "FULL",
-    "FULL_TRANSITIVE",
-)
+ALL_LEVELS = COMPATIBILITY_LEVELS
 
 # (type, history, evolution, levels that accept it). Avro follows Avro's schema resolution;
 # JSON Schema Confluent's diff (adding a property to an open content model breaks BACKWARD,

@@ -154,6 +154,23 @@ def codes_of(answer: dict, paths: list[str]) -> list[int]:
     return found
 
 
+def init_producer(connection: WireConnection, txn_id: str, deadline: float) -> dict:
+    """InitProducerId for ``txn_id`` (a new producer id, epoch 0), retried like a client."""
+    return retried(
+        connection,
+        ApiKey.INIT_PRODUCER_ID,
+        4,
+        {
+            "transactional_id": txn_id,
+            "transaction_timeout_ms": 60000,
+            "producer_id": -1,
+            "producer_epoch": -1,
+        },
+        ["error_code"],
+        deadline,
+    )
+
+
 def make_hanging(bootstrap: str, topic: str, txn_id: str) -> tuple[int, int]:
     """Write a transactional batch (records an hour old) that no coordinator knows about;
     its producer id and epoch."""
@@ -170,19 +187,7 @@ def make_hanging(bootstrap: str, topic: str, txn_id: str) -> tuple[int, int]:
             ["coordinators.error_code"],
             deadline,
         )
-        init = retried(
-            connection,
-            ApiKey.INIT_PRODUCER_ID,
-            4,
-            {
-                "transactional_id": txn_id,
-                "transaction_timeout_ms": 60000,
-                "producer_id": -1,
-                "producer_epoch": -1,
-            },
-            ["error_code"],
-            deadline,
-        )
+        init = init_producer(connection, txn_id, deadline)
         producer_id, epoch = init["producer_id"], init["producer_epoch"]
         builder = DefaultRecordBatchBuilder(
             magic=2,
@@ -655,19 +660,7 @@ def make_hanging_offsets(bootstrap: str, topic: str, group: str, txn_id: str) ->
                 ["coordinators.error_code"],
                 deadline,
             )
-        init = retried(
-            connection,
-            ApiKey.INIT_PRODUCER_ID,
-            4,
-            {
-                "transactional_id": txn_id,
-                "transaction_timeout_ms": 60000,
-                "producer_id": -1,
-                "producer_epoch": -1,
-            },
-            ["error_code"],
-            deadline,
-        )
+        init = init_producer(connection, txn_id, deadline)
         partition = {
             "partition_index": 0,
             "committed_offset": 1,
