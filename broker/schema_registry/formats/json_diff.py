@@ -453,6 +453,16 @@ def _open(node: Node) -> bool:
     return not node.pattern_properties and node.additional_schema is None and node.additional
 
 
+def _covered_by_partial(ctx: _Context, original: Node, update: Node, change: str) -> None:
+    """A property added or removed where the other side's content model is partially open:
+    covered (compatible) when its schema compares compatibly with what the model allows."""
+    sub = ctx.sub()
+    _compare(sub, original, update)
+    ctx.diffs += sub.diffs
+    covered = "IS_COVERED" if sub.compatible() else "NOT_COVERED"
+    ctx.add(f"PROPERTY_{change}_{covered}_BY_PARTIALLY_OPEN_CONTENT_MODEL")
+
+
 def _partial_schema(node: Node, name: str) -> Node | None:
     for pattern, schema in node.pattern_properties:
         try:
@@ -515,14 +525,7 @@ def _property(ctx: _Context, original: Node, update: Node, name: str) -> None:
             return
         partial = _partial_schema(update, name)
         if partial is not None:
-            sub = ctx.sub()
-            _compare(sub, old, partial)
-            ctx.diffs += sub.diffs
-            ctx.add(
-                "PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
-                if sub.compatible()
-                else "PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
-            )
+            _covered_by_partial(ctx, old, partial, "REMOVED")
         elif old.kind == "false":
             ctx.add("PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL")
         else:
@@ -538,14 +541,7 @@ def _property(ctx: _Context, original: Node, update: Node, name: str) -> None:
             return
         partial = _partial_schema(original, name)
         if partial is not None:
-            sub = ctx.sub()
-            _compare(sub, partial, new)
-            ctx.diffs += sub.diffs
-            ctx.add(
-                "PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
-                if sub.compatible()
-                else "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
-            )
+            _covered_by_partial(ctx, partial, new, "ADDED")
         if name in update.required:
             ctx.add(
                 "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL"
