@@ -542,3 +542,19 @@ def test_combined_subschemas_are_matched_without_deep_recursion():
         edges[(i, i)] = []
     edges[(n - 1, n - 1)] = []
     assert json_diff._maximum_matching(n, n, edges) == {(i, i) for i in range(n)}
+
+
+def test_a_property_against_a_partially_open_model_both_ways():
+    """Added to, or removed from, an object whose additionalProperties is a schema: covered
+    when the property's schema is what that schema allows, else not (both directions)."""
+    model = '"additionalProperties": {"type": "string"}'
+    bare = parse(f'{{"type": "object", {model}}}')
+    text = parse(f'{{"type": "object", "properties": {{"x": {{"type": "string"}}}}, {model}}}')
+    number = parse(f'{{"type": "object", "properties": {{"x": {{"type": "integer"}}}}, {model}}}')
+    assert formats.check(text, bare) == [] and formats.check(bare, text) == []
+    for change, messages in (("ADDED", formats.check(number, bare)),
+                             ("REMOVED", formats.check(bare, number))):  # fmt: skip
+        assert messages[-1] == (
+            "Found incompatible change: Difference{jsonPath='#/properties/x', "
+            f"type=PROPERTY_{change}_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL}}"
+        )
