@@ -43,6 +43,7 @@ from kafkette.broker.internal_topics import (
     TRANSACTION_STATE_TOPIC,
 )
 from kafkette.broker.partitions import Partition
+from kafkette.broker.partitions.partition import while_appends_wait_all
 from kafkette.broker.throttled_log import describe_error, storage_errors
 from kafkette.log import TopicMetadata
 from kafkette.log.config import LogConfig, log_config_for
@@ -283,7 +284,12 @@ class TopicRegistry:
                 raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic '{name}'")
             meta = self.data_dir.topics.get(name)
             with _storage_errors_as_topic_error("deleting topic", name):
-                await trio.to_thread.run_sync(self.data_dir.delete_topic, name)
+                # With no append in progress (as Kafka's Partition.delete takes the lock
+                # its appends hold): one in flight is written and answered first, one
+                # queued behind finds the log closed and answers Partition.closed_error.
+                await while_appends_wait_all(
+                    self._partitions[name].values(), lambda: self.data_dir.delete_topic(name)
+                )
             self._forget_id(name, meta)
             parts = self._partitions.pop(name)
             for part in parts.values():
@@ -547,7 +553,9 @@ class TopicRegistry:
 
     async def _delete_local(self, name: str) -> None:
         meta = self.data_dir.topics.get(name)
-        await trio.to_thread.run_sync(self.data_dir.delete_topic, name)
+        await while_appends_wait_all(
+            self._partitions.get(name, {}).values(), lambda: self.data_dir.delete_topic(name)
+        )
         self._forget_id(name, meta)
         for part in self._partitions.pop(name, {}).values():
             part.notify_appended()

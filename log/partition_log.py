@@ -987,8 +987,15 @@ class PartitionLog:
             self._last_flush_ms = self._clock()
 
     def write_checkpoint(self) -> None:
-        """Persist log start offset and recovery point if they changed (atomic replace)."""
+        """Persist log start offset and recovery point if they changed (atomic replace).
+
+        Not once closed: the housekeeping tick may still be in ``maybe_flush`` when the
+        topic is deleted, and the directory's path may by then belong to a topic
+        re-created under the same name (``close`` sets the flag under this lock).
+        """
         with self._checkpoint_lock:
+            if self._closed:
+                return
             with self._state_lock:
                 current = OffsetsCheckpoint(self._log_start_offset, self._recovery_point)
             if current != self._written_checkpoint:
@@ -1012,7 +1019,7 @@ class PartitionLog:
                 self.write_checkpoint()
                 # A snapshot at the log end: the next start replays nothing.
                 self._producer_state.take_snapshot(self._log_end_offset, sync=True)
-            with self._state_lock:
+            with self._checkpoint_lock, self._state_lock:
                 self._closed = True
                 segments = list(self._segments)
             for segment in segments:

@@ -1,7 +1,9 @@
 """DeleteRecords: move a partition's log start offset forward.
 
 Only the leader answers (``TopicRegistry.serving``); the log start moves through
-``Partition.delete_records_before``, which orders it with appends.
+``Partition.delete_records_before``, which orders it with appends. A topic deleted
+(or a partition moved away, or truncated) while the request waited for the append
+lock is answered with the partition's error, not an internal one.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from kafkette.broker.security.authorizer.checks import (
     DELETE,
     topic_denied,
 )
+from kafkette.log.errors import LogClosed, OffsetOutOfRange
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -48,7 +51,14 @@ async def handle_delete_records(broker: Broker, request: Request) -> dict:
             if offset < 0 or offset > high_watermark:
                 result["error_code"] = int(ErrorCode.OFFSET_OUT_OF_RANGE)
                 continue
-            result["low_watermark"] = await partition.delete_records_before(offset)
+            try:
+                result["low_watermark"] = await partition.delete_records_before(offset)
+            except LogClosed:
+                result["error_code"] = int(partition.closed_error)
+                continue
+            except OffsetOutOfRange:  # truncated below ``offset`` meanwhile (cluster)
+                result["error_code"] = int(ErrorCode.OFFSET_OUT_OF_RANGE)
+                continue
             log.info(
                 "deleted records of %s-%d before %d",
                 topic["name"],

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from kafkette.broker.throttled_log import describe_error, storage_errors
-from kafkette.log.errors import RecordBatchTooLarge
+from kafkette.log.errors import LogClosed, RecordBatchTooLarge
 from kafkette.log.partition_log import AppendWouldBlock
 from kafkette.wire.batch_validation import validate_produce_records
 from kafkette.wire.errors import ErrorCode
@@ -368,6 +368,9 @@ def _check_sequences(item: ProduceAppend) -> bool:
     return True
 
 
+_CLOSED_MESSAGE = "This server no longer hosts this topic-partition (deleted or moved)."
+
+
 def _write(ready: list[ProduceAppend], nonblocking: bool = False) -> list[ProduceAppend]:
     """Worker thread (or the event loop, ``nonblocking``): append. Returns the
     partitions left unwritten because an append would block.
@@ -382,6 +385,17 @@ def _write(ready: list[ProduceAppend], nonblocking: bool = False) -> list[Produc
             info = partition.append_validated(item.records, item.header, nonblocking=nonblocking)
         except AppendWouldBlock:
             return ready[position:]
+        except LogClosed:
+            # The topic was deleted (or, in a cluster, the partition moved away) after this
+            # request looked the partition up: a normal outcome of that change, not a
+            # storage failure. Nothing was written; the client retries after a metadata
+            # refresh (the request log says so once, throttled).
+            error = partition.closed_error
+            log.debug("produce to %s-%d: log closed, answered %s",
+                      partition.topic, partition.index, error.name)  # fmt: skip
+            item.response["error_code"] = int(error)
+            item.response["error_message"] = _CLOSED_MESSAGE
+            continue
         except RecordBatchTooLarge as exc:  # Kafka: larger than segment.bytes
             log.info("produce to %s-%d refused: %s", partition.topic, partition.index, exc)
             item.response["error_code"] = int(ErrorCode.RECORD_LIST_TOO_LARGE)

@@ -23,7 +23,8 @@ in a cluster the replica manager answers (``broker/cluster/replica_manager.py``)
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, TypeVar
 
 import trio
@@ -185,6 +186,19 @@ class Partition:
         (dropping the partition's files when it is no longer a replica here)."""
         async with self._append_lock:
             return await trio.to_thread.run_sync(work)
+
+    @property
+    def closed_error(self) -> ErrorCode:
+        """The answer to a request that found this partition's log closed under it: its
+        topic was deleted, or (cluster) the partition moved away, after the request looked
+        it up. Kafka answers an append whose partition lost its local log
+        NOT_LEADER_OR_FOLLOWER and one to a partition it does not host
+        UNKNOWN_TOPIC_OR_PARTITION; a single node leads everything it hosts, so there the
+        second is the one the client would get a moment later anyway. Both are retriable
+        and make clients refresh their metadata."""
+        if self.replica_manager is not None:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     # --- reads (no lock: see the module docstring) ---------------------------------------
 
@@ -451,3 +465,13 @@ class Partition:
         waiters, self._hw_waiters = self._hw_waiters, set()
         for event in waiters:
             event.set()
+
+
+async def while_appends_wait_all(partitions: Iterable[Partition], work: Callable[[], T]) -> T:
+    """``Partition.while_appends_wait`` for several partitions at once (deleting a topic):
+    their append locks taken in index order, as Produce takes them (append.py), so an
+    append in flight finishes first and one queued behind finds the log closed."""
+    async with AsyncExitStack() as held:
+        for partition in sorted(partitions, key=lambda p: (p.topic, p.index)):
+            await held.enter_async_context(partition.append_lock)
+        return await trio.to_thread.run_sync(work)

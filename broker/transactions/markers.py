@@ -20,6 +20,7 @@ from kafkette.broker.clock import now_ms
 from kafkette.broker.internal_topics import OFFSETS_TOPIC, append_committed
 from kafkette.broker.partitions import LEADER_EPOCH, Partition
 from kafkette.broker.throttled_log import storage_errors
+from kafkette.log.errors import LogClosed
 from kafkette.wire.errors import ErrorCode
 from kafkette.wire.records import ControlRecordType, build_control_batch
 
@@ -59,6 +60,8 @@ async def write_marker(
             committed=committed,
             timestamp=now_ms(),
         )
+    except LogClosed:  # deleted (or moved away) since looked up: as if already gone
+        return partition.closed_error
     except Exception as exc:  # a full disk: the caller retries
         storage_errors.failure("writing a transaction marker to", f"{topic}-{index}", exc)
         del exc
