@@ -39,6 +39,7 @@ from kazoo.exceptions import KazooException
 from kafkette.broker.cluster.isr import LeaderReplication
 from kafkette.broker.cluster.replica_fetcher import ReplicaFetcher
 from kafkette.broker.partitions import Partition
+from kafkette.broker.throttled_log import storage_errors
 from kafkette.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -180,7 +181,9 @@ class ReplicaManager:
                 await self._become_neither(key)
             else:
                 await self._become_follower(key, partition, state, leader)
-        except Exception:  # a failed disk or closed log: this partition only
+        except OSError as exc:  # a full or failed disk: one throttled line, retried
+            storage_errors.failure("role change of", f"{key[0]}-{key[1]}", exc)
+        except Exception:  # a closed log or a bug: this partition only
             log.exception("role change of %s-%d failed", key[0], key[1])
 
     def _ensure_replicated(self, key: Key, partition: Partition) -> None:

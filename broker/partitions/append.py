@@ -355,8 +355,19 @@ def _check_sequences(item: ProduceAppend) -> bool:
     """The idempotence check of the partition's one batch; False (response filled) if it is
     refused or a duplicate (answered with the offset it got the first time)."""
     assert item.header is not None
-    verdict = item.partition.log.check_sequence(item.header)
+    partition = item.partition
+    verdict = partition.log.check_sequence(item.header)
     if verdict.error:
+        if verdict.error == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and partition.append_failed:
+            # The gap is ours: the batch before this one failed on storage here, and a
+            # producer pipelines its batches. Kafka's log dir is offline after its first
+            # I/O error, so every later batch gets KAFKA_STORAGE_ERROR too and the producer
+            # retries them all in order; an out-of-order answer would instead make
+            # librdkafka bump its epoch and re-send records of other partitions whose
+            # outcome it does not know, under new sequences: duplicates.
+            item.response["error_code"] = int(ErrorCode.KAFKA_STORAGE_ERROR)
+            item.response["error_message"] = _AFTER_FAILED_APPEND
+            return False
         item.response["error_code"] = int(verdict.error)
         return False
     if verdict.duplicate_of is not None:
@@ -369,6 +380,7 @@ def _check_sequences(item: ProduceAppend) -> bool:
 
 
 _CLOSED_MESSAGE = "This server no longer hosts this topic-partition (deleted or moved)."
+_AFTER_FAILED_APPEND = "An earlier append to this partition failed on storage; retry in order."
 
 
 def _write(ready: list[ProduceAppend], nonblocking: bool = False) -> list[ProduceAppend]:
@@ -404,9 +416,11 @@ def _write(ready: list[ProduceAppend], nonblocking: bool = False) -> list[Produc
         except Exception as exc:  # a storage failure fails this partition only
             subject = f"{partition.topic}-{partition.index}"
             storage_errors.failure("append to", subject, exc)
+            partition.append_failed = True
             item.response["error_code"] = int(ErrorCode.KAFKA_STORAGE_ERROR)
             item.response["error_message"] = describe_error(exc)
             continue
+        partition.append_failed = False
         item.last_offset = info.last_offset
         item.response["base_offset"] = info.base_offset
         item.response["log_start_offset"] = info.log_start_offset

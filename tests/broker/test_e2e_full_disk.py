@@ -41,12 +41,16 @@ COORDINATOR_NOT_AVAILABLE = 15
 MEMBER_ID_REQUIRED = 79
 COORDINATOR_LOAD_IN_PROGRESS = 14
 BROKER_CONFIGS = (
-    "--config", "group.initial.rebalance.delay.ms=0",
-    "--config", "offsets.topic.num.partitions=3",
+    "--config",
+    "group.initial.rebalance.delay.ms=0",
+    "--config",
+    "offsets.topic.num.partitions=3",
     # Housekeeping (flush, offsets checkpoints) every 200 ms: while the disk is
     # full every checkpoint write fails, which must not flood the log either.
-    "--config", "log.flush.scheduler.interval.ms=200",
-    "--config", "log.flush.interval.ms=200",
+    "--config",
+    "log.flush.scheduler.interval.ms=200",
+    "--config",
+    "log.flush.interval.ms=200",
 )
 # Lines the broker may log while the disk is full, however many requests fail:
 # one per kind of failure per minute, plus the odd info line.
@@ -150,8 +154,12 @@ class Acks:
 
     def __init__(self, bootstrap: str) -> None:
         self.producer = Producer(
-            {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 2,
-             "message.timeout.ms": 60_000}
+            {
+                "bootstrap.servers": bootstrap,
+                "acks": "all",
+                "linger.ms": 2,
+                "message.timeout.ms": 60_000,
+            }
         )
         self.acked: list[bytes] = []
         self.failed: list[str] = []
@@ -314,4 +322,39 @@ def test_group_requests_before_the_offsets_topic_exists_get_coordinator_not_avai
     assert committed(client, "early", topic) == 1
     assert join_and_sync(client, "early-2") == (0, 0)
     assert init_producer_id(client) == (0, 0)
+    assert "Traceback" not in broker.stderr_text()
+
+
+OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+
+
+def test_pipelined_batches_after_a_failed_append_get_storage_errors_not_out_of_order(
+    small_filesystem, broker_process, raw_client, create_topic
+):
+    """An idempotent producer pipelines its batches: when batch N fails on a full disk,
+    N+1 (already in flight) must get KAFKA_STORAGE_ERROR too, as from Kafka's offline log
+    dir, so the producer retries both in order once space is back. OUT_OF_ORDER_SEQUENCE
+    would make librdkafka bump its epoch and re-send, under new sequences, records of other
+    partitions whose outcome it does not know: duplicates (found by bench.nemesis)."""
+    fs = small_filesystem(4096)
+    broker = broker_process(fs.path / "data", *BROKER_CONFIGS)
+    topic = create_topic(broker.bootstrap, partitions=1)
+    client = raw_client(broker.bootstrap)
+    error, producer_id = init_producer_id(client)
+    assert error == 0
+
+    def batch(sequence: int, size: int = 20_000) -> bytes:
+        record = Record(0, 0, None, b"%d" % sequence + b"." * size)
+        return build_batch([record], producer_id=producer_id, producer_epoch=0,
+                           base_sequence=sequence)  # fmt: skip
+
+    assert client.produce(topic, 0, batch(0, 10)).error_code == 0
+    fs.fill()
+    assert client.produce(topic, 0, batch(1)).error_code == KAFKA_STORAGE_ERROR
+    assert client.produce(topic, 0, batch(2)).error_code == KAFKA_STORAGE_ERROR
+    fs.free()
+    answers = [client.produce(topic, 0, batch(sequence)) for sequence in (1, 2)]
+    assert [(a.error_code, a.base_offset) for a in answers] == [(0, 1), (0, 2)]
+    # Once appends succeed again, a real gap is the client's: out of order, as before.
+    assert client.produce(topic, 0, batch(4, 10)).error_code == OUT_OF_ORDER_SEQUENCE_NUMBER
     assert "Traceback" not in broker.stderr_text()
