@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import time
@@ -43,6 +44,8 @@ def _config(bootstrap: str, name: str, acks: str, fatal: list[str]) -> dict[str,
         "metadata.max.age.ms": 5_000,
         "topic.metadata.refresh.interval.ms": 2_000,
         "reconnect.backoff.max.ms": 1_000,
+        # librdkafka's own trace of the idempotent producer, when a run is being read closely
+        **({"debug": debug} if (debug := os.environ.get("NEMESIS_RDKAFKA_DEBUG")) else {}),
     }
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -194,8 +195,19 @@ def run_schedule(
         if not result.ok:
             tails = [f"--- {key} ---\n{c.stderr_tail()}" for key, c in clients.items()]
             result.logs = cluster.logs() + "\n" + "\n".join(tails)
+            _keep_small_disks(cluster)
         cluster.close()
     return result
+
+
+def _keep_small_disks(cluster: NemesisCluster) -> None:
+    """A failed schedule's data stays for reading: copy what lives on a tmpfs (gone when
+    unmounted) to ``broker-N-data`` beside it."""
+    for broker, size in cluster.small_disk_mb.items():
+        if size:
+            source = cluster.data_dir(broker)
+            keep = source.with_name(f"{source.name}-data")
+            shutil.copytree(source, keep, ignore=shutil.ignore_patterns("filler"))
 
 
 def _acked(client: ClientProcess) -> int:
