@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -81,26 +82,25 @@ def main(argv: list[str] | None = None) -> int:
     base = Path(tempfile.mkdtemp(prefix="kafkette-nemesis-"))
     results: list[Result] = []
     began = time.monotonic()
-    for index, (name, schedule, seed) in enumerate(plan, 1):
-        print(f"[{index}/{len(plan)}] {name}: {schedule}", flush=True)
-        result = run_schedule(
-            base / name, name, schedule, workloads=workloads, rate=args.rate, seed=seed,
-            acks=args.acks, unclean=args.unclean,
-            say=lambda line: print(line, flush=True),
-        )  # fmt: skip
-        results.append(result)
-        print(f"  {result.summary()}", flush=True)
-        for finding in result.findings:
-            print(f"  FINDING {finding}", flush=True)
-        if result.logs and args.keep:
-            (base / name / "failure.txt").write_text(result.logs)
-    _totals(results, time.monotonic() - began)
-    if args.keep:
-        print(f"data and logs kept in {base}")
-    else:
-        import shutil
-
-        shutil.rmtree(base, ignore_errors=True)
+    try:
+        for index, (name, schedule, seed) in enumerate(plan, 1):
+            print(f"[{index}/{len(plan)}] {name}: {schedule}", flush=True)
+            result = run_schedule(
+                base / name, name, schedule, workloads=workloads, rate=args.rate, seed=seed,
+                acks=args.acks, unclean=args.unclean, say=lambda line: print(line, flush=True),
+            )  # fmt: skip
+            results.append(result)
+            print(f"  {result.summary()}", flush=True)
+            for finding in result.findings:
+                print(f"  FINDING {finding}", flush=True)
+            if result.logs and args.keep:
+                (base / name / "failure.txt").write_text(result.logs)
+    finally:
+        _totals(results, time.monotonic() - began)
+        if args.keep:
+            print(f"data and logs kept in {base}")
+        else:
+            shutil.rmtree(base, ignore_errors=True)
     return 0 if all(result.ok for result in results) else 1
 
 

@@ -31,6 +31,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from kafkette.broker.internal_topics import INTERNAL_TOPICS
+from kafkette.broker.partitions import sequence_gaps
 from kafkette.broker.partitions.append import (
     IMPLICIT_ADD_SINCE,
     ProduceAppend,
@@ -198,6 +199,8 @@ def _prepare(
         response["error_code"] = int(partition)
         return
     if acks == -1 and (error := partition.check_min_isr()) != ErrorCode.NONE:
+        sequence_gaps.note_refused(partition, sequence_gaps.producer_of(data["records"] or b""),
+                                   error)  # fmt: skip
         response["error_code"] = int(error)
         response["error_message"] = (
             f"The size of the current ISR is less than min.insync.replicas="

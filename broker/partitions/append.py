@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from kafkette.broker.partitions import sequence_gaps
 from kafkette.broker.throttled_log import describe_error, storage_errors
 from kafkette.log.errors import LogClosed, RecordBatchTooLarge
 from kafkette.log.partition_log import AppendWouldBlock
@@ -358,17 +359,14 @@ def _check_sequences(item: ProduceAppend) -> bool:
     partition = item.partition
     verdict = partition.log.check_sequence(item.header)
     if verdict.error:
-        if verdict.error == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and partition.append_failed:
-            # The gap is ours: the batch before this one failed on storage here, and a
-            # producer pipelines its batches. Kafka's log dir is offline after its first
-            # I/O error, so every later batch gets KAFKA_STORAGE_ERROR too and the producer
-            # retries them all in order; an out-of-order answer would instead make
-            # librdkafka bump its epoch and re-send records of other partitions whose
-            # outcome it does not know, under new sequences: duplicates.
-            item.response["error_code"] = int(ErrorCode.KAFKA_STORAGE_ERROR)
-            item.response["error_message"] = _AFTER_FAILED_APPEND
-            return False
-        item.response["error_code"] = int(verdict.error)
+        error = verdict.error
+        if error == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and (
+            excused := sequence_gaps.excuse(partition, item.header)
+        ):
+            # The gap is a batch this leader refused: answer as it was (sequence_gaps.py).
+            item.response["error_message"] = sequence_gaps.MESSAGE.format(excused.name)
+            error = excused
+        item.response["error_code"] = int(error)
         return False
     if verdict.duplicate_of is not None:
         item.duplicate = verdict.duplicate_of
@@ -380,7 +378,6 @@ def _check_sequences(item: ProduceAppend) -> bool:
 
 
 _CLOSED_MESSAGE = "This server no longer hosts this topic-partition (deleted or moved)."
-_AFTER_FAILED_APPEND = "An earlier append to this partition failed on storage; retry in order."
 
 
 def _write(ready: list[ProduceAppend], nonblocking: bool = False) -> list[ProduceAppend]:
@@ -416,11 +413,16 @@ def _write(ready: list[ProduceAppend], nonblocking: bool = False) -> list[Produc
         except Exception as exc:  # a storage failure fails this partition only
             subject = f"{partition.topic}-{partition.index}"
             storage_errors.failure("append to", subject, exc)
-            partition.append_failed = True
+            header = item.header
+            sequence_gaps.note_refused(
+                partition, (header.producer_id, header.producer_epoch, header.base_sequence)
+                if header.producer_id >= 0 and header.base_sequence >= 0 else None,
+                ErrorCode.KAFKA_STORAGE_ERROR,
+            )  # fmt: skip
             item.response["error_code"] = int(ErrorCode.KAFKA_STORAGE_ERROR)
             item.response["error_message"] = describe_error(exc)
             continue
-        partition.append_failed = False
+        sequence_gaps.note_appended(partition, item.header)
         item.last_offset = info.last_offset
         item.response["base_offset"] = info.base_offset
         item.response["log_start_offset"] = info.log_start_offset

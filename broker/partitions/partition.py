@@ -54,7 +54,6 @@ class Partition:
         "_append_lock",
         "_hw_waiters",
         "_waiters",
-        "append_failed",
         "bytes_in",
         "bytes_out",
         "index",
@@ -64,6 +63,7 @@ class Partition:
         "on_append",
         "records_in",
         "records_out",
+        "refused_batches",
         "replica_manager",
         "topic",
     )
@@ -89,10 +89,9 @@ class Partition:
         # broker inherited as a follower may be behind what was committed before.
         self.leader_epoch_start_offset: int | None = None
         self._append_lock = trio.Lock()
-        # The last append failed on storage (a full disk): until one succeeds, a batch
-        # whose sequence skips the failed one is answered KAFKA_STORAGE_ERROR, as Kafka's
-        # offline log dir would (append.py). Read and written under the append lock.
-        self.append_failed = False
+        # Producer id -> (epoch, sequence, error) of its last batch refused before the
+        # append, until its next append (sequence_gaps.py).
+        self.refused_batches: dict[int, tuple[int, int, ErrorCode]] = {}
         # Traffic since this broker opened the partition (Kafka's BrokerTopicMetrics, per
         # partition here): plain ints bumped once per partition per request by the
         # produce append and the fetch handler, read at scrape time by metrics and the

@@ -101,6 +101,13 @@ def test_check_replicas_finds(tmp_path: Path, second: bytes, epochs: dict[int, i
 # --- schedules ------------------------------------------------------------------------
 
 
+def test_check_replicas_finds_torn_bytes_and_an_end_no_client_read(tmp_path: Path) -> None:
+    _replica(tmp_path / "b1", "t", _batch(0, 2, 0) + _batch(2, 3, 1)[:-4], {0: 0})
+    findings = log_check.check_replicas({1: tmp_path / "b1"}, "t", 1, ends={0: 5})
+    assert any("bytes after the last whole batch" in f for f in findings), findings
+    assert any("ends at 2, a client read to 5" in f for f in findings), findings
+
+
 def test_every_fixed_and_random_schedule_parses() -> None:
     for text in FIXED.values():
         assert parse(text)[-1].action == "heal"

@@ -246,6 +246,8 @@ def read_log(
     consumer = Consumer({
         "bootstrap.servers": bootstrap, "group.id": "nemesis-log-reader",
         "enable.auto.commit": False, "enable.partition.eof": True,
+        # A leader move mid-read must not skip to the end: an out-of-range fetch restarts.
+        "auto.offset.reset": "earliest",
         "isolation.level": isolation, "fetch.wait.max.ms": 100, "client.id": "nemesis-reader",
     })  # fmt: skip
     try:

@@ -20,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -118,6 +119,7 @@ class NemesisCluster:
         for broker_id, size in self.small_disk_mb.items():
             target = self.data_dir(broker_id)
             target.mkdir(parents=True, exist_ok=True)
+            self.network.record_mount(target)
             subprocess.run(
                 ["mount", "-t", "tmpfs", "-o", f"size={size}m", "tmpfs", str(target)], check=True
             )
@@ -216,20 +218,25 @@ class NemesisCluster:
         self.zookeeper.stop()
 
     def close(self) -> None:
-        """Kill what runs, unmount, delete the network. Safe to call twice."""
-        if self._kazoo is not None:
-            _stop_kazoo(self._kazoo)
-            self._kazoo = None
-        for serve in self.serves.values():
-            serve.kill()
-        zookeeper = getattr(self, "zookeeper", None)
-        if zookeeper is not None and zookeeper.process is not None:
-            zookeeper.process.kill()
-            zookeeper.process.wait(30)
-        self.network.close()
-        for target in self._mounts:
-            subprocess.run(["umount", "-l", str(target)], check=False)
-        self._mounts.clear()
+        """Kill what runs, unmount, delete the network. Safe to call twice; each stage
+        runs even when one before it failed."""
+        try:
+            if self._kazoo is not None:
+                _stop_kazoo(self._kazoo)
+                self._kazoo = None
+            for serve in self.serves.values():
+                serve.kill()
+            zookeeper = getattr(self, "zookeeper", None)
+            if zookeeper is not None and zookeeper.process is not None:
+                zookeeper.process.kill()
+                zookeeper.process.wait(30)
+        finally:
+            try:
+                self.network.close()
+            finally:
+                for target in self._mounts:
+                    subprocess.run(["umount", "-l", str(target)], check=False)
+                self._mounts.clear()
 
     def __enter__(self) -> NemesisCluster:
         return self.start()
@@ -315,9 +322,17 @@ def wait_for(predicate: Any, timeout: float, what: str, interval: float = 0.25) 
     raise AssertionError(f"timed out after {timeout:g}s waiting for {what} (last error: {last!r})")
 
 
-def _stop_kazoo(client: Any) -> None:
-    try:
-        client.stop()
-        client.close()
-    except Exception:
-        pass
+def _stop_kazoo(client: Any, timeout: float = 15.0) -> None:
+    """Stop and close in a daemon thread, given up after ``timeout``: kazoo's stop can block
+    on a server that is gone, and teardown must go on."""
+
+    def stop() -> None:
+        try:
+            client.stop()
+            client.close()
+        except Exception:  # the server may be gone: nothing left to close cleanly
+            pass
+
+    worker = threading.Thread(target=stop, daemon=True)
+    worker.start()
+    worker.join(timeout)

@@ -119,9 +119,10 @@ class Batch:
     leader_epoch: int
 
 
-def read_batches(partition_dir: Path) -> tuple[bytes, list[Batch]]:
+def read_batches(partition_dir: Path) -> tuple[bytes, list[Batch], int]:
     """The concatenated whole batches of every segment, in offset order, and their headers.
-    Segment boundaries are each broker's own affair, the batch bytes are not."""
+    Segment boundaries are each broker's own affair, the batch bytes are not. The third
+    value counts the bytes after the last whole batch (a torn write recovery left)."""
     data = b"".join(
         path.read_bytes() for path in sorted(partition_dir.glob("*.log"), key=lambda p: p.name)
     )
@@ -134,7 +135,7 @@ def read_batches(partition_dir: Path) -> tuple[bytes, list[Batch]]:
             break
         batches.append(Batch(base, base + delta, epoch))
         position = end
-    return data[:position], batches
+    return data[:position], batches, len(data) - position
 
 
 def _epoch_starts(partition_dir: Path) -> dict[int, int]:
@@ -150,8 +151,12 @@ def _epoch_starts(partition_dir: Path) -> dict[int, int]:
     return starts
 
 
-def check_replicas(data_dirs: dict[int, Path], topic: str, partitions: int) -> list[str]:
-    """Every replica of every partition byte-identical, in order, epochs consistent."""
+def check_replicas(
+    data_dirs: dict[int, Path], topic: str, partitions: int, ends: dict[int, int] | None = None
+) -> list[str]:
+    """Every replica of every partition byte-identical, in order, epochs consistent, with no
+    bytes after its last whole batch; with ``ends`` (partition -> the end offset a client
+    read), ending where the client's read ended."""
     findings = []
     for partition in range(partitions):
         name = f"{topic}-{partition}"
@@ -162,16 +167,22 @@ def check_replicas(data_dirs: dict[int, Path], topic: str, partitions: int) -> l
         }
         if len(replicas) < len(data_dirs):
             findings.append(f"{name}: replicas only on brokers {sorted(replicas)}")
-        digests = {broker: data for broker, (data, _) in replicas.items()}
+        digests = {broker: data for broker, (data, _, _) in replicas.items()}
         if len(set(digests.values())) > 1:
             sizes = {broker: len(data) for broker, data in digests.items()}
             ends = {
                 broker: batches[-1].last_offset if batches else -1
-                for broker, (_, batches) in replicas.items()
+                for broker, (_, batches, _) in replicas.items()
             }
             findings.append(f"{name}: replicas differ (bytes {sizes}, last offsets {ends})")
-        for broker, (_, batches) in replicas.items():
-            findings += _check_batch_order(f"{name} on broker {broker}", batches)
+        for broker, (_, batches, leftover) in replicas.items():
+            where = f"{name} on broker {broker}"
+            findings += _check_batch_order(where, batches)
+            if leftover:
+                findings.append(f"{where}: {leftover} bytes after the last whole batch")
+            end = batches[-1].last_offset + 1 if batches else 0
+            if ends is not None and ends.get(partition, 0) != end:
+                findings.append(f"{where}: ends at {end}, a client read to {ends.get(partition)}")
             first_of_epoch: dict[int, int] = {}
             for batch in batches:
                 first_of_epoch.setdefault(batch.leader_epoch, batch.base_offset)

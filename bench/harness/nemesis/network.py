@@ -18,10 +18,12 @@ nftables rather than a forwarding proxy: it cuts exactly the packets named, insi
 namespaces this network made, without moving any node's address (the bridge alone cannot
 cut one pair of nodes, and a proxy would change the addresses brokers advertise).
 
-Names carry a random 4-hex token (parallel tests never meet) and only addresses of a
-``10.X.Y.0/24`` chosen from it are used. ``close`` deletes every namespace, veth and bridge;
-a run killed before it could is swept by the next ``Network``: each live network writes its
-pid to ``STATE_DIR``, and one whose pid is gone is deleted with its processes.
+Each network reserves a slot (a file created with ``O_EXCL`` in ``STATE_DIR``: parallel runs
+never share one) that gives its names (``kn<slot>``) and its only addresses, ``10.X.Y.0/24``
+(skipping a subnet the machine already routes). ``close`` deletes every namespace, veth and
+bridge; a run killed before it could is swept by the next ``Network``: the slot file holds the
+owner's pid and the tmpfs mounts it made, and a slot whose pid is gone is deleted with its
+processes and mounts.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from pathlib import Path
 STATE_DIR = Path("/tmp/kafkette-nemesis")
 BRIDGE_HOST = 254  # the root namespace's address on the bridge: 10.X.Y.254
 NFT_TABLE = "nemesis"
+SLOTS = 150 * 256  # 10.100.0.0 - 10.249.255.0
 
 
 class NetworkUnavailable(RuntimeError):
@@ -62,8 +65,15 @@ def unavailable_reason() -> str | None:
     made = _run("ip", "netns", "add", probe, check=False)
     if made.returncode != 0:
         return f"ip netns add failed: {made.stderr.strip()}"
+    rules = (
+        "table inet t {\n chain input {\n  type filter hook input priority 0;\n"
+        "  ip saddr 10.0.0.1 ct state new drop\n }\n}\n"
+    )
     try:
-        table = _run("ip", "netns", "exec", probe, "nft", "add", "table", "inet", "t", check=False)
+        table = subprocess.run(
+            ["ip", "netns", "exec", probe, "nft", "-f", "-"], input=rules, capture_output=True,
+            text=True, timeout=30, check=False,
+        )  # fmt: skip
         if table.returncode != 0:
             return f"nftables does not work in a namespace: {table.stderr.strip()}"
     finally:
@@ -91,16 +101,14 @@ class Network:
 
     def __init__(self) -> None:
         sweep_stale()
-        token = secrets.token_hex(2)
-        self.prefix = f"kn{token}"
-        self.subnet = f"10.{100 + int(token[:2], 16) % 150}.{int(token[2:], 16)}"
+        slot, self._state_file = _reserve_slot()
+        self.prefix = f"kn{slot:04x}"
+        self.subnet = f"10.{100 + slot // 256}.{slot % 256}"
         self.bridge = f"{self.prefix}br"
         self.nodes: dict[str, Node] = {}
+        self.mounts: list[Path] = []
         self._rules: set[tuple[str, str, bool]] = set()  # (src, dst, new connections only)
         self._isolated: set[str] = set()
-        STATE_DIR.mkdir(parents=True, exist_ok=True)
-        self._state_file = STATE_DIR / self.prefix
-        self._state_file.write_text(str(os.getpid()))
         try:
             _run("ip", "link", "add", self.bridge, "type", "bridge")
             _run("ip", "addr", "add", f"{self.subnet}.{BRIDGE_HOST}/24", "dev", self.bridge)
@@ -114,6 +122,11 @@ class Network:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def record_mount(self, path: Path) -> None:
+        """A tmpfs mounted for this network's nodes: swept with it if this run is killed."""
+        self.mounts.append(path)
+        _write_state(self._state_file, self.mounts)
 
     @property
     def host_ip(self) -> str:
@@ -223,9 +236,39 @@ class Network:
 
     def close(self) -> None:
         """Kill what still runs inside, delete the namespaces, veths and the bridge."""
-        _delete(self.prefix, [node.netns for node in self.nodes.values()])
-        self.nodes.clear()
-        self._state_file.unlink(missing_ok=True)
+        try:
+            _delete(self.prefix, [node.netns for node in self.nodes.values()])
+        finally:
+            self.nodes.clear()
+            self._state_file.unlink(missing_ok=True)
+
+
+def _reserve_slot() -> tuple[int, Path]:
+    """A free slot: its file created exclusively (a racing run gets another), its subnet
+    not routed on this machine already."""
+    STATE_DIR.mkdir(parents=True, exist_ok=True)
+    routes = _run("ip", "-4", "route", "show", check=False).stdout
+    for _ in range(200):
+        slot = secrets.randbelow(SLOTS)
+        if f"10.{100 + slot // 256}.{slot % 256}." in routes:
+            continue
+        path = STATE_DIR / f"kn{slot:04x}"
+        try:
+            descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            continue
+        os.close(descriptor)
+        _write_state(path, [])
+        return slot, path
+    raise NetworkUnavailable("no free network slot in /tmp/kafkette-nemesis")
+
+
+def _write_state(path: Path, mounts: list[Path]) -> None:
+    """Owner pid on the first line, then its mounts; replaced atomically (a sweep never
+    reads half a file)."""
+    temporary = path.with_suffix(".new")
+    temporary.write_text("\n".join([str(os.getpid()), *map(str, mounts)]) + "\n")
+    os.replace(temporary, path)
 
 
 def _delete(prefix: str, namespaces: list[str]) -> None:
@@ -251,13 +294,23 @@ def sweep_stale() -> None:
     if not STATE_DIR.is_dir():
         return
     existing = _run("ip", "netns", "list", check=False).stdout.split()
-    for state in STATE_DIR.iterdir():
+    for state in STATE_DIR.glob("kn*"):
+        if state.suffix:
+            continue  # a state being replaced
         try:
-            pid = int(state.read_text().strip())
+            lines = state.read_text().split()
+            pid = int(lines[0])
+        except (OSError, ValueError, IndexError):
+            continue  # being written: its owner is alive
+        try:
             os.kill(pid, 0)
             continue  # still running
-        except (ValueError, OSError):
+        except ProcessLookupError:
             pass
+        except PermissionError:
+            continue
         prefix = state.name
         _delete(prefix, [name for name in existing if name.startswith(f"{prefix}-")])
+        for mount in lines[1:]:
+            _run("umount", "-l", mount, check=False)
         state.unlink(missing_ok=True)
