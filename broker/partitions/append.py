@@ -358,15 +358,19 @@ def _check_sequences(item: ProduceAppend) -> bool:
     assert item.header is not None
     partition = item.partition
     verdict = partition.log.check_sequence(item.header)
+    if (
+        partition.refused_batches
+        and verdict.duplicate_of is None
+        and verdict.error in (ErrorCode.NONE, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
+        and (excused := sequence_gaps.excuse(partition, item.header))
+    ):
+        # The gap before this batch is one this leader refused: answer as it was, whether
+        # the check saw the gap or could not (a producer it has no state for).
+        item.response["error_code"] = int(excused)
+        item.response["error_message"] = sequence_gaps.MESSAGE.format(excused.name)
+        return False
     if verdict.error:
-        error = verdict.error
-        if error == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and (
-            excused := sequence_gaps.excuse(partition, item.header)
-        ):
-            # The gap is a batch this leader refused: answer as it was (sequence_gaps.py).
-            item.response["error_message"] = sequence_gaps.MESSAGE.format(excused.name)
-            error = excused
-        item.response["error_code"] = int(error)
+        item.response["error_code"] = int(verdict.error)
         return False
     if verdict.duplicate_of is not None:
         item.duplicate = verdict.duplicate_of

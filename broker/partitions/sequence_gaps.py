@@ -11,6 +11,12 @@ producer retries both in order. (Kafka checks the ISR and appends under one lock
 dir goes offline at the first I/O error, so the window is narrower there; the answer here is
 one a producer already handles.)
 
+The same gap with a producer the leader has no state for (its earlier batches all went to a
+leader that is gone) is worse: the sequence check accepts any first sequence of an unknown
+producer (KIP-360, as Kafka), so N+1 would be appended without N, and librdkafka, seeing N+1
+acknowledged, takes N as persisted too (its implicit acknowledgement): an acknowledged record
+lost. N+1 gets N's answer there as well.
+
 Per partition, one entry per producer id: the epoch and sequence of its last refused batch
 and the error it got; cleared when that producer's next batch is appended. Read and written
 under the partition's append lock (the min-ISR refusal happens before it, on the event loop,
@@ -59,8 +65,9 @@ def note_appended(partition: Partition, header: BatchHeader) -> None:
 
 
 def excuse(partition: Partition, header: BatchHeader) -> ErrorCode | None:
-    """The retriable error to answer instead of OUT_OF_ORDER_SEQUENCE_NUMBER when the gap
-    before ``header``'s batch starts at a batch this leader refused; None otherwise."""
+    """The retriable error to answer instead of appending (or of OUT_OF_ORDER_SEQUENCE_NUMBER)
+    when a batch this leader refused comes before ``header``'s in its producer's sequence;
+    None otherwise."""
     refused = partition.refused_batches.get(header.producer_id)
     if refused is None:
         return None
