@@ -174,6 +174,14 @@ class ProducerStateTable:
             return ErrorCode.TRANSACTION_COORDINATOR_FENCED
         return ErrorCode.NONE
 
+    def next_sequence(self, producer_id: int, epoch: int) -> int | None:
+        """The sequence the producer's next batch must start with at ``epoch``; None when
+        this partition holds no batch of it at that epoch (unknown, or a new epoch)."""
+        entry = self._entries.get(producer_id)
+        if entry is None or entry.epoch != epoch or not entry.batches:
+            return None
+        return (entry.batches[-1].last_sequence + 1) % SEQUENCE_SPACE
+
     def check(self, header: BatchHeader) -> SequenceVerdict:
         """Judge an incoming batch against what this partition remembers.
 

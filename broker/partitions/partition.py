@@ -382,6 +382,7 @@ class Partition:
         runs, all with no append in between; its result is returned."""
         async with self._append_lock:
             self.leader_epoch = leader_epoch
+            self.refused_batches.clear()  # sequence_gaps: an earlier tenure's refusals
             if leader_epoch > self.latest_epoch:
                 await trio.to_thread.run_sync(self.log.assign_leader_epoch, leader_epoch)
             self.leader_epoch_start_offset = self.log.log_end_offset
@@ -392,6 +393,7 @@ class Partition:
         async with self._append_lock:
             self.leader_epoch = leader_epoch
             self.leader_epoch_start_offset = None
+            self.refused_batches.clear()
 
     # --- a follower's log (the replica fetcher) -----------------------------------------
 

@@ -18,7 +18,10 @@ acknowledged, takes N as persisted too (its implicit acknowledgement): an acknow
 lost. N+1 gets N's answer there as well.
 
 Per partition, one entry per producer id: the epoch and sequence of its last refused batch
-and the error it got; cleared when that producer's next batch is appended. Read and written
+and the error it got. It explains a gap only while the log's next expected sequence for that
+producer is the refused one (or the producer is unknown here); it is dropped when that
+producer's next batch is appended, when the log has moved past it, and at every change of
+leadership. Read and written
 under the partition's append lock (the min-ISR refusal happens before it, on the event loop,
 where nothing else runs at the time).
 """
@@ -74,4 +77,12 @@ def excuse(partition: Partition, header: BatchHeader) -> ErrorCode | None:
     epoch, sequence, error = refused
     if epoch != header.producer_epoch or sequence >= header.base_sequence:
         return None
+    table = partition.log.producer_state.table
+    expected = table.next_sequence(header.producer_id, header.producer_epoch)
+    if expected is not None and expected != sequence:
+        # The log moved past the refused batch (it came back in order, or through another
+        # leader and replication): this gap is not the refusal's; and the entry is stale.
+        del partition.refused_batches[header.producer_id]
+        return None
     return error
+
