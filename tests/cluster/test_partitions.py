@@ -35,28 +35,27 @@ LEADER = (
     "partition leader / followers; wait 8; heal"
 )
 # One-way cuts, then network faults with process and disk faults: the followers cannot open
-# connections to the leader (it can reach them); the leader's packets to ZooKeeper dropped; a
-# full disk on a follower while the leader is cut off; ZooKeeper killed while a leader is
-# isolated; a leader frozen (SIGSTOP) while the controller is cut off; a leader killed while
-# isolated.
+# connections to the leader (it can reach them) while the leader's packets to ZooKeeper are
+# dropped; a full disk on a follower while the leader is cut off; ZooKeeper killed while a
+# leader is isolated; a leader frozen (SIGSTOP) while the controller is cut off; a leader
+# killed while isolated. The transactional consume-transform-produce reads throughout.
 COMBINED = (
-    "refuse follower leader; refuse follower2 leader; wait 7; heal; roles; "
-    "block leader zk; wait 7; heal; roles; "
-    "fill-disk follower; wait 2; isolate leader; wait 9; heal; roles; "
-    "isolate leader; kill zk; wait 5; restart zk; wait 5; heal; roles; "
-    "isolate controller; freeze leader; wait 8; heal; roles; "
+    "refuse follower leader; refuse follower2 leader; block leader zk; wait 7; heal; roles; "
+    "fill-disk follower; wait 2; isolate leader; wait 8; heal; roles; "
+    "isolate leader; kill zk; wait 4; restart zk; wait 5; heal; roles; "
+    "isolate controller; freeze leader; wait 7; heal; roles; "
     "isolate leader; wait 7; kill leader; wait 2; heal"
 )
 # Few records a second: the checks need records across every fault, not volume, and the suite
-# runs beside these (bench.nemesis writes five times as many).
-RATE = 30.0
+# runs beside these (bench.nemesis writes seven times as many).
+RATE = 20.0
 
 
 @pytest.mark.parametrize(
     ("name", "schedule", "workloads"),
     [
         ("leader", LEADER, ("group", "txn", "share")),
-        ("combined", COMBINED, ("group", "txn")),
+        ("combined", COMBINED, ("txn",)),
     ],
 )
 def test_schedule_keeps_every_guarantee(
@@ -65,5 +64,5 @@ def test_schedule_keeps_every_guarantee(
     result = run_schedule(tmp_path / name, name, schedule, workloads=workloads, rate=RATE)
     report = "\n".join([result.summary(), *result.timeline, *result.findings, result.logs])
     assert result.ok, report
-    assert result.acked > 500, report  # the producers kept writing through the schedule
+    assert result.acked > 400, report  # the producers kept writing through the schedule
     assert result.counts["stranded_acked"] > 0, report
