@@ -264,10 +264,18 @@ class ClusterNode:
         if state == LOST:
             log.warning("ZooKeeper session expired: registering again when reconnected")
             self.controller.session_lost()
+            if self.replicas is not None:
+                self.replicas.session_lost()
             self._registered = False
-        elif state == SUSPENDED:
+            return
+        if state == SUSPENDED:
             log.warning("ZooKeeper connection suspended")
-        elif not self._registered and not self._leaving and self._watcher is not None:
+            if self.replicas is not None:
+                self.replicas.connection_suspended(self.config.session_timeout_s)
+            return
+        if self.replicas is not None:
+            self.replicas.connection_restored()
+        if not self._registered and not self._leaving and self._watcher is not None:
             # A new session: watches and ephemeral znodes are gone.
             self._reregister.set()
             self._watcher.mark_all()
@@ -280,6 +288,8 @@ class ClusterNode:
                 return
             try:
                 await self._register()
+                if self.replicas is not None:
+                    self.replicas.registered_again()
             except (ClusterStartError, Exception) as exc:
                 log.warning("registering broker %d again failed: %s", self.broker_id, exc)
                 await trio.sleep(1.0)

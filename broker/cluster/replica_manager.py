@@ -98,6 +98,15 @@ class ReplicaManager:
         self.config = config
         self.broker_id = config.broker_id
         self._leading: dict[Key, LeaderState] = {}
+        # ZooKeeper expired this broker's session: the controller counts it dead and moves
+        # its leaderships, so it leads nothing until a snapshot read after it registered
+        # again says what it leads (``session_lost`` / ``registered_again``).
+        self._fenced = False
+        self._unfence_on_snapshot = False
+        # While cut off from ZooKeeper: since when (trio clock), and for how long the session
+        # survives that; past it the session is surely gone, whether or not we heard so yet.
+        self._suspended_since: float | None = None
+        self._session_timeout_s = 0.0
         self._following: dict[Key, int] = {}  # partition -> leader broker id
         self._fetchers: dict[int, _FetcherTask] = {}
         self._replicated: dict[Key, Partition] = {}  # partitions whose HW is explicit
@@ -140,6 +149,7 @@ class ReplicaManager:
         ``__consumer_offsets`` must not wait for each other's.
         """
         async with self._metadata_lock:
+            unfence = self._unfence_on_snapshot
             seen: set[Key] = set()
             async with trio.open_nursery() as nursery:
                 for name, topic in metadata.topics.items():
@@ -162,6 +172,9 @@ class ReplicaManager:
                     del self._replicated[key]
             for leader_id in [i for i, t in self._fetchers.items() if not t.fetcher.keys()]:
                 self._fetchers.pop(leader_id).scope.cancel()
+            if unfence and self._unfence_on_snapshot:
+                self._fenced = self._unfence_on_snapshot = False
+                log.info("leading again what the cluster says after registering again")
 
     async def _apply_role(
         self,
@@ -322,6 +335,42 @@ class ReplicaManager:
 
     # --- what the handlers use ---------------------------------------------------------
 
+    def session_lost(self) -> None:
+        """Stop leading at once: a stale leader that rejoins would otherwise answer clients
+        (seen: an idempotent producer told OUT_OF_ORDER_SEQUENCE_NUMBER by the old leader of
+        a partition whose new leader had its later batches, which librdkafka takes as fatal)
+        until it learns of the new leader."""
+        if not self._fenced:
+            log.warning("ZooKeeper session lost: leading nothing until the cluster is re-read")
+        self._fenced = True
+        self._unfence_on_snapshot = False
+
+    def registered_again(self) -> None:
+        """Registered with a new session: the next snapshot decides what this broker leads."""
+        self._unfence_on_snapshot = True
+
+    def connection_suspended(self, session_timeout_s: float) -> None:
+        """Cut off from ZooKeeper: keep leading while the session may live (Kafka's ZooKeeper
+        era), not past its timeout: by then the controller has moved these leaderships, and
+        a broker that heard nothing yet must not answer as their leader."""
+        if self._suspended_since is None:
+            self._suspended_since = trio.current_time()
+        self._session_timeout_s = session_timeout_s
+
+    def connection_restored(self) -> None:
+        self._suspended_since = None
+
+    @property
+    def fenced(self) -> bool:
+        """Leading nothing now (see ``session_lost``, ``connection_suspended``)."""
+        if self._fenced:
+            return True
+        since = self._suspended_since
+        if since is not None and trio.current_time() - since > self._session_timeout_s:
+            self.session_lost()
+            return True
+        return False
+
     def leader_partition(
         self, topic: str, index: int, current_leader_epoch: int = -1
     ) -> Partition | ErrorCode:
@@ -334,7 +383,7 @@ class ReplicaManager:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         key = (topic, index)
         lead = self._leading.get(key)
-        leading = lead is not None and lead.partition is partition
+        leading = lead is not None and lead.partition is partition and not self.fenced
         # The epoch is checked where this broker has one (leader or follower, as Kafka);
         # a broker with no replica of the partition just is not its leader.
         if current_leader_epoch >= 0 and (leading or key in self._following):
@@ -351,6 +400,7 @@ class ReplicaManager:
         lead = self._leading.get((partition.topic, partition.index))
         return (
             lead is not None
+            and not self.fenced
             and lead.partition is partition
             and lead.replication.leader_epoch == leader_epoch
         )

@@ -85,4 +85,3 @@ def excuse(partition: Partition, header: BatchHeader) -> ErrorCode | None:
         del partition.refused_batches[header.producer_id]
         return None
     return error
-

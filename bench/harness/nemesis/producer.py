@@ -111,7 +111,10 @@ def main(argv: list[str] | None = None) -> int:
                     fatal.append(repr(exc))
                     break
                 sent += 1
-            producer.poll(0.02)
+            try:
+                producer.poll(0.02)
+            except Exception as exc:  # a fatal error raised from poll: start a new producer
+                fatal.append(repr(exc))
             if fatal:
                 writer.line({"event": "fatal", "error": fatal[0]})
                 producer.flush(5)
