@@ -29,6 +29,7 @@ meanwhile, so role changes and appends never interleave.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -103,8 +104,9 @@ class ReplicaManager:
         # again says what it leads (``session_lost`` / ``registered_again``).
         self._fenced = False
         self._unfence_on_snapshot = False
-        # While cut off from ZooKeeper: since when (trio clock), and for how long the session
-        # survives that; past it the session is surely gone, whether or not we heard so yet.
+        # While cut off from ZooKeeper: since when (``time.monotonic``: leadership is asked
+        # from worker threads too), and for how long the session survives that; past it the
+        # session is surely gone, whether or not we heard so yet.
         self._suspended_since: float | None = None
         self._session_timeout_s = 0.0
         self._following: dict[Key, int] = {}  # partition -> leader broker id
@@ -354,7 +356,7 @@ class ReplicaManager:
         era), not past its timeout: by then the controller has moved these leaderships, and
         a broker that heard nothing yet must not answer as their leader."""
         if self._suspended_since is None:
-            self._suspended_since = trio.current_time()
+            self._suspended_since = time.monotonic()
         self._session_timeout_s = session_timeout_s
 
     def connection_restored(self) -> None:
@@ -366,7 +368,7 @@ class ReplicaManager:
         if self._fenced:
             return True
         since = self._suspended_since
-        if since is not None and trio.current_time() - since > self._session_timeout_s:
+        if since is not None and time.monotonic() - since > self._session_timeout_s:
             self.session_lost()
             return True
         return False
