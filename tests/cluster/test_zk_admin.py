@@ -42,6 +42,15 @@ def _create_error(admin: AdminClient, topic: NewTopic) -> int:
     return raised.value.args[0].code()
 
 
+def _knows(address: str, topic: str) -> bool:
+    """Whether the broker at ``address`` answers DescribeConfigs for ``topic``."""
+    try:
+        zk_wire.topic_configs(address, topic)
+    except AssertionError:  # its error code: not known there yet
+        return False
+    return True
+
+
 def test_configs_and_deletion_reach_every_broker(cluster, wait_until) -> None:
     built = cluster(3)
     addresses = [b.address for b in built.brokers.values()]
@@ -51,14 +60,18 @@ def test_configs_and_deletion_reach_every_broker(cluster, wait_until) -> None:
         [NewTopic("cfg", 2, 3, config={"retention.ms": "3600000"})], request_timeout=60
     ).values():
         future.result(timeout=60)
+    # CreateTopics answers once the topic is made; the other brokers learn of it from
+    # ZooKeeper a moment later (Kafka's createTopics documents the same delay), which a
+    # loaded machine stretches (seen in CI: UNKNOWN_TOPIC_OR_PARTITION from a second broker).
+    wait_until(lambda: all(_knows(a, "cfg") for a in addresses), what="every broker knows cfg")
     for address in addresses:
         assert zk_wire.topic_configs(address, "cfg") == {"retention.ms": "3600000"}
 
     resource = ConfigResource(
-        ConfigResource.Type.TOPIC, "cfg",
+        ConfigResource.Type.TOPIC,
+        "cfg",
         incremental_configs=[
-            ConfigEntry("cleanup.policy", "compact",
-                        incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SET),
             ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE),
         ],
     )
@@ -85,8 +98,10 @@ def test_configs_and_deletion_reach_every_broker(cluster, wait_until) -> None:
     assert zk.exists("/config/topics/cfg") is None
     assert zk.get_children("/admin/delete_topics") == []
     wait_until(
-        lambda: not any(
-            (b.data_dir / f"cfg-{p}").exists() for b in built.brokers.values() for p in (0, 1)
+        lambda: (
+            not any(
+                (b.data_dir / f"cfg-{p}").exists() for b in built.brokers.values() for p in (0, 1)
+            )
         ),
         what="the deleted topic's logs gone from every data dir",
     )
@@ -97,9 +112,7 @@ def test_create_partitions_and_kafka_refusals(cluster, wait_until) -> None:
     admin = _admin(built.bootstrap)
     for future in admin.create_topics([NewTopic("grow", 2, 2)], request_timeout=60).values():
         future.result(timeout=60)
-    for future in admin.create_partitions(
-        [NewPartitions("grow", 5)], request_timeout=60
-    ).values():
+    for future in admin.create_partitions([NewPartitions("grow", 5)], request_timeout=60).values():
         future.result(timeout=60)
 
     def agreed():
@@ -123,9 +136,7 @@ def test_create_partitions_and_kafka_refusals(cluster, wait_until) -> None:
     assert _create_error(admin, unknown) == INVALID_REPLICA_ASSIGNMENT
     assert _create_error(admin, NewTopic("grow", 1, 1)) == TOPIC_ALREADY_EXISTS
     for name in ("too-many", "nowhere"):
-        assert zk_wire.metadata(built.brokers[1].address, [name])["topics"][name][
-            "error_code"
-        ] == 3
+        assert zk_wire.metadata(built.brokers[1].address, [name])["topics"][name]["error_code"] == 3
 
 
 def test_find_coordinator_is_the_offsets_partition_leader(cluster, wait_until) -> None:
