@@ -65,6 +65,7 @@ RATE = 20.0
         ("combined", COMBINED, ("txn",), RATE),
         ("offline", OFFLINE, (), 100.0),
     ],
+    ids=["leader", "combined", "offline"],
 )
 def test_schedule_keeps_every_guarantee(
     tmp_path: Path, name: str, schedule: str, workloads: tuple[str, ...], rate: float
