@@ -99,9 +99,9 @@ class ReplicaManager:
         self.config = config
         self.broker_id = config.broker_id
         self._leading: dict[Key, LeaderState] = {}
-        # ZooKeeper expired this broker's session: the controller counts it dead and moves
-        # its leaderships, so it leads nothing until a snapshot read after it registered
-        # again says what it leads (``session_lost`` / ``registered_again``).
+        # ZooKeeper expired this broker's session: the controller counts it dead and may have
+        # moved its leaderships, so what it leads is in doubt until a snapshot read after it
+        # registered again (``session_lost`` / ``registered_again`` / ``possibly_stale``).
         self._fenced = False
         self._unfence_on_snapshot = False
         # While cut off from ZooKeeper: since when (``time.monotonic``: leadership is asked
@@ -176,7 +176,7 @@ class ReplicaManager:
                 self._fetchers.pop(leader_id).scope.cancel()
             if unfence and self._unfence_on_snapshot:
                 self._fenced = self._unfence_on_snapshot = False
-                log.info("leading again what the cluster says after registering again")
+                log.info("leadership no longer in doubt: the cluster re-read after registering")
 
     async def _apply_role(
         self,
@@ -338,12 +338,13 @@ class ReplicaManager:
     # --- what the handlers use ---------------------------------------------------------
 
     def session_lost(self) -> None:
-        """Stop leading at once: a stale leader that rejoins would otherwise answer clients
-        (seen: an idempotent producer told OUT_OF_ORDER_SEQUENCE_NUMBER by the old leader of
-        a partition whose new leader had its later batches, which librdkafka takes as fatal)
-        until it learns of the new leader."""
+        """What this broker leads is in doubt until it has re-read the cluster: it keeps
+        serving (as Kafka's ZooKeeper-era broker), but a sequence gap is then answered
+        NOT_LEADER_OR_FOLLOWER (append.py): seen, a rejoining old leader telling an
+        idempotent producer whose later batches went to the new leader
+        OUT_OF_ORDER_SEQUENCE_NUMBER, which librdkafka takes as fatal."""
         if not self._fenced:
-            log.warning("ZooKeeper session lost: leading nothing until the cluster is re-read")
+            log.warning("ZooKeeper session lost: leadership in doubt until the cluster is re-read")
         self._fenced = True
         self._unfence_on_snapshot = False
 
@@ -352,26 +353,26 @@ class ReplicaManager:
         self._unfence_on_snapshot = True
 
     def connection_suspended(self, session_timeout_s: float) -> None:
-        """Cut off from ZooKeeper: keep leading while the session may live (Kafka's ZooKeeper
-        era), not past its timeout: by then the controller has moved these leaderships, and
-        a broker that heard nothing yet must not answer as their leader."""
+        """Cut off from ZooKeeper: past the session timeout the session is surely gone and the
+        controller may have moved these leaderships, heard of it or not (``possibly_stale``);
+        before it, nothing is in doubt (the session may live)."""
         if self._suspended_since is None:
             self._suspended_since = time.monotonic()
         self._session_timeout_s = session_timeout_s
 
     def connection_restored(self) -> None:
+        """Connected again. With the same session (ZooKeeper kept it: nothing was moved) the
+        timeout's doubt lifts here; with a new one ``session_lost`` came first and holds."""
         self._suspended_since = None
 
     @property
-    def fenced(self) -> bool:
-        """Leading nothing now (see ``session_lost``, ``connection_suspended``)."""
+    def possibly_stale(self) -> bool:
+        """Whether what this broker leads may have moved without its knowing (see
+        ``session_lost``, ``connection_suspended``)."""
         if self._fenced:
             return True
         since = self._suspended_since
-        if since is not None and time.monotonic() - since > self._session_timeout_s:
-            self.session_lost()
-            return True
-        return False
+        return since is not None and time.monotonic() - since > self._session_timeout_s
 
     def leader_partition(
         self, topic: str, index: int, current_leader_epoch: int = -1
@@ -385,7 +386,7 @@ class ReplicaManager:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         key = (topic, index)
         lead = self._leading.get(key)
-        leading = lead is not None and lead.partition is partition and not self.fenced
+        leading = lead is not None and lead.partition is partition
         # The epoch is checked where this broker has one (leader or follower, as Kafka);
         # a broker with no replica of the partition just is not its leader.
         if current_leader_epoch >= 0 and (leading or key in self._following):
@@ -402,7 +403,6 @@ class ReplicaManager:
         lead = self._leading.get((partition.topic, partition.index))
         return (
             lead is not None
-            and not self.fenced
             and lead.partition is partition
             and lead.replication.leader_epoch == leader_epoch
         )
@@ -529,9 +529,7 @@ class ReplicaManager:
             failures = 0
             while True:
                 try:
-                    written = await self._node.admin.update_isr(
-                        key[0], key[1], base, list(new_isr)
-                    )
+                    written = await self._node.admin.update_isr(key[0], key[1], base, list(new_isr))
                     break
                 except KazooException as exc:
                     if failures == 0:

@@ -369,6 +369,12 @@ def _check_sequences(item: ProduceAppend) -> bool:
         item.response["error_code"] = int(excused)
         item.response["error_message"] = sequence_gaps.MESSAGE.format(excused.name)
         return False
+    if verdict.error == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and _leadership_in_doubt(partition):
+        # Cut off from ZooKeeper past its session, this broker may no longer lead: the gap is
+        # likely batches the new leader took. A retriable answer sends the producer there;
+        # an out-of-order one is fatal to librdkafka (replica_manager.session_lost).
+        item.response["error_code"] = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        return False
     if verdict.error:
         item.response["error_code"] = int(verdict.error)
         return False
@@ -379,6 +385,11 @@ def _check_sequences(item: ProduceAppend) -> bool:
         item.response["log_start_offset"] = item.partition.log.log_start_offset
         return False
     return True
+
+
+def _leadership_in_doubt(partition: Partition) -> bool:
+    replicas = partition.replica_manager
+    return replicas is not None and replicas.possibly_stale
 
 
 _CLOSED_MESSAGE = "This server no longer hosts this topic-partition (deleted or moved)."

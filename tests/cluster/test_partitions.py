@@ -50,8 +50,9 @@ COMBINED = (
 # cut one back: no ISR member alive (the partitions wait offline, unclean election off) until
 # the heal restarts them. Found: a broker rejoining after its session expired answered as the
 # stale leader before it heard of the expiry, and told the producer OUT_OF_ORDER_SEQUENCE_NUMBER
-# (librdkafka: fatal); now a broker cut off from ZooKeeper past its session timeout leads
-# nothing until it re-reads the cluster. Producers only, at the rate that showed it.
+# (librdkafka: fatal); now a broker cut off from ZooKeeper past its session timeout answers a
+# sequence gap NOT_LEADER_OR_FOLLOWER until it re-reads the cluster. Producers only, at the
+# rate that showed it.
 OFFLINE = "isolate follower; wait 10; kill follower2; kill leader; rejoin follower; wait 12; heal"
 # Few records a second: the checks need records across every fault, not volume, and the suite
 # runs beside these (bench.nemesis writes seven times as many).
