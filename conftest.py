@@ -199,7 +199,7 @@ def pytest_configure(config: pytest.Config) -> None:
 # Folder prefixes (from the repository root), slowest first; what matches none comes last,
 # in collection order.
 SLOWEST_FIRST = (
-    "tests/cluster/test_partitions.py",  # one file of two long schedules: start it first
+    "tests/cluster/test_partitions.py",  # one file of three long schedules: start it first
     "spark-examples/",
     "compat-tests/test_streams",
     "tests/tools/",
