@@ -139,19 +139,28 @@ def _committed_through(lines: list[dict[str, Any]], ends: dict[int, int]) -> boo
 def _committed_at_end(
     cluster: NemesisCluster, group: str, topic: str, ends: dict[int, int]
 ) -> list[str]:
-    """The group's committed offsets, asked of the cluster: the log's end everywhere."""
+    """The group's committed offsets, asked of the cluster: the log's end everywhere.
+
+    Asked until the answer is stable and whole (a transactional commit whose markers are
+    still being written answers UNSTABLE_OFFSET_COMMIT, retriable) and, for a bounded time,
+    until it is the log's end; what it still is then is the finding."""
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
                          "enable.auto.commit": False, "client.id": "nemesis-offsets"})  # fmt: skip
+    asked = [TopicPartition(topic, p) for p in sorted(ends)]
+    last: dict[int, int] = {}
+
+    def wrong() -> dict[int, tuple[int | None, int]]:
+        answer = consumer.committed(asked, timeout=10)
+        if any(tp.error is not None for tp in answer):
+            raise AssertionError(f"not a whole answer yet: {[tp.error for tp in answer]}")
+        last.update({tp.partition: tp.offset for tp in answer})
+        return {p: (last.get(p), end) for p, end in ends.items() if end and last.get(p) != end}
+
     try:
-        asked = [TopicPartition(topic, p) for p in sorted(ends)]
-        answer = wait_for(lambda: consumer.committed(asked, timeout=10), 60,
-                          f"{group}'s committed offsets")  # fmt: skip
+        wait_for(lambda: not wrong(), 60, f"{group}'s committed offsets at the log's end")
+        return []
+    except AssertionError:
+        return [f"{group}: committed offsets (committed, log end) per partition: "
+                f"{ {p: (last.get(p), end) for p, end in ends.items()} }"]  # fmt: skip
     finally:
         consumer.close()
-    committed = {tp.partition: tp.offset for tp in answer}
-    wrong = {
-        p: (committed.get(p), end) for p, end in ends.items() if end and committed.get(p) != end
-    }
-    if not wrong:
-        return []
-    return [f"{group}: committed offsets (committed, log end) per partition: {wrong}"]
