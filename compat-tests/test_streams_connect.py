@@ -254,6 +254,18 @@ class LatestCounts:
         self.consumer.close()
 
 
+def _exists(bootstrap: str, topic: str) -> bool:
+    """Described without error (never a Metadata request for it: that could auto-create it
+    with the wrong cleanup.policy before Connect does)."""
+    from confluent_kafka import KafkaException
+
+    try:
+        topic_config(bootstrap, topic, "cleanup.policy")
+    except KafkaException:
+        return False
+    return True
+
+
 def topic_config(bootstrap: str, topic: str, name: str) -> str | None:
     from confluent_kafka.admin import AdminClient, ConfigResource
 
@@ -600,6 +612,10 @@ def test_connect_distributed_filestream(
             timeout_s=90,
         )
         for internal in ("connect-configs", "connect-offsets", "connect-status"):
+            # Connect's REST server answers before its herder has made the internal topics
+            # (seen in CI on a loaded machine): wait, bounded, for each to exist.
+            wait_until(f"Connect created {internal}", lambda t=internal: _exists(bootstrap, t),
+                       timeout_s=60)  # fmt: skip
             assert topic_config(bootstrap, internal, "cleanup.policy") == "compact", internal
         rest(base + "/connectors", {"name": "src", "config": {
             "connector.class": "FileStreamSource", "file": str(source), "topic": "connect-test"}})
