@@ -101,6 +101,18 @@ class ClientRun:
             self._out.close()
 
 
+def run_member(run: ClientRun, member: Any) -> int:
+    """A consumer script's main: the member's loop, then, whatever happened, its close, the
+    "stopped" line and the run's end."""
+    try:
+        member.loop()
+    finally:
+        member.close()
+        run.write(event="stopped", member=run.instance)
+        run.close()
+    return 0
+
+
 def kafka_error(exc: BaseException) -> KafkaError | None:
     """The KafkaError a confluent-kafka exception carries, if any."""
     if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):

@@ -28,6 +28,7 @@ from bench.harness.nemesis.client_run import (
     ClientRun,
     kafka_error,
     read_committed_offsets,
+    run_member,
 )
 
 
@@ -138,14 +139,7 @@ def _extra(parser: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     run = ClientRun("group_consumer", argv, _extra, __doc__.splitlines()[0])
-    member = GroupMember(run)
-    try:
-        member.loop()
-    finally:
-        member.close()
-        run.write(event="stopped", member=run.instance)
-        run.close()
-    return 0
+    return run_member(run, GroupMember(run))
 
 
 if __name__ == "__main__":

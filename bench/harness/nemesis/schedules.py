@@ -102,28 +102,13 @@ def random_schedule(rng: random.Random) -> str:
         used.add(target)
         kind = rng.choice(_KINDS_FOR.get(target, _BROKER_KINDS))
         other = rng.choice([r for r in ("leader", "follower", "zk") if r != target])
-        if kind == "isolate":
-            faults.append(f"isolate {target}")
-            undo.append(f"rejoin {target}")
-        elif kind == "freeze":
-            faults.append(f"freeze {target}")
-            undo.append(f"thaw {target}")
-        elif kind == "kill":
-            faults.append(f"kill {target}")
-            undo.append(f"restart {target}")
-        elif kind == "block":
-            faults.append(f"block {target} {other}")
-            undo.append(f"unblock {target} {other}")
-        elif kind == "refuse":
-            faults.append(f"refuse {target} {other}")
-            undo.append(f"unblock {target} {other}")
-        elif kind == "flap":
-            faults.append(
-                f"flap {target} {rng.randint(2, 5)} {rng.randint(1, 3)} {rng.randint(1, 3)}"
-            )
-        elif kind == "fill-disk":
-            faults.append(f"fill-disk {target}")
-            undo.append(f"free-disk {target}")
+        if kind == "flap":
+            times, off, on = rng.randint(2, 5), rng.randint(1, 3), rng.randint(1, 3)
+            faults.append(f"flap {target} {times} {off} {on}")
+        else:
+            fault, undone = _FAULTS[kind]
+            faults.append(fault.format(target=target, other=other))
+            undo.append(undone.format(target=target, other=other))
         faults.append(f"wait {rng.randint(2, 12)}")
     if undo and rng.random() < 0.5:  # sometimes undo one fault before the rest
         faults.append(rng.choice(undo))
@@ -132,6 +117,15 @@ def random_schedule(rng: random.Random) -> str:
     return "; ".join(faults)
 
 
+# A fault and the step that undoes it.
+_FAULTS = {
+    "isolate": ("isolate {target}", "rejoin {target}"),
+    "freeze": ("freeze {target}", "thaw {target}"),
+    "kill": ("kill {target}", "restart {target}"),
+    "block": ("block {target} {other}", "unblock {target} {other}"),
+    "refuse": ("refuse {target} {other}", "unblock {target} {other}"),
+    "fill-disk": ("fill-disk {target}", "free-disk {target}"),
+}
 _BROKER_KINDS = ("isolate", "freeze", "kill", "block", "refuse", "flap", "fill-disk")
 _KINDS_FOR = {
     "zk": ("isolate", "freeze", "kill", "block"),

@@ -30,7 +30,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from bench.harness.nemesis.client_run import CALL_TIMEOUT_S, ClientRun
+from bench.harness.nemesis.client_run import CALL_TIMEOUT_S, ClientRun, run_member
 
 
 def set_earliest(run: ClientRun) -> None:
@@ -116,14 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     run = ClientRun("share_consumer", argv, _extra, __doc__.splitlines()[0])
     if not run.args.no_earliest:
         set_earliest(run)
-    member = ShareMember(run)
-    try:
-        member.loop()
-    finally:
-        member.close()
-        run.write(event="stopped", member=run.instance)
-        run.close()
-    return 0
+    return run_member(run, ShareMember(run))
 
 
 if __name__ == "__main__":
